@@ -1,0 +1,13 @@
+#pragma once
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+#include <memory>
+#include <string>
+#include <vector>

@@ -1,0 +1,29 @@
+# Compiler launcher, warnings and sanitizers, in one place.
+find_program(CCACHE_PROGRAM ccache)
+if(CCACHE_PROGRAM)
+  # Precompiled headers are only cache-safe with this sloppiness.
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env
+      "CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime"
+      ${CCACHE_PROGRAM})
+  set(CMAKE_C_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+endif()
+
+add_library(certfleet_warnings INTERFACE)
+target_compile_options(certfleet_warnings INTERFACE -Wall -Wextra -Wno-unused-parameter)
+
+add_library(certfleet_sanitize INTERFACE)
+if(CERTFLEET_SANITIZE)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "CERTFLEET_SANITIZE needs clang (GCC has no libFuzzer)")
+  endif()
+  set(CERTFLEET_SAN_FLAGS -fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer
+      -fno-sanitize-recover=undefined)
+  add_compile_options(${CERTFLEET_SAN_FLAGS})
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# One precompiled header with the heavy Boost.Asio parts, reused by every target that awaits.
+add_library(certfleet_pch_asio INTERFACE)
+function(certfleet_use_asio_pch target)
+  target_precompile_headers(${target} PRIVATE ${PROJECT_SOURCE_DIR}/cmake/pch_asio.hpp)
+endfunction()

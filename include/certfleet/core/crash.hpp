@@ -1,0 +1,9 @@
+#pragma once
+// Crash points for crash tests: with CERTFLEET_CRASH_AT=<name> in the environment, the process
+// kills itself with SIGKILL the Nth time (CERTFLEET_CRASH_AFTER, default 1) it reaches <name>.
+// Unset, a crash point costs one branch on a cached flag.
+#include <string_view>
+
+namespace certfleet {
+void crash_point(std::string_view name);
+}

@@ -1,0 +1,47 @@
+#pragma once
+// JSON in: simdjson (parse and check bodies, payloads). JSON out: Boost.JSON values.
+// Every reading error names the field it is about.
+#include "certfleet/core/error.hpp"
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace certfleet::json {
+
+inline constexpr std::size_t max_payload_bytes = 1u << 20;  // 1 MiB
+
+// One JSON object of at most max_bytes, else invalid_argument/payload_too_large naming `field`.
+result<void> check_object(std::string_view text, std::string_view field,
+                          std::size_t max_bytes = max_payload_bytes);
+
+// Reads the members of one JSON object (a request body) by name.
+class object_reader {
+ public:
+  // `what` names the whole document in errors ("body").
+  static result<object_reader> parse(std::string_view text, std::string_view what = "body");
+  object_reader(object_reader&&) noexcept;
+  object_reader& operator=(object_reader&&) noexcept;
+  ~object_reader();
+
+  bool has(std::string_view key) const;
+  result<std::string> required_string(std::string_view key) const;
+  result<std::optional<std::string>> optional_string(std::string_view key) const;
+  result<std::optional<std::int64_t>> optional_int(std::string_view key) const;
+  result<std::optional<double>> optional_number(std::string_view key) const;
+  result<std::optional<bool>> optional_bool(std::string_view key) const;
+  // The member as minified JSON text, whatever its type; must be an object when object_only.
+  result<std::optional<std::string>> optional_raw(std::string_view key, bool object_only) const;
+  // Refuses any member not in `allowed`, naming it.
+  result<void> only(std::initializer_list<std::string_view> allowed) const;
+
+ private:
+  struct impl;
+  explicit object_reader(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> p_;
+};
+
+}  // namespace certfleet::json

@@ -1,0 +1,56 @@
+#pragma once
+// The one table of settings: name, type, range, default, doc. Config loading, the settings API
+// and docs/configuration.md all read it.
+#include "certfleet/core/error.hpp"
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace certfleet {
+
+enum class setting_scope {
+  process,  // read at start from config file, CERTFLEET_<NAME>, flags
+  system,   // system-wide, stored, changed through GET|PUT /api/v1/settings
+};
+enum class setting_type { integer, string, choice };
+
+struct setting_def {
+  std::string_view name;
+  setting_type type;
+  setting_scope scope;
+  std::int64_t min = 0;  // integer range, inclusive
+  std::int64_t max = 0;
+  std::string_view default_value;
+  std::string_view choices;  // choice: values separated by '|'
+  std::string_view doc;
+};
+
+std::span<const setting_def> all_settings() noexcept;
+const setting_def* find_setting(std::string_view name) noexcept;
+
+// The canonical text of a valid value, or invalid_argument naming the setting and its range.
+result<std::string> validate_setting(const setting_def& def, std::string_view value);
+
+// Setting values by name; every known setting has a value (its default when unset).
+class settings_map {
+ public:
+  settings_map();  // all defaults
+  result<void> set(std::string_view name, std::string_view value);  // validates
+  const std::string& text(std::string_view name) const;
+  std::int64_t integer(std::string_view name) const;
+  const std::map<std::string, std::string, std::less<>>& values() const { return values_; }
+
+ private:
+  std::map<std::string, std::string, std::less<>> values_;
+};
+
+// Process configuration: defaults, then the TOML file (when given), then CERTFLEET_<NAME>
+// environment variables, then `overrides` (command-line flags). The first bad value fails the
+// load with config_invalid naming where it came from and the setting.
+result<settings_map> load_config(const std::string& file,
+                                 const std::map<std::string, std::string>& overrides);
+
+}  // namespace certfleet

@@ -1,0 +1,107 @@
+#pragma once
+// What a job handler is given and what it returns. Handlers are coroutines
+// `awaitable<outcome>(job_context&)`; they call checkpoint() between steps so a cancel request,
+// a lost lease or a shutdown stops them promptly.
+#include "certfleet/core/error.hpp"
+#include "certfleet/store/job.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace certfleet::store {
+class store;
+}
+
+namespace certfleet::queue {
+
+struct outcome {
+  enum class kind { ok, partial, failed, failed_permanently };
+  kind k = kind::ok;
+  std::string error;
+
+  static outcome ok() { return {kind::ok, {}}; }
+  static outcome partial(std::string why = {}) { return {kind::partial, std::move(why)}; }
+  // Retried with backoff while attempts remain.
+  static outcome failure(std::string why) { return {kind::failed, std::move(why)}; }
+  // Dead at once: retrying cannot help.
+  static outcome permanent_failure(std::string why) { return {kind::failed_permanently, std::move(why)}; }
+};
+
+enum class interrupt_reason { none, cancel_requested, lease_lost, shutdown };
+
+// Thrown by checkpoint()/sleep() once the job must stop; the worker catches it.
+class job_interrupted : public std::exception {
+ public:
+  explicit job_interrupted(interrupt_reason r) : r_(r) {}
+  interrupt_reason reason() const noexcept { return r_; }
+  const char* what() const noexcept override { return "job interrupted"; }
+
+ private:
+  interrupt_reason r_;
+};
+
+// Receives every job log line this process appends (the live log stream's in-process hub).
+using log_publisher = std::function<void(const std::string& job_id, const store::log_line& line)>;
+
+class job_context {
+ public:
+  job_context(boost::asio::any_io_executor ex, store::job_record job, std::string worker_id, store::store& s,
+              const clock_source& clock, const log_publisher* publish = nullptr);
+
+  const store::job_record& job() const noexcept { return job_; }
+  const std::string& payload() const noexcept { return job_.payload; }
+  store::lease_ref lease() const { return {job_.id, job_.fence}; }
+  store::store& store() noexcept { return store_; }
+  const clock_source& clock() const noexcept { return clock_; }
+
+  // Appends a job log line (fenced: refused once the lease is lost, which interrupts the job).
+  boost::asio::awaitable<void> log(std::string level, std::string message, std::string detail = {});
+  boost::asio::awaitable<void> progress(std::int64_t current, std::int64_t total);
+  // Throws job_interrupted when the job must stop.
+  void checkpoint() const;
+  // Sleeps, waking early (and throwing job_interrupted) when the job is interrupted.
+  boost::asio::awaitable<void> sleep(std::chrono::milliseconds d);
+
+  // Worker side.
+  void interrupt(interrupt_reason r);
+  interrupt_reason interrupted() const noexcept { return reason_; }
+
+ private:
+  store::job_record job_;
+  std::string worker_id_;
+  store::store& store_;
+  const clock_source& clock_;
+  const log_publisher* publish_;
+  interrupt_reason reason_ = interrupt_reason::none;
+  boost::asio::steady_timer wake_;
+};
+
+using handler_fn = std::function<boost::asio::awaitable<outcome>(job_context&)>;
+// Checks a payload at enqueue time, so a job that cannot run is refused, not stored.
+using payload_validator = std::function<result<void>(const std::string& payload)>;
+
+class handler_registry {
+ public:
+  void add(std::string type, handler_fn handler, payload_validator validate = {});
+  const handler_fn* find(std::string_view type) const;
+  const payload_validator* validator(std::string_view type) const;
+
+ private:
+  struct entry {
+    handler_fn handler;
+    payload_validator validate;
+  };
+  std::map<std::string, entry, std::less<>> entries_;
+};
+
+// The diagnostic `noop` type: sleeps payload.ms, fails the first payload.fail_times attempts.
+void register_noop(handler_registry& r);
+
+}  // namespace certfleet::queue

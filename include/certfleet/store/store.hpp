@@ -1,0 +1,110 @@
+#pragma once
+// Store interfaces: every operation is atomic on its own and runs off the event loop; callers
+// `co_await` it and resume on their own executor. Backends: SQLite (embedded default).
+#include "certfleet/core/error.hpp"
+#include "certfleet/store/job.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace certfleet::store {
+
+template <class T>
+using task = boost::asio::awaitable<result<T>>;
+
+// Operations available inside a running write transaction (terminal hooks use it, so what they
+// do commits or rolls back with the transition that triggered them).
+class job_tx {
+ public:
+  virtual ~job_tx() = default;
+  virtual result<enqueue_outcome> enqueue(const new_job& j, time_ms now) = 0;
+  virtual result<std::int64_t> append_log(const std::string& job_id, std::string_view level,
+                                          std::string_view message, std::string_view detail, time_ms now) = 0;
+};
+
+// Called, inside the write transaction, each time a job reaches a terminal status
+// (completed, dead, cancelled) by any operation. Runs on a store thread: no awaiting.
+using terminal_hook = std::function<void(job_tx&, const job_record&)>;
+
+class job_store {
+ public:
+  virtual ~job_store() = default;
+
+  virtual void set_terminal_hook(terminal_hook hook) = 0;
+
+  // Insert, or return the job an existing idempotency key names (created=false).
+  virtual task<enqueue_outcome> enqueue(new_job j, time_ms now) = 0;
+  // All in one transaction: every job is inserted (or found by key), or none.
+  virtual task<std::vector<enqueue_outcome>> enqueue_many(std::vector<new_job> jobs, time_ms now) = 0;
+
+  // Claims up to `limit` claimable jobs of `lane` with ready_at <= now, oldest first, in one
+  // atomic statement: active, locked_by, locked_until = ready_at = now + lease, attempts+1, fence+1.
+  virtual task<std::vector<job_record>> claim(std::string lane, std::string worker_id, time_ms now,
+                                              time_ms lease_ms, int limit) = 0;
+  // Extends the leases this worker still holds; reports each as held, lost or cancel_requested.
+  virtual task<std::vector<heartbeat_result>> heartbeat(std::vector<lease_ref> leases, std::string worker_id,
+                                                        time_ms now, time_ms lease_ms) = 0;
+  // Ends attempts; each element is the finished job, or lease_lost when the caller no longer
+  // holds it (its fence moved on or its status changed) — then nothing changed for that job.
+  virtual task<std::vector<result<job_record>>> finish(std::vector<finish_request> reqs, time_ms now) = 0;
+  // Active jobs whose lease expired with no attempts left become dead ("lease expired: worker
+  // lost"); those with a cancel request, cancelled. Terminal hooks run. Returns how many.
+  virtual task<int> reap_expired(time_ms now, int limit) = 0;
+
+  virtual task<job_record> get(std::string project_id, std::string id) = 0;
+  virtual task<job_page> list(job_filter f) = 0;
+  // pending/failed -> cancelled at once; active -> cancel_requested; otherwise conflict.
+  virtual task<cancel_outcome> cancel(std::string project_id, std::string id, time_ms now) = 0;
+  // failed/dead -> pending (attempts reset, fence kept); conflict otherwise; rate_limited past
+  // `per_minute` retries in the project's current minute.
+  virtual task<job_record> retry(std::string project_id, std::string id, time_ms now, int per_minute) = 0;
+  virtual task<void> set_progress(lease_ref lease, std::int64_t current, std::int64_t total) = 0;
+
+  // Appends a line (seq = the job's last + 1); with a lease, only while that lease holds.
+  virtual task<std::int64_t> append_log(std::string job_id, std::optional<lease_ref> lease, std::string level,
+                                        std::string message, std::string detail, time_ms now) = 0;
+  virtual task<log_page> read_logs(std::string job_id, std::int64_t after_seq, int limit) = 0;
+
+  virtual task<std::vector<lane_stats>> lane_statistics(time_ms now) = 0;
+};
+
+struct project {
+  std::string id;
+  std::string name;
+  time_ms created_at = 0;
+};
+
+class project_store {
+ public:
+  virtual ~project_store() = default;
+  // Returns the project and whether this call created it.
+  virtual task<std::pair<project, bool>> ensure(std::string name, time_ms now) = 0;
+  virtual task<project> find_by_name(std::string name) = 0;
+  virtual task<std::vector<project>> list() = 0;
+};
+
+class store {
+ public:
+  virtual ~store() = default;
+  virtual job_store& jobs() = 0;
+  virtual project_store& projects() = 0;
+  virtual task<void> ping() = 0;  // a round trip to the store (/readyz)
+  // Stops the store threads after the work queued so far; later calls fail with shutting_down.
+  virtual void close() = 0;
+};
+
+struct sqlite_options {
+  std::string path;  // the database file
+  int readers = 2;
+  int busy_timeout_ms = 5000;
+  bool synchronous_full = false;
+};
+
+// Opens (creating if needed) and migrates the SQLite store.
+result<std::unique_ptr<store>> open_sqlite(const sqlite_options& options);
+
+}  // namespace certfleet::store

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, every Debian 12 package that building, running and testing certfleet
+# needs and that is not installed yet. Safe to run again: it installs only what is missing.
+set -euo pipefail
+
+build_pkgs=(
+  build-essential cmake ninja-build pkg-config ccache git
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+  libsqlite3-dev sqlite3 libmongoc-dev libbson-dev libssh2-1-dev libssl-dev openssl
+  libsimdjson-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev
+)
+test_pkgs=(
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang-16 libclang-rt-16-dev
+  openssh-server openssh-client procps iproute2 curl python3
+)
+# promtool only; the server's recommends are not needed.
+norec_pkgs=(prometheus)
+
+want=("${build_pkgs[@]}")
+if [[ "${1:-}" == "--test" ]]; then want+=("${test_pkgs[@]}" "${norec_pkgs[@]}"); fi
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then exit 0; fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+rec=(); norec=()
+for p in "${missing[@]}"; do
+  if [[ " ${norec_pkgs[*]} " == *" $p "* ]]; then norec+=("$p"); else rec+=("$p"); fi
+done
+if ((${#rec[@]})); then $SUDO apt-get install -y -qq --no-install-recommends "${rec[@]}"; fi
+if ((${#norec[@]})); then $SUDO apt-get install -y -qq --no-install-recommends "${norec[@]}"; fi

@@ -1,0 +1,117 @@
+// Wiring of `certfleet serve`: store, queue, worker lanes, (API), signals, graceful shutdown.
+#include "certfleet/app/app.hpp"
+#include "certfleet/core/log.hpp"
+#include "certfleet/queue/handler.hpp"
+#include "certfleet/queue/queue_service.hpp"
+#include "certfleet/queue/worker.hpp"
+#include "certfleet/store/store.hpp"
+#include "wiring.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <filesystem>
+#include <iostream>
+
+namespace certfleet::app {
+
+namespace asio = boost::asio;
+
+void raise_fd_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+result<std::unique_ptr<store::store>> open_store(const settings_map& s) {
+  std::error_code ec;
+  std::filesystem::path dir(s.text("data"));
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return make_error(errc::config_invalid, fmt::format("data: cannot create {}: {}", dir.string(), ec.message()), "data");
+  store::sqlite_options o;
+  o.path = (dir / "certfleet.db").string();
+  o.readers = static_cast<int>(s.integer("store_readers"));
+  o.busy_timeout_ms = static_cast<int>(s.integer("store_busy_timeout_ms"));
+  o.synchronous_full = s.text("store_synchronous") == "full";
+  return store::open_sqlite(o);
+}
+
+queue::worker_options worker_options_from(const settings_map& s) {
+  queue::worker_options o;
+  o.lease_ms = s.integer("lease_ms");
+  o.main_concurrency = static_cast<int>(s.integer("worker_main_concurrency"));
+  o.dist_concurrency = static_cast<int>(s.integer("worker_dist_concurrency"));
+  o.claim_batch = static_cast<int>(s.integer("worker_claim_batch"));
+  o.poll_ms = s.integer("worker_poll_ms");
+  o.grace_ms = s.integer("shutdown_grace_ms");
+  return o;
+}
+
+void register_handlers(queue::handler_registry& r) { queue::register_noop(r); }
+
+int serve(const settings_map& settings) {
+  log::init(settings.text("log_level"));
+  raise_fd_limit();
+  auto st = open_store(settings);
+  if (!st) {
+    spdlog::error("{}", st.error().message);
+    std::cerr << "certfleet: " << st.error().message << "\n";
+    return 1;
+  }
+  store::store& store = **st;
+  const auto& clock = system_clock();
+  const std::string mode = settings.text("mode");
+
+  auto project = run_sync([&] { return store.projects().ensure("default", clock.now_ms()); });
+  if (!project) {
+    std::cerr << "certfleet: " << project.error().message << "\n";
+    return 1;
+  }
+
+  queue::handler_registry handlers;
+  register_handlers(handlers);
+  asio::io_context ioc(1);
+  queue::queue_service queue(store, handlers, clock);
+
+  std::unique_ptr<queue::worker> worker;
+  if (mode == "worker" || mode == "all") {
+    worker = std::make_unique<queue::worker>(ioc.get_executor(), store, handlers, clock, worker_options_from(settings));
+    queue.on_enqueued = [w = worker.get()](std::string_view lane) { w->wake(lane); };
+    queue.on_cancel_requested = [w = worker.get()](const std::string& id) { w->request_cancel(id); };
+    worker->start();
+  }
+
+  auto data = std::filesystem::absolute(settings.text("data")).lexically_normal();
+  std::cout << fmt::format("certfleet {} serving: mode={} data={} store={}", CERTFLEET_VERSION, mode, data.string(),
+                           (data / "certfleet.db").string())
+            << (worker ? fmt::format(" worker={}", worker->id()) : std::string()) << std::endl;
+
+  asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  bool stopping = false;
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec || stopping) return;
+    stopping = true;
+    spdlog::info("signal {}: shutting down gracefully", sig);
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+          if (worker) co_await worker->stop();
+          ioc.stop();
+        },
+        asio::detached);
+  });
+  ioc.run();
+  store.close();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace certfleet::app

@@ -1,0 +1,35 @@
+#pragma once
+// Shared by the commands of the app module: how settings become a store and worker options.
+#include "certfleet/core/settings.hpp"
+#include "certfleet/queue/handler.hpp"
+#include "certfleet/queue/worker.hpp"
+#include "certfleet/store/store.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <optional>
+
+namespace certfleet::app {
+
+result<std::unique_ptr<store::store>> open_store(const settings_map& s);
+queue::worker_options worker_options_from(const settings_map& s);
+// Every handler this build has; a type missing here is refused at enqueue.
+void register_handlers(queue::handler_registry& r);
+void raise_fd_limit();
+
+// Runs one coroutine to completion on a private event loop (CLI commands).
+template <class F>
+auto run_sync(F&& make_awaitable) {
+  using R = typename decltype(make_awaitable())::value_type;
+  boost::asio::io_context ioc;
+  std::optional<R> out;
+  std::exception_ptr failure;
+  boost::asio::co_spawn(
+      ioc, [&]() -> boost::asio::awaitable<void> { out.emplace(co_await make_awaitable()); },
+      [&](std::exception_ptr e) { failure = e; });
+  ioc.run();
+  if (failure) std::rethrow_exception(failure);
+  return std::move(*out);
+}
+
+}  // namespace certfleet::app

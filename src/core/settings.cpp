@@ -1,0 +1,186 @@
+#include "certfleet/core/settings.hpp"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <array>
+#include <charconv>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace certfleet {
+
+namespace {
+using S = setting_scope;
+using T = setting_type;
+
+constexpr std::array<setting_def, 19> table{{
+    {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
+     "Which parts this process runs."},
+    {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
+     "ADDR:PORT of the HTTP listener (health, metrics and, in api/all mode, the API)."},
+    {"data", T::string, S::process, 0, 0, "./var", "",
+     "Data directory: the embedded store certfleet.db and the owner-token file live here."},
+    {"log_level", T::choice, S::process, 0, 0, "info", "trace|debug|info|warn|error", "Process log level."},
+    {"lease_ms", T::integer, S::process, 1000, 3'600'000, "300000", "",
+     "Job lease: a worker that stops heartbeating loses its jobs after this long."},
+    {"worker_main_concurrency", T::integer, S::process, 1, 4096, "8", "",
+     "Jobs the main lane runs at once in this process."},
+    {"worker_dist_concurrency", T::integer, S::process, 1, 4096, "16", "",
+     "Jobs the dist lane (distribution_execute/_rollback) runs at once in this process."},
+    {"worker_claim_batch", T::integer, S::process, 1, 1000, "64", "",
+     "Most jobs one claim transaction takes for a lane."},
+    {"worker_poll_ms", T::integer, S::process, 10, 60'000, "250", "",
+     "How long an idle lane waits before it looks for jobs again."},
+    {"shutdown_grace_ms", T::integer, S::process, 0, 600'000, "30000", "",
+     "On SIGTERM, how long running handlers get to reach a checkpoint before their jobs are released."},
+    {"store_readers", T::integer, S::process, 1, 16, "2", "", "SQLite reader connections."},
+    {"store_busy_timeout_ms", T::integer, S::process, 100, 120'000, "5000", "",
+     "How long a write waits for another process's write lock before failing with store_busy."},
+    {"store_synchronous", T::choice, S::process, 0, 0, "normal", "normal|full",
+     "SQLite synchronous mode under WAL: normal survives a process crash; full also a power loss."},
+    {"distribution_fanout_threshold", T::integer, S::system, 0, 500, "0", "",
+     "Targets from which a distribution fans out into batch child jobs; 0 = never."},
+    {"distribution_fanout_batch_size", T::integer, S::system, 0, 200, "0", "",
+     "Targets per batch child; 0 means 50."},
+    {"distribution_ssh_max_concurrency", T::integer, S::system, 0, 50, "0", "",
+     "SSH sessions one distribution job opens at once; 0 means the module default, 10."},
+    {"jobs_page_size_default", T::integer, S::system, 1, 200, "25", "", "Job list page size when none is asked."},
+    {"job_retry_per_minute", T::integer, S::system, 1, 10'000, "20", "",
+     "Manual job retries one project may make per minute."},
+    {"egress_allow_list", T::string, S::system, 0, 0, "", "",
+     "CIDRs and host names that webhook/notification destinations may use (comma-separated); empty refuses all."},
+}};
+
+bool parse_int(std::string_view s, std::int64_t& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+std::string upper(std::string_view s) {
+  std::string r(s);
+  for (auto& c : r) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return r;
+}
+}  // namespace
+
+std::span<const setting_def> all_settings() noexcept { return table; }
+
+const setting_def* find_setting(std::string_view name) noexcept {
+  for (const auto& d : table)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+result<std::string> validate_setting(const setting_def& def, std::string_view value) {
+  switch (def.type) {
+    case T::integer: {
+      std::int64_t v;
+      if (!parse_int(value, v) || v < def.min || v > def.max)
+        return make_error(errc::invalid_argument,
+                          fmt::format("{} must be an integer from {} to {} (got \"{}\")", def.name, def.min,
+                                      def.max, value),
+                          std::string(def.name));
+      return std::to_string(v);
+    }
+    case T::choice: {
+      std::string_view rest = def.choices;
+      while (!rest.empty()) {
+        auto bar = rest.find('|');
+        if (rest.substr(0, bar) == value) return std::string(value);
+        rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
+      }
+      return make_error(errc::invalid_argument,
+                        fmt::format("{} must be one of {} (got \"{}\")", def.name, def.choices, value),
+                        std::string(def.name));
+    }
+    case T::string:
+      if (value.size() > 4096)
+        return make_error(errc::invalid_argument, fmt::format("{} is longer than 4096 characters", def.name),
+                          std::string(def.name));
+      if (def.name == "listen") {
+        auto colon = value.rfind(':');
+        std::int64_t port;
+        if (colon == std::string_view::npos || colon == 0 || !parse_int(value.substr(colon + 1), port) ||
+            port < 0 || port > 65535)
+          return make_error(errc::invalid_argument,
+                            fmt::format("listen must be ADDR:PORT with a port from 0 to 65535 (got \"{}\")", value),
+                            "listen");
+      }
+      if (def.name == "data" && value.empty())
+        return make_error(errc::invalid_argument, "data must not be empty", "data");
+      return std::string(value);
+  }
+  return std::string(value);
+}
+
+settings_map::settings_map() {
+  for (const auto& d : table) values_.emplace(std::string(d.name), std::string(d.default_value));
+}
+
+result<void> settings_map::set(std::string_view name, std::string_view value) {
+  const auto* def = find_setting(name);
+  if (!def) return make_error(errc::invalid_argument, fmt::format("unknown setting {}", name), std::string(name));
+  auto v = validate_setting(*def, value);
+  if (!v) return std::move(v).error();
+  values_.find(name)->second = std::move(*v);
+  return {};
+}
+
+const std::string& settings_map::text(std::string_view name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) throw std::logic_error(fmt::format("no setting named {}", name));
+  return it->second;
+}
+
+std::int64_t settings_map::integer(std::string_view name) const {
+  std::int64_t v = 0;
+  if (!parse_int(text(name), v)) throw std::logic_error(fmt::format("setting {} is not an integer", name));
+  return v;
+}
+
+result<settings_map> load_config(const std::string& file, const std::map<std::string, std::string>& overrides) {
+  settings_map m;
+  auto fail = [](std::string where, const error& e) {
+    return make_error(errc::config_invalid, fmt::format("{}: {}", where, e.message), e.field);
+  };
+  if (!file.empty()) {
+    toml::table doc;
+    try {
+      doc = toml::parse_file(file);
+    } catch (const toml::parse_error& e) {
+      return make_error(errc::config_invalid,
+                        fmt::format("config file {}: line {}: {}", file, e.source().begin.line, e.description()),
+                        "config");
+    }
+    for (auto&& [key, node] : doc) {
+      std::string name(key.str());
+      const auto* def = find_setting(name);
+      if (!def || def->scope != setting_scope::process)
+        return make_error(errc::config_invalid, fmt::format("config file {}: unknown setting {}", file, name), name);
+      std::string text;
+      if (auto i = node.value<std::int64_t>(); i && node.is_integer()) text = std::to_string(*i);
+      else if (auto s = node.value<std::string>(); s && node.is_string()) text = *s;
+      else
+        return make_error(errc::config_invalid,
+                          fmt::format("config file {}: {} must be a string or an integer", file, name), name);
+      if (auto r = m.set(name, text); !r) return fail("config file " + file, r.error());
+    }
+  }
+  for (const auto& d : table) {
+    if (d.scope != setting_scope::process) continue;
+    std::string env = "CERTFLEET_" + upper(d.name);
+    if (const char* v = std::getenv(env.c_str()))
+      if (auto r = m.set(d.name, v); !r) return fail("environment " + env, r.error());
+  }
+  for (const auto& [name, value] : overrides) {
+    const auto* def = find_setting(name);
+    if (!def || def->scope != setting_scope::process)
+      return make_error(errc::config_invalid, fmt::format("flag --{}: unknown setting", name), name);
+    if (auto r = m.set(name, value); !r) return fail("flag --" + name, r.error());
+  }
+  return m;
+}
+
+}  // namespace certfleet

@@ -1,0 +1,63 @@
+#include "certfleet/queue/job_view.hpp"
+
+#include <boost/json.hpp>
+
+namespace certfleet::queue {
+
+namespace {
+boost::json::value opt_text(const std::string& s) { return s.empty() ? boost::json::value(nullptr) : boost::json::value(s); }
+boost::json::value opt_time(time_ms t) { return t ? boost::json::value(format_iso8601(t)) : boost::json::value(nullptr); }
+}  // namespace
+
+boost::json::object to_json(const store::job_record& j) {
+  boost::json::object o;
+  o["id"] = j.id;
+  o["project_id"] = j.project_id;
+  o["type"] = j.type;
+  o["lane"] = j.lane;
+  o["status"] = std::string(store::to_string(j.status));
+  o["result_status"] = opt_text(j.result_status);
+  o["attempts"] = j.attempts;
+  o["max_attempts"] = j.max_attempts;
+  o["fence"] = j.fence;
+  // ready_at is run_at for a waiting job and the lease end for an active one.
+  o["run_at"] = j.status == store::job_status::pending || j.status == store::job_status::failed
+                    ? opt_time(j.ready_at)
+                    : boost::json::value(nullptr);
+  o["held"] = j.held;
+  o["locked_by"] = opt_text(j.locked_by);
+  o["locked_until"] = opt_time(j.locked_until);
+  o["idempotency_key"] = opt_text(j.idempotency_key);
+  o["parent_job_id"] = opt_text(j.parent_job_id);
+  o["certificate_id"] = opt_text(j.certificate_id);
+  o["distribution_id"] = opt_text(j.distribution_id);
+  o["triggered_by"] = opt_text(j.triggered_by);
+  o["created_at"] = opt_time(j.created_at);
+  o["started_at"] = opt_time(j.started_at);
+  o["completed_at"] = opt_time(j.completed_at);
+  o["duration_ms"] = j.started_at && j.completed_at ? boost::json::value(j.completed_at - j.started_at)
+                                                    : boost::json::value(nullptr);
+  o["error"] = opt_text(j.error);
+  o["progress"] = {{"current", j.progress_current}, {"total", j.progress_total}};
+  o["cancel_requested"] = j.cancel_requested;
+  boost::json::error_code ec;
+  auto payload = boost::json::parse(j.payload, ec);
+  o["payload"] = ec ? boost::json::value(nullptr) : std::move(payload);
+  return o;
+}
+
+boost::json::object to_json(const store::log_line& l) {
+  boost::json::object o;
+  o["seq"] = l.seq;
+  o["ts"] = format_iso8601(l.ts);
+  o["level"] = l.level;
+  o["message"] = l.message;
+  if (!l.detail.empty()) {
+    boost::json::error_code ec;
+    auto d = boost::json::parse(l.detail, ec);
+    o["detail"] = ec ? boost::json::value(l.detail) : std::move(d);
+  }
+  return o;
+}
+
+}  // namespace certfleet::queue

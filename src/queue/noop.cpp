@@ -1,0 +1,60 @@
+// `noop`: a diagnostic job that proves workers are alive and gives benchmarks a workload.
+#include "certfleet/core/json.hpp"
+#include "certfleet/queue/handler.hpp"
+
+#include <fmt/format.h>
+
+namespace certfleet::queue {
+
+namespace {
+struct noop_payload {
+  std::int64_t ms = 0;
+  std::int64_t fail_times = 0;
+  bool log = false;
+};
+
+result<noop_payload> parse(const std::string& payload) {
+  auto r = json::object_reader::parse(payload, "payload");
+  if (!r) return std::move(r).error();
+  if (auto o = r->only({"ms", "fail_times", "log"}); !o) return std::move(o).error();
+  noop_payload p;
+  auto ms = r->optional_int("ms");
+  if (!ms) return std::move(ms).error();
+  auto ft = r->optional_int("fail_times");
+  if (!ft) return std::move(ft).error();
+  auto lg = r->optional_bool("log");
+  if (!lg) return std::move(lg).error();
+  p.ms = ms->value_or(0);
+  p.fail_times = ft->value_or(0);
+  p.log = lg->value_or(false);
+  if (p.ms < 0 || p.ms > 3'600'000)
+    return make_error(errc::invalid_argument, "payload.ms must be from 0 to 3600000", "payload.ms");
+  if (p.fail_times < 0 || p.fail_times > 100)
+    return make_error(errc::invalid_argument, "payload.fail_times must be from 0 to 100", "payload.fail_times");
+  return p;
+}
+}  // namespace
+
+void register_noop(handler_registry& r) {
+  r.add(
+      "noop",
+      [](job_context& ctx) -> boost::asio::awaitable<outcome> {
+        auto p = parse(ctx.payload());
+        if (!p) co_return outcome::permanent_failure(p.error().message);
+        if (p->log) co_await ctx.log("info", fmt::format("noop attempt {}: sleeping {} ms", ctx.job().attempts, p->ms));
+        if (p->ms > 0) co_await ctx.sleep(std::chrono::milliseconds(p->ms));
+        ctx.checkpoint();
+        if (ctx.job().attempts <= p->fail_times)
+          co_return outcome::failure(
+              fmt::format("noop: failing on purpose (attempt {} of {} planned failures)", ctx.job().attempts, p->fail_times));
+        if (p->log) co_await ctx.log("info", "noop done");
+        co_return outcome::ok();
+      },
+      [](const std::string& payload) -> result<void> {
+        auto p = parse(payload);
+        if (!p) return std::move(p).error();
+        return {};
+      });
+}
+
+}  // namespace certfleet::queue

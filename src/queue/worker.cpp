@@ -1,0 +1,396 @@
+#include "certfleet/queue/worker.hpp"
+
+#include "certfleet/core/crash.hpp"
+#include "certfleet/core/object_id.hpp"
+#include "certfleet/queue/backoff.hpp"
+#include "certfleet/queue/job_types.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <unordered_map>
+
+namespace certfleet::queue {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+using steady = std::chrono::steady_clock;
+
+std::string make_worker_id() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return fmt::format("{}:{}:{}", host, getpid(), new_object_id().substr(16));
+}
+
+namespace {
+std::uint32_t micros_since(steady::time_point t0) {
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - t0).count();
+  return static_cast<std::uint32_t>(std::min<long long>(us, UINT32_MAX));
+}
+constexpr std::size_t max_samples = 2'000'000;
+}  // namespace
+
+struct worker::impl : std::enable_shared_from_this<impl> {
+  struct lane_state {
+    std::string name;
+    int concurrency;
+    int running = 0;
+    bool wake_pending = false;
+    asio::steady_timer timer;
+  };
+  struct running_job {
+    std::shared_ptr<job_context> ctx;
+    lane_state* lane;
+    bool finishing = false;
+    steady::time_point claimed_at;
+  };
+  struct pending_finish {
+    std::string id;
+    store::finish_request req;
+  };
+
+  asio::any_io_executor ex;
+  store::store& st;
+  const handler_registry& handlers;
+  const clock_source& clock;
+  worker_options opt;
+  log_publisher publish;
+  std::vector<std::unique_ptr<lane_state>> lanes;
+  std::unordered_map<std::string, running_job> active;
+  std::vector<pending_finish> finish_queue;
+  bool flushing = false;
+  bool stopping = false;
+  bool loops_stopped = false;
+  int dispatchers = 0;
+  asio::steady_timer maintenance_timer;  // heartbeat and reaper sleep on it; cancelled at stop
+  worker_stats stats;
+
+  impl(asio::any_io_executor e, store::store& s, const handler_registry& h, const clock_source& c, worker_options o)
+      : ex(e), st(s), handlers(h), clock(c), opt(std::move(o)), maintenance_timer(e) {
+    if (opt.worker_id.empty()) opt.worker_id = make_worker_id();
+    if (opt.heartbeat_ms <= 0) opt.heartbeat_ms = std::min<time_ms>(opt.lease_ms / 3, 5'000);
+    if (opt.reap_ms <= 0) opt.reap_ms = std::max<time_ms>(opt.lease_ms / 2, 100);
+    lanes.push_back(std::make_unique<lane_state>(lane_state{std::string(lane_main), opt.main_concurrency, 0, false, asio::steady_timer(e)}));
+    lanes.push_back(std::make_unique<lane_state>(lane_state{std::string(lane_dist), opt.dist_concurrency, 0, false, asio::steady_timer(e)}));
+  }
+
+  void spawn(asio::awaitable<void> a, const char* what) {
+    asio::co_spawn(ex, std::move(a), [what](std::exception_ptr e) {
+      if (!e) return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& x) {
+        spdlog::error("worker {}: unexpected exception: {}", what, x.what());
+      } catch (...) {
+        spdlog::error("worker {}: unexpected exception", what);
+      }
+    });
+  }
+
+  void wake(lane_state& l) {
+    l.wake_pending = true;
+    l.timer.cancel();
+  }
+
+  asio::awaitable<void> idle(lane_state& l, time_ms ms) {
+    if (l.wake_pending || stopping) co_return;
+    l.timer.expires_after(milliseconds(ms));
+    co_await l.timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+
+  asio::awaitable<void> dispatch(lane_state& l) {
+    auto self = shared_from_this();
+    ++dispatchers;
+    time_ms failure_pause = opt.poll_ms;
+    while (!stopping) {
+      int free = l.concurrency - l.running;
+      if (free > 0) {
+        int want = std::min(free, opt.claim_batch);
+        l.wake_pending = false;
+        auto t0 = steady::now();
+        auto claimed = co_await st.jobs().claim(l.name, opt.worker_id, clock.now_ms(), opt.lease_ms, want);
+        ++stats.claim_calls;
+        if (opt.record_latency && stats.claim_us.size() < max_samples) stats.claim_us.push_back(micros_since(t0));
+        if (!claimed) {
+          spdlog::warn("worker {}: claim on lane {} failed: {}", opt.worker_id, l.name, claimed.error().message);
+          co_await idle(l, failure_pause);
+          failure_pause = std::min<time_ms>(failure_pause * 2, 10'000);
+          continue;
+        }
+        failure_pause = opt.poll_ms;
+        auto claimed_at = steady::now();
+        for (auto& j : *claimed) start_job(l, std::move(j), claimed_at);
+        if (static_cast<int>(claimed->size()) == want) continue;  // there may be more ready now
+      }
+      co_await idle(l, free > 0 ? opt.poll_ms : 60'000);
+    }
+    --dispatchers;
+  }
+
+  void start_job(lane_state& l, store::job_record j, steady::time_point claimed_at) {
+    ++stats.claimed;
+    ++l.running;
+    auto ctx = std::make_shared<job_context>(ex, std::move(j), opt.worker_id, st, clock, &publish);
+    auto id = ctx->job().id;
+    active.emplace(id, running_job{ctx, &l, false, claimed_at});
+    // Claimed while stopping: give it straight back.
+    if (stopping) ctx->interrupt(interrupt_reason::shutdown);
+    spawn(run_job(ctx), "job");
+  }
+
+  asio::awaitable<void> run_job(std::shared_ptr<job_context> ctx) {
+    auto self = shared_from_this();
+    const auto& job = ctx->job();
+    {
+      auto it = active.find(job.id);
+      if (opt.record_latency && it != active.end() && stats.claim_to_start_us.size() < max_samples)
+        stats.claim_to_start_us.push_back(micros_since(it->second.claimed_at));
+    }
+    crash_point("job_started");
+    std::optional<outcome> out;
+    interrupt_reason why = interrupt_reason::none;
+    if (const auto* h = handlers.find(job.type); !h) {
+      out = outcome::permanent_failure(fmt::format("no handler for job type {} in this build", job.type));
+    } else {
+      try {
+        ctx->checkpoint();
+        out = co_await (*h)(*ctx);
+      } catch (const job_interrupted& e) {
+        why = e.reason();
+      } catch (const std::exception& e) {
+        spdlog::error("job {} ({}): handler threw: {}", job.id, job.type, e.what());
+        out = outcome::failure(fmt::format("handler error: {}", e.what()));
+      } catch (...) {
+        out = outcome::failure("handler error: unknown exception");
+      }
+    }
+    crash_point("before_finish");
+    if (why == interrupt_reason::lease_lost) {
+      spdlog::warn("job {}: lease lost; another worker owns it now", job.id);
+      ++stats.lost;
+      done(job.id);
+      co_return;
+    }
+    store::finish_request req;
+    req.lease = ctx->lease();
+    req.worker_id = opt.worker_id;
+    if (why == interrupt_reason::cancel_requested) {
+      req.kind = store::finish_kind::cancelled;
+    } else if (why == interrupt_reason::shutdown) {
+      req.kind = store::finish_kind::released;
+    } else {
+      switch (out->k) {
+        case outcome::kind::ok:
+          req.kind = store::finish_kind::completed;
+          req.result_status = "ok";
+          break;
+        case outcome::kind::partial:
+          req.kind = store::finish_kind::completed;
+          req.result_status = "partial";
+          break;
+        case outcome::kind::failed:
+          req.kind = store::finish_kind::failed;
+          req.error = out->error;
+          req.retry_at = clock.now_ms() + backoff_ms(job.attempts);
+          break;
+        case outcome::kind::failed_permanently:
+          req.kind = store::finish_kind::dead;
+          req.error = out->error;
+          break;
+      }
+    }
+    submit_finish(job.id, std::move(req));
+  }
+
+  // The job's slot is free again (its end is stored, or it is no longer ours).
+  void done(const std::string& id) {
+    auto it = active.find(id);
+    if (it == active.end()) return;
+    auto* l = it->second.lane;
+    active.erase(it);
+    --l->running;
+    wake(*l);
+  }
+
+  void submit_finish(const std::string& id, store::finish_request req) {
+    auto it = active.find(id);
+    if (it == active.end() || it->second.finishing) return;
+    it->second.finishing = true;
+    finish_queue.push_back(pending_finish{id, std::move(req)});
+    if (!flushing) {
+      flushing = true;
+      spawn(flush(), "finisher");
+    }
+  }
+
+  asio::awaitable<void> flush() {
+    auto self = shared_from_this();
+    while (!finish_queue.empty()) {
+      auto batch = std::move(finish_queue);
+      finish_queue.clear();
+      std::vector<store::finish_request> reqs;
+      reqs.reserve(batch.size());
+      for (auto& p : batch) reqs.push_back(p.req);
+      for (int attempt = 0;; ++attempt) {
+        auto r = co_await st.jobs().finish(reqs, clock.now_ms());
+        if (r) {
+          for (std::size_t i = 0; i < batch.size(); ++i) account(batch[i], (*r)[i]);
+          break;
+        }
+        // Keep the requests: they stay valid (fenced) until the lease expires.
+        spdlog::warn("worker {}: storing {} job results failed (try {}): {}", opt.worker_id, reqs.size(), attempt + 1,
+                     r.error().message);
+        if (stopping && attempt >= 20) {
+          for (auto& p : batch) done(p.id);
+          break;
+        }
+        asio::steady_timer t(ex, milliseconds(std::min(50 << std::min(attempt, 6), 3'000)));
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+      }
+    }
+    flushing = false;
+  }
+
+  void account(const pending_finish& p, const result<store::job_record>& r) {
+    if (!r) {
+      ++stats.lost;
+      spdlog::warn("job {}: result refused: {}", p.id, r.error().message);
+    } else {
+      switch (r->status) {
+        case store::job_status::completed: ++stats.completed; break;
+        case store::job_status::failed: ++stats.failed; break;
+        case store::job_status::dead: ++stats.dead; break;
+        case store::job_status::cancelled: ++stats.cancelled; break;
+        case store::job_status::pending: ++stats.released; break;
+        case store::job_status::active: break;
+      }
+    }
+    done(p.id);
+  }
+
+  asio::awaitable<void> heartbeat_loop() {
+    auto self = shared_from_this();
+    while (!loops_stopped) {
+      maintenance_timer.expires_after(milliseconds(opt.heartbeat_ms));
+      co_await maintenance_timer.async_wait(asio::as_tuple(asio::use_awaitable));
+      if (loops_stopped) break;
+      std::vector<store::lease_ref> leases;
+      for (auto& [id, rj] : active)
+        if (!rj.finishing) leases.push_back(rj.ctx->lease());
+      if (leases.empty()) continue;
+      auto r = co_await st.jobs().heartbeat(std::move(leases), opt.worker_id, clock.now_ms(), opt.lease_ms);
+      if (!r) {
+        spdlog::warn("worker {}: heartbeat failed: {}", opt.worker_id, r.error().message);
+        continue;
+      }
+      for (const auto& h : *r) {
+        auto it = active.find(h.id);
+        if (it == active.end()) continue;
+        if (h.state == store::lease_state::lost) it->second.ctx->interrupt(interrupt_reason::lease_lost);
+        if (h.state == store::lease_state::cancel_requested) it->second.ctx->interrupt(interrupt_reason::cancel_requested);
+      }
+    }
+  }
+
+  asio::awaitable<void> reaper_loop() {
+    auto self = shared_from_this();
+    asio::steady_timer t(ex);
+    while (!loops_stopped) {
+      auto r = co_await st.jobs().reap_expired(clock.now_ms(), 500);
+      if (!r) spdlog::warn("worker {}: reaping expired leases failed: {}", opt.worker_id, r.error().message);
+      else {
+        stats.reaped += *r;
+        if (*r > 0) spdlog::info("worker {}: {} jobs whose worker was lost are now dead or cancelled", opt.worker_id, *r);
+        if (*r == 500) continue;
+      }
+      reap_timer = &t;
+      t.expires_after(milliseconds(opt.reap_ms));
+      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+      reap_timer = nullptr;
+    }
+  }
+  asio::steady_timer* reap_timer = nullptr;
+
+  void start() {
+    for (auto& l : lanes) spawn(dispatch(*l), "dispatcher");
+    spawn(heartbeat_loop(), "heartbeat");
+    spawn(reaper_loop(), "reaper");
+  }
+
+  asio::awaitable<void> stop() {
+    auto self = shared_from_this();
+    if (stopping) co_return;
+    stopping = true;
+    for (auto& l : lanes) wake(*l);
+    for (auto& [id, rj] : active) rj.ctx->interrupt(interrupt_reason::shutdown);
+    auto deadline = steady::now() + milliseconds(opt.grace_ms);
+    asio::steady_timer t(ex);
+    auto running_handlers = [&] {
+      int n = 0;
+      for (auto& [id, rj] : active) n += rj.finishing ? 0 : 1;
+      return n;
+    };
+    while (running_handlers() > 0 && steady::now() < deadline) {
+      t.expires_after(milliseconds(20));
+      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    // Handlers that did not reach a checkpoint in time: their jobs go back to pending anyway
+    // (fenced, so if such a handler ever finishes, its result is refused).
+    std::vector<std::pair<std::string, store::lease_ref>> left;
+    for (auto& [id, rj] : active)
+      if (!rj.finishing) left.emplace_back(id, rj.ctx->lease());
+    for (auto& [id, lease] : left) {
+      spdlog::warn("job {}: handler did not stop within the grace period; releasing it", id);
+      store::finish_request req;
+      req.lease = lease;
+      req.worker_id = opt.worker_id;
+      req.kind = store::finish_kind::released;
+      submit_finish(id, std::move(req));
+    }
+    while ((flushing || !active.empty() || dispatchers > 0) && steady::now() < deadline + std::chrono::seconds(10)) {
+      t.expires_after(milliseconds(10));
+      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    loops_stopped = true;
+    maintenance_timer.cancel();
+    if (reap_timer) reap_timer->cancel();
+  }
+};
+
+worker::worker(asio::any_io_executor ex, store::store& s, const handler_registry& handlers, const clock_source& clock,
+               worker_options options)
+    : impl_(std::make_shared<impl>(ex, s, handlers, clock, std::move(options))) {}
+
+void worker::set_log_publisher(log_publisher p) { impl_->publish = std::move(p); }
+
+worker::~worker() = default;
+
+void worker::start() { impl_->start(); }
+asio::awaitable<void> worker::stop() { return impl_->stop(); }
+
+void worker::wake(std::string_view lane) {
+  for (auto& l : impl_->lanes)
+    if (l->name == lane) impl_->wake(*l);
+}
+
+void worker::request_cancel(const std::string& job_id) {
+  auto it = impl_->active.find(job_id);
+  if (it != impl_->active.end()) it->second.ctx->interrupt(interrupt_reason::cancel_requested);
+}
+
+const std::string& worker::id() const { return impl_->opt.worker_id; }
+const worker_stats& worker::stats() const { return impl_->stats; }
+int worker::running() const {
+  int n = 0;
+  for (auto& l : impl_->lanes) n += l->running;
+  return n;
+}
+
+}  // namespace certfleet::queue

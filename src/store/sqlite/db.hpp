@@ -1,0 +1,106 @@
+#pragma once
+// A thin RAII layer over one sqlite3 connection with a prepared-statement cache.
+// Only this folder sees sqlite3.h.
+#include "certfleet/core/error.hpp"
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace certfleet::store::sqlite {
+
+// A statement failing in a way the code did not expect (syntax, misuse) is a bug: thrown.
+// Lock contention and I/O errors are turned into values by the callers that expect them.
+class db_error : public std::runtime_error {
+ public:
+  db_error(int code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+class stmt {
+ public:
+  explicit stmt(sqlite3_stmt* s) : s_(s) {}
+  stmt& bind(int i, std::int64_t v) { check(sqlite3_bind_int64(s_, i, v)); return *this; }
+  stmt& bind(int i, int v) { return bind(i, static_cast<std::int64_t>(v)); }
+  stmt& bind(int i, std::string_view v) {
+    check(sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
+  stmt& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
+  stmt& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
+  // Empty text binds NULL (optional references, keys).
+  stmt& bind_or_null(int i, std::string_view v) {
+    if (v.empty()) check(sqlite3_bind_null(s_, i));
+    else bind(i, v);
+    return *this;
+  }
+  stmt& bind_null(int i) { check(sqlite3_bind_null(s_, i)); return *this; }
+
+  // True while a row is available.
+  bool step();
+  void run() { while (step()) {} }
+  std::int64_t int64(int col) const { return sqlite3_column_int64(s_, col); }
+  std::string text(int col) const {
+    auto p = reinterpret_cast<const char*>(sqlite3_column_text(s_, col));
+    return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s_, col))) : std::string();
+  }
+  bool is_null(int col) const { return sqlite3_column_type(s_, col) == SQLITE_NULL; }
+
+ private:
+  friend class db;
+  friend class stmt_scope;
+  void check(int rc);
+  sqlite3_stmt* s_;
+};
+
+// Resets a cached statement when the scope ends, whatever happens.
+class stmt_scope {
+ public:
+  explicit stmt_scope(sqlite3_stmt* s) : st_(s) {}
+  stmt_scope(stmt_scope&& o) noexcept : st_(o.st_) { o.st_.s_ = nullptr; }
+  ~stmt_scope() {
+    if (!raw()) return;
+    sqlite3_reset(raw());
+    sqlite3_clear_bindings(raw());
+  }
+  stmt_scope(const stmt_scope&) = delete;
+  stmt_scope& operator=(stmt_scope&&) = delete;
+  stmt_scope& operator=(const stmt_scope&) = delete;
+  stmt* operator->() { return &st_; }
+  stmt& operator*() { return st_; }
+
+ private:
+  sqlite3_stmt* raw() const;
+  stmt st_;
+};
+
+class db {
+ public:
+  db(const std::string& path, bool read_only, int busy_timeout_ms);
+  ~db();
+  db(const db&) = delete;
+  db& operator=(const db&) = delete;
+
+  void exec(const char* sql);
+  // A cached prepared statement; reset and unbound when the returned scope ends.
+  stmt_scope prepare(const char* sql);
+  std::int64_t changes() const { return sqlite3_changes64(h_); }
+  sqlite3* handle() const { return h_; }
+
+ private:
+  sqlite3* h_ = nullptr;
+  std::unordered_map<const char*, sqlite3_stmt*> cache_;  // keyed by the literal's address
+};
+
+bool is_busy(int code) noexcept;
+error to_error(const db_error& e);
+
+}  // namespace certfleet::store::sqlite

@@ -1,0 +1,124 @@
+#include "executor.hpp"
+
+
+namespace certfleet::store::sqlite {
+
+writer::writer(const std::string& path, int busy_timeout_ms, bool synchronous_full,
+               const std::function<void(db&)>& init, int max_batch)
+    : db_(std::make_unique<db>(path, false, busy_timeout_ms)), max_batch_(max_batch) {
+  db_->exec("PRAGMA journal_mode=WAL");
+  db_->exec(synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+  db_->exec("PRAGMA cache_size=-65536");
+  db_->exec("PRAGMA temp_store=MEMORY");
+  init(*db_);
+  thread_ = std::thread([this] { loop(); });
+}
+
+writer::~writer() { close(); }
+
+void writer::submit(std::unique_ptr<write_task> t) {
+  {
+    std::lock_guard lk(m_);
+    if (!stop_) {
+      q_.push_back(std::move(t));
+      cv_.notify_one();
+      return;
+    }
+  }
+  t->complete(make_error(errc::shutting_down, "the store is closed"));
+}
+
+void writer::close() {
+  {
+    std::lock_guard lk(m_);
+    if (stop_ && !thread_.joinable()) return;
+    stop_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void writer::loop() {
+  std::vector<std::unique_ptr<write_task>> batch;
+  for (;;) {
+    {
+      std::unique_lock lk(m_);
+      cv_.wait(lk, [&] { return stop_ || !q_.empty(); });
+      if (q_.empty()) return;  // stopping, and everything queued is done
+      while (!q_.empty() && static_cast<int>(batch.size()) < max_batch_) {
+        batch.push_back(std::move(q_.front()));
+        q_.pop_front();
+      }
+    }
+    std::optional<error> failure;
+    try {
+      db_->prepare("BEGIN IMMEDIATE")->run();
+    } catch (const db_error& e) {
+      failure = to_error(e);
+    }
+    if (!failure) {
+      for (auto& t : batch) t->execute(*db_);
+      try {
+        db_->prepare("COMMIT")->run();
+      } catch (const db_error& e) {
+        failure = to_error(e);
+        try {
+          db_->exec("ROLLBACK");
+        } catch (...) {
+        }
+      }
+    }
+    for (auto& t : batch) t->complete(failure);
+    batch.clear();
+  }
+}
+
+reader_pool::reader_pool(const std::string& path, int threads, int busy_timeout_ms) {
+  for (int i = 0; i < threads; ++i) {
+    auto d = std::make_unique<db>(path, false, busy_timeout_ms);
+    d->exec("PRAGMA query_only=1");
+    d->exec("PRAGMA temp_store=MEMORY");
+    dbs_.push_back(std::move(d));
+  }
+  for (auto& d : dbs_) threads_.emplace_back([this, p = d.get()] { loop(*p); });
+}
+
+reader_pool::~reader_pool() { close(); }
+
+void reader_pool::submit(std::unique_ptr<read_task> t) {
+  {
+    std::lock_guard lk(m_);
+    if (!stop_) {
+      q_.push_back(std::move(t));
+      cv_.notify_one();
+      return;
+    }
+  }
+  t->abandon();
+}
+
+void reader_pool::close() {
+  {
+    std::lock_guard lk(m_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+}
+
+void reader_pool::loop(db& d) {
+  for (;;) {
+    std::unique_ptr<read_task> t;
+    {
+      std::unique_lock lk(m_);
+      cv_.wait(lk, [&] { return stop_ || !q_.empty(); });
+      if (q_.empty()) return;
+      t = std::move(q_.front());
+      q_.pop_front();
+    }
+    t->run(d);
+  }
+}
+
+}  // namespace certfleet::store::sqlite

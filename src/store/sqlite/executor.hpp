@@ -1,0 +1,182 @@
+#pragma once
+// Runs SQLite work off the event loop. One writer thread owns the only write connection and
+// commits the operations queued while it was busy together in one transaction (group commit),
+// each inside its own savepoint so every operation stays atomic on its own and one failing
+// changes nothing of the others. Reader threads each own a read connection.
+// The result comes back on the awaiting coroutine's executor.
+#include "db.hpp"
+
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace certfleet::store::sqlite {
+
+namespace asio = boost::asio;
+
+class write_task {
+ public:
+  virtual ~write_task() = default;
+  // Runs the operation inside the open transaction; never throws.
+  virtual void execute(db& d) = 0;
+  // After COMMIT (ok) or a failed BEGIN/COMMIT (the error replaces the result).
+  virtual void complete(const std::optional<error>& txn_failure) = 0;
+};
+
+class read_task {
+ public:
+  virtual ~read_task() = default;
+  virtual void run(db& d) = 0;  // never throws
+  virtual void abandon() = 0;   // the pool is closed
+};
+
+class writer {
+ public:
+  // `init` runs on the connection before the thread starts (schema migrations).
+  writer(const std::string& path, int busy_timeout_ms, bool synchronous_full,
+         const std::function<void(db&)>& init, int max_batch = 512);
+  ~writer();
+  void submit(std::unique_ptr<write_task> t);
+  void close();
+
+ private:
+  void loop();
+  std::unique_ptr<db> db_;
+  int max_batch_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<write_task>> q_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+class reader_pool {
+ public:
+  reader_pool(const std::string& path, int threads, int busy_timeout_ms);
+  ~reader_pool();
+  void submit(std::unique_ptr<read_task> t);
+  void close();
+
+ private:
+  void loop(db& d);
+  std::vector<std::unique_ptr<db>> dbs_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<read_task>> q_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+namespace detail {
+
+template <class R, class Handler>
+void deliver(Handler&& h, std::exception_ptr ep, std::optional<R>&& r) {
+  auto ex = asio::get_associated_executor(h);
+  asio::post(ex, [h = std::move(h), ep, r = std::move(r)]() mutable { std::move(h)(ep, std::move(r)); });
+}
+
+// R is result<T>: an error converts into it.
+template <class R, class F, class Handler>
+class write_op final : public write_task {
+ public:
+  write_op(F f, Handler h) : f_(std::move(f)), h_(std::move(h)), work_(asio::get_associated_executor(h_)) {}
+  void execute(db& d) override {
+    try {
+      d.prepare("SAVEPOINT op")->run();
+    } catch (const db_error& e) {
+      r_.emplace(to_error(e));
+      return;
+    }
+    try {
+      r_.emplace(f_(d));
+      if (r_->has_value()) {
+        d.prepare("RELEASE op")->run();
+        return;
+      }
+    } catch (const db_error& e) {
+      r_.emplace(to_error(e));
+    } catch (...) {
+      ep_ = std::current_exception();
+    }
+    try {
+      d.prepare("ROLLBACK TO op")->run();
+      d.prepare("RELEASE op")->run();
+    } catch (...) {
+      // The transaction is broken: COMMIT fails and reports it for every operation.
+    }
+  }
+  void complete(const std::optional<error>& txn_failure) override {
+    if (txn_failure && !ep_) r_.emplace(*txn_failure);
+    if (!r_ && !ep_) r_.emplace(make_error(errc::shutting_down, "the store is closed"));
+    deliver<R>(std::move(h_), ep_, std::move(r_));
+  }
+
+ private:
+  F f_;
+  Handler h_;
+  asio::executor_work_guard<asio::associated_executor_t<Handler>> work_;
+  std::optional<R> r_;
+  std::exception_ptr ep_;
+};
+
+template <class R, class F, class Handler>
+class read_op final : public read_task {
+ public:
+  read_op(F f, Handler h) : f_(std::move(f)), h_(std::move(h)), work_(asio::get_associated_executor(h_)) {}
+  void run(db& d) override {
+    std::optional<R> r;
+    std::exception_ptr ep;
+    try {
+      r.emplace(f_(d));
+    } catch (const db_error& e) {
+      r.emplace(to_error(e));
+    } catch (...) {
+      ep = std::current_exception();
+    }
+    deliver<R>(std::move(h_), ep, std::move(r));
+  }
+  void abandon() override {
+    deliver<R>(std::move(h_), nullptr, std::optional<R>(make_error(errc::shutting_down, "the store is closed")));
+  }
+
+ private:
+  F f_;
+  Handler h_;
+  asio::executor_work_guard<asio::associated_executor_t<Handler>> work_;
+};
+
+}  // namespace detail
+
+// co_await run_write<result<T>>(w, [..](db& d) -> result<T> {...})
+template <class R, class F>
+asio::awaitable<R> run_write(writer& w, F f) {
+  auto out = co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, std::optional<R>)>(
+      [&w](auto handler, F fn) {
+        w.submit(std::make_unique<detail::write_op<R, F, decltype(handler)>>(std::move(fn), std::move(handler)));
+      },
+      asio::use_awaitable, std::move(f));
+  co_return std::move(*out);
+}
+
+template <class R, class F>
+asio::awaitable<R> run_read(reader_pool& p, F f) {
+  auto out = co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, std::optional<R>)>(
+      [&p](auto handler, F fn) {
+        p.submit(std::make_unique<detail::read_op<R, F, decltype(handler)>>(std::move(fn), std::move(handler)));
+      },
+      asio::use_awaitable, std::move(f));
+  co_return std::move(*out);
+}
+
+}  // namespace certfleet::store::sqlite

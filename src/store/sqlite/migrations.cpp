@@ -1,0 +1,99 @@
+#include "migrations.hpp"
+
+#include <array>
+
+namespace certfleet::store::sqlite {
+
+namespace {
+// Append-only: a released migration is never edited; a change is a new entry.
+constexpr std::array<const char*, 1> migrations{{
+    // 1: projects, jobs, job logs, rate-limit windows
+    R"sql(
+CREATE TABLE projects (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE jobs (
+  rid INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  project_id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  lane TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  status TEXT NOT NULL,
+  result_status TEXT,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  max_attempts INTEGER NOT NULL,
+  fence INTEGER NOT NULL DEFAULT 0,
+  ready_at INTEGER NOT NULL,
+  held INTEGER NOT NULL DEFAULT 0,
+  locked_by TEXT,
+  locked_until INTEGER,
+  idempotency_key TEXT,
+  parent_job_id TEXT,
+  certificate_id TEXT,
+  distribution_id TEXT,
+  triggered_by TEXT,
+  created_at INTEGER NOT NULL,
+  started_at INTEGER,
+  completed_at INTEGER,
+  error TEXT,
+  progress_current INTEGER NOT NULL DEFAULT 0,
+  progress_total INTEGER NOT NULL DEFAULT 0,
+  cancel_requested INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX jobs_idempotency ON jobs (project_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX jobs_claim ON jobs (lane, ready_at, id) WHERE status IN ('pending', 'failed', 'active') AND held = 0;
+CREATE INDEX jobs_lease ON jobs (locked_until) WHERE status = 'active';
+CREATE INDEX jobs_project ON jobs (project_id, id);
+CREATE INDEX jobs_project_status ON jobs (project_id, status, id);
+CREATE INDEX jobs_project_type ON jobs (project_id, type, id);
+CREATE INDEX jobs_parent ON jobs (parent_job_id) WHERE parent_job_id IS NOT NULL;
+CREATE TABLE job_logs (
+  job_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  ts INTEGER NOT NULL,
+  level TEXT NOT NULL,
+  message TEXT NOT NULL,
+  detail TEXT,
+  PRIMARY KEY (job_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE rate_windows (
+  project_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  window INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  PRIMARY KEY (project_id, name)
+) WITHOUT ROWID;
+)sql",
+}};
+}  // namespace
+
+int schema_version() { return static_cast<int>(migrations.size()); }
+
+void migrate(db& d) {
+  // BEGIN IMMEDIATE: two processes starting at once must not both apply a migration.
+  d.exec("BEGIN IMMEDIATE");
+  try {
+    d.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
+    std::int64_t current = 0;
+    {
+      auto s = d.prepare("SELECT coalesce(max(version), 0) FROM schema_migrations");
+      if (s->step()) current = s->int64(0);
+    }
+    if (current > schema_version())
+      throw db_error(0, "the store's schema is newer than this certfleet build: upgrade certfleet");
+    for (auto v = current; v < schema_version(); ++v) {
+      d.exec(migrations[static_cast<std::size_t>(v)]);
+      auto s = d.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?1, strftime('%s','now') * 1000)");
+      s->bind(1, v + 1).run();
+    }
+    d.exec("COMMIT");
+  } catch (...) {
+    d.exec("ROLLBACK");
+    throw;
+  }
+}
+
+}  // namespace certfleet::store::sqlite

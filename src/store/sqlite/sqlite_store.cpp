@@ -1,0 +1,540 @@
+// The embedded store: SQLite in WAL mode, one writer thread (group commit), reader threads.
+#include "certfleet/core/object_id.hpp"
+#include "certfleet/store/store.hpp"
+#include "executor.hpp"
+#include "migrations.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace certfleet::store {
+namespace sqlite {
+namespace {
+
+#define JOB_COLS                                                                                     \
+  "id, project_id, type, lane, payload, status, result_status, attempts, max_attempts, fence, "     \
+  "ready_at, held, locked_by, locked_until, idempotency_key, parent_job_id, certificate_id, "       \
+  "distribution_id, triggered_by, created_at, started_at, completed_at, error, progress_current, " \
+  "progress_total, cancel_requested"
+
+// The claimable set; the text must match the partial index jobs_claim for SQLite to use it.
+#define CLAIMABLE "status IN ('pending', 'failed', 'active') AND held = 0"
+
+job_record read_job(stmt& s) {
+  job_record j;
+  j.id = s.text(0);
+  j.project_id = s.text(1);
+  j.type = s.text(2);
+  j.lane = s.text(3);
+  j.payload = s.text(4);
+  j.status = parse_job_status(s.text(5)).value_or(job_status::dead);
+  j.result_status = s.text(6);
+  j.attempts = static_cast<int>(s.int64(7));
+  j.max_attempts = static_cast<int>(s.int64(8));
+  j.fence = s.int64(9);
+  j.ready_at = s.int64(10);
+  j.held = s.int64(11) != 0;
+  j.locked_by = s.text(12);
+  j.locked_until = s.int64(13);
+  j.idempotency_key = s.text(14);
+  j.parent_job_id = s.text(15);
+  j.certificate_id = s.text(16);
+  j.distribution_id = s.text(17);
+  j.triggered_by = s.text(18);
+  j.created_at = s.int64(19);
+  j.started_at = s.int64(20);
+  j.completed_at = s.int64(21);
+  j.error = s.text(22);
+  j.progress_current = s.int64(23);
+  j.progress_total = s.int64(24);
+  j.cancel_requested = s.int64(25) != 0;
+  return j;
+}
+
+error job_not_found(const std::string& id) {
+  return make_error(errc::not_found, fmt::format("job {} not found", id), "id");
+}
+
+std::optional<job_record> find_job(db& d, const std::string& project_id, const std::string& id) {
+  auto s = d.prepare("SELECT " JOB_COLS " FROM jobs WHERE id = ?1 AND project_id = ?2");
+  s->bind(1, id).bind(2, project_id);
+  if (!s->step()) return std::nullopt;
+  return read_job(*s);
+}
+
+class tx_impl final : public job_tx {
+ public:
+  explicit tx_impl(db& d) : d_(d) {}
+
+  result<enqueue_outcome> enqueue(const new_job& j, time_ms now) override {
+    auto id = j.id.empty() ? new_object_id() : j.id;
+    {
+      auto s = d_.prepare(
+          "INSERT INTO jobs (id, project_id, type, lane, payload, status, attempts, max_attempts, fence, "
+          "ready_at, held, idempotency_key, parent_job_id, certificate_id, distribution_id, triggered_by, "
+          "created_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?6, 0, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
+          "ON CONFLICT (project_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING "
+          "RETURNING " JOB_COLS);
+      s->bind(1, id).bind(2, j.project_id).bind(3, j.type).bind(4, j.lane).bind(5, j.payload);
+      s->bind(6, j.max_attempts).bind(7, j.run_at ? j.run_at : now).bind(8, j.held ? 1 : 0);
+      s->bind_or_null(9, j.idempotency_key).bind_or_null(10, j.parent_job_id).bind_or_null(11, j.certificate_id);
+      s->bind_or_null(12, j.distribution_id).bind_or_null(13, j.triggered_by).bind(14, now);
+      if (s->step()) {
+        auto rec = read_job(*s);
+        s->run();
+        return enqueue_outcome{std::move(rec), true};
+      }
+    }
+    auto s = d_.prepare("SELECT " JOB_COLS " FROM jobs WHERE project_id = ?1 AND idempotency_key = ?2");
+    s->bind(1, j.project_id).bind(2, j.idempotency_key);
+    if (!s->step()) throw db_error(0, "idempotency conflict without an existing job");
+    return enqueue_outcome{read_job(*s), false};
+  }
+
+  result<std::int64_t> append_log(const std::string& job_id, std::string_view level, std::string_view message,
+                                  std::string_view detail, time_ms now) override {
+    std::int64_t seq = 1;
+    {
+      auto s = d_.prepare("SELECT coalesce(max(seq), 0) + 1 FROM job_logs WHERE job_id = ?1");
+      s->bind(1, job_id);
+      if (s->step()) seq = s->int64(0);
+    }
+    auto s = d_.prepare("INSERT INTO job_logs (job_id, seq, ts, level, message, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    s->bind(1, job_id).bind(2, seq).bind(3, now).bind(4, level).bind(5, message).bind_or_null(6, detail);
+    s->run();
+    return seq;
+  }
+
+ private:
+  db& d_;
+};
+
+class sqlite_store final : public store, public job_store, public project_store {
+ public:
+  explicit sqlite_store(const sqlite_options& o)
+      : writer_(o.path, o.busy_timeout_ms, o.synchronous_full, [](db& d) { migrate(d); }),
+        readers_(o.path, o.readers, o.busy_timeout_ms) {}
+  ~sqlite_store() override { close(); }
+
+  job_store& jobs() override { return *this; }
+  project_store& projects() override { return *this; }
+  void close() override {
+    writer_.close();
+    readers_.close();
+  }
+
+  task<void> ping() override {
+    return run_read<result<void>>(readers_, [](db& d) -> result<void> {
+      d.prepare("SELECT 1")->run();
+      return {};
+    });
+  }
+
+  void set_terminal_hook(terminal_hook hook) override { hook_ = std::move(hook); }
+
+  // Runs the terminal hook for a job that just became terminal, in the current transaction.
+  void terminal(db& d, const job_record& j) {
+    if (!hook_) return;
+    tx_impl tx(d);
+    hook_(tx, j);
+  }
+
+  task<enqueue_outcome> enqueue(new_job j, time_ms now) override {
+    return run_write<result<enqueue_outcome>>(writer_, [j = std::move(j), now](db& d) {
+      tx_impl tx(d);
+      return tx.enqueue(j, now);
+    });
+  }
+
+  task<std::vector<enqueue_outcome>> enqueue_many(std::vector<new_job> jobs, time_ms now) override {
+    return run_write<result<std::vector<enqueue_outcome>>>(
+        writer_, [jobs = std::move(jobs), now](db& d) -> result<std::vector<enqueue_outcome>> {
+          tx_impl tx(d);
+          std::vector<enqueue_outcome> out;
+          out.reserve(jobs.size());
+          for (const auto& j : jobs) {
+            auto r = tx.enqueue(j, now);
+            if (!r) return std::move(r).error();
+            out.push_back(std::move(*r));
+          }
+          return out;
+        });
+  }
+
+  task<std::vector<job_record>> claim(std::string lane, std::string worker_id, time_ms now, time_ms lease_ms,
+                                      int limit) override {
+    return run_write<result<std::vector<job_record>>>(
+        writer_, [lane = std::move(lane), worker_id = std::move(worker_id), now, lease_ms, limit](db& d) {
+          auto s = d.prepare(
+              "UPDATE jobs SET status = 'active', locked_by = ?1, locked_until = ?2 + ?3, ready_at = ?2 + ?3, "
+              "attempts = attempts + 1, fence = fence + 1, started_at = ?2 "
+              "WHERE rid IN (SELECT rid FROM jobs WHERE lane = ?4 AND " CLAIMABLE " AND ready_at <= ?2 "
+              "AND (status <> 'active' OR (attempts < max_attempts AND cancel_requested = 0)) "
+              "ORDER BY ready_at, id LIMIT ?5) RETURNING " JOB_COLS);
+          s->bind(1, worker_id).bind(2, now).bind(3, lease_ms).bind(4, lane).bind(5, limit);
+          std::vector<job_record> out;
+          while (s->step()) out.push_back(read_job(*s));
+          std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+          return result<std::vector<job_record>>(std::move(out));
+        });
+  }
+
+  task<std::vector<heartbeat_result>> heartbeat(std::vector<lease_ref> leases, std::string worker_id, time_ms now,
+                                                time_ms lease_ms) override {
+    return run_write<result<std::vector<heartbeat_result>>>(
+        writer_, [leases = std::move(leases), worker_id = std::move(worker_id), now, lease_ms](db& d) {
+          std::vector<heartbeat_result> out;
+          out.reserve(leases.size());
+          for (const auto& l : leases) {
+            auto s = d.prepare(
+                "UPDATE jobs SET locked_until = ?1, ready_at = ?1 WHERE id = ?2 AND locked_by = ?3 AND fence = ?4 "
+                "AND status = 'active' RETURNING cancel_requested");
+            s->bind(1, now + lease_ms).bind(2, l.id).bind(3, worker_id).bind(4, l.fence);
+            heartbeat_result h{l.id, lease_state::lost};
+            if (s->step()) {
+              h.state = s->int64(0) ? lease_state::cancel_requested : lease_state::held;
+              s->run();
+            }
+            out.push_back(std::move(h));
+          }
+          return result<std::vector<heartbeat_result>>(std::move(out));
+        });
+  }
+
+  task<std::vector<result<job_record>>> finish(std::vector<finish_request> reqs, time_ms now) override {
+    return run_write<result<std::vector<result<job_record>>>>(
+        writer_, [this, reqs = std::move(reqs), now](db& d) {
+          std::vector<result<job_record>> out;
+          out.reserve(reqs.size());
+          for (const auto& r : reqs) out.push_back(finish_one(d, r, now));
+          return result<std::vector<result<job_record>>>(std::move(out));
+        });
+  }
+
+  result<job_record> finish_one(db& d, const finish_request& r, time_ms now) {
+    // Fenced: only the holder of this attempt (worker and fence) may end it.
+    std::optional<stmt_scope> s;
+    switch (r.kind) {
+      case finish_kind::completed:
+        s.emplace(std::move(d.prepare(
+            "UPDATE jobs SET status = 'completed', result_status = ?4, completed_at = ?5, locked_by = NULL, "
+            "locked_until = NULL, error = NULL WHERE id = ?1 AND locked_by = ?2 AND fence = ?3 AND status = 'active' "
+            "RETURNING " JOB_COLS)));
+        (*s)->bind(4, r.result_status.empty() ? std::string("ok") : r.result_status).bind(5, now);
+        break;
+      case finish_kind::failed:
+      case finish_kind::dead:
+        // The store enforces the rule: an error with no attempts left is dead, whatever was asked.
+        s.emplace(std::move(d.prepare(
+            "UPDATE jobs SET status = CASE WHEN ?6 = 1 OR attempts >= max_attempts THEN 'dead' ELSE 'failed' END, "
+            "completed_at = CASE WHEN ?6 = 1 OR attempts >= max_attempts THEN ?5 ELSE NULL END, "
+            "ready_at = ?4, error = ?7, locked_by = NULL, locked_until = NULL "
+            "WHERE id = ?1 AND locked_by = ?2 AND fence = ?3 AND status = 'active' RETURNING " JOB_COLS)));
+        (*s)->bind(4, r.retry_at ? r.retry_at : now).bind(5, now).bind(6, r.kind == finish_kind::dead ? 1 : 0);
+        (*s)->bind(7, r.error);
+        break;
+      case finish_kind::cancelled:
+        s.emplace(std::move(d.prepare(
+            "UPDATE jobs SET status = 'cancelled', completed_at = ?4, error = 'cancelled on request', "
+            "locked_by = NULL, locked_until = NULL "
+            "WHERE id = ?1 AND locked_by = ?2 AND fence = ?3 AND status = 'active' RETURNING " JOB_COLS)));
+        (*s)->bind(4, now);
+        break;
+      case finish_kind::released:
+        // Shutdown: the attempt is given back, the fence is not.
+        s.emplace(std::move(d.prepare(
+            "UPDATE jobs SET status = 'pending', attempts = attempts - 1, ready_at = ?4, locked_by = NULL, "
+            "locked_until = NULL WHERE id = ?1 AND locked_by = ?2 AND fence = ?3 AND status = 'active' "
+            "RETURNING " JOB_COLS)));
+        (*s)->bind(4, now);
+        break;
+    }
+    (*s)->bind(1, r.lease.id).bind(2, r.worker_id).bind(3, r.lease.fence);
+    if (!(*s)->step())
+      return make_error(errc::lease_lost,
+                        fmt::format("job {} attempt {} is no longer held by {}", r.lease.id, r.lease.fence, r.worker_id),
+                        "fence");
+    auto j = read_job(**s);
+    (*s)->run();
+    s.reset();
+    if (is_terminal(j.status)) terminal(d, j);
+    return j;
+  }
+
+  task<int> reap_expired(time_ms now, int limit) override {
+    return run_write<result<int>>(writer_, [this, now, limit](db& d) -> result<int> {
+      std::vector<job_record> expired;
+      {
+        auto s = d.prepare("SELECT " JOB_COLS " FROM jobs WHERE status = 'active' AND locked_until <= ?1 "
+                           "AND (attempts >= max_attempts OR cancel_requested = 1) ORDER BY locked_until LIMIT ?2");
+        s->bind(1, now).bind(2, limit);
+        while (s->step()) expired.push_back(read_job(*s));
+      }
+      int n = 0;
+      for (const auto& j : expired) {
+        auto s = d.prepare(
+            "UPDATE jobs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'dead' END, "
+            "error = CASE WHEN cancel_requested = 1 THEN 'cancelled on request (worker lost)' "
+            "ELSE 'lease expired: worker lost' END, completed_at = ?1, locked_by = NULL, locked_until = NULL "
+            "WHERE id = ?2 AND fence = ?3 AND status = 'active' RETURNING " JOB_COLS);
+        s->bind(1, now).bind(2, j.id).bind(3, j.fence);
+        if (!s->step()) continue;
+        auto done = read_job(*s);
+        s->run();
+        terminal(d, done);
+        ++n;
+      }
+      return n;
+    });
+  }
+
+  task<job_record> get(std::string project_id, std::string id) override {
+    return run_read<result<job_record>>(readers_, [p = std::move(project_id), id = std::move(id)](db& d) -> result<job_record> {
+      auto j = find_job(d, p, id);
+      if (!j) return job_not_found(id);
+      return std::move(*j);
+    });
+  }
+
+  task<job_page> list(job_filter f) override {
+    return run_read<result<job_page>>(readers_, [f = std::move(f)](db& d) -> result<job_page> {
+      job_page page;
+      std::int64_t offset = static_cast<std::int64_t>(f.page - 1) * f.page_size;
+      std::string status = f.status ? std::string(to_string(*f.status)) : std::string();
+      // One statement per filter shape, so each uses its own index.
+      d.prepare("BEGIN")->run();
+      struct end_read {
+        db& d;
+        ~end_read() {
+          try {
+            d.prepare("COMMIT")->run();
+          } catch (...) {
+          }
+        }
+      } guard{d};
+      auto fill = [&](stmt_scope items, stmt_scope count) {
+        while (items->step()) page.items.push_back(read_job(*items));
+        if (count->step()) page.total = count->int64(0);
+      };
+      if (status.empty() && f.type.empty()) {
+        auto a = d.prepare("SELECT " JOB_COLS " FROM jobs WHERE project_id = ?1 ORDER BY id DESC LIMIT ?2 OFFSET ?3");
+        a->bind(1, f.project_id).bind(2, f.page_size).bind(3, offset);
+        auto c = d.prepare("SELECT count(*) FROM jobs WHERE project_id = ?1");
+        c->bind(1, f.project_id);
+        fill(std::move(a), std::move(c));
+      } else if (f.type.empty()) {
+        auto a = d.prepare("SELECT " JOB_COLS " FROM jobs WHERE project_id = ?1 AND status = ?4 ORDER BY id DESC LIMIT ?2 OFFSET ?3");
+        a->bind(1, f.project_id).bind(2, f.page_size).bind(3, offset).bind(4, status);
+        auto c = d.prepare("SELECT count(*) FROM jobs WHERE project_id = ?1 AND status = ?2");
+        c->bind(1, f.project_id).bind(2, status);
+        fill(std::move(a), std::move(c));
+      } else {
+        auto a = d.prepare("SELECT " JOB_COLS " FROM jobs WHERE project_id = ?1 AND type = ?4 AND (?5 = '' OR status = ?5) "
+                           "ORDER BY id DESC LIMIT ?2 OFFSET ?3");
+        a->bind(1, f.project_id).bind(2, f.page_size).bind(3, offset).bind(4, f.type).bind(5, status);
+        auto c = d.prepare("SELECT count(*) FROM jobs WHERE project_id = ?1 AND type = ?2 AND (?3 = '' OR status = ?3)");
+        c->bind(1, f.project_id).bind(2, f.type).bind(3, status);
+        fill(std::move(a), std::move(c));
+      }
+      return page;
+    });
+  }
+
+  task<cancel_outcome> cancel(std::string project_id, std::string id, time_ms now) override {
+    return run_write<result<cancel_outcome>>(
+        writer_, [this, p = std::move(project_id), id = std::move(id), now](db& d) -> result<cancel_outcome> {
+          auto j = find_job(d, p, id);
+          if (!j) return job_not_found(id);
+          if (j->status == job_status::pending || j->status == job_status::failed) {
+            auto s = d.prepare("UPDATE jobs SET status = 'cancelled', completed_at = ?1, error = 'cancelled on request' "
+                               "WHERE id = ?2 AND status IN ('pending', 'failed') RETURNING " JOB_COLS);
+            s->bind(1, now).bind(2, id);
+            if (!s->step()) throw db_error(0, "cancel raced inside the write transaction");
+            auto done = read_job(*s);
+            s->run();
+            terminal(d, done);
+            return cancel_outcome{std::move(done), true};
+          }
+          if (j->status == job_status::active) {
+            auto s = d.prepare("UPDATE jobs SET cancel_requested = 1 WHERE id = ?1 AND status = 'active' RETURNING " JOB_COLS);
+            s->bind(1, id);
+            if (!s->step()) throw db_error(0, "cancel raced inside the write transaction");
+            auto rec = read_job(*s);
+            s->run();
+            return cancel_outcome{std::move(rec), false};
+          }
+          return make_error(errc::conflict,
+                            fmt::format("job {} is {}; only pending, failed or active jobs can be cancelled", id,
+                                        to_string(j->status)),
+                            "status");
+        });
+  }
+
+  task<job_record> retry(std::string project_id, std::string id, time_ms now, int per_minute) override {
+    return run_write<result<job_record>>(
+        writer_, [p = std::move(project_id), id = std::move(id), now, per_minute](db& d) -> result<job_record> {
+          auto j = find_job(d, p, id);
+          if (!j) return job_not_found(id);
+          if (j->status != job_status::failed && j->status != job_status::dead)
+            return make_error(errc::conflict,
+                              fmt::format("job {} is {}; only failed or dead jobs can be retried", id, to_string(j->status)),
+                              "status");
+          if (!j->parent_job_id.empty() && (j->type == "distribution_execute" || j->type == "distribution_rollback"))
+            return make_error(errc::conflict,
+                              fmt::format("job {} is a fan-out child of distribution {}: use the distribution's "
+                                          "retry-failed instead",
+                                          id, j->distribution_id),
+                              "id");
+          std::int64_t window = now / 60'000;
+          {
+            auto s = d.prepare("SELECT window, count FROM rate_windows WHERE project_id = ?1 AND name = 'job_retry'");
+            s->bind(1, p);
+            if (s->step() && s->int64(0) == window && s->int64(1) >= per_minute) {
+              auto e = make_error(errc::rate_limited,
+                                  fmt::format("more than {} job retries this minute in this project", per_minute));
+              e.retry_after_s = std::max<std::int64_t>(1, ((window + 1) * 60'000 - now + 999) / 1000);
+              return e;
+            }
+          }
+          {
+            auto s = d.prepare(
+                "INSERT INTO rate_windows (project_id, name, window, count) VALUES (?1, 'job_retry', ?2, 1) "
+                "ON CONFLICT (project_id, name) DO UPDATE SET count = CASE WHEN window = ?2 THEN count + 1 ELSE 1 END, "
+                "window = ?2");
+            s->bind(1, p).bind(2, window).run();
+          }
+          auto s = d.prepare(
+              "UPDATE jobs SET status = 'pending', error = NULL, ready_at = ?1, attempts = 0, locked_by = NULL, "
+              "locked_until = NULL, completed_at = NULL, result_status = NULL, cancel_requested = 0 "
+              "WHERE id = ?2 AND status IN ('failed', 'dead') RETURNING " JOB_COLS);
+          s->bind(1, now).bind(2, id);
+          if (!s->step()) throw db_error(0, "retry raced inside the write transaction");
+          auto rec = read_job(*s);
+          s->run();
+          return rec;
+        });
+  }
+
+  task<void> set_progress(lease_ref lease, std::int64_t current, std::int64_t total) override {
+    return run_write<result<void>>(writer_, [lease = std::move(lease), current, total](db& d) -> result<void> {
+      auto s = d.prepare("UPDATE jobs SET progress_current = ?1, progress_total = ?2 WHERE id = ?3 AND fence = ?4 "
+                         "AND status = 'active'");
+      s->bind(1, current).bind(2, total).bind(3, lease.id).bind(4, lease.fence).run();
+      if (d.changes() == 0)
+        return make_error(errc::lease_lost, fmt::format("job {} attempt {} no longer holds its lease", lease.id, lease.fence));
+      return {};
+    });
+  }
+
+  task<std::int64_t> append_log(std::string job_id, std::optional<lease_ref> lease, std::string level,
+                                std::string message, std::string detail, time_ms now) override {
+    return run_write<result<std::int64_t>>(
+        writer_, [job_id = std::move(job_id), lease = std::move(lease), level = std::move(level),
+                  message = std::move(message), detail = std::move(detail), now](db& d) -> result<std::int64_t> {
+          if (lease) {
+            auto s = d.prepare("SELECT 1 FROM jobs WHERE id = ?1 AND fence = ?2 AND status = 'active'");
+            s->bind(1, job_id).bind(2, lease->fence);
+            if (!s->step())
+              return make_error(errc::lease_lost,
+                                fmt::format("job {} attempt {} no longer holds its lease", job_id, lease->fence));
+          } else {
+            auto s = d.prepare("SELECT 1 FROM jobs WHERE id = ?1");
+            s->bind(1, job_id);
+            if (!s->step()) return job_not_found(job_id);
+          }
+          tx_impl tx(d);
+          return tx.append_log(job_id, level, message, detail, now);
+        });
+  }
+
+  task<log_page> read_logs(std::string job_id, std::int64_t after_seq, int limit) override {
+    return run_read<result<log_page>>(readers_, [job_id = std::move(job_id), after_seq, limit](db& d) -> result<log_page> {
+      log_page page;
+      page.next_cursor = after_seq;
+      auto s = d.prepare("SELECT seq, ts, level, message, detail FROM job_logs WHERE job_id = ?1 AND seq > ?2 "
+                         "ORDER BY seq LIMIT ?3");
+      s->bind(1, job_id).bind(2, after_seq).bind(3, limit);
+      while (s->step()) {
+        page.lines.push_back(log_line{s->int64(0), s->int64(1), s->text(2), s->text(3), s->text(4)});
+        page.next_cursor = page.lines.back().seq;
+      }
+      return page;
+    });
+  }
+
+  task<std::vector<lane_stats>> lane_statistics(time_ms now) override {
+    return run_read<result<std::vector<lane_stats>>>(readers_, [](db& d) {
+      std::vector<lane_stats> out;
+      for (const char* lane : {"main", "dist"}) {
+        auto s = d.prepare("SELECT count(*), coalesce(min(ready_at), 0) FROM jobs WHERE lane = ?1 AND " CLAIMABLE
+                           " AND status IN ('pending', 'failed')");
+        s->bind(1, lane);
+        lane_stats st{lane, 0, 0};
+        if (s->step()) {
+          st.pending = s->int64(0);
+          st.oldest_ready_at = s->int64(1);
+        }
+        out.push_back(std::move(st));
+      }
+      return result<std::vector<lane_stats>>(std::move(out));
+    });
+  }
+
+  // project_store
+  task<std::pair<project, bool>> ensure(std::string name, time_ms now) override {
+    return run_write<result<std::pair<project, bool>>>(
+        writer_, [name = std::move(name), now](db& d) -> result<std::pair<project, bool>> {
+          {
+            auto s = d.prepare("INSERT INTO projects (id, name, created_at) VALUES (?1, ?2, ?3) "
+                               "ON CONFLICT (name) DO NOTHING RETURNING id, name, created_at");
+            s->bind(1, new_object_id()).bind(2, name).bind(3, now);
+            if (s->step()) {
+              project p{s->text(0), s->text(1), s->int64(2)};
+              s->run();
+              return std::pair{std::move(p), true};
+            }
+          }
+          auto s = d.prepare("SELECT id, name, created_at FROM projects WHERE name = ?1");
+          s->bind(1, name);
+          if (!s->step()) throw db_error(0, "project vanished inside the write transaction");
+          return std::pair{project{s->text(0), s->text(1), s->int64(2)}, false};
+        });
+  }
+
+  task<project> find_by_name(std::string name) override {
+    return run_read<result<project>>(readers_, [name = std::move(name)](db& d) -> result<project> {
+      auto s = d.prepare("SELECT id, name, created_at FROM projects WHERE name = ?1");
+      s->bind(1, name);
+      if (!s->step()) return make_error(errc::not_found, fmt::format("project {} not found", name), "project");
+      return project{s->text(0), s->text(1), s->int64(2)};
+    });
+  }
+
+  task<std::vector<project>> list() override {
+    return run_read<result<std::vector<project>>>(readers_, [](db& d) {
+      std::vector<project> out;
+      auto s = d.prepare("SELECT id, name, created_at FROM projects ORDER BY name");
+      while (s->step()) out.push_back(project{s->text(0), s->text(1), s->int64(2)});
+      return result<std::vector<project>>(std::move(out));
+    });
+  }
+
+ private:
+  terminal_hook hook_;
+  writer writer_;
+  reader_pool readers_;
+};
+
+}  // namespace
+}  // namespace sqlite
+
+result<std::unique_ptr<store>> open_sqlite(const sqlite_options& options) {
+  try {
+    return std::unique_ptr<store>(std::make_unique<sqlite::sqlite_store>(options));
+  } catch (const sqlite::db_error& e) {
+    return make_error(errc::store_failure, fmt::format("cannot open the store {}: {}", options.path, e.what()), "data");
+  }
+}
+
+}  // namespace certfleet::store
