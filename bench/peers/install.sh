@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what bench/peers needs: redis-server, PostgreSQL 15, node + npm (apt, only
+# what is missing), then the npm packages from package-lock.json. Idempotent.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+[ -x /usr/lib/postgresql/15/bin/initdb ] || missing+=(postgresql)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install.sh: apt-get install ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# The Debian redis-server / postgresql packages start system-wide services on port
+# 6379 / 5432; the benchmark never uses them (it starts its own on 127.0.0.1 with
+# other ports), so they are left as the package set them up.
+
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+if [ "$node_major" -lt 18 ]; then
+  echo "install.sh: node $(node --version) is too old (need >= 18)" >&2
+  exit 1
+fi
+
+cd "$here"
+if [ -f package-lock.json ]; then
+  if [ node_modules/.package-lock.json -nt package-lock.json ] && [ node_modules/.package-lock.json -nt package.json ]; then
+    echo "install.sh: node_modules up to date" >&2
+  else
+    npm ci --no-audit --no-fund --loglevel=error >&2
+  fi
+else
+  npm install --no-audit --no-fund --loglevel=error >&2
+fi
+echo "install.sh: ok (node $(node --version), redis $(redis-server --version | awk '{print $3}'), $(/usr/lib/postgresql/15/bin/postgres --version))" >&2
