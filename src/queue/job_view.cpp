@@ -25,7 +25,9 @@ boost::json::object to_json(const store::job_record& j) {
                     ? opt_time(j.ready_at)
                     : boost::json::value(nullptr);
   o["held"] = j.held;
-  o["locked_by"] = opt_text(j.locked_by);
+  const bool active = j.status == store::job_status::active;
+  o["locked_by"] = active ? opt_text(j.locked_by) : boost::json::value(nullptr);
+  o["worker"] = opt_text(j.locked_by);  // the worker of the current or last attempt
   o["locked_until"] = opt_time(j.locked_until);
   o["idempotency_key"] = opt_text(j.idempotency_key);
   o["parent_job_id"] = opt_text(j.parent_job_id);

@@ -74,6 +74,7 @@ class [[nodiscard]] result {
   T&& value() && { check(); return std::get<0>(std::move(v_)); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   const certfleet::error& error() const& { return std::get<1>(v_); }

@@ -30,7 +30,7 @@ struct job_record {
   std::int64_t fence = 0;
   time_ms ready_at = 0;
   bool held = false;
-  std::string locked_by;
+  std::string locked_by;  // the lock holder while active; afterwards, the worker of the last attempt
   time_ms locked_until = 0;
   std::string idempotency_key;
   std::string parent_job_id;

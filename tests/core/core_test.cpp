@@ -1,0 +1,131 @@
+#include "certfleet/core/clock.hpp"
+#include "certfleet/core/error.hpp"
+#include "certfleet/core/json.hpp"
+#include "certfleet/core/object_id.hpp"
+#include "certfleet/core/settings.hpp"
+#include "temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+using namespace certfleet;
+
+TEST(object_id, unique_hex_and_time_ordered) {
+  std::set<std::string> seen;
+  std::string prev;
+  for (int i = 0; i < 10000; ++i) {
+    auto id = new_object_id();
+    ASSERT_TRUE(is_object_id(id)) << id;
+    ASSERT_TRUE(seen.insert(id).second);
+    if (!prev.empty()) ASSERT_LE(prev.substr(0, 8), id.substr(0, 8));  // seconds prefix never goes back
+    prev = id;
+  }
+  EXPECT_FALSE(is_object_id("xyz"));
+  EXPECT_FALSE(is_object_id("6b0bed38111270b9720880fg"));
+  EXPECT_FALSE(is_object_id("6b0bed38111270b9720880f"));
+}
+
+TEST(clock, iso8601) {
+  EXPECT_EQ(format_iso8601(1'700'000'000'123), "2023-11-14T22:13:20.123Z");
+  EXPECT_EQ(format_iso8601(0), "");
+}
+
+TEST(json, check_object_names_the_field) {
+  EXPECT_TRUE(json::check_object(R"({"a":1})", "payload"));
+  auto arr = json::check_object("[1,2]", "payload");
+  ASSERT_FALSE(arr);
+  EXPECT_EQ(arr.error().field, "payload");
+  EXPECT_NE(arr.error().message.find("must be a JSON object"), std::string::npos);
+  auto bad = json::check_object("{\"a\":", "payload");
+  ASSERT_FALSE(bad);
+  EXPECT_TRUE(bad.error().is(errc::invalid_argument));
+  std::string big = "{\"a\":\"" + std::string(json::max_payload_bytes, 'x') + "\"}";
+  auto too_big = json::check_object(big, "payload");
+  ASSERT_FALSE(too_big);
+  EXPECT_TRUE(too_big.error().is(errc::payload_too_large));
+}
+
+TEST(json, object_reader_types_and_unknown_fields) {
+  auto r = json::object_reader::parse(R"({"type":"noop","n":3,"b":true,"p":{"x":[1]},"s":5})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r->required_string("type"), "noop");
+  EXPECT_EQ(**r->optional_int("n"), 3);
+  EXPECT_EQ(**r->optional_bool("b"), true);
+  EXPECT_EQ(**r->optional_raw("p", true), R"({"x":[1]})");
+  auto s = r->optional_string("s");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().field, "s");
+  EXPECT_FALSE(r->required_string("missing"));
+  auto only = r->only({"type", "n", "b", "p"});
+  ASSERT_FALSE(only);
+  EXPECT_EQ(only.error().field, "s");
+  EXPECT_FALSE(json::object_reader::parse("[]"));
+  EXPECT_FALSE(json::object_reader::parse(""));
+}
+
+TEST(settings, ranges_are_validated_with_the_field_named) {
+  settings_map m;
+  EXPECT_EQ(m.integer("lease_ms"), 300000);
+  auto r = m.set("lease_ms", "10");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().field, "lease_ms");
+  EXPECT_NE(r.error().message.find("from 1000 to 3600000"), std::string::npos);
+  EXPECT_FALSE(m.set("lease_ms", "abc"));
+  EXPECT_FALSE(m.set("mode", "banana"));
+  EXPECT_FALSE(m.set("listen", "nope"));
+  EXPECT_FALSE(m.set("nosuch", "1"));
+  EXPECT_EQ(m.integer("lease_ms"), 300000);  // unchanged
+  EXPECT_TRUE(m.set("distribution_fanout_threshold", "500"));
+  EXPECT_FALSE(m.set("distribution_fanout_threshold", "501"));
+  EXPECT_FALSE(m.set("distribution_fanout_batch_size", "-1"));
+  EXPECT_FALSE(m.set("distribution_ssh_max_concurrency", "51"));
+}
+
+TEST(settings, config_file_env_and_flags_in_that_order) {
+  testbed::temp_dir dir;
+  auto file = dir.file("c.toml");
+  std::ofstream(file) << "lease_ms = 5000\nworker_main_concurrency = 3\nmode = \"worker\"\n";
+  setenv("CERTFLEET_WORKER_MAIN_CONCURRENCY", "4", 1);
+  auto m = load_config(file, {{"mode", "api"}});
+  unsetenv("CERTFLEET_WORKER_MAIN_CONCURRENCY");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->integer("lease_ms"), 5000);
+  EXPECT_EQ(m->integer("worker_main_concurrency"), 4);
+  EXPECT_EQ(m->text("mode"), "api");
+
+  std::ofstream(file) << "lease_ms = \"soon\"\n";
+  auto bad = load_config(file, {});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "lease_ms");
+  EXPECT_TRUE(bad.error().is(errc::config_invalid));
+
+  std::ofstream(file) << "bogus = 1\n";
+  auto unknown = load_config(file, {});
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().field, "bogus");
+
+  std::ofstream(file) << "lease_ms = [\n";
+  EXPECT_FALSE(load_config(file, {}));
+
+  setenv("CERTFLEET_LEASE_MS", "1", 1);
+  auto env_bad = load_config("", {});
+  unsetenv("CERTFLEET_LEASE_MS");
+  ASSERT_FALSE(env_bad);
+  EXPECT_NE(env_bad.error().message.find("CERTFLEET_LEASE_MS"), std::string::npos);
+
+  auto flag_bad = load_config("", {{"worker_poll_ms", "0"}});
+  ASSERT_FALSE(flag_bad);
+  EXPECT_EQ(flag_bad.error().field, "worker_poll_ms");
+  // System-wide settings are not process configuration.
+  EXPECT_FALSE(load_config("", {{"distribution_fanout_threshold", "5"}}));
+}
+
+TEST(errors, names_and_messages) {
+  auto e = make_error(errc::conflict, "job is completed", "status");
+  EXPECT_EQ(std::string(errc_name(e.value())), "conflict");
+  EXPECT_EQ(e.code.category().name(), std::string("certfleet"));
+  result<int> r = e;
+  EXPECT_THROW(r.value(), bad_result_access);
+}

@@ -1,0 +1,210 @@
+// Real certfleet processes on one SQLite file: exactly-once claiming, SIGKILL recovery, a stale
+// worker refused, idempotent enqueue races. Crash points are armed through the environment.
+#include "certfleet/store/store.hpp"
+#include "process.hpp"
+#include "run_sync.hpp"
+#include "temp_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <future>
+#include <regex>
+#include <set>
+#include <thread>
+
+using namespace certfleet;
+using namespace std::chrono_literals;
+using testbed::run_sync;
+
+namespace {
+
+class multiprocess : public ::testing::Test {
+ protected:
+  std::vector<std::string> cli(std::vector<std::string> args) {
+    std::vector<std::string> argv{CERTFLEET_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back("--data");
+    argv.push_back(dir.path().string());
+    return argv;
+  }
+  std::unique_ptr<testbed::process> worker(std::map<std::string, std::string> env, std::vector<std::string> sets) {
+    std::vector<std::string> args{"serve", "--mode", "worker", "--listen", "127.0.0.1:0"};
+    for (auto& s : sets) {
+      args.push_back("--set");
+      args.push_back(s);
+    }
+    auto p = std::make_unique<testbed::process>(cli(args), env, dir.file("worker"));
+    auto line = p->wait_for_stdout("serving:", 20s);
+    EXPECT_FALSE(line.empty()) << p->stderr_text();
+    return p;
+  }
+  static std::string worker_id(testbed::process& p) {
+    std::smatch m;
+    auto line = p.wait_for_stdout("worker=", 1s);
+    if (std::regex_search(line, m, std::regex("worker=(\\S+)"))) return m[1];
+    return {};
+  }
+  std::string enqueue(const std::string& payload) {
+    auto [rc, out] = testbed::run_command(cli({"jobs", "enqueue", "--type", "noop", "--payload", payload}));
+    EXPECT_EQ(rc, 0) << out;
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(out, m, std::regex("\"id\":\"([0-9a-f]{24})\"")));
+    return m[1];
+  }
+  std::unique_ptr<store::store> open() {
+    auto s = store::open_sqlite({dir.file("certfleet.db"), 1, 10'000, false});
+    if (!s) throw std::runtime_error(s.error().message);
+    return std::move(*s);
+  }
+  store::job_record get(store::store& s, const std::string& id) {
+    auto p = run_sync(s.projects().find_by_name("default"));
+    return *run_sync(s.jobs().get(p->id, id));
+  }
+  store::job_record wait_status(store::store& s, const std::string& id, store::job_status want,
+                                std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      auto j = get(s, id);
+      if (j.status == want || std::chrono::steady_clock::now() > deadline) return j;
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+  testbed::temp_dir dir;
+};
+
+TEST_F(multiprocess, three_workers_claim_20000_jobs_and_each_runs_exactly_once) {
+  constexpr int n = 20'000;
+  auto [rc, out] = testbed::run_command(cli({"jobs", "enqueue", "--type", "noop", "--count", std::to_string(n)}));
+  ASSERT_EQ(rc, 0) << out;
+  std::vector<std::unique_ptr<testbed::process>> workers;
+  for (int i = 0; i < 3; ++i)
+    workers.push_back(worker({}, {"worker_main_concurrency=32", "worker_poll_ms=10", "lease_ms=60000"}));
+  auto s = open();
+  auto project = run_sync(s->projects().find_by_name("default"))->id;
+  auto deadline = std::chrono::steady_clock::now() + 180s;
+  std::int64_t done = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    done = run_sync(s->jobs().list({project, store::job_status::completed, "", 1, 1}))->total;
+    if (done == n) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(done, n);
+  for (auto& w : workers) w->signal(SIGTERM);
+  for (auto& w : workers) EXPECT_EQ(w->wait(20s), 0) << w->stderr_text();
+
+  auto all = run_sync(s->jobs().list({project, std::nullopt, "", 1, n + 10}));
+  ASSERT_EQ(all->total, n);
+  std::set<std::string> by;
+  for (const auto& j : all->items) {
+    ASSERT_EQ(j.status, store::job_status::completed) << j.id;
+    ASSERT_EQ(j.attempts, 1) << j.id;
+    ASSERT_EQ(j.fence, 1) << j.id << " was claimed more than once";
+    by.insert(j.locked_by);
+  }
+  EXPECT_GE(by.size(), 2u) << "the work was shared between processes";
+}
+
+TEST_F(multiprocess, a_worker_killed_mid_job_loses_nothing_the_job_is_reclaimed_after_its_lease) {
+  auto id = enqueue(R"({"ms":200})");
+  auto a = std::make_unique<testbed::process>(
+      cli({"serve", "--mode", "worker", "--listen", "127.0.0.1:0", "--set", "lease_ms=2000", "--set", "worker_poll_ms=20"}),
+      std::map<std::string, std::string>{{"CERTFLEET_CRASH_AT", "job_started"}}, dir.file("a"));
+  EXPECT_EQ(a->wait(20s), 128 + SIGKILL) << a->stderr_text();
+  auto s = open();
+  auto mid = get(*s, id);
+  EXPECT_EQ(mid.status, store::job_status::active);
+  EXPECT_EQ(mid.attempts, 1);
+
+  auto b = worker({}, {"lease_ms=2000", "worker_poll_ms=20"});
+  auto t0 = std::chrono::steady_clock::now();
+  auto j = wait_status(*s, id, store::job_status::completed, 20s);
+  ASSERT_EQ(j.status, store::job_status::completed) << b->stderr_text();
+  EXPECT_EQ(j.attempts, 2);
+  EXPECT_EQ(j.fence, 2);
+  EXPECT_EQ(j.locked_by, worker_id(*b));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  b->signal(SIGTERM);
+  EXPECT_EQ(b->wait(20s), 0);
+}
+
+TEST_F(multiprocess, a_frozen_worker_that_wakes_after_its_lease_is_refused) {
+  auto id = enqueue(R"({"ms":1500})");
+  auto a = worker({}, {"lease_ms=1000", "worker_poll_ms=20"});
+  auto s = open();
+  ASSERT_EQ(wait_status(*s, id, store::job_status::active, 10s).status, store::job_status::active);
+  a->signal(SIGSTOP);
+  auto b = worker({}, {"lease_ms=5000", "worker_poll_ms=20"});
+  auto j = wait_status(*s, id, store::job_status::completed, 20s);
+  ASSERT_EQ(j.status, store::job_status::completed);
+  EXPECT_EQ(j.fence, 2);
+  EXPECT_EQ(j.locked_by, worker_id(*b));
+  auto completed_at = j.completed_at;
+  a->signal(SIGCONT);
+  // The stale worker notices (heartbeat or refused finish) and the job stays as B left it.
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline && a->stderr_text().find("lease lost") == std::string::npos &&
+         a->stderr_text().find("result refused") == std::string::npos)
+    std::this_thread::sleep_for(50ms);
+  auto err = a->stderr_text();
+  EXPECT_TRUE(err.find("lease lost") != std::string::npos || err.find("result refused") != std::string::npos) << err;
+  auto after = get(*s, id);
+  EXPECT_EQ(after.status, store::job_status::completed);
+  EXPECT_EQ(after.fence, 2);
+  EXPECT_EQ(after.completed_at, completed_at);
+  EXPECT_EQ(after.locked_by, worker_id(*b));
+  a->signal(SIGTERM);
+  b->signal(SIGTERM);
+  EXPECT_EQ(a->wait(20s), 0);
+  EXPECT_EQ(b->wait(20s), 0);
+}
+
+TEST_F(multiprocess, sigterm_returns_a_running_job_to_pending_without_spending_an_attempt) {
+  auto id = enqueue(R"({"ms":60000})");
+  auto a = worker({}, {"worker_poll_ms=20", "shutdown_grace_ms=5000"});
+  auto s = open();
+  ASSERT_EQ(wait_status(*s, id, store::job_status::active, 10s).status, store::job_status::active);
+  a->signal(SIGTERM);
+  EXPECT_EQ(a->wait(20s), 0) << a->stderr_text();
+  auto j = get(*s, id);
+  EXPECT_EQ(j.status, store::job_status::pending);
+  EXPECT_EQ(j.attempts, 0);
+  EXPECT_EQ(j.fence, 1);
+}
+
+TEST_F(multiprocess, idempotent_enqueue_from_two_processes_at_once_creates_one_job) {
+  for (int round = 0; round < 8; ++round) {
+    auto key = "race-" + std::to_string(round);
+    auto args = cli({"jobs", "enqueue", "--type", "noop", "--key", key});
+    auto a = std::async(std::launch::async, [&] { return testbed::run_command(args); });
+    auto b = std::async(std::launch::async, [&] { return testbed::run_command(args); });
+    auto ra = a.get(), rb = b.get();
+    ASSERT_EQ(ra.first, 0) << ra.second;
+    ASSERT_EQ(rb.first, 0) << rb.second;
+    std::smatch ma, mb;
+    ASSERT_TRUE(std::regex_search(ra.second, ma, std::regex("\"id\":\"([0-9a-f]{24})\"")));
+    ASSERT_TRUE(std::regex_search(rb.second, mb, std::regex("\"id\":\"([0-9a-f]{24})\"")));
+    EXPECT_EQ(ma[1], mb[1]);
+    bool a_created = ra.second.find("\"created\":true") != std::string::npos;
+    bool b_created = rb.second.find("\"created\":true") != std::string::npos;
+    EXPECT_NE(a_created, b_created) << "exactly one of the two created it";
+  }
+  auto s = open();
+  auto project = run_sync(s->projects().find_by_name("default"))->id;
+  EXPECT_EQ(run_sync(s->jobs().list({project, std::nullopt, "", 1, 100}))->total, 8);
+}
+
+TEST_F(multiprocess, bad_config_is_refused_with_the_field_named) {
+  auto [rc, out] = testbed::run_command(cli({"serve", "--set", "lease_ms=5"}));
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("lease_ms"), std::string::npos) << out;
+  std::tie(rc, out) = testbed::run_command(cli({"serve", "--mode", "everything"}));
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("mode"), std::string::npos) << out;
+  std::tie(rc, out) = testbed::run_command(cli({"jobs", "enqueue", "--type", "noop", "--payload", "[]"}));
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("payload"), std::string::npos) << out;
+}
+
+}  // namespace

@@ -1,0 +1,564 @@
+// One conformance suite, run against every store backend available: SQLite always; MongoDB when
+// CERTFLEET_TEST_MONGODB_URI is set (and the backend is built).
+#include "certfleet/core/object_id.hpp"
+#include "certfleet/store/store.hpp"
+#include "run_sync.hpp"
+#include "temp_dir.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+
+using namespace certfleet;
+using namespace certfleet::store;
+using testbed::run_sync;
+
+namespace {
+
+struct backend {
+  std::string name;
+  std::function<std::unique_ptr<store::store>(const testbed::temp_dir&)> open;
+};
+
+std::vector<backend> backends() {
+  std::vector<backend> b;
+  b.push_back({"sqlite", [](const testbed::temp_dir& d) {
+                 auto s = open_sqlite({d.file("certfleet.db"), 2, 5000, false});
+                 if (!s) throw std::runtime_error(s.error().message);
+                 return std::move(*s);
+               }});
+  return b;
+}
+
+constexpr time_ms t0 = 1'700'000'000'000;
+constexpr time_ms lease = 10'000;
+
+class store_conformance : public ::testing::TestWithParam<backend> {
+ protected:
+  void SetUp() override {
+    st = GetParam().open(dir);
+    project = run_sync(st->projects().ensure("default", t0))->first.id;
+    other_project = run_sync(st->projects().ensure("other", t0))->first.id;
+  }
+  void TearDown() override { st->close(); }
+
+  new_job job(std::string type = "noop", std::string lane = "main") {
+    new_job j;
+    j.project_id = project;
+    j.type = std::move(type);
+    j.lane = std::move(lane);
+    j.max_attempts = 3;
+    return j;
+  }
+  job_record enqueue(new_job j, time_ms now = t0) {
+    auto r = run_sync(st->jobs().enqueue(std::move(j), now));
+    EXPECT_TRUE(r) << r.error().message;
+    return r->job;
+  }
+  std::vector<job_record> claim(const std::string& worker, time_ms now, int limit = 10, std::string lane = "main") {
+    auto r = run_sync(st->jobs().claim(lane, worker, now, lease, limit));
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? *r : std::vector<job_record>{};
+  }
+  result<job_record> finish(const job_record& j, const std::string& worker, finish_kind kind, time_ms now,
+                            time_ms retry_at = 0) {
+    finish_request f;
+    f.lease = {j.id, j.fence};
+    f.worker_id = worker;
+    f.kind = kind;
+    f.result_status = kind == finish_kind::completed ? "ok" : "";
+    f.error = kind == finish_kind::failed || kind == finish_kind::dead ? "boom" : "";
+    f.retry_at = retry_at;
+    auto r = run_sync(st->jobs().finish({f}, now));
+    EXPECT_TRUE(r);
+    return (*r)[0];
+  }
+  job_record get(const std::string& id) { return *run_sync(st->jobs().get(project, id)); }
+
+  testbed::temp_dir dir;
+  std::unique_ptr<store::store> st;
+  std::string project, other_project;
+};
+
+TEST_P(store_conformance, enqueue_and_get) {
+  auto j = job();
+  j.payload = R"({"ms":1})";
+  j.parent_job_id = "p1";
+  auto rec = enqueue(j);
+  EXPECT_TRUE(is_object_id(rec.id));
+  EXPECT_EQ(rec.status, job_status::pending);
+  EXPECT_EQ(rec.attempts, 0);
+  EXPECT_EQ(rec.fence, 0);
+  EXPECT_EQ(rec.ready_at, t0);
+  auto again = get(rec.id);
+  EXPECT_EQ(again.payload, R"({"ms":1})");
+  EXPECT_EQ(again.parent_job_id, "p1");
+  EXPECT_EQ(again.max_attempts, 3);
+  // Another project never sees it.
+  auto foreign = run_sync(st->jobs().get(other_project, rec.id));
+  ASSERT_FALSE(foreign);
+  EXPECT_TRUE(foreign.error().is(errc::not_found));
+}
+
+TEST_P(store_conformance, idempotency_key_is_unique_per_project_whatever_the_status) {
+  auto j = job();
+  j.idempotency_key = "k1";
+  auto first = run_sync(st->jobs().enqueue(j, t0));
+  ASSERT_TRUE(first && first->created);
+  auto c = claim("w", t0);
+  ASSERT_EQ(c.size(), 1u);
+  ASSERT_TRUE(finish(c[0], "w", finish_kind::completed, t0 + 1));
+  auto second = run_sync(st->jobs().enqueue(j, t0 + 5));
+  ASSERT_TRUE(second);
+  EXPECT_FALSE(second->created);
+  EXPECT_EQ(second->job.id, first->job.id);
+  EXPECT_EQ(second->job.status, job_status::completed);
+  j.project_id = other_project;
+  auto third = run_sync(st->jobs().enqueue(j, t0));
+  ASSERT_TRUE(third);
+  EXPECT_TRUE(third->created);
+  EXPECT_NE(third->job.id, first->job.id);
+}
+
+TEST_P(store_conformance, enqueue_many_is_all_or_nothing) {
+  std::vector<new_job> jobs(3, job());
+  jobs[1].id = "not-an-id-but-unique";
+  jobs[2].id = "not-an-id-but-unique";  // duplicate primary id: the whole batch fails
+  auto r = run_sync(st->jobs().enqueue_many(jobs, t0));
+  EXPECT_FALSE(r);
+  auto page = run_sync(st->jobs().list({project, std::nullopt, "", 1, 50}));
+  EXPECT_EQ(page->total, 0);
+  jobs[2].id.clear();
+  auto ok = run_sync(st->jobs().enqueue_many(jobs, t0));
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(run_sync(st->jobs().list({project, std::nullopt, "", 1, 50}))->total, 3);
+}
+
+TEST_P(store_conformance, claim_orders_by_ready_at_then_id_and_respects_lane_held_and_run_at) {
+  auto late = job();
+  late.run_at = t0 + 100;
+  auto a = enqueue(late);
+  auto b = enqueue(job());
+  auto c = enqueue(job());
+  auto dist = enqueue(job("distribution_execute", "dist"));
+  auto held = job();
+  held.held = true;
+  enqueue(held);
+  auto future = job();
+  future.run_at = t0 + 1'000'000;
+  enqueue(future);
+
+  auto got = claim("w1", t0 + 100, 10);
+  ASSERT_EQ(got.size(), 3u);
+  std::set<std::string> ids;
+  for (auto& g : got) {
+    ids.insert(g.id);
+    EXPECT_EQ(g.status, job_status::active);
+    EXPECT_EQ(g.attempts, 1);
+    EXPECT_EQ(g.fence, 1);
+    EXPECT_EQ(g.locked_by, "w1");
+    EXPECT_EQ(g.locked_until, t0 + 100 + lease);
+    EXPECT_EQ(g.ready_at, t0 + 100 + lease);
+    EXPECT_EQ(g.started_at, t0 + 100);
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{a.id, b.id, c.id}));
+  EXPECT_TRUE(claim("w1", t0 + 100).empty());  // held, future and other-lane jobs stay
+  auto d = claim("w1", t0 + 100, 10, "dist");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].id, dist.id);
+}
+
+TEST_P(store_conformance, claim_takes_oldest_first_with_limit) {
+  auto first = job();
+  first.run_at = t0 - 50;
+  auto older = enqueue(first);
+  enqueue(job());
+  enqueue(job());
+  auto got = claim("w", t0, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].id, older.id);
+}
+
+TEST_P(store_conformance, concurrent_claims_never_share_a_job) {
+  std::vector<new_job> jobs(500, job());
+  ASSERT_TRUE(run_sync(st->jobs().enqueue_many(jobs, t0)));
+  boost::asio::io_context ioc;
+  std::multiset<std::string> seen;
+  for (int w = 0; w < 8; ++w) {
+    boost::asio::co_spawn(
+        ioc,
+        [&, w]() -> boost::asio::awaitable<void> {
+          for (;;) {
+            auto r = co_await st->jobs().claim("main", "w" + std::to_string(w), t0, lease, 7);
+            if (!r || r->empty()) co_return;
+            for (auto& j : *r) seen.insert(j.id);
+          }
+        },
+        boost::asio::detached);
+  }
+  ioc.run();
+  EXPECT_EQ(seen.size(), 500u);
+  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), 500u);
+}
+
+TEST_P(store_conformance, finish_is_fenced) {
+  auto j = enqueue(job());
+  auto c = claim("w1", t0);
+  ASSERT_EQ(c.size(), 1u);
+  auto stale = c[0];
+  stale.fence -= 1;
+  auto refused = finish(stale, "w1", finish_kind::completed, t0 + 1);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(refused.error().is(errc::lease_lost));
+  auto other_worker = finish(c[0], "w2", finish_kind::completed, t0 + 1);
+  ASSERT_FALSE(other_worker);
+  EXPECT_EQ(get(j.id).status, job_status::active);
+  auto ok = finish(c[0], "w1", finish_kind::completed, t0 + 2);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, job_status::completed);
+  EXPECT_EQ(ok->result_status, "ok");
+  EXPECT_EQ(ok->completed_at, t0 + 2);
+  // A second finish of the same attempt changes nothing.
+  EXPECT_FALSE(finish(c[0], "w1", finish_kind::failed, t0 + 3));
+  EXPECT_EQ(get(j.id).status, job_status::completed);
+}
+
+TEST_P(store_conformance, failed_waits_for_retry_at_then_dead_at_max_attempts) {
+  auto j = enqueue(job());
+  time_ms now = t0;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    auto c = claim("w", now);
+    ASSERT_EQ(c.size(), 1u) << "attempt " << attempt;
+    EXPECT_EQ(c[0].attempts, attempt);
+    EXPECT_EQ(c[0].fence, attempt);
+    auto f = finish(c[0], "w", finish_kind::failed, now, now + 30'000);
+    ASSERT_TRUE(f);
+    if (attempt < 3) {
+      EXPECT_EQ(f->status, job_status::failed);
+      EXPECT_EQ(f->ready_at, now + 30'000);
+      EXPECT_EQ(f->error, "boom");
+      EXPECT_TRUE(claim("w", now + 29'999).empty());  // not before its run_at
+      now += 30'000;
+    } else {
+      EXPECT_EQ(f->status, job_status::dead);
+      EXPECT_EQ(f->completed_at, now);
+    }
+  }
+  EXPECT_TRUE(claim("w", now + 10'000'000).empty());
+}
+
+TEST_P(store_conformance, dead_kind_and_released_kind) {
+  auto a = enqueue(job());
+  auto c = claim("w", t0);
+  auto d = finish(c[0], "w", finish_kind::dead, t0);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->status, job_status::dead);
+  EXPECT_EQ(d->attempts, 1);
+
+  auto b = enqueue(job());
+  c = claim("w", t0);
+  ASSERT_EQ(c.size(), 1u);
+  auto r = finish(c[0], "w", finish_kind::released, t0 + 5);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, job_status::pending);
+  EXPECT_EQ(r->attempts, 0);  // the attempt was not spent
+  EXPECT_EQ(r->fence, 1);     // the fence never goes back
+  auto again = claim("w", t0 + 5);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].fence, 2);
+  EXPECT_EQ(again[0].attempts, 1);
+}
+
+TEST_P(store_conformance, heartbeat_extends_and_reports_lost_and_cancel) {
+  auto a = enqueue(job());
+  auto c = claim("w1", t0);
+  auto hb = run_sync(st->jobs().heartbeat({{a.id, c[0].fence}}, "w1", t0 + 5'000, lease));
+  ASSERT_TRUE(hb);
+  EXPECT_EQ((*hb)[0].state, lease_state::held);
+  EXPECT_EQ(get(a.id).locked_until, t0 + 5'000 + lease);
+  EXPECT_TRUE(claim("w2", t0 + lease + 1).empty());  // extended: not yet expired
+  ASSERT_TRUE(run_sync(st->jobs().cancel(project, a.id, t0 + 6'000)));
+  hb = run_sync(st->jobs().heartbeat({{a.id, c[0].fence}}, "w1", t0 + 7'000, lease));
+  EXPECT_EQ((*hb)[0].state, lease_state::cancel_requested);
+  hb = run_sync(st->jobs().heartbeat({{a.id, c[0].fence + 1}}, "w1", t0 + 7'000, lease));
+  EXPECT_EQ((*hb)[0].state, lease_state::lost);
+}
+
+TEST_P(store_conformance, expired_lease_is_reclaimed_and_the_stale_worker_refused) {
+  auto a = enqueue(job());
+  auto first = claim("w1", t0);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_TRUE(claim("w2", t0 + lease - 1).empty());
+  auto second = claim("w2", t0 + lease);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].attempts, 2);
+  EXPECT_EQ(second[0].fence, 2);
+  auto late = finish(first[0], "w1", finish_kind::completed, t0 + lease + 1);
+  ASSERT_FALSE(late);
+  EXPECT_TRUE(late.error().is(errc::lease_lost));
+  auto hb = run_sync(st->jobs().heartbeat({{a.id, first[0].fence}}, "w1", t0 + lease + 1, lease));
+  EXPECT_EQ((*hb)[0].state, lease_state::lost);
+  ASSERT_TRUE(finish(second[0], "w2", finish_kind::completed, t0 + lease + 2));
+}
+
+TEST_P(store_conformance, reaper_kills_expired_leases_without_attempts_and_runs_the_hook_in_the_transaction) {
+  std::vector<std::string> hooked;
+  st->jobs().set_terminal_hook([&](job_tx& tx, const job_record& j) {
+    hooked.push_back(j.id + ":" + std::string(to_string(j.status)));
+    if (j.type == "child") {
+      new_job follow;
+      follow.project_id = j.project_id;
+      follow.type = "noop";
+      follow.lane = "main";
+      follow.max_attempts = 1;
+      follow.idempotency_key = "after:" + j.id;
+      ASSERT_TRUE(tx.enqueue(follow, j.completed_at));
+    }
+  });
+  auto j = job("child");
+  j.max_attempts = 1;
+  auto a = enqueue(j);
+  auto c = claim("w1", t0);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(*run_sync(st->jobs().reap_expired(t0 + lease - 1, 100)), 0);
+  EXPECT_TRUE(claim("w2", t0 + lease).empty());  // no attempts left: not reclaimable
+  EXPECT_EQ(*run_sync(st->jobs().reap_expired(t0 + lease, 100)), 1);
+  auto dead = get(a.id);
+  EXPECT_EQ(dead.status, job_status::dead);
+  EXPECT_EQ(dead.error, "lease expired: worker lost");
+  ASSERT_EQ(hooked.size(), 1u);
+  EXPECT_EQ(hooked[0], a.id + ":dead");
+  auto follow = run_sync(st->jobs().list({project, job_status::pending, "noop", 1, 10}));
+  ASSERT_EQ(follow->total, 1);
+  EXPECT_EQ(follow->items[0].idempotency_key, "after:" + a.id);
+  EXPECT_EQ(*run_sync(st->jobs().reap_expired(t0 + 2 * lease, 100)), 0);  // once
+}
+
+TEST_P(store_conformance, a_failing_hook_rolls_back_the_transition) {
+  st->jobs().set_terminal_hook([](job_tx&, const job_record&) { throw std::runtime_error("hook bug"); });
+  auto a = enqueue(job());
+  auto c = claim("w", t0);
+  finish_request f;
+  f.lease = {a.id, c[0].fence};
+  f.worker_id = "w";
+  f.kind = finish_kind::completed;
+  EXPECT_THROW(run_sync(st->jobs().finish({f}, t0)), std::runtime_error);
+  EXPECT_EQ(get(a.id).status, job_status::active);
+}
+
+TEST_P(store_conformance, cancel_rules) {
+  auto pending = enqueue(job());
+  auto r = run_sync(st->jobs().cancel(project, pending.id, t0));
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->immediate);
+  EXPECT_EQ(r->job.status, job_status::cancelled);
+
+  auto active = enqueue(job());
+  auto c = claim("w", t0);
+  ASSERT_EQ(c.size(), 1u);
+  r = run_sync(st->jobs().cancel(project, active.id, t0));
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->immediate);
+  EXPECT_EQ(r->job.status, job_status::active);
+  EXPECT_TRUE(r->job.cancel_requested);
+  auto done = finish(c[0], "w", finish_kind::cancelled, t0 + 1);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->status, job_status::cancelled);
+
+  auto failed = enqueue(job());
+  c = claim("w", t0);
+  ASSERT_TRUE(finish(c[0], "w", finish_kind::failed, t0, t0 + 30'000));
+  EXPECT_TRUE(run_sync(st->jobs().cancel(project, failed.id, t0))->immediate);
+
+  // Terminal jobs: conflict, and nothing changes.
+  for (const auto& id : {pending.id, active.id, failed.id}) {
+    auto before = get(id);
+    auto again = run_sync(st->jobs().cancel(project, id, t0 + 9));
+    ASSERT_FALSE(again);
+    EXPECT_TRUE(again.error().is(errc::conflict));
+    auto after = get(id);
+    EXPECT_EQ(after.status, before.status);
+    EXPECT_EQ(after.completed_at, before.completed_at);
+  }
+  EXPECT_TRUE(run_sync(st->jobs().cancel(project, new_object_id(), t0)).error().is(errc::not_found));
+  EXPECT_TRUE(run_sync(st->jobs().cancel(other_project, pending.id, t0)).error().is(errc::not_found));
+}
+
+TEST_P(store_conformance, retry_rules_keep_document_key_and_fence) {
+  auto j = job();
+  j.idempotency_key = "r1";
+  j.max_attempts = 1;
+  auto a = enqueue(j);
+  auto c = claim("w", t0);
+  auto dead = finish(c[0], "w", finish_kind::failed, t0);
+  ASSERT_EQ(dead->status, job_status::dead);
+  auto r = run_sync(st->jobs().retry(project, a.id, t0 + 10, 20));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->id, a.id);
+  EXPECT_EQ(r->status, job_status::pending);
+  EXPECT_EQ(r->attempts, 0);
+  EXPECT_EQ(r->fence, 1);
+  EXPECT_EQ(r->idempotency_key, "r1");
+  EXPECT_EQ(r->error, "");
+  EXPECT_EQ(r->ready_at, t0 + 10);
+  // pending, active, completed, cancelled: conflict, unchanged.
+  auto p = run_sync(st->jobs().retry(project, a.id, t0 + 11, 20));
+  ASSERT_FALSE(p);
+  EXPECT_TRUE(p.error().is(errc::conflict));
+  c = claim("w", t0 + 20);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].fence, 2);
+  EXPECT_TRUE(run_sync(st->jobs().retry(project, a.id, t0 + 21, 20)).error().is(errc::conflict));
+  ASSERT_TRUE(finish(c[0], "w", finish_kind::completed, t0 + 22));
+  EXPECT_TRUE(run_sync(st->jobs().retry(project, a.id, t0 + 23, 20)).error().is(errc::conflict));
+  EXPECT_EQ(get(a.id).status, job_status::completed);
+}
+
+TEST_P(store_conformance, retry_of_a_fanout_child_points_at_retry_failed) {
+  auto j = job("distribution_execute", "dist");
+  j.parent_job_id = new_object_id();
+  j.distribution_id = "d1";
+  j.max_attempts = 1;
+  auto a = enqueue(j);
+  auto c = claim("w", t0, 1, "dist");
+  ASSERT_TRUE(finish(c[0], "w", finish_kind::failed, t0));
+  auto r = run_sync(st->jobs().retry(project, a.id, t0, 20));
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(r.error().is(errc::conflict));
+  EXPECT_NE(r.error().message.find("retry-failed"), std::string::npos);
+}
+
+TEST_P(store_conformance, retry_is_rate_limited_per_project_per_minute) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 22; ++i) {
+    auto j = job();
+    j.max_attempts = 1;
+    ids.push_back(enqueue(j).id);
+  }
+  auto c = claim("w", t0, 30);
+  ASSERT_EQ(c.size(), 22u);
+  for (auto& j : c) ASSERT_TRUE(finish(j, "w", finish_kind::failed, t0));
+  time_ms minute_start = (t0 / 60'000) * 60'000;
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(run_sync(st->jobs().retry(project, ids[i], minute_start + 1'000, 20)));
+  auto limited = run_sync(st->jobs().retry(project, ids[20], minute_start + 2'000, 20));
+  ASSERT_FALSE(limited);
+  EXPECT_TRUE(limited.error().is(errc::rate_limited));
+  EXPECT_EQ(limited.error().retry_after_s, 58);
+  EXPECT_EQ(get(ids[20]).status, job_status::dead);
+  EXPECT_TRUE(run_sync(st->jobs().retry(project, ids[20], minute_start + 60'000, 20)));
+}
+
+TEST_P(store_conformance, logs_by_cursor_and_fenced_appends) {
+  auto a = enqueue(job());
+  auto c = claim("w", t0);
+  lease_ref l{a.id, c[0].fence};
+  for (int i = 1; i <= 5; ++i) {
+    auto seq = run_sync(st->jobs().append_log(a.id, l, "info", "line " + std::to_string(i), "", t0 + i));
+    ASSERT_TRUE(seq);
+    EXPECT_EQ(*seq, i);
+  }
+  auto page = run_sync(st->jobs().read_logs(a.id, 0, 2));
+  ASSERT_EQ(page->lines.size(), 2u);
+  EXPECT_EQ(page->next_cursor, 2);
+  page = run_sync(st->jobs().read_logs(a.id, page->next_cursor, 100));
+  ASSERT_EQ(page->lines.size(), 3u);
+  EXPECT_EQ(page->lines[0].message, "line 3");
+  EXPECT_EQ(page->next_cursor, 5);
+  page = run_sync(st->jobs().read_logs(a.id, 5, 100));
+  EXPECT_TRUE(page->lines.empty());
+  EXPECT_EQ(page->next_cursor, 5);
+  // Reclaimed by another worker: the old attempt can no longer write.
+  auto c2 = claim("w2", t0 + lease);
+  ASSERT_EQ(c2.size(), 1u);
+  auto refused = run_sync(st->jobs().append_log(a.id, l, "info", "late", "", t0 + lease));
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(refused.error().is(errc::lease_lost));
+  EXPECT_EQ(*run_sync(st->jobs().append_log(a.id, lease_ref{a.id, c2[0].fence}, "info", "new", "", t0 + lease)), 6);
+  EXPECT_TRUE(run_sync(st->jobs().append_log(new_object_id(), std::nullopt, "info", "x", "", t0)).error().is(errc::not_found));
+}
+
+TEST_P(store_conformance, progress_is_fenced) {
+  auto a = enqueue(job());
+  auto c = claim("w", t0);
+  ASSERT_TRUE(run_sync(st->jobs().set_progress({a.id, c[0].fence}, 3, 10)));
+  auto g = get(a.id);
+  EXPECT_EQ(g.progress_current, 3);
+  EXPECT_EQ(g.progress_total, 10);
+  EXPECT_TRUE(run_sync(st->jobs().set_progress({a.id, c[0].fence + 1}, 4, 10)).error().is(errc::lease_lost));
+}
+
+TEST_P(store_conformance, list_filters_pages_newest_first) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 7; ++i) ids.push_back(enqueue(job(i % 2 ? "noop" : "other")).id);
+  auto c = claim("w", t0, 2);
+  ASSERT_EQ(c.size(), 2u);
+  auto all = run_sync(st->jobs().list({project, std::nullopt, "", 1, 3}));
+  EXPECT_EQ(all->total, 7);
+  ASSERT_EQ(all->items.size(), 3u);
+  EXPECT_EQ(all->items[0].id, ids[6]);
+  auto p3 = run_sync(st->jobs().list({project, std::nullopt, "", 3, 3}));
+  ASSERT_EQ(p3->items.size(), 1u);
+  EXPECT_EQ(p3->items[0].id, ids[0]);
+  EXPECT_EQ(run_sync(st->jobs().list({project, job_status::active, "", 1, 10}))->total, 2);
+  EXPECT_EQ(run_sync(st->jobs().list({project, job_status::pending, "", 1, 10}))->total, 5);
+  EXPECT_EQ(run_sync(st->jobs().list({project, std::nullopt, "noop", 1, 10}))->total, 3);
+  EXPECT_EQ(run_sync(st->jobs().list({other_project, std::nullopt, "", 1, 10}))->total, 0);
+}
+
+TEST_P(store_conformance, lane_statistics_count_claimable_jobs) {
+  auto j = job();
+  j.run_at = t0 - 5'000;
+  enqueue(j);
+  enqueue(job());
+  enqueue(job("distribution_execute", "dist"));
+  auto s = run_sync(st->jobs().lane_statistics(t0));
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->size(), 2u);
+  EXPECT_EQ((*s)[0].lane, "main");
+  EXPECT_EQ((*s)[0].pending, 2);
+  EXPECT_EQ((*s)[0].oldest_ready_at, t0 - 5'000);
+  EXPECT_EQ((*s)[1].pending, 1);
+}
+
+TEST_P(store_conformance, projects) {
+  auto again = run_sync(st->projects().ensure("default", t0 + 1));
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(again->second);
+  EXPECT_EQ(again->first.id, project);
+  EXPECT_EQ(run_sync(st->projects().list())->size(), 2u);
+  EXPECT_TRUE(run_sync(st->projects().find_by_name("nope")).error().is(errc::not_found));
+}
+
+INSTANTIATE_TEST_SUITE_P(backends, store_conformance, ::testing::ValuesIn(backends()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(sqlite_store, reopening_keeps_jobs_and_schema) {
+  testbed::temp_dir dir;
+  std::string id;
+  {
+    auto s = open_sqlite({dir.file("c.db"), 1, 5000, false});
+    ASSERT_TRUE(s);
+    auto p = run_sync((*s)->projects().ensure("default", t0));
+    new_job j;
+    j.project_id = p->first.id;
+    j.type = "noop";
+    j.lane = "main";
+    id = run_sync((*s)->jobs().enqueue(j, t0))->job.id;
+  }
+  auto s = open_sqlite({dir.file("c.db"), 1, 5000, false});
+  ASSERT_TRUE(s);
+  auto p = run_sync((*s)->projects().find_by_name("default"));
+  EXPECT_EQ(run_sync((*s)->jobs().get(p->id, id))->status, job_status::pending);
+}
+
+TEST(sqlite_store, unopenable_path_is_an_error_value) {
+  auto s = open_sqlite({"/proc/certfleet/nope.db", 1, 100, false});
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().field, "data");
+}
+
+}  // namespace

@@ -1,0 +1,135 @@
+#include "process.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace testbed {
+
+namespace {
+std::string read_file(const std::string& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+std::atomic<int> counter{0};
+}  // namespace
+
+process::process(std::vector<std::string> argv, std::map<std::string, std::string> env, const std::string& log_prefix) {
+  int n = counter.fetch_add(1);
+  out_path_ = log_prefix + "." + std::to_string(n) + ".out";
+  err_path_ = log_prefix + "." + std::to_string(n) + ".err";
+  std::map<std::string, std::string> full;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) full[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (auto& [k, v] : env) full[k] = v;
+  std::vector<std::string> envs;
+  for (auto& [k, v] : full) envs.push_back(k + "=" + v);
+
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    int out = open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    setpgid(0, 0);
+    std::vector<char*> a, e;
+    for (auto& s : argv) a.push_back(s.data());
+    a.push_back(nullptr);
+    for (auto& s : envs) e.push_back(s.data());
+    e.push_back(nullptr);
+    execve(a[0], a.data(), e.data());
+    _exit(127);
+  }
+}
+
+process::~process() {
+  if (running()) {
+    ::kill(pid_, SIGKILL);
+    wait(std::chrono::seconds(10));
+  }
+  if (!std::getenv("CERTFLEET_KEEP_TEST_DIRS")) {
+    std::remove(out_path_.c_str());
+    std::remove(err_path_.c_str());
+  }
+}
+
+std::string process::stdout_text() const { return read_file(out_path_); }
+std::string process::stderr_text() const { return read_file(err_path_); }
+
+std::string process::wait_for_stdout(const std::string& needle, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::istringstream in(stdout_text());
+    for (std::string line; std::getline(in, line);)
+      if (line.find(needle) != std::string::npos) return line;
+    if (!running()) return {};
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return {};
+}
+
+void process::signal(int sig) {
+  if (!reaped_) ::kill(pid_, sig);
+}
+
+bool process::running() {
+  if (reaped_) return false;
+  int st = 0;
+  pid_t r = waitpid(pid_, &st, WNOHANG);
+  if (r == pid_) {
+    reaped_ = true;
+    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return false;
+  }
+  return true;
+}
+
+int process::wait(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (running()) {
+    if (std::chrono::steady_clock::now() >= deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return status_;
+}
+
+std::pair<int, std::string> run_command(std::vector<std::string> argv, std::map<std::string, std::string> env,
+                                        std::chrono::milliseconds timeout) {
+  char tmpl[] = "/tmp/certfleet-cmd-XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd >= 0) close(fd);
+  std::string prefix = tmpl;
+  int status;
+  std::string out;
+  {
+    process p(std::move(argv), std::move(env), prefix);
+    status = p.wait(timeout);
+    if (status == -1) {
+      p.signal(SIGKILL);
+      p.wait(std::chrono::seconds(5));
+    }
+    out = p.stdout_text() + p.stderr_text();
+  }
+  std::remove(tmpl);
+  return {status, out};
+}
+
+}  // namespace testbed

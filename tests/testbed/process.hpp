@@ -1,0 +1,41 @@
+#pragma once
+// A child process a test starts (a certfleet worker, sshd, a sink…), with its output captured to
+// files, stopped by its PID when the test ends.
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace testbed {
+
+class process {
+ public:
+  // argv[0] is the program path; `env` entries are added to (or replace) the inherited ones.
+  process(std::vector<std::string> argv, std::map<std::string, std::string> env, const std::string& log_prefix);
+  ~process();  // SIGKILL if still running
+  process(const process&) = delete;
+  process& operator=(const process&) = delete;
+
+  int pid() const { return pid_; }
+  // Waits until stdout has a line containing `needle`; returns that line, or "" on timeout/exit.
+  std::string wait_for_stdout(const std::string& needle, std::chrono::milliseconds timeout);
+  std::string stdout_text() const;
+  std::string stderr_text() const;
+  void signal(int sig);
+  // Waits for exit; returns the exit status (128+signal when killed), or -1 on timeout.
+  int wait(std::chrono::milliseconds timeout);
+  bool running();
+
+ private:
+  int pid_ = -1;
+  int status_ = -1;
+  bool reaped_ = false;
+  std::string out_path_, err_path_;
+};
+
+// Runs a command to completion; returns {exit status, stdout}.
+std::pair<int, std::string> run_command(std::vector<std::string> argv,
+                                        std::map<std::string, std::string> env = {},
+                                        std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+}  // namespace testbed
