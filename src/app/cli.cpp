@@ -1,8 +1,10 @@
-// The command line: `certfleet serve`, `certfleet jobs …`, `certfleet --version`.
+// The command line: `certfleet serve`, `certfleet jobs …`, `certfleet token …`, `certfleet --version`.
+#include "certfleet/api/tokens.hpp"
 #include "certfleet/app/app.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/queue/job_view.hpp"
 #include "certfleet/queue/queue_service.hpp"
+#include "certfleet/store/auth.hpp"
 #include "wiring.hpp"
 
 #include <CLI/CLI.hpp>
@@ -179,6 +181,114 @@ int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
   return 2;
 }
 
+struct token_args {
+  std::string project = "default";
+  std::string role, name, id;
+  bool system = false;
+  bool all = false;
+};
+
+boost::json::object token_json(const store::token_record& t, const std::string& project_name) {
+  return boost::json::object{{"id", t.id},
+                             {"project", project_name},
+                             {"project_id", t.project_id},
+                             {"role", std::string(store::to_string(t.token_role))},
+                             {"system", t.system},
+                             {"name", t.name},
+                             {"created_by", t.created_by},
+                             {"created_at", format_iso8601(t.created_at)},
+                             {"revoked_at", t.revoked_at ? boost::json::value(format_iso8601(t.revoked_at))
+                                                         : boost::json::value(nullptr)}};
+}
+
+// `certfleet token create|list|revoke`: tokens are managed on the store directly (whoever can
+// read the data directory owns the store anyway); each change is audited with actor "cli".
+int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
+  auto settings = settings_from(flags);
+  if (!settings) {
+    print_error(settings.error());
+    return 2;
+  }
+  auto st = open_store(*settings);
+  if (!st) {
+    print_error(st.error());
+    return 1;
+  }
+  store::store& store = **st;
+  const auto& clock = system_clock();
+  auto fail = [&](const error& e) {
+    print_error(e);
+    return exit_code(e);
+  };
+  auto print = [](const boost::json::value& v) { std::cout << boost::json::serialize(v) << "\n"; };
+  auto projects = run_sync([&] { return store.projects().list(); });
+  if (!projects) return fail(projects.error());
+  auto name_of = [&](const std::string& id) {
+    for (const auto& p : *projects)
+      if (p.id == id) return p.name;
+    return id;
+  };
+  auto audit = [&](const std::string& project_id, const std::string& action, const std::string& object,
+                   const std::string& outcome) {
+    store::audit_entry e;
+    e.project_id = project_id;
+    e.actor = "cli";
+    e.action = action;
+    e.object = object;
+    e.outcome = outcome;
+    e.at = clock.now_ms();
+    auto r = run_sync([&] { return store.auth().append_audit(e); });
+    if (!r) print_error(r.error());
+  };
+
+  if (cmd == "create") {
+    auto role = store::parse_role(a.role);
+    if (!role) return fail(make_error(errc::invalid_argument, "role must be one of viewer, operator, admin, owner", "role"));
+    if (a.system && *role < store::role::admin)
+      return fail(make_error(errc::invalid_argument, "a --system token must have the admin or owner role", "role"));
+    auto project = run_sync([&]() -> store::task<store::project> {
+      if (a.project != "default") return store.projects().find_by_name(a.project);
+      return [](store::store& s, const clock_source& c) -> store::task<store::project> {
+        auto p = co_await s.projects().ensure("default", c.now_ms());
+        if (!p) co_return std::move(p).error();
+        co_return std::move(p->first);
+      }(store, clock);
+    });
+    if (!project) return fail(project.error());
+    auto issued = run_sync([&] {
+      return api::issue_token(store.auth(), project->id, *role, a.system, a.name, "cli", clock);
+    });
+    if (!issued) return fail(issued.error());
+    audit(project->id, "token.create", "token/" + (*issued)->record.id, "ok");
+    auto o = token_json((*issued)->record, project->name);
+    o["token"] = (*issued)->text;  // shown once; only its hash is stored
+    print(o);
+    return 0;
+  }
+  if (cmd == "list") {
+    std::string pid;
+    if (!a.all) {
+      auto project = run_sync([&] { return store.projects().find_by_name(a.project); });
+      if (!project) return fail(project.error());
+      pid = project->id;
+    }
+    auto tokens = run_sync([&] { return store.auth().list_tokens(pid); });
+    if (!tokens) return fail(tokens.error());
+    boost::json::array items;
+    for (const auto& t : *tokens) items.push_back(token_json(t, name_of(t.project_id)));
+    print(boost::json::object{{"items", std::move(items)}});
+    return 0;
+  }
+  if (cmd == "revoke") {
+    auto r = run_sync([&] { return store.auth().revoke_token(a.id, clock.now_ms()); });
+    if (!r) return fail(r.error());
+    audit(r->project_id, "token.revoke", "token/" + r->id, "ok");
+    print(token_json(*r, name_of(r->project_id)));
+    return 0;
+  }
+  return 2;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -229,6 +339,26 @@ int run_cli(int argc, char** argv) {
   logs->add_option("--after", ja.after, "Cursor: the seq of the last line already read");
   logs->add_option("--limit", ja.limit, "Lines at most");
 
+  auto* token = app.add_subcommand("token", "Create, list and revoke API access tokens");
+  token->require_subcommand(1);
+  token_args ta;
+  std::string token_cmd;
+  auto tsub = [&](const char* name, const char* help) {
+    auto* c = token->add_subcommand(name, help);
+    add_common(c);
+    c->callback([&, name] { token_cmd = name; });
+    return c;
+  };
+  auto* tcreate = tsub("create", "Create a token; its text is printed once");
+  tcreate->add_option("--project", ta.project, "Project name (default: default)");
+  tcreate->add_option("--role", ta.role, "viewer|operator|admin|owner")->required();
+  tcreate->add_flag("--system", ta.system, "System admin: every project and the system-wide settings");
+  tcreate->add_option("--name", ta.name, "A note saying what the token is for");
+  auto* tlist = tsub("list", "List tokens (never their text)");
+  tlist->add_option("--project", ta.project, "Project name (default: default)");
+  tlist->add_flag("--all", ta.all, "Every project's tokens");
+  tsub("revoke", "Revoke a token")->add_option("id", ta.id, "Token id")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -251,6 +381,7 @@ int run_cli(int argc, char** argv) {
     return serve(*settings);
   }
   if (jobs->parsed()) return run_jobs(jobs_cmd, flags, ja);
+  if (token->parsed()) return run_token(token_cmd, flags, ta);
   std::cout << app.help();
   return 0;
 }

@@ -1,4 +1,6 @@
 // Wiring of `certfleet serve`: store, queue, worker lanes, (API), signals, graceful shutdown.
+#include "certfleet/api/server.hpp"
+#include "certfleet/api/tokens.hpp"
 #include "certfleet/app/app.hpp"
 #include "certfleet/core/log.hpp"
 #include "certfleet/queue/handler.hpp"
@@ -12,9 +14,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -57,6 +62,32 @@ queue::worker_options worker_options_from(const settings_map& s) {
 
 void register_handlers(queue::handler_registry& r) { queue::register_noop(r); }
 
+// First start on an empty store: one owner token (system admin) of the default project, written
+// once to DATA/owner-token (0600). The store creates it only when it holds no token at all, so
+// two processes starting together make one.
+result<std::optional<std::string>> bootstrap_owner_token(store::store& store, const std::string& project_id,
+                                                         const std::filesystem::path& data) {
+  auto issued = run_sync([&] {
+    return api::issue_token(store.auth(), project_id, store::role::owner, true, "first owner token", "bootstrap",
+                            system_clock(), true);
+  });
+  if (!issued) return std::move(issued).error();
+  if (!*issued) return std::optional<std::string>{};
+  auto path = data / "owner-token";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  std::string text = (*issued)->text + "\n";
+  bool ok = fd >= 0 && ::fchmod(fd, 0600) == 0 &&
+            ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!ok) {
+    // Nobody could ever read this token: take it back so the next start makes a new one.
+    auto id = (*issued)->record.id;
+    (void)run_sync([&] { return store.auth().revoke_token(id, system_clock().now_ms()); });
+    return make_error(errc::config_invalid, fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)), "data");
+  }
+  return std::optional<std::string>(path.string());
+}
+
 int serve(const settings_map& settings) {
   log::init(settings.text("log_level"));
   raise_fd_limit();
@@ -76,23 +107,47 @@ int serve(const settings_map& settings) {
     return 1;
   }
 
+  auto data = std::filesystem::absolute(settings.text("data")).lexically_normal();
+  auto owner_token = bootstrap_owner_token(store, project->first.id, data);
+  if (!owner_token) {
+    std::cerr << "certfleet: " << owner_token.error().message << "\n";
+    return 1;
+  }
+  if (*owner_token)
+    std::cout << fmt::format("certfleet: first start: the owner token of project default (system admin) is in {} "
+                             "(mode 0600); it is not shown again",
+                             **owner_token)
+              << std::endl;
+
   queue::handler_registry handlers;
   register_handlers(handlers);
   asio::io_context ioc(1);
   queue::queue_service queue(store, handlers, clock);
+
+  // Every mode listens: api/all serve the API, worker/scheduler only health and metrics.
+  api::server_options sopt;
+  sopt.listen = settings.text("listen");
+  sopt.serve_api = mode == "api" || mode == "all";
+  api::server http(ioc.get_executor(), store, queue, clock, sopt);
+  auto bound = http.start();
+  if (!bound) {
+    std::cerr << "certfleet: " << bound.error().message << "\n";
+    return 1;
+  }
 
   std::unique_ptr<queue::worker> worker;
   if (mode == "worker" || mode == "all") {
     worker = std::make_unique<queue::worker>(ioc.get_executor(), store, handlers, clock, worker_options_from(settings));
     queue.on_enqueued = [w = worker.get()](std::string_view lane) { w->wake(lane); };
     queue.on_cancel_requested = [w = worker.get()](const std::string& id) { w->request_cancel(id); };
+    worker->set_log_publisher(http.log_publisher());
+    http.attach_worker(worker.get());
     worker->start();
   }
 
-  auto data = std::filesystem::absolute(settings.text("data")).lexically_normal();
   std::cout << fmt::format("certfleet {} serving: mode={} data={} store={}", CERTFLEET_VERSION, mode, data.string(),
                            (data / "certfleet.db").string())
-            << (worker ? fmt::format(" worker={}", worker->id()) : std::string()) << std::endl;
+            << (worker ? fmt::format(" worker={}", worker->id()) : std::string()) << " listen=" << *bound << std::endl;
 
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
   bool stopping = false;
@@ -103,6 +158,8 @@ int serve(const settings_map& settings) {
     asio::co_spawn(
         ioc,
         [&]() -> asio::awaitable<void> {
+          // The listener first: no new requests while the worker winds down.
+          co_await http.stop();
           if (worker) co_await worker->stop();
           ioc.stop();
         },

@@ -87,11 +87,16 @@ class project_store {
   virtual task<std::vector<project>> list() = 0;
 };
 
+class auth_store;     // certfleet/store/auth.hpp
+class observe_store;  // certfleet/store/auth.hpp
+
 class store {
  public:
   virtual ~store() = default;
   virtual job_store& jobs() = 0;
   virtual project_store& projects() = 0;
+  virtual auth_store& auth() = 0;        // tokens, audit log, system settings
+  virtual observe_store& observe() = 0;  // /metrics and live log reads
   virtual task<void> ping() = 0;  // a round trip to the store (/readyz)
   // Stops the store threads after the work queued so far; later calls fail with shutting_down.
   virtual void close() = 0;

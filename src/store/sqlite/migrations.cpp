@@ -6,7 +6,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 1> migrations{{
+constexpr std::array<const char*, 2> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -65,6 +65,37 @@ CREATE TABLE rate_windows (
   window INTEGER NOT NULL,
   count INTEGER NOT NULL,
   PRIMARY KEY (project_id, name)
+) WITHOUT ROWID;
+)sql",
+    // 2: access tokens (hashed), audit log, stored system-wide settings
+    R"sql(
+CREATE TABLE tokens (
+  id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  role TEXT NOT NULL,
+  system INTEGER NOT NULL DEFAULT 0,
+  name TEXT,
+  hash TEXT NOT NULL UNIQUE,
+  created_by TEXT,
+  created_at INTEGER NOT NULL,
+  revoked_at INTEGER
+);
+CREATE INDEX tokens_project ON tokens (project_id, created_at);
+CREATE TABLE audit_log (
+  seq INTEGER PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  action TEXT NOT NULL,
+  object TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  detail TEXT,
+  at INTEGER NOT NULL
+);
+CREATE INDEX audit_project ON audit_log (project_id, seq);
+CREATE TABLE system_settings (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL,
+  updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql",
 }};

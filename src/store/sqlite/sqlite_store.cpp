@@ -3,6 +3,7 @@
 #include "certfleet/store/store.hpp"
 #include "executor.hpp"
 #include "migrations.hpp"
+#include "sqlite_auth.hpp"
 
 #include <fmt/format.h>
 
@@ -114,11 +115,14 @@ class sqlite_store final : public store, public job_store, public project_store 
  public:
   explicit sqlite_store(const sqlite_options& o)
       : writer_(o.path, o.busy_timeout_ms, o.synchronous_full, [](db& d) { migrate(d); }),
-        readers_(o.path, o.readers, o.busy_timeout_ms) {}
+        readers_(o.path, o.readers, o.busy_timeout_ms),
+        auth_(make_auth_store(writer_, readers_)) {}
   ~sqlite_store() override { close(); }
 
   job_store& jobs() override { return *this; }
   project_store& projects() override { return *this; }
+  auth_store& auth() override { return auth_->auth(); }
+  observe_store& observe() override { return auth_->observe(); }
   void close() override {
     writer_.close();
     readers_.close();
@@ -524,6 +528,7 @@ class sqlite_store final : public store, public job_store, public project_store 
   terminal_hook hook_;
   writer writer_;
   reader_pool readers_;
+  std::unique_ptr<auth_stores> auth_;
 };
 
 }  // namespace

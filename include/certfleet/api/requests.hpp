@@ -1,0 +1,60 @@
+#pragma once
+// Parsing of request bodies and query parameters into checked values. Pure (no I/O): each parser
+// has a fuzz target. Every error names the field it is about.
+#include "certfleet/api/router.hpp"
+#include "certfleet/core/clock.hpp"
+#include "certfleet/core/error.hpp"
+#include "certfleet/store/job.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace certfleet::api {
+
+inline constexpr int max_page_size = 200;
+inline constexpr int max_page = 1'000'000;
+inline constexpr int max_log_limit = 1000;
+
+// POST …/jobs
+struct enqueue_body {
+  std::string type;
+  std::string payload = "{}";
+  std::optional<std::string> idempotency_key;
+  time_ms run_at = 0;  // 0: now
+};
+result<enqueue_body> parse_enqueue_body(std::string_view body);
+
+// PUT /api/v1/settings: setting name -> canonical value, every one validated against the
+// settings table (system scope only). Nothing is returned unless all of it is valid.
+result<std::map<std::string, std::string>> parse_settings_body(std::string_view body);
+
+// GET …/jobs?status=&type=&page=&page_size=
+struct job_list_query {
+  std::optional<store::job_status> status;  // nullopt: all
+  std::string type;
+  int page = 1;
+  int page_size = 0;  // 0: the default from settings
+};
+result<job_list_query> parse_job_list_query(const query_params& q);
+
+// GET …/logs?after=&limit=   and   …/logs/stream?after=
+struct log_query {
+  std::int64_t after = 0;
+  int limit = 100;
+};
+result<log_query> parse_log_query(const query_params& q, bool stream);
+
+// GET …/audit?page=&page_size=
+struct page_query {
+  int page = 1;
+  int page_size = 50;
+};
+result<page_query> parse_audit_query(const query_params& q);
+
+// "2026-11-29T09:05:18Z" / "…18.123Z" / "…+01:00" -> ms since the epoch.
+std::optional<time_ms> parse_iso8601(std::string_view s) noexcept;
+
+}  // namespace certfleet::api

@@ -1,0 +1,71 @@
+#pragma once
+// The route table (DESIGN §6), request-target matching and query-string parsing. Pure: no I/O,
+// so the fuzz targets and the docs test use it directly.
+#include "certfleet/core/error.hpp"
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace certfleet::api {
+
+enum class route_id {
+  healthz,
+  readyz,
+  metrics,
+  projects,
+  jobs_list,
+  jobs_enqueue,
+  job_get,
+  job_retry,
+  job_cancel,
+  job_logs,
+  job_log_stream,
+  audit,
+  settings_get,
+  settings_put,
+};
+
+// What a caller needs: no token, a token with at least this role in the project, or a
+// system-admin token.
+enum class access { none, any_token, viewer, operator_, admin, owner, system_admin };
+
+struct route_def {
+  route_id id;
+  std::string_view method;
+  std::string_view pattern;  // "/api/v1/projects/{p}/jobs/{id}"; {p} project name, {id} object id
+  access need;
+  bool api_only;        // served in api/all mode only (worker/scheduler serve health and metrics)
+  bool changes_state;   // audited
+  bool websocket;
+};
+
+std::span<const route_def> all_routes() noexcept;
+
+struct route_match {
+  const route_def* route = nullptr;
+  std::string project;  // {p}, percent-decoded
+  std::string id;       // {id}, percent-decoded
+};
+
+// Splits "path?query"; nullopt when the target is not origin-form ("/..."). 
+struct target_parts {
+  std::string_view path;
+  std::string_view query;
+};
+std::optional<target_parts> split_target(std::string_view target) noexcept;
+
+// not_found (no route has this path) or conflict (the path exists, not with this method: 405,
+// field names the allowed methods, comma-separated).
+result<route_match> match_route(std::string_view method, std::string_view path);
+
+// One query string; '+' is a space, %XX is decoded; a repeated or empty name, a bad escape or
+// a NUL is invalid_argument naming it.
+using query_params = std::vector<std::pair<std::string, std::string>>;
+result<query_params> parse_query(std::string_view query);
+result<std::string> percent_decode(std::string_view s, bool plus_is_space);
+
+}  // namespace certfleet::api

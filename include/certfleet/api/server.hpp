@@ -1,0 +1,78 @@
+#pragma once
+// The HTTP/1.1 + WebSocket server (DESIGN §6) on the process's one event loop. Beast stays out
+// of this header: the server is a pimpl facade.
+#include "certfleet/core/clock.hpp"
+#include "certfleet/core/error.hpp"
+#include "certfleet/queue/handler.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace certfleet::store {
+class store;
+}
+namespace certfleet::queue {
+class queue_service;
+class worker;
+}  // namespace certfleet::queue
+
+namespace certfleet::api {
+
+struct server_options {
+  std::string listen = "127.0.0.1:8080";  // ADDR:PORT; port 0 picks a free one
+  bool serve_api = true;                  // false (worker/scheduler mode): /healthz /readyz /metrics only
+  std::size_t body_limit = 1u << 20;      // 1 MiB: 413 beyond
+  std::size_t header_limit = 16u << 10;   // 431 beyond
+  std::chrono::milliseconds idle_timeout{60'000};  // keep-alive: waiting for the next request
+  std::chrono::milliseconds read_timeout{15'000};  // one request, from its first byte to its end
+  std::chrono::milliseconds write_timeout{30'000};
+  int max_connections = 4096;  // beyond: 503 and close
+  // Live log stream.
+  std::chrono::milliseconds ws_idle_timeout{30'000};  // pings at half of it; a silent peer is closed
+  std::chrono::milliseconds log_poll_interval{250};   // store poll of a watched job
+  std::size_t ws_queue_frames = 1024;                 // per subscriber; beyond, it is closed as too slow
+  std::size_t ws_queue_bytes = 8u << 20;
+  std::chrono::milliseconds auth_cache_ttl{2'000};    // a revoked token may work this long in other processes
+  std::chrono::milliseconds settings_cache_ttl{1'000};
+  std::chrono::milliseconds shutdown_grace{5'000};
+};
+
+class server {
+ public:
+  server(boost::asio::any_io_executor ex, store::store& st, queue::queue_service& queue, const clock_source& clock,
+         server_options options);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // Binds and starts accepting; returns the bound "ADDR:PORT" (the real port when 0 was asked).
+  result<std::string> start();
+  // Stops accepting, lets requests in flight finish, closes idle and WebSocket connections
+  // (going away), and returns when every connection is gone or the grace period ends.
+  boost::asio::awaitable<void> stop();
+  unsigned short port() const;
+
+  // Worker counters for /metrics, when a worker runs in this process.
+  void attach_worker(const queue::worker* w);
+  // Give to worker::set_log_publisher: the in-process hub of the live log stream.
+  queue::log_publisher log_publisher();
+
+  struct stats {
+    std::size_t connections = 0;
+    std::size_t subscribers = 0;
+    std::size_t watched_jobs = 0;  // store pollers running
+    std::uint64_t subscribers_dropped = 0;
+  };
+  stats current_stats() const;
+
+ private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace certfleet::api

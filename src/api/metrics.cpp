@@ -1,0 +1,145 @@
+#include "metrics.hpp"
+
+#include <fmt/format.h>
+
+namespace certfleet::api {
+
+const std::vector<double>& histogram::default_bounds() {
+  static const std::vector<double> b{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+  return b;
+}
+
+histogram::histogram() : counts_(default_bounds().size() + 1, 0) {}
+
+void histogram::observe(double seconds) {
+  const auto& b = default_bounds();
+  std::size_t i = 0;
+  while (i < b.size() && seconds > b[i]) ++i;
+  ++counts_[i];
+  sum_ += seconds;
+  ++count_;
+}
+
+void histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
+  const auto& b = default_bounds();
+  std::uint64_t cum = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    cum += counts_[i];
+    out += fmt::format("{}_bucket{{{}le=\"{}\"}} {}\n", name, labels, b[i], cum);
+  }
+  cum += counts_.back();
+  out += fmt::format("{}_bucket{{{}le=\"+Inf\"}} {}\n", name, labels, cum);
+  std::string_view l = labels;
+  if (!l.empty() && l.back() == ',') l.remove_suffix(1);
+  out += fmt::format("{}_sum{}{}{}{} {}\n", name, l.empty() ? "" : "{", l, l.empty() ? "" : "}", "", sum_);
+  out += fmt::format("{}_count{}{}{} {}\n", name, l.empty() ? "" : "{", l, l.empty() ? "" : "}", count_);
+}
+
+std::string escape_label(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out.push_back(c);
+  }
+  return out;
+}
+
+void api_metrics::request(std::string_view route, unsigned status, double seconds) {
+  ++requests_[{std::string(route), status}];
+  auto it = latency_.find(route);
+  if (it == latency_.end()) it = latency_.emplace(std::string(route), histogram{}).first;
+  it->second.observe(seconds);
+}
+
+void api_metrics::store_call(std::string_view op, double seconds) {
+  auto it = store_latency_.find(op);
+  if (it == store_latency_.end()) it = store_latency_.emplace(std::string(op), histogram{}).first;
+  it->second.observe(seconds);
+}
+
+namespace {
+void head(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+}  // namespace
+
+std::string api_metrics::render(const snapshot& s) const {
+  std::string out;
+  out.reserve(8192);
+  head(out, "certfleet_store_up", "gauge", "Whether the last store reads for this scrape succeeded (1) or not (0).");
+  out += fmt::format("certfleet_store_up {}\n", s.store_ok ? 1 : 0);
+
+  head(out, "certfleet_jobs", "gauge", "Jobs in the store by status and type.");
+  for (const auto& c : s.jobs)
+    out += fmt::format("certfleet_jobs{{status=\"{}\",type=\"{}\"}} {}\n", escape_label(c.status), escape_label(c.type),
+                       c.count);
+
+  head(out, "certfleet_lane_pending_jobs", "gauge", "Claimable pending or failed-awaiting-retry jobs per lane.");
+  for (const auto& l : s.lanes)
+    out += fmt::format("certfleet_lane_pending_jobs{{lane=\"{}\"}} {}\n", escape_label(l.lane), l.pending);
+  head(out, "certfleet_lane_oldest_pending_age_seconds", "gauge",
+       "Age of the oldest claimable job per lane since it became ready (0 when none).");
+  for (const auto& l : s.lanes) {
+    double age = l.oldest_ready_at && s.now > l.oldest_ready_at ? static_cast<double>(s.now - l.oldest_ready_at) / 1000.0 : 0.0;
+    out += fmt::format("certfleet_lane_oldest_pending_age_seconds{{lane=\"{}\"}} {}\n", escape_label(l.lane), age);
+  }
+
+  if (s.durations) {
+    const auto& d = *s.durations;
+    head(out, "certfleet_job_duration_seconds", "histogram",
+         "Run time (start of the last attempt to the end) of the finished jobs in the store.");
+    for (std::size_t i = 0; i < d.bounds_s.size(); ++i)
+      out += fmt::format("certfleet_job_duration_seconds_bucket{{le=\"{}\"}} {}\n", d.bounds_s[i], d.cumulative[i]);
+    out += fmt::format("certfleet_job_duration_seconds_bucket{{le=\"+Inf\"}} {}\n", d.cumulative.back());
+    out += fmt::format("certfleet_job_duration_seconds_sum {}\n", d.sum_s);
+    out += fmt::format("certfleet_job_duration_seconds_count {}\n", d.cumulative.back());
+  }
+
+  if (s.worker) {
+    const auto& w = *s.worker;
+    head(out, "certfleet_worker_claims_total", "counter", "Jobs this process's worker claimed.");
+    out += fmt::format("certfleet_worker_claims_total {}\n", w.claimed);
+    head(out, "certfleet_worker_claim_calls_total", "counter", "Claim statements this process's worker ran.");
+    out += fmt::format("certfleet_worker_claim_calls_total {}\n", w.claim_calls);
+    head(out, "certfleet_worker_job_ends_total", "counter",
+         "Attempts this process's worker ended, by outcome (completed, failed, dead, cancelled, released, lost).");
+    for (auto [name, v] : {std::pair<const char*, std::int64_t>{"completed", w.completed},
+                           {"failed", w.failed},
+                           {"dead", w.dead},
+                           {"cancelled", w.cancelled},
+                           {"released", w.released},
+                           {"lost", w.lost}})
+      out += fmt::format("certfleet_worker_job_ends_total{{outcome=\"{}\"}} {}\n", name, v);
+    head(out, "certfleet_worker_reaped_total", "counter", "Jobs whose worker was lost that this process reaped.");
+    out += fmt::format("certfleet_worker_reaped_total {}\n", w.reaped);
+    head(out, "certfleet_worker_running_jobs", "gauge", "Handlers running in this process.");
+    out += fmt::format("certfleet_worker_running_jobs {}\n", s.worker_running);
+  }
+
+  head(out, "certfleet_http_requests_total", "counter", "HTTP requests by route and status code.");
+  for (const auto& [k, v] : requests_)
+    out += fmt::format("certfleet_http_requests_total{{route=\"{}\",code=\"{}\"}} {}\n", escape_label(k.first), k.second, v);
+  head(out, "certfleet_http_request_duration_seconds", "histogram", "HTTP request latency by route.");
+  for (const auto& [route, h] : latency_)
+    h.render(out, "certfleet_http_request_duration_seconds", fmt::format("route=\"{}\",", escape_label(route)));
+  head(out, "certfleet_http_connections", "gauge", "Open HTTP and WebSocket connections.");
+  out += fmt::format("certfleet_http_connections {}\n", s.connections);
+
+  head(out, "certfleet_websocket_subscribers", "gauge", "Live job-log stream subscribers.");
+  out += fmt::format("certfleet_websocket_subscribers {}\n", s.ws_subscribers);
+  head(out, "certfleet_websocket_watched_jobs", "gauge", "Jobs whose log this process is watching (one store poller each).");
+  out += fmt::format("certfleet_websocket_watched_jobs {}\n", s.ws_watched_jobs);
+  head(out, "certfleet_websocket_subscribers_dropped_total", "counter",
+       "Subscribers closed because they could not keep up with their job's log.");
+  out += fmt::format("certfleet_websocket_subscribers_dropped_total {}\n", ws_dropped_);
+
+  head(out, "certfleet_store_call_duration_seconds", "histogram", "Store calls made by the API, by operation.");
+  for (const auto& [op, h] : store_latency_)
+    h.render(out, "certfleet_store_call_duration_seconds", fmt::format("op=\"{}\",", escape_label(op)));
+  return out;
+}
+
+}  // namespace certfleet::api

@@ -1,0 +1,61 @@
+#pragma once
+// In-process counters of the API and the Prometheus text rendering of /metrics.
+#include "certfleet/queue/worker.hpp"
+#include "certfleet/store/auth.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace certfleet::api {
+
+class histogram {
+ public:
+  histogram();
+  void observe(double seconds);
+  // Lines "name_bucket{labels,le=…} n", _sum, _count; `labels` is "" or `a="b",`.
+  void render(std::string& out, std::string_view name, std::string_view labels) const;
+  static const std::vector<double>& default_bounds();
+
+ private:
+  std::vector<std::uint64_t> counts_;  // per bound, then +Inf
+  double sum_ = 0;
+  std::uint64_t count_ = 0;
+};
+
+class api_metrics {
+ public:
+  void request(std::string_view route, unsigned status, double seconds);
+  void store_call(std::string_view op, double seconds);
+  void subscriber_dropped() { ++ws_dropped_; }
+  std::uint64_t subscribers_dropped() const { return ws_dropped_; }
+
+  // What /metrics shows besides these counters, gathered from the store and the worker.
+  struct snapshot {
+    std::vector<store::job_count> jobs;
+    std::vector<store::lane_stats> lanes;
+    std::optional<store::duration_histogram> durations;
+    const queue::worker_stats* worker = nullptr;
+    int worker_running = 0;
+    std::size_t ws_subscribers = 0;
+    std::size_t ws_watched_jobs = 0;
+    std::size_t connections = 0;
+    time_ms now = 0;
+    bool store_ok = true;
+  };
+  std::string render(const snapshot& s) const;
+
+ private:
+  std::map<std::pair<std::string, unsigned>, std::uint64_t> requests_;
+  std::map<std::string, histogram, std::less<>> latency_;
+  std::map<std::string, histogram, std::less<>> store_latency_;
+  std::uint64_t ws_dropped_ = 0;
+};
+
+// "a\"b" with \, " and newline escaped, for a label value.
+std::string escape_label(std::string_view v);
+
+}  // namespace certfleet::api

@@ -1,0 +1,248 @@
+#include "certfleet/api/requests.hpp"
+
+#include "certfleet/core/json.hpp"
+#include "certfleet/core/settings.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace certfleet::api {
+
+namespace {
+
+bool parse_i64(std::string_view s, std::int64_t& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+result<int> int_param(std::string_view name, std::string_view value, int lo, int hi) {
+  std::int64_t v = 0;
+  if (!parse_i64(value, v) || v < lo || v > hi)
+    return make_error(errc::invalid_argument, fmt::format("{} must be an integer from {} to {}", name, lo, hi),
+                      std::string(name));
+  return static_cast<int>(v);
+}
+
+error unknown_param(std::string_view name, std::string_view allowed) {
+  return make_error(errc::invalid_argument,
+                    fmt::format("unknown query parameter {}; this route takes {}", name.substr(0, 64), allowed),
+                    std::string(name.substr(0, 64)));
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+bool digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
+  if (pos + n > s.size()) return false;
+  out = 0;
+  for (std::size_t i = pos; i < pos + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    out = out * 10 + (s[i] - '0');
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<time_ms> parse_iso8601(std::string_view s) noexcept {
+  int y, mo, d, h, mi, se;
+  if (!digits(s, 0, 4, y) || s.size() < 20 || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' ||
+      !digits(s, 8, 2, d) || (s[10] != 'T' && s[10] != 't') || !digits(s, 11, 2, h) || s[13] != ':' ||
+      !digits(s, 14, 2, mi) || s[16] != ':' || !digits(s, 17, 2, se))
+    return std::nullopt;
+  static constexpr int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || se > 60) return std::nullopt;
+  std::size_t pos = 19;
+  int ms = 0;
+  if (pos < s.size() && s[pos] == '.') {
+    ++pos;
+    int n = 0;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+      if (n < 3) ms = ms * 10 + (s[pos] - '0');
+      ++n;
+      ++pos;
+    }
+    if (n == 0 || n > 9) return std::nullopt;
+    for (int i = n; i < 3; ++i) ms *= 10;
+  }
+  std::int64_t offset_min = 0;
+  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
+    ++pos;
+  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
+    int oh, om;
+    if (!digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !digits(s, pos + 4, 2, om) ||
+        oh > 23 || om > 59)
+      return std::nullopt;
+    offset_min = (oh * 60 + om) * (s[pos] == '-' ? -1 : 1);
+    pos += 6;
+  } else {
+    return std::nullopt;  // a time without a zone is ambiguous
+  }
+  if (pos != s.size()) return std::nullopt;
+  std::int64_t days = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
+  std::int64_t secs = days * 86400 + h * 3600 + mi * 60 + std::min(se, 59) - offset_min * 60;
+  if (secs < 0) return std::nullopt;
+  return secs * 1000 + ms;
+}
+
+result<enqueue_body> parse_enqueue_body(std::string_view body) {
+  auto r = json::object_reader::parse(body, "body");
+  if (!r) return std::move(r).error();
+  if (auto ok = r->only({"type", "payload", "idempotency_key", "run_at"}); !ok) return std::move(ok).error();
+  enqueue_body out;
+  auto type = r->required_string("type");
+  if (!type) return std::move(type).error();
+  if (type->empty() || type->size() > 100)
+    return make_error(errc::invalid_argument, "type must be 1 to 100 characters", "type");
+  out.type = std::move(*type);
+  auto payload = r->optional_raw("payload", true);
+  if (!payload) return std::move(payload).error();
+  if (*payload) out.payload = std::move(**payload);
+  auto key = r->optional_string("idempotency_key");
+  if (!key) return std::move(key).error();
+  out.idempotency_key = std::move(*key);
+  // run_at: ms since the epoch, or an ISO-8601 time with a zone.
+  if (r->has("run_at")) {
+    auto as_int = r->optional_int("run_at");
+    if (as_int) {
+      if (**as_int < 0) return make_error(errc::invalid_argument, "run_at must not be negative", "run_at");
+      out.run_at = **as_int;
+    } else {
+      auto as_text = r->optional_string("run_at");
+      if (!as_text)
+        return make_error(errc::invalid_argument,
+                          "run_at must be milliseconds since the epoch or an ISO-8601 time such as 2026-11-29T09:05:18Z",
+                          "run_at");
+      auto t = parse_iso8601(**as_text);
+      if (!t)
+        return make_error(errc::invalid_argument,
+                          "run_at must be an ISO-8601 time with a zone, such as 2026-11-29T09:05:18Z", "run_at");
+      out.run_at = *t;
+    }
+    if (out.run_at > 253'402'300'799'000)  // 9999-12-31
+      return make_error(errc::invalid_argument, "run_at is too far in the future", "run_at");
+  }
+  return out;
+}
+
+result<std::map<std::string, std::string>> parse_settings_body(std::string_view body) {
+  if (body.size() > json::max_payload_bytes)
+    return make_error(errc::payload_too_large, "body is larger than 1 MiB", "body");
+  boost::system::error_code ec;
+  boost::json::parse_options opts;
+  opts.max_depth = 8;
+  auto v = boost::json::parse(boost::json::string_view(body.data(), body.size()), ec, {}, opts);
+  if (ec) return make_error(errc::invalid_argument, fmt::format("body is not valid JSON: {}", ec.message()), "body");
+  if (!v.is_object()) return make_error(errc::invalid_argument, "body must be a JSON object of settings", "body");
+  const auto& o = v.get_object();
+  if (o.empty()) return make_error(errc::invalid_argument, "body names no setting", "body");
+  std::map<std::string, std::string> out;
+  for (const auto& kv : o) {
+    std::string name(kv.key());
+    std::string shown = name.substr(0, 64);
+    const auto* def = find_setting(name);
+    if (!def) return make_error(errc::invalid_argument, fmt::format("unknown setting {}", shown), shown);
+    if (def->scope != setting_scope::system)
+      return make_error(errc::invalid_argument,
+                        fmt::format("{} is a process setting (config file, environment or flag), not a system-wide one",
+                                    name),
+                        name);
+    std::string text;
+    const auto& val = kv.value();
+    if (val.is_int64()) text = std::to_string(val.get_int64());
+    else if (val.is_uint64()) text = std::to_string(val.get_uint64());
+    else if (val.is_string()) text = std::string(val.get_string());
+    else
+      return make_error(errc::invalid_argument,
+                        fmt::format("{} must be {}", name, def->type == setting_type::integer ? "an integer" : "a string"),
+                        name);
+    if (def->type == setting_type::integer && !val.is_int64() && !val.is_uint64())
+      return make_error(errc::invalid_argument, fmt::format("{} must be an integer from {} to {}", name, def->min, def->max),
+                        name);
+    if (def->type != setting_type::integer && !val.is_string())
+      return make_error(errc::invalid_argument, fmt::format("{} must be a string", name), name);
+    auto canon = validate_setting(*def, text);
+    if (!canon) return std::move(canon).error();
+    if (out.contains(name)) return make_error(errc::invalid_argument, fmt::format("{} is given twice", name), name);
+    out.emplace(std::move(name), std::move(*canon));
+  }
+  return out;
+}
+
+result<job_list_query> parse_job_list_query(const query_params& q) {
+  job_list_query out;
+  for (const auto& [k, v] : q) {
+    if (k == "status") {
+      if (v.empty() || v == "all") continue;
+      auto s = store::parse_job_status(v);
+      if (!s)
+        return make_error(errc::invalid_argument,
+                          "status must be one of all, pending, active, completed, failed, dead, cancelled", "status");
+      out.status = s;
+    } else if (k == "type") {
+      if (v.size() > 100) return make_error(errc::invalid_argument, "type must be at most 100 characters", "type");
+      out.type = v;
+    } else if (k == "page") {
+      auto p = int_param("page", v, 1, max_page);
+      if (!p) return std::move(p).error();
+      out.page = *p;
+    } else if (k == "page_size") {
+      auto p = int_param("page_size", v, 1, max_page_size);
+      if (!p) return std::move(p).error();
+      out.page_size = *p;
+    } else {
+      return unknown_param(k, "status, type, page, page_size");
+    }
+  }
+  return out;
+}
+
+result<log_query> parse_log_query(const query_params& q, bool stream) {
+  log_query out;
+  for (const auto& [k, v] : q) {
+    if (k == "after") {
+      std::int64_t a = 0;
+      if (!parse_i64(v, a) || a < 0)
+        return make_error(errc::invalid_argument, "after must be a log cursor: an integer >= 0", "after");
+      out.after = a;
+    } else if (k == "limit" && !stream) {
+      auto l = int_param("limit", v, 1, max_log_limit);
+      if (!l) return std::move(l).error();
+      out.limit = *l;
+    } else {
+      return unknown_param(k, stream ? "after" : "after, limit");
+    }
+  }
+  return out;
+}
+
+result<page_query> parse_audit_query(const query_params& q) {
+  page_query out;
+  for (const auto& [k, v] : q) {
+    if (k == "page") {
+      auto p = int_param("page", v, 1, max_page);
+      if (!p) return std::move(p).error();
+      out.page = *p;
+    } else if (k == "page_size") {
+      auto p = int_param("page_size", v, 1, max_page_size);
+      if (!p) return std::move(p).error();
+      out.page_size = *p;
+    } else {
+      return unknown_param(k, "page, page_size");
+    }
+  }
+  return out;
+}
+
+}  // namespace certfleet::api

@@ -1,0 +1,915 @@
+// The HTTP/1.1 + WebSocket server: accept loop, sessions (keep-alive, limits, deadlines),
+// authentication and authorization, the route handlers and the live log stream sessions.
+#include "certfleet/api/server.hpp"
+
+#include "certfleet/api/requests.hpp"
+#include "certfleet/api/router.hpp"
+#include "certfleet/api/tokens.hpp"
+#include "certfleet/core/object_id.hpp"
+#include "certfleet/core/settings.hpp"
+#include "certfleet/queue/job_view.hpp"
+#include "certfleet/queue/queue_service.hpp"
+#include "certfleet/queue/worker.hpp"
+#include "certfleet/store/auth.hpp"
+#include "certfleet/store/store.hpp"
+#include "log_hub.hpp"
+#include "metrics.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <unordered_map>
+
+namespace certfleet::api {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+using steady = std::chrono::steady_clock;
+using asio::use_awaitable;
+constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+constexpr std::string_view server_name = "certfleet";
+
+struct reply {
+  unsigned status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+  bool close = false;
+};
+
+unsigned status_for(errc e) {
+  switch (e) {
+    case errc::invalid_argument:
+    case errc::unknown_job_type: return 400;
+    case errc::payload_too_large: return 413;
+    case errc::not_found: return 404;
+    case errc::conflict:
+    case errc::lease_lost:
+    case errc::cancelled: return 409;
+    case errc::rate_limited: return 429;
+    case errc::unauthorized: return 401;
+    case errc::forbidden: return 403;
+    case errc::store_busy:
+    case errc::shutting_down: return 503;
+    case errc::timeout: return 504;
+    default: return 500;
+  }
+}
+
+std::string error_body(std::string_view code, std::string_view message, std::string_view field) {
+  boost::json::object e{{"code", code}, {"message", message}};
+  if (!field.empty()) e["field"] = field;
+  return boost::json::serialize(boost::json::object{{"error", std::move(e)}});
+}
+
+reply error_reply(const error& e) {
+  reply r;
+  r.status = status_for(e.value());
+  // Store failures are internal: their text (SQL) is for the log, not the client.
+  if (r.status == 500) {
+    spdlog::error("request failed: {}", e.message);
+    r.body = error_body(errc_name(e.value()), "internal error; see the server log", "");
+  } else {
+    r.body = error_body(errc_name(e.value()), e.message, e.field);
+  }
+  if (e.is(errc::rate_limited))
+    r.headers.emplace_back("Retry-After", std::to_string(std::max<std::int64_t>(1, e.retry_after_s)));
+  return r;
+}
+
+reply error_reply(errc code, std::string message, std::string field = {}) {
+  return error_reply(make_error(code, std::move(message), std::move(field)));
+}
+
+reply json_reply(unsigned status, const boost::json::value& v) {
+  reply r;
+  r.status = status;
+  r.body = boost::json::serialize(v);
+  return r;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
+
+store::role role_for(access a) {
+  switch (a) {
+    case access::operator_: return store::role::operator_;
+    case access::admin: return store::role::admin;
+    case access::owner: return store::role::owner;
+    default: return store::role::viewer;
+  }
+}
+
+result<std::pair<std::string, unsigned short>> parse_listen(const std::string& listen) {
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return make_error(errc::invalid_argument, fmt::format("listen must be ADDR:PORT (got \"{}\")", listen), "listen");
+  std::string host = listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  unsigned port = 0;
+  auto ps = std::string_view(listen).substr(colon + 1);
+  auto [p, ec] = std::from_chars(ps.data(), ps.data() + ps.size(), port);
+  if (ec != std::errc() || p != ps.data() + ps.size() || port > 65535)
+    return make_error(errc::invalid_argument, fmt::format("listen must be ADDR:PORT (got \"{}\")", listen), "listen");
+  return std::pair{host, static_cast<unsigned short>(port)};
+}
+
+struct caller {
+  std::optional<store::token_record> token;
+  std::optional<store::project> project;
+};
+
+using request_t = http::request<http::string_body>;
+
+}  // namespace
+
+struct server::impl : std::enable_shared_from_this<impl> {
+  impl(asio::any_io_executor e, store::store& s, queue::queue_service& q, const clock_source& c, server_options o)
+      : ex(e), st(s), queue(q), clock(c), opt(std::move(o)), acceptor(e), hub(e, s, opt.log_poll_interval) {}
+
+  asio::any_io_executor ex;
+  store::store& st;
+  queue::queue_service& queue;
+  const clock_source& clock;
+  server_options opt;
+  tcp::acceptor acceptor;
+  unsigned short bound_port = 0;
+  bool stopping = false;
+  const queue::worker* worker = nullptr;
+  log_hub hub;
+  api_metrics metrics;
+
+  struct conn {
+    beast::tcp_stream* http = nullptr;  // while an HTTP session owns the socket
+    bool idle = false;                  // waiting for the next request
+    std::function<void()> close_ws;     // while a WebSocket session owns it
+  };
+  std::uint64_t next_conn = 0;
+  std::unordered_map<std::uint64_t, conn> conns;
+
+  struct cached_token {
+    store::token_record rec;
+    steady::time_point expires;
+  };
+  std::unordered_map<std::string, cached_token> token_cache;
+  std::unordered_map<std::string, store::project> project_cache;  // projects are never renamed or deleted
+  settings_map system_settings;
+  steady::time_point settings_loaded{};
+  bool settings_valid = false;
+
+  // ---- helpers -------------------------------------------------------------------------
+
+  template <class T>
+  asio::awaitable<result<T>> timed(std::string_view op, store::task<T> t) {
+    auto t0 = steady::now();
+    auto r = co_await std::move(t);
+    metrics.store_call(op, std::chrono::duration<double>(steady::now() - t0).count());
+    co_return r;
+  }
+
+  asio::awaitable<std::int64_t> setting_int(std::string_view name) {
+    if (!settings_valid || steady::now() - settings_loaded > opt.settings_cache_ttl) {
+      auto r = co_await timed("system_settings", st.auth().system_settings());
+      if (r) {
+        settings_map m;
+        for (const auto& [k, v] : *r) (void)m.set(k, v);  // a stale invalid value falls back to its default
+        system_settings = std::move(m);
+        settings_loaded = steady::now();
+        settings_valid = true;
+      } else {
+        spdlog::warn("reading the system settings failed: {}", r.error().message);
+      }
+    }
+    co_return system_settings.integer(name);
+  }
+
+  asio::awaitable<result<store::project>> project_by_name(const std::string& name) {
+    if (auto it = project_cache.find(name); it != project_cache.end()) co_return it->second;
+    auto p = co_await timed("project_find", st.projects().find_by_name(name));
+    if (p && project_cache.size() < 10'000) project_cache.emplace(name, *p);
+    co_return p;
+  }
+
+  // string_view parameters: GCC 12 rejects string literals for by-value std::string coroutine
+  // parameters; the callers' arguments live until their co_await ends.
+  asio::awaitable<void> audit(const caller& c, std::string_view action, std::string_view object, std::string_view outcome,
+                              std::string_view detail = {}) {
+    store::audit_entry e;
+    e.project_id = c.project ? c.project->id : (c.token ? c.token->project_id : std::string());
+    e.actor = c.token ? "token:" + c.token->id : "anonymous";
+    e.action = std::string(action);
+    e.object = std::string(object);
+    e.outcome = std::string(outcome);
+    e.detail = std::string(detail);
+    e.at = clock.now_ms();
+    auto r = co_await timed("audit_append", st.auth().append_audit(std::move(e)));
+    if (!r) spdlog::error("audit entry not stored: {}", r.error().message);
+  }
+
+  // Who is calling and may they use this route on this project? The error is the reply.
+  asio::awaitable<result<caller>> authorize(const request_t& req, const route_match& m) {
+    caller c;
+    const auto& r = *m.route;
+    if (r.need == access::none) co_return c;
+    auto h = req[http::field::authorization];
+    std::string_view hv(h.data(), h.size());
+    if (hv.empty())
+      co_return make_error(errc::unauthorized, "this route needs Authorization: Bearer <token>", "authorization");
+    if (hv.size() < 7 || !iequals(hv.substr(0, 7), "Bearer "))
+      co_return make_error(errc::unauthorized, "the Authorization header must be \"Bearer <token>\"", "authorization");
+    auto text = hv.substr(7);
+    while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+    if (!looks_like_token(text)) co_return make_error(errc::unauthorized, "invalid or revoked token", "authorization");
+    auto hash = hash_token(text);
+    auto now = steady::now();
+    if (auto it = token_cache.find(hash); it != token_cache.end() && it->second.expires > now) {
+      c.token = it->second.rec;
+    } else {
+      auto t = co_await timed("token_find", st.auth().find_token(hash));
+      if (!t) {
+        if (t.error().is(errc::not_found))
+          co_return make_error(errc::unauthorized, "invalid or revoked token", "authorization");
+        co_return std::move(t).error();
+      }
+      if (token_cache.size() >= 10'000) token_cache.clear();
+      token_cache[hash] = cached_token{*t, now + opt.auth_cache_ttl};
+      c.token = std::move(*t);
+    }
+    if (r.pattern.find("{p}") != std::string_view::npos) {
+      // Another project's objects answer 404, exactly like objects that do not exist.
+      auto not_found = make_error(errc::not_found, fmt::format("project {} not found", m.project.substr(0, 100)), "project");
+      auto p = co_await project_by_name(m.project);
+      if (!p) co_return p.error().is(errc::not_found) ? not_found : std::move(p).error();
+      if (!c.token->system && c.token->project_id != p->id) co_return not_found;
+      c.project = std::move(*p);
+    }
+    if (r.need == access::system_admin) {
+      if (!c.token->system) co_return make_error(errc::forbidden, "this route needs a system-admin token", "authorization");
+    } else if (r.need != access::any_token && c.token->token_role < role_for(r.need)) {
+      co_return make_error(errc::forbidden,
+                           fmt::format("this route needs the {} role; the token has {}", store::to_string(role_for(r.need)),
+                                       store::to_string(c.token->token_role)),
+                           "authorization");
+    }
+    co_return c;
+  }
+
+  // ---- handlers ------------------------------------------------------------------------
+
+  asio::awaitable<reply> handle(const request_t& req, std::string& route_name) {
+    auto parts = split_target(std::string_view(req.target().data(), req.target().size()));
+    if (!parts) co_return error_reply(errc::invalid_argument, "the request target must be a path", "path");
+    auto m = match_route(std::string_view(req.method_string().data(), req.method_string().size()), parts->path);
+    if (!m) {
+      if (m.error().is(errc::conflict)) {
+        auto r = error_reply(make_error(errc::conflict, m.error().message, "method"));
+        r.status = 405;
+        r.body = error_body("method_not_allowed", m.error().message, "method");
+        r.headers.emplace_back("Allow", m.error().field);
+        co_return r;
+      }
+      co_return error_reply(m.error());
+    }
+    route_name = std::string(m->route->pattern);
+    if (m->route->api_only && !opt.serve_api)
+      co_return error_reply(errc::not_found, "this process serves only /healthz, /readyz and /metrics (mode)", "path");
+    auto q = parse_query(parts->query);
+    if (!q) co_return error_reply(q.error());
+    if (m->route->websocket)
+      co_return error_reply(make_error(errc::invalid_argument, "this route is a WebSocket: send an Upgrade request", "upgrade"));
+    auto c = co_await authorize(req, *m);
+    if (!c) co_return error_reply(c.error());
+    if (!m->id.empty() && !is_object_id(m->id))
+      co_return error_reply(errc::invalid_argument, "id must be a 24-character hex object id", "id");
+
+    switch (m->route->id) {
+      case route_id::healthz: co_return json_reply(200, boost::json::object{{"status", "ok"}});
+      case route_id::readyz: {
+        auto r = co_await timed("ping", st.ping());
+        if (!r) co_return error_reply(make_error(errc::store_busy, "store unreachable: " + r.error().message));
+        co_return json_reply(200, boost::json::object{{"status", "ready"}});
+      }
+      case route_id::metrics: co_return co_await metrics_reply();
+      case route_id::projects: co_return co_await list_projects(*c);
+      case route_id::jobs_list: co_return co_await list_jobs(*c, *q);
+      case route_id::jobs_enqueue: co_return co_await enqueue(*c, req.body());
+      case route_id::job_get: {
+        auto j = co_await timed("job_get", st.jobs().get(c->project->id, m->id));
+        if (!j) co_return error_reply(j.error());
+        co_return json_reply(200, queue::to_json(*j));
+      }
+      case route_id::job_retry: co_return co_await retry(*c, m->id);
+      case route_id::job_cancel: co_return co_await cancel(*c, m->id);
+      case route_id::job_logs: co_return co_await read_logs(*c, m->id, *q);
+      case route_id::audit: co_return co_await list_audit(*c, *q);
+      case route_id::settings_get: co_return co_await settings_reply();
+      case route_id::settings_put: co_return co_await put_settings(*c, req.body());
+      case route_id::job_log_stream: break;
+    }
+    co_return error_reply(errc::not_found, "no such route", "path");
+  }
+
+  asio::awaitable<reply> metrics_reply() {
+    api_metrics::snapshot s;
+    s.now = clock.now_ms();
+    auto jobs = co_await timed("job_counts", st.observe().job_counts());
+    auto lanes = co_await timed("lane_statistics", st.jobs().lane_statistics(s.now));
+    std::vector<double> bounds{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600};
+    auto durations = co_await timed("job_durations", st.observe().job_durations(bounds));
+    s.store_ok = jobs && lanes && durations;
+    if (jobs) s.jobs = std::move(*jobs);
+    if (lanes) s.lanes = std::move(*lanes);
+    if (durations) s.durations = std::move(*durations);
+    if (worker) {
+      s.worker = &worker->stats();
+      s.worker_running = worker->running();
+    }
+    s.ws_subscribers = hub.subscribers();
+    s.ws_watched_jobs = hub.watched_jobs();
+    s.connections = conns.size();
+    reply r;
+    r.body = metrics.render(s);
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    co_return r;
+  }
+
+  asio::awaitable<reply> list_projects(const caller& c) {
+    auto ps = co_await timed("project_list", st.projects().list());
+    if (!ps) co_return error_reply(ps.error());
+    boost::json::array items;
+    for (const auto& p : *ps)
+      if (c.token->system || p.id == c.token->project_id)
+        items.push_back(boost::json::object{{"id", p.id}, {"name", p.name}, {"created_at", format_iso8601(p.created_at)}});
+    co_return json_reply(200, boost::json::object{{"items", std::move(items)}});
+  }
+
+  asio::awaitable<reply> list_jobs(const caller& c, const query_params& q) {
+    auto lq = parse_job_list_query(q);
+    if (!lq) co_return error_reply(lq.error());
+    if (lq->page_size == 0) lq->page_size = static_cast<int>(co_await setting_int("jobs_page_size_default"));
+    store::job_filter f{c.project->id, lq->status, lq->type, lq->page, lq->page_size};
+    auto page = co_await timed("job_list", st.jobs().list(f));
+    if (!page) co_return error_reply(page.error());
+    boost::json::array items;
+    items.reserve(page->items.size());
+    for (const auto& j : page->items) items.push_back(queue::to_json(j));
+    co_return json_reply(200, boost::json::object{{"items", std::move(items)},
+                                                  {"page", lq->page},
+                                                  {"page_size", lq->page_size},
+                                                  {"total", page->total}});
+  }
+
+  asio::awaitable<reply> enqueue(const caller& c, const std::string& body) {
+    auto b = parse_enqueue_body(body);
+    if (!b) {
+      co_await audit(c, "job.enqueue", "job", errc_name(b.error().value()), error_body("", b.error().message, b.error().field));
+      co_return error_reply(b.error());
+    }
+    queue::enqueue_request req;
+    req.project_id = c.project->id;
+    req.type = b->type;
+    req.payload = b->payload;
+    req.idempotency_key = b->idempotency_key;
+    req.run_at = b->run_at;
+    req.triggered_by = "token:" + c.token->id;
+    auto t0 = steady::now();
+    auto out = co_await queue.enqueue(std::move(req), queue::caller::user);
+    metrics.store_call("job_enqueue", std::chrono::duration<double>(steady::now() - t0).count());
+    if (!out) {
+      // Built outside the co_await: GCC 12 miscompiles braced lists of literals inside one.
+      boost::json::object d;
+      d["type"] = b->type;
+      d["message"] = out.error().message;
+      auto detail = boost::json::serialize(d);
+      co_await audit(c, "job.enqueue", "job", errc_name(out.error().value()), detail);
+      co_return error_reply(out.error());
+    }
+    boost::json::object d;
+    d["type"] = b->type;
+    d["created"] = out->created;
+    auto detail = boost::json::serialize(d);
+    co_await audit(c, "job.enqueue", "job/" + out->job.id, "ok", detail);
+    auto o = queue::to_json(out->job);
+    o["created"] = out->created;
+    co_return json_reply(out->created ? 201 : 200, o);
+  }
+
+  asio::awaitable<reply> retry(const caller& c, const std::string& id) {
+    queue.set_retry_per_minute(static_cast<int>(co_await setting_int("job_retry_per_minute")));
+    auto t0 = steady::now();
+    auto r = co_await queue.retry(c.project->id, id);
+    metrics.store_call("job_retry", std::chrono::duration<double>(steady::now() - t0).count());
+    co_await audit(c, "job.retry", "job/" + id, r ? "ok" : errc_name(r.error().value()));
+    if (!r) co_return error_reply(r.error());
+    co_return json_reply(200, queue::to_json(*r));
+  }
+
+  asio::awaitable<reply> cancel(const caller& c, const std::string& id) {
+    auto t0 = steady::now();
+    auto r = co_await queue.cancel(c.project->id, id);
+    metrics.store_call("job_cancel", std::chrono::duration<double>(steady::now() - t0).count());
+    co_await audit(c, "job.cancel", "job/" + id, r ? "ok" : errc_name(r.error().value()));
+    if (!r) co_return error_reply(r.error());
+    auto o = queue::to_json(r->job);
+    o["message"] = r->immediate ? "Job cancelled" : "Job cancel requested";
+    co_return json_reply(r->immediate ? 200 : 202, o);
+  }
+
+  asio::awaitable<reply> read_logs(const caller& c, const std::string& id, const query_params& q) {
+    auto lq = parse_log_query(q, false);
+    if (!lq) co_return error_reply(lq.error());
+    // The project check: a foreign job is not found.
+    auto job = co_await timed("job_get", st.jobs().get(c.project->id, id));
+    if (!job) co_return error_reply(job.error());
+    auto page = co_await timed("log_read", st.jobs().read_logs(id, lq->after, lq->limit));
+    if (!page) co_return error_reply(page.error());
+    boost::json::array lines;
+    lines.reserve(page->lines.size());
+    for (const auto& l : page->lines) lines.push_back(queue::to_json(l));
+    // done: the job is over (read before the lines, so none can follow) and this page ends the log.
+    bool done = store::is_terminal(job->status) && static_cast<int>(page->lines.size()) < lq->limit;
+    co_return json_reply(200, boost::json::object{{"lines", std::move(lines)},
+                                                  {"next_cursor", page->next_cursor},
+                                                  {"done", done}});
+  }
+
+  asio::awaitable<reply> list_audit(const caller& c, const query_params& q) {
+    auto pq = parse_audit_query(q);
+    if (!pq) co_return error_reply(pq.error());
+    auto page = co_await timed("audit_list", st.auth().list_audit(c.project->id, pq->page, pq->page_size));
+    if (!page) co_return error_reply(page.error());
+    boost::json::array items;
+    for (const auto& e : page->items) {
+      boost::json::object o{{"seq", e.seq},       {"actor", e.actor},     {"action", e.action},
+                            {"object", e.object}, {"outcome", e.outcome}, {"at", format_iso8601(e.at)}};
+      boost::json::error_code ec;
+      auto d = e.detail.empty() ? boost::json::value(nullptr) : boost::json::parse(e.detail, ec);
+      o["detail"] = ec ? boost::json::value(e.detail) : d;
+      items.push_back(std::move(o));
+    }
+    co_return json_reply(200, boost::json::object{{"items", std::move(items)},
+                                                  {"page", pq->page},
+                                                  {"page_size", pq->page_size},
+                                                  {"total", page->total}});
+  }
+
+  asio::awaitable<reply> settings_reply() {
+    auto stored = co_await timed("system_settings", st.auth().system_settings());
+    if (!stored) co_return error_reply(stored.error());
+    boost::json::object o;
+    for (const auto& d : all_settings()) {
+      if (d.scope != setting_scope::system) continue;
+      std::string value(d.default_value);
+      if (auto it = stored->find(std::string(d.name)); it != stored->end() && validate_setting(d, it->second))
+        value = it->second;
+      if (d.type == setting_type::integer) {
+        std::int64_t v = 0;
+        std::from_chars(value.data(), value.data() + value.size(), v);
+        o[d.name] = v;
+      } else {
+        o[d.name] = value;
+      }
+    }
+    co_return json_reply(200, o);
+  }
+
+  asio::awaitable<reply> put_settings(const caller& c, const std::string& body) {
+    auto values = parse_settings_body(body);
+    if (!values) {
+      boost::json::object d;
+      d["message"] = values.error().message;
+      auto detail = boost::json::serialize(d);
+      co_await audit(c, "settings.update", "settings", errc_name(values.error().value()), detail);
+      co_return error_reply(values.error());
+    }
+    boost::json::object detail;
+    for (const auto& [k, v] : *values) detail[k] = v;
+    store::audit_entry e;
+    e.project_id = c.token->project_id;
+    e.actor = "token:" + c.token->id;
+    e.action = "settings.update";
+    e.object = "settings";
+    e.outcome = "ok";
+    e.detail = boost::json::serialize(detail);
+    e.at = clock.now_ms();
+    auto r = co_await timed("settings_put", st.auth().put_system_settings(std::move(*values), std::move(e)));
+    if (!r) {
+      co_await audit(c, "settings.update", "settings", errc_name(r.error().value()));
+      co_return error_reply(r.error());
+    }
+    settings_valid = false;  // this process sees the change at once
+    co_return co_await settings_reply();
+  }
+
+  // ---- HTTP sessions -------------------------------------------------------------------
+
+  http::response<http::string_body> make_response(const reply& r, unsigned version, bool keep_alive) {
+    http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+    res.set(http::field::server, server_name);
+    res.set(http::field::content_type, r.content_type);
+    res.set(http::field::cache_control, "no-store");
+    for (const auto& [k, v] : r.headers) res.set(k, v);
+    res.body() = r.body;
+    res.keep_alive(keep_alive);
+    res.prepare_payload();
+    return res;
+  }
+
+  asio::awaitable<void> send_error_and_close(beast::tcp_stream& stream, unsigned status, errc code, std::string msg,
+                                             std::string field) {
+    reply r = error_reply(code, std::move(msg), std::move(field));
+    r.status = status;
+    auto res = make_response(r, 11, false);
+    stream.expires_after(opt.write_timeout);
+    co_await http::async_write(stream, res, tuple_awaitable);
+    metrics.request("unmatched", status, 0);
+  }
+
+  asio::awaitable<void> session(tcp::socket sock) {
+    auto self = shared_from_this();
+    const auto id = ++next_conn;
+    struct unregister {
+      impl* s;
+      std::uint64_t id;
+      ~unregister() { s->conns.erase(id); }
+    } guard{this, id};
+    beast::tcp_stream stream(std::move(sock));
+    conns[id].http = &stream;
+    if (static_cast<int>(conns.size()) > opt.max_connections) {
+      co_await send_error_and_close(stream, 503, errc::store_busy, "too many connections; try again later", "");
+      co_return;
+    }
+    beast::flat_buffer buf;
+    for (;;) {
+      if (stopping) break;
+      if (buf.size() == 0) {
+        // Keep-alive: wait for the first byte of the next request under the idle deadline.
+        conns[id].idle = true;
+        stream.expires_after(opt.idle_timeout);
+        auto [ec, n] = co_await stream.async_read_some(buf.prepare(8192), tuple_awaitable);
+        buf.commit(n);
+        if (auto it = conns.find(id); it != conns.end()) it->second.idle = false;
+        if (ec || stopping) break;
+      }
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(static_cast<std::uint32_t>(opt.header_limit));
+      parser.body_limit(opt.body_limit);
+      stream.expires_after(opt.read_timeout);
+      auto [hec, hn] = co_await http::async_read_header(stream, buf, parser, tuple_awaitable);
+      if (!hec && parser.get()[http::field::expect] == "100-continue" && !parser.is_done()) {
+        http::response<http::empty_body> cont{http::status::continue_, 11};
+        auto [cec, cn] = co_await http::async_write(stream, cont, tuple_awaitable);
+        if (cec) break;
+      }
+      boost::system::error_code ec = hec;
+      if (!ec) std::tie(ec, std::ignore) = co_await http::async_read(stream, buf, parser, tuple_awaitable);
+      if (ec) {
+        if (ec == http::error::body_limit) {
+          co_await send_error_and_close(stream, 413, errc::payload_too_large,
+                                        fmt::format("the body is larger than {} bytes", opt.body_limit), "body");
+        } else if (ec == http::error::header_limit) {
+          co_await send_error_and_close(stream, 431, errc::invalid_argument,
+                                        fmt::format("the request header is larger than {} bytes", opt.header_limit),
+                                        "header");
+        } else if (ec == beast::error::timeout) {
+          co_await send_error_and_close(stream, 408, errc::timeout, "the request was not received in time", "");
+        } else if (ec != http::error::end_of_stream && ec != asio::error::eof &&
+                   ec != asio::error::operation_aborted && ec != asio::error::connection_reset) {
+          co_await send_error_and_close(stream, 400, errc::invalid_argument,
+                                        fmt::format("malformed HTTP request: {}", ec.message()), "request");
+        }
+        break;
+      }
+      auto t0 = steady::now();
+      if (websocket::is_upgrade(parser.get())) {
+        auto req = parser.release();
+        auto parts = split_target(std::string_view(req.target().data(), req.target().size()));
+        auto m = parts ? match_route("GET", parts->path) : result<route_match>(make_error(errc::not_found, ""));
+        if (m && m->route->websocket) {
+          conns[id].http = nullptr;
+          co_await log_stream(std::move(stream), std::move(req), *m, parts->query, id);
+          co_return;
+        }
+        parser.get() = std::move(req);  // not a WebSocket route: answer it as plain HTTP
+      }
+      const auto& req = parser.get();
+      reply r;
+      std::string route_name = "unmatched";
+      try {
+        r = co_await handle(req, route_name);
+      } catch (const std::exception& e) {
+        // A bug: this request fails and its connection ends; the process and others carry on.
+        spdlog::error("{} {}: unexpected exception: {}", std::string_view(req.method_string().data(), req.method_string().size()),
+                      std::string_view(req.target().data(), std::min<std::size_t>(req.target().size(), 200)), e.what());
+        r = error_reply(errc::store_failure, "internal error");
+        r.close = true;
+      }
+      bool keep = req.keep_alive() && !stopping && !r.close;
+      auto res = make_response(r, req.version(), keep);
+      stream.expires_after(opt.write_timeout);
+      auto [wec, wn] = co_await http::async_write(stream, res, tuple_awaitable);
+      metrics.request(route_name, r.status, std::chrono::duration<double>(steady::now() - t0).count());
+      if (wec || !keep) break;
+    }
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream.close();
+  }
+
+  // ---- live log stream -----------------------------------------------------------------
+
+  struct ws_conn {
+    explicit ws_conn(beast::tcp_stream&& s) : ws(std::move(s)) {}
+    websocket::stream<beast::tcp_stream> ws;
+    bool closed = false;   // the read side ended: the connection is gone or closed
+    bool closing = false;  // a close was started
+    std::int64_t sent = 0; // the cursor: last seq sent
+  };
+
+  asio::awaitable<void> reject_upgrade(beast::tcp_stream& stream, const reply& r, unsigned version) {
+    auto res = make_response(r, version, false);
+    stream.expires_after(opt.write_timeout);
+    co_await http::async_write(stream, res, tuple_awaitable);
+    metrics.request("/api/v1/projects/{p}/jobs/{id}/logs/stream", r.status, 0);
+  }
+
+  // Starts a close handshake; the socket is closed outright when the peer does not finish it in
+  // time (a stalled peer whose receive window is full never reads our close frame).
+  void start_close(const std::shared_ptr<ws_conn>& c, websocket::close_code code, std::string reason) {
+    if (c->closing) return;
+    c->closing = true;
+    auto self = shared_from_this();
+    asio::co_spawn(
+        ex,
+        [self, c, code, reason = std::move(reason)]() -> asio::awaitable<void> {
+          asio::steady_timer deadline(self->ex, std::chrono::seconds(2));
+          deadline.async_wait([c](boost::system::error_code ec) {
+            if (!ec && !c->closed) {
+              boost::system::error_code ignored;
+              beast::get_lowest_layer(c->ws).socket().shutdown(tcp::socket::shutdown_both, ignored);
+              beast::get_lowest_layer(c->ws).close();
+            }
+          });
+          co_await c->ws.async_close(websocket::close_reason(code, reason), tuple_awaitable);
+          // Done or failed; the deadline still guards the read side finishing.
+          if (c->closed) deadline.cancel();
+        },
+        asio::detached);
+  }
+
+  asio::awaitable<bool> ws_send(const std::shared_ptr<ws_conn>& c, const std::string& text) {
+    if (c->closing || c->closed) co_return false;
+    c->ws.text(true);
+    auto [ec, n] = co_await c->ws.async_write(asio::buffer(text), tuple_awaitable);
+    co_return !ec;
+  }
+
+  // Sends the store's lines after c->sent up to `upto` (0: to the end); returns false on a
+  // failure that ends the session; sets `ended` when the job is over and all is sent.
+  asio::awaitable<bool> ws_catch_up(const std::shared_ptr<ws_conn>& c, const std::string& job_id, std::int64_t upto,
+                                    bool& ended) {
+    constexpr int batch = 500;
+    for (;;) {
+      int limit = batch;
+      if (upto > 0) {
+        if (c->sent >= upto) co_return true;
+        limit = static_cast<int>(std::min<std::int64_t>(batch, upto - c->sent));
+      }
+      auto w = co_await timed("log_watch", st.observe().watch_logs(job_id, c->sent, limit));
+      if (!w) {
+        start_close(c, websocket::close_code::internal_error, "log read failed: " + w.error().message.substr(0, 80));
+        co_return false;
+      }
+      if (!w->lines.empty()) {
+        if (!co_await ws_send(c, lines_frame_text(w->lines, 0, w->lines.size()))) co_return false;
+        c->sent = w->lines.back().seq;
+      }
+      if (static_cast<int>(w->lines.size()) < limit || w->lines.empty()) {
+        if (upto == 0 && store::is_terminal(w->status) && c->sent >= w->last_seq) {
+          if (!co_await ws_send(c, end_frame_text(w->status))) co_return false;
+          ended = true;
+        }
+        co_return true;
+      }
+    }
+  }
+
+  asio::awaitable<void> log_stream(beast::tcp_stream stream, request_t req, route_match m, std::string_view query_view,
+                                   std::uint64_t conn_id) {
+    auto t0 = steady::now();
+    auto q = parse_query(query_view);
+    if (!q) co_return co_await reject_upgrade(stream, error_reply(q.error()), req.version());
+    if (!opt.serve_api)
+      co_return co_await reject_upgrade(stream, error_reply(errc::not_found, "this process does not serve the API", "path"),
+                                        req.version());
+    auto c = co_await authorize(req, m);
+    if (!c) co_return co_await reject_upgrade(stream, error_reply(c.error()), req.version());
+    auto lq = parse_log_query(*q, true);
+    if (!lq) co_return co_await reject_upgrade(stream, error_reply(lq.error()), req.version());
+    if (!is_object_id(m.id))
+      co_return co_await reject_upgrade(stream, error_reply(errc::invalid_argument, "id must be a 24-character hex object id", "id"),
+                                        req.version());
+    auto job = co_await timed("job_get", st.jobs().get(c->project->id, m.id));
+    if (!job) co_return co_await reject_upgrade(stream, error_reply(job.error()), req.version());
+    if (stopping)
+      co_return co_await reject_upgrade(stream, error_reply(errc::shutting_down, "the server is shutting down"), req.version());
+
+    auto conn = std::make_shared<ws_conn>(std::move(stream));
+    conn->sent = lq->after;
+    beast::get_lowest_layer(conn->ws).expires_never();  // the WebSocket timeouts take over
+    websocket::stream_base::timeout to{};
+    to.handshake_timeout = std::chrono::seconds(10);
+    to.idle_timeout = opt.ws_idle_timeout;
+    to.keep_alive_pings = true;
+    conn->ws.set_option(to);
+    conn->ws.set_option(websocket::stream_base::decorator(
+        [](websocket::response_type& res) { res.set(http::field::server, server_name); }));
+    conn->ws.read_message_max(64 * 1024);
+    auto [aec] = co_await conn->ws.async_accept(req, tuple_awaitable);
+    metrics.request(std::string(m.route->pattern), aec ? 400 : 101,
+                    std::chrono::duration<double>(steady::now() - t0).count());
+    if (aec) co_return;
+
+    auto self = shared_from_this();
+    auto sub = std::make_shared<log_subscriber>(ex, opt.ws_queue_frames, opt.ws_queue_bytes);
+    std::weak_ptr<ws_conn> weak = conn;
+    sub->on_overflow = [this, self, weak, max = opt.ws_queue_frames] {
+      if (auto cc = weak.lock()) {
+        metrics.subscriber_dropped();
+        start_close(cc, websocket::close_code::try_again_later,
+                    fmt::format("too slow: more than {} frames queued; reconnect with after={}", max, cc->sent));
+      }
+    };
+    if (auto it = conns.find(conn_id); it != conns.end())
+      it->second.close_ws = [this, weak] {
+        if (auto cc = weak.lock()) start_close(cc, websocket::close_code::going_away, "server shutting down");
+      };
+    // The read side: answers pings, notices the peer's close; client messages are ignored.
+    asio::co_spawn(
+        ex,
+        [conn, sub]() -> asio::awaitable<void> {
+          beast::flat_buffer b;
+          for (;;) {
+            auto [ec, n] = co_await conn->ws.async_read(b, tuple_awaitable);
+            if (ec) break;
+            b.consume(b.size());
+          }
+          conn->closed = true;
+          sub->notify();
+        },
+        asio::detached);
+
+    const std::string job_id = m.id;
+    hub.subscribe(job_id, sub);  // first, so no line falls between the backlog and the live frames
+    bool ended = false;
+    bool ok = co_await ws_catch_up(conn, job_id, 0, ended);
+    while (ok && !ended && !conn->closed && !conn->closing && !sub->overflowed()) {
+      if (sub->empty()) {
+        co_await sub->wait();
+        continue;
+      }
+      auto f = sub->pop();
+      if (f.end) {
+        ok = co_await ws_send(conn, *f.text);
+        ended = true;
+        break;
+      }
+      if (f.last_seq <= conn->sent) continue;  // already sent from the store
+      if (f.first_seq != conn->sent + 1) {
+        ok = co_await ws_catch_up(conn, job_id, f.last_seq, ended);  // fill the gap from the store
+        continue;
+      }
+      ok = co_await ws_send(conn, *f.text);
+      if (ok) conn->sent = f.last_seq;
+    }
+    hub.unsubscribe(job_id, sub.get());
+    if (ended) start_close(conn, websocket::close_code::normal, "job finished");
+    else if (!conn->closing && !conn->closed) start_close(conn, websocket::close_code::going_away, "stream ended");
+    // Wait for the read side to finish (close handshake or hard close by start_close's deadline).
+    asio::steady_timer t(ex);
+    for (int i = 0; i < 400 && !conn->closed; ++i) {
+      t.expires_after(std::chrono::milliseconds(10));
+      co_await t.async_wait(tuple_awaitable);
+    }
+    if (!conn->closed) beast::get_lowest_layer(conn->ws).close();
+  }
+
+  // ---- accept loop ---------------------------------------------------------------------
+
+  asio::awaitable<void> accept_loop() {
+    auto self = shared_from_this();
+    while (!stopping) {
+      auto [ec, sock] = co_await acceptor.async_accept(tuple_awaitable);
+      if (ec) {
+        if (stopping || ec == asio::error::operation_aborted) break;
+        // Out of descriptors and the like: back off instead of spinning.
+        spdlog::warn("accept failed: {}", ec.message());
+        asio::steady_timer t(ex, std::chrono::milliseconds(50));
+        co_await t.async_wait(tuple_awaitable);
+        continue;
+      }
+      sock.set_option(tcp::no_delay(true), ec);
+      asio::co_spawn(ex, session(std::move(sock)), [](std::exception_ptr e) {
+        if (!e) return;
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+          spdlog::error("HTTP session ended by an unexpected exception: {}", x.what());
+        } catch (...) {
+          spdlog::error("HTTP session ended by an unexpected exception");
+        }
+      });
+    }
+  }
+
+  result<std::string> start() {
+    auto hp = parse_listen(opt.listen);
+    if (!hp) return std::move(hp).error();
+    boost::system::error_code ec;
+    auto addr = asio::ip::make_address(hp->first == "localhost" ? "127.0.0.1" : hp->first, ec);
+    if (ec) return make_error(errc::invalid_argument, fmt::format("listen: bad address {}: {}", hp->first, ec.message()), "listen");
+    tcp::endpoint ep(addr, hp->second);
+    acceptor.open(ep.protocol(), ec);
+    if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor.bind(ep, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return make_error(errc::invalid_argument, fmt::format("listen {}: {}", opt.listen, ec.message()), "listen");
+    bound_port = acceptor.local_endpoint().port();
+    asio::co_spawn(ex, accept_loop(), asio::detached);
+    auto a = acceptor.local_endpoint().address();
+    return a.is_v6() ? fmt::format("[{}]:{}", a.to_string(), bound_port) : fmt::format("{}:{}", a.to_string(), bound_port);
+  }
+
+  asio::awaitable<void> stop() {
+    auto self = shared_from_this();
+    if (stopping) co_return;
+    stopping = true;
+    boost::system::error_code ec;
+    acceptor.close(ec);
+    auto deadline = steady::now() + opt.shutdown_grace;
+    asio::steady_timer t(ex);
+    while (!conns.empty() && steady::now() < deadline) {
+      // Idle keep-alive connections and streams go now; requests in flight finish first.
+      for (auto& [id, c] : conns) {
+        if (c.http && c.idle) c.http->cancel();
+        if (c.close_ws) {
+          auto f = std::move(c.close_ws);
+          c.close_ws = nullptr;
+          f();
+        }
+      }
+      t.expires_after(std::chrono::milliseconds(10));
+      co_await t.async_wait(tuple_awaitable);
+    }
+    for (auto& [id, c] : conns)
+      if (c.http) c.http->close();
+    hub.stop();
+  }
+};
+
+server::server(asio::any_io_executor ex, store::store& st, queue::queue_service& queue, const clock_source& clock,
+               server_options options)
+    : impl_(std::make_shared<impl>(ex, st, queue, clock, std::move(options))) {}
+
+server::~server() {
+  boost::system::error_code ec;
+  impl_->acceptor.close(ec);
+}
+
+result<std::string> server::start() { return impl_->start(); }
+asio::awaitable<void> server::stop() { return impl_->stop(); }
+unsigned short server::port() const { return impl_->bound_port; }
+void server::attach_worker(const queue::worker* w) { impl_->worker = w; }
+
+queue::log_publisher server::log_publisher() {
+  std::weak_ptr<impl> w = impl_;
+  return [w](const std::string& job_id, const store::log_line& line) {
+    if (auto p = w.lock()) p->hub.publish(job_id, line);
+  };
+}
+
+server::stats server::current_stats() const {
+  return stats{impl_->conns.size(), impl_->hub.subscribers(), impl_->hub.watched_jobs(), impl_->metrics.subscribers_dropped()};
+}
+
+}  // namespace certfleet::api
