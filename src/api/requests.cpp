@@ -167,9 +167,6 @@ result<std::map<std::string, std::string>> parse_settings_body(std::string_view 
       return make_error(errc::invalid_argument,
                         fmt::format("{} must be {}", name, def->type == setting_type::integer ? "an integer" : "a string"),
                         name);
-    if (def->type == setting_type::integer && !val.is_int64() && !val.is_uint64())
-      return make_error(errc::invalid_argument, fmt::format("{} must be an integer from {} to {}", name, def->min, def->max),
-                        name);
     if (def->type != setting_type::integer && !val.is_string())
       return make_error(errc::invalid_argument, fmt::format("{} must be a string", name), name);
     auto canon = validate_setting(*def, text);

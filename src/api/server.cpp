@@ -592,7 +592,8 @@ struct server::impl : std::enable_shared_from_this<impl> {
                                         fmt::format("the request header is larger than {} bytes", opt.header_limit),
                                         "header");
         } else if (ec == beast::error::timeout) {
-          co_await send_error_and_close(stream, 408, errc::timeout, "the request was not received in time", "");
+          // tcp_stream closed the socket at the deadline: nothing can be answered.
+          metrics.request("unmatched", 408, 0);
         } else if (ec != http::error::end_of_stream && ec != asio::error::eof &&
                    ec != asio::error::operation_aborted && ec != asio::error::connection_reset) {
           co_await send_error_and_close(stream, 400, errc::invalid_argument,

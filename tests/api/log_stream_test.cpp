@@ -1,0 +1,308 @@
+// The live job-log WebSocket: backlog, live lines (from this process's worker through the hub, and
+// from "another process" through the store poller), the end message, reconnect by cursor, many
+// subscribers, a stalled subscriber, keepalive pings, shutdown.
+#include "api_fixture.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+
+using namespace api_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+class api_log_stream : public api_fixture {
+ protected:
+  std::string stream_path(const std::string& id, std::int64_t after = 0) {
+    return job_path(id) + "/logs/stream?after=" + std::to_string(after);
+  }
+};
+
+// What one subscriber saw.
+struct seen {
+  std::vector<std::int64_t> seqs;
+  std::vector<std::string> messages;
+  std::string end_status;
+  int frames = 0;
+  bool closed = false;
+  int close_code = 0;
+  std::string close_reason, error;
+
+  // Takes one message; false when the stream is over (end or closed).
+  bool take(const testbed::ws_message& m) {
+    if (m.closed) {
+      closed = true;
+      close_code = m.close_code;
+      close_reason = m.close_reason;
+      error = m.error;
+      return false;
+    }
+    ++frames;
+    auto v = boost::json::parse(m.text);
+    if (v.at("type") == "end") {
+      end_status = std::string(v.at("status").as_string());
+      return true;
+    }
+    EXPECT_EQ(v.at("type"), "lines");
+    for (const auto& l : v.at("lines").as_array()) {
+      seqs.push_back(l.at("seq").as_int64());
+      messages.emplace_back(l.at("message").as_string());
+    }
+    return true;
+  }
+  bool in_order_from(std::int64_t first, std::int64_t last) const {
+    if (static_cast<std::int64_t>(seqs.size()) != last - first + 1) return false;
+    for (std::size_t i = 0; i < seqs.size(); ++i)
+      if (seqs[i] != first + static_cast<std::int64_t>(i)) return false;
+    return true;
+  }
+};
+
+// Reads until `pred` holds or the stream ends/times out.
+void read_until(testbed::ws_client& ws, seen& s, const std::function<bool()>& pred, std::chrono::milliseconds timeout = 5s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left <= 0ms) break;
+    if (!s.take(ws.read(left))) break;
+  }
+}
+
+TEST_F(api_log_stream, backlog_then_live_then_end) {
+  start();
+  auto job = make_active();
+  for (int i = 1; i <= 3; ++i) append_line(job.id, fmt::format("before {}", i));
+  testbed::ws_client ws("127.0.0.1", port);
+  ASSERT_EQ(ws.connect(stream_path(job.id), tok["viewer"]), 101) << ws.rejection();
+  seen s;
+  read_until(ws, s, [&] { return s.seqs.size() >= 3; });
+  ASSERT_TRUE(s.in_order_from(1, 3));
+  EXPECT_EQ(s.messages[0], "before 1");
+  // Lines another process appends arrive through the store poller (100 ms in tests).
+  auto t0 = std::chrono::steady_clock::now();
+  append_line(job.id, "live 4");
+  append_line(job.id, "live 5");
+  read_until(ws, s, [&] { return s.seqs.size() >= 5; });
+  EXPECT_TRUE(s.in_order_from(1, 5));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  finish(job, store::finish_kind::completed);
+  read_until(ws, s, [&] { return !s.end_status.empty(); });
+  EXPECT_EQ(s.end_status, "completed");
+  // Then the server closes the stream normally.
+  EXPECT_FALSE(s.take(ws.read(3s)));
+  EXPECT_EQ(s.close_code, 1000);
+  EXPECT_EQ(s.close_reason, "job finished");
+}
+
+TEST_F(api_log_stream, finished_job_sends_backlog_and_end_at_once) {
+  start();
+  auto job = make_active();
+  for (int i = 1; i <= 4; ++i) append_line(job.id, "x");
+  finish(job, store::finish_kind::dead);
+  testbed::ws_client ws("127.0.0.1", port);
+  ASSERT_EQ(ws.connect(stream_path(job.id, 2), tok["viewer"]), 101);
+  seen s;
+  read_until(ws, s, [&] { return !s.end_status.empty(); });
+  EXPECT_TRUE(s.in_order_from(3, 4));
+  EXPECT_EQ(s.end_status, "dead");
+}
+
+TEST_F(api_log_stream, reconnect_with_cursor_has_no_gap_and_no_duplicate) {
+  start();
+  auto job = make_active();
+  for (int i = 1; i <= 10; ++i) append_line(job.id, fmt::format("m{}", i));
+  seen all;
+  {
+    testbed::ws_client ws("127.0.0.1", port);
+    ASSERT_EQ(ws.connect(stream_path(job.id, 4), tok["viewer"]), 101);
+    read_until(ws, all, [&] { return all.seqs.size() >= 6; });
+    ws.close();
+  }
+  ASSERT_TRUE(all.in_order_from(5, 10));
+  // Lines written while disconnected are picked up from the cursor.
+  for (int i = 11; i <= 14; ++i) append_line(job.id, fmt::format("m{}", i));
+  testbed::ws_client ws("127.0.0.1", port);
+  ASSERT_EQ(ws.connect(stream_path(job.id, all.seqs.back()), tok["viewer"]), 101);
+  append_line(job.id, "m15");
+  read_until(ws, all, [&] { return all.seqs.size() >= 11; });
+  EXPECT_TRUE(all.in_order_from(5, 15));
+  EXPECT_EQ(all.messages.back(), "m15");
+}
+
+TEST_F(api_log_stream, refusals_before_the_upgrade) {
+  start();
+  auto job = make_active();
+  testbed::ws_client ws("127.0.0.1", port);
+  EXPECT_EQ(ws.connect(stream_path(job.id) + "&after=1", tok["viewer"]), 400);
+  EXPECT_EQ(testbed::ws_client("127.0.0.1", port).connect(job_path(job.id) + "/logs/stream?after=-1", tok["viewer"]), 400);
+  EXPECT_EQ(testbed::ws_client("127.0.0.1", port).connect(job_path(job.id) + "/logs/stream?after=x", tok["viewer"]), 400);
+  EXPECT_EQ(testbed::ws_client("127.0.0.1", port).connect(job_path(job.id) + "/logs/stream?limit=5", tok["viewer"]), 400);
+  EXPECT_EQ(testbed::ws_client("127.0.0.1", port).connect(stream_path("0123456789abcdef01234567"), tok["viewer"]), 404);
+  EXPECT_EQ(testbed::ws_client("127.0.0.1", port).connect(stream_path("nothex"), tok["viewer"]), 400);
+  EXPECT_EQ(testbed::ws_client("127.0.0.1", port).connect(stream_path(job.id), ""), 401);
+  // An upgrade request on a route that is not a stream is answered as plain HTTP.
+  EXPECT_EQ(testbed::ws_client("127.0.0.1", port).connect("/healthz", ""), 200);
+  EXPECT_EQ(client().get("/healthz").status, 200);
+}
+
+// Lines from this process's worker come through the hub at once, without waiting for a poll.
+TEST_F(api_log_stream, in_process_lines_come_through_the_hub) {
+  auto o = test_options();
+  o.log_poll_interval = 3s;  // a poll would be far too late: only the hub can deliver in time
+  start(o, true);
+  auto c = client();
+  auto r = c.post(jobs_path(), R"({"type":"noop","payload":{"lines":50,"wait_ms":500,"gap_ms":2}})", tok["admin"]);
+  ASSERT_EQ(r.status, 201);
+  auto id = std::string(r.json().at("id").as_string());
+  testbed::ws_client ws("127.0.0.1", port);
+  ASSERT_EQ(ws.connect(stream_path(id), tok["viewer"]), 101);
+  auto t0 = std::chrono::steady_clock::now();
+  seen s;
+  read_until(ws, s, [&] { return s.seqs.size() >= 50; }, 10s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2500ms);
+  EXPECT_TRUE(s.in_order_from(1, 50));
+  read_until(ws, s, [&] { return !s.end_status.empty(); }, 10s);
+  EXPECT_EQ(s.end_status, "completed");
+}
+
+// 200 subscribers on one job, connected while it runs: each gets every line once, in order.
+TEST_F(api_log_stream, two_hundred_subscribers_get_every_line_in_order) {
+  start(test_options(), true);
+  auto c = client();
+  constexpr int lines = 300, subscribers = 200;
+  auto r = c.post(jobs_path(),
+                  fmt::format(R"({{"type":"noop","payload":{{"lines":{},"wait_ms":1000,"gap_ms":1}}}})", lines),
+                  tok["admin"]);
+  ASSERT_EQ(r.status, 201);
+  auto id = std::string(r.json().at("id").as_string());
+  asio::io_context cioc;
+  std::vector<seen> results(subscribers);
+  std::vector<int> handshakes(subscribers, 0);
+  for (int i = 0; i < subscribers; ++i) {
+    asio::co_spawn(
+        cioc,
+        [&, i]() -> asio::awaitable<void> {
+          testbed::ws_stream ws(cioc.get_executor());
+          handshakes[i] = co_await ws.connect("127.0.0.1", port, stream_path(id), tok["viewer"]);
+          if (handshakes[i] != 101) co_return;
+          for (;;)
+            if (!results[i].take(co_await ws.read()) || !results[i].end_status.empty()) break;
+          co_await ws.close();
+        },
+        asio::detached);
+  }
+  cioc.run_for(60s);
+  for (int i = 0; i < subscribers; ++i) {
+    ASSERT_EQ(handshakes[i], 101) << i;
+    EXPECT_TRUE(results[i].in_order_from(1, lines)) << "subscriber " << i << " got " << results[i].seqs.size();
+    EXPECT_EQ(results[i].end_status, "completed") << i;
+  }
+  auto st_now = on_loop([&] { return srv->current_stats(); });
+  EXPECT_EQ(st_now.subscribers_dropped, 0u);
+}
+
+// A subscriber that stops reading is closed with a reason; the others get every line on time.
+TEST_F(api_log_stream, stalled_subscriber_is_closed_and_others_are_not_slowed) {
+  auto o = test_options();
+  o.ws_queue_frames = 64;
+  start(o, true);
+  auto c = client();
+  constexpr int lines = 1500;
+  auto r = c.post(jobs_path(),
+                  fmt::format(R"({{"type":"noop","payload":{{"lines":{},"line_bytes":4000,"wait_ms":800}}}})", lines),
+                  tok["admin"]);
+  ASSERT_EQ(r.status, 201);
+  auto id = std::string(r.json().at("id").as_string());
+
+  asio::io_context cioc;
+  testbed::ws_stream stalled(cioc.get_executor());
+  int stalled_status = 0;
+  std::vector<seen> fast(4);
+  std::vector<std::chrono::steady_clock::time_point> fast_done(fast.size());
+  asio::co_spawn(
+      cioc,
+      [&]() -> asio::awaitable<void> {
+        stalled_status = co_await stalled.connect("127.0.0.1", port, stream_path(id), tok["viewer"], 4096);
+      },
+      asio::detached);
+  for (std::size_t i = 0; i < fast.size(); ++i) {
+    asio::co_spawn(
+        cioc,
+        [&, i]() -> asio::awaitable<void> {
+          testbed::ws_stream ws(cioc.get_executor());
+          if (co_await ws.connect("127.0.0.1", port, stream_path(id), tok["viewer"]) != 101) co_return;
+          for (;;)
+            if (!fast[i].take(co_await ws.read()) || !fast[i].end_status.empty()) break;
+          fast_done[i] = std::chrono::steady_clock::now();
+          co_await ws.close();
+        },
+        asio::detached);
+  }
+  cioc.run_for(60s);
+  ASSERT_EQ(stalled_status, 101);
+  // The job's own end time, from the store.
+  auto job = run_sync(st->jobs().get(project_id, id));
+  ASSERT_TRUE(job);
+  ASSERT_EQ(job->status, store::job_status::completed);
+  for (std::size_t i = 0; i < fast.size(); ++i) {
+    EXPECT_TRUE(fast[i].in_order_from(1, lines)) << i << ": " << fast[i].seqs.size();
+    EXPECT_EQ(fast[i].end_status, "completed");
+  }
+  auto stats = on_loop([&] { return srv->current_stats(); });
+  EXPECT_EQ(stats.subscribers_dropped, 1u);
+  // The stalled client, reading at last, finds its stream closed before the end, with a reason.
+  seen s;
+  asio::co_spawn(
+      cioc,
+      [&]() -> asio::awaitable<void> {
+        for (;;)
+          if (!s.take(co_await stalled.read())) break;
+      },
+      asio::detached);
+  cioc.restart();
+  cioc.run_for(20s);
+  EXPECT_TRUE(s.closed);
+  EXPECT_TRUE(s.end_status.empty());
+  EXPECT_LT(s.seqs.size(), static_cast<std::size_t>(lines));
+  if (s.close_code != 0) {
+    EXPECT_EQ(s.close_code, 1013);
+    EXPECT_NE(s.close_reason.find("too slow"), std::string::npos) << s.close_reason;
+  }
+}
+
+TEST_F(api_log_stream, keepalive_pings_keep_a_reader_and_drop_a_silent_peer) {
+  auto o = test_options();
+  o.ws_idle_timeout = 1s;
+  start(o);
+  auto job = make_active();
+  // A reader answers pings (while reading) and stays connected past several idle timeouts.
+  testbed::ws_client reader("127.0.0.1", port);
+  ASSERT_EQ(reader.connect(stream_path(job.id), tok["viewer"]), 101);
+  auto m = reader.read(3500ms);
+  EXPECT_EQ(m.error, "timeout");  // nothing arrived, and the server did not close it
+  // A peer that never reads (never answers a ping) is closed by the server.
+  asio::io_context cioc;
+  testbed::ws_stream silent(cioc.get_executor());
+  int status = 0;
+  asio::co_spawn(cioc, [&]() -> asio::awaitable<void> {
+    status = co_await silent.connect("127.0.0.1", port, stream_path(job.id), tok["viewer"]);
+  }, asio::detached);
+  cioc.run_for(5s);
+  ASSERT_EQ(status, 101);
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_EQ(on_loop([&] { return srv->current_stats().subscribers; }), 0u);
+}
+
+TEST_F(api_log_stream, shutdown_closes_streams_going_away) {
+  start();
+  auto job = make_active();
+  testbed::ws_client ws("127.0.0.1", port);
+  ASSERT_EQ(ws.connect(stream_path(job.id), tok["viewer"]), 101);
+  std::thread stopper([&] { stop(); });
+  seen s;
+  read_until(ws, s, [] { return false; }, 5s);
+  stopper.join();
+  EXPECT_TRUE(s.closed);
+  EXPECT_EQ(s.close_code, 1001);
+}
+
+}  // namespace

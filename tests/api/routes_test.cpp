@@ -1,0 +1,463 @@
+// Every route's success and error paths through a real client over a real socket, and bad input:
+// a clear 4xx, nothing changed, the server keeps serving.
+#include "api_fixture.hpp"
+#include "certfleet/api/router.hpp"
+#include "process.hpp"
+
+#include <fstream>
+
+using namespace api_test;
+
+namespace {
+
+class api_routes : public api_fixture {};
+
+TEST_F(api_routes, health_ready_and_projects) {
+  start();
+  auto c = client();
+  auto h = c.get("/healthz");
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(h.json().at("status"), "ok");
+  EXPECT_EQ(h.header("content-type"), "application/json");
+  EXPECT_EQ(c.get("/readyz").status, 200);
+
+  auto p = c.get("/api/v1/projects", tok["viewer"]);
+  ASSERT_EQ(p.status, 200) << p.body;
+  ASSERT_EQ(p.json().at("items").as_array().size(), 1u);
+  EXPECT_EQ(p.json().at("items").at(0).at("name"), "default");
+  // A system-admin token sees every project.
+  auto all = c.get("/api/v1/projects", tok["system"]);
+  EXPECT_EQ(all.json().at("items").as_array().size(), 2u);
+  // Keep-alive: all of the above went over one connection.
+  EXPECT_TRUE(c.connected());
+}
+
+TEST_F(api_routes, unknown_routes_methods_and_tokens) {
+  start();
+  auto c = client();
+  auto r = c.get("/api/v1/nope", tok["owner"]);
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(error_code_of(r), "not_found");
+  r = c.request("DELETE", jobs_path(), {}, tok["owner"]);
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.header("allow"), "GET, POST");
+  r = c.get(jobs_path(), "");
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(error_code_of(r), "unauthorized");
+  r = c.get(jobs_path(), "cf_not-a-real-token");
+  EXPECT_EQ(r.status, 401);
+  r = c.request("GET", jobs_path(), {}, {}, {{"Authorization", "Basic dXNlcjpwYXNz"}});
+  EXPECT_EQ(r.status, 401);
+  // A well-formed token that was never issued.
+  r = c.get(jobs_path(), api::generate_token_text());
+  EXPECT_EQ(r.status, 401);
+  // A project that does not exist is 404, like a foreign one.
+  r = c.get(jobs_path("nope"), tok["system"]);
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(error_field_of(r), "project");
+  // Trailing slash, double slash: not routes.
+  EXPECT_EQ(c.get(jobs_path() + "/", tok["owner"]).status, 404);
+  EXPECT_EQ(c.get("/api/v1//projects", tok["owner"]).status, 404);
+}
+
+TEST_F(api_routes, revoked_token_is_refused) {
+  start();
+  auto c = client();
+  EXPECT_EQ(c.get(jobs_path(), tok["viewer"]).status, 200);
+  ASSERT_TRUE(run_sync(st->auth().revoke_token(token_ids["viewer"], clock.now_ms())));
+  EXPECT_EQ(c.get(jobs_path(), tok["viewer"]).status, 401);
+}
+
+TEST_F(api_routes, enqueue_and_idempotency) {
+  start();
+  auto c = client();
+  auto r = c.post(jobs_path(), R"({"type":"noop","payload":{"lines":0},"idempotency_key":"k1"})", tok["admin"]);
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto j = r.json();
+  EXPECT_EQ(j.at("status"), "pending");
+  EXPECT_EQ(j.at("created"), true);
+  EXPECT_EQ(j.at("idempotency_key"), "k1");
+  EXPECT_EQ(j.at("max_attempts"), 3);
+  EXPECT_EQ(j.at("triggered_by"), "token:" + token_ids["admin"]);
+  auto id = std::string(j.at("id").as_string());
+  auto again = c.post(jobs_path(), R"({"type":"noop","payload":{"lines":5},"idempotency_key":"k1"})", tok["owner"]);
+  EXPECT_EQ(again.status, 200);
+  EXPECT_EQ(again.json().at("id"), id);
+  EXPECT_EQ(again.json().at("created"), false);
+  // run_at as ISO-8601 and as milliseconds.
+  r = c.post(jobs_path(), R"({"type":"noop","run_at":"2099-01-02T03:04:05.250Z"})", tok["admin"]);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(r.json().at("run_at"), "2099-01-02T03:04:05.250Z");
+  r = c.post(jobs_path(), R"({"type":"noop","run_at":4070912645250})", tok["admin"]);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(r.json().at("run_at"), "2099-01-01T01:04:05.250Z");
+  EXPECT_EQ(count_jobs(), 3);
+}
+
+TEST_F(api_routes, enqueue_refusals_change_nothing) {
+  start();
+  auto c = client();
+  struct bad_case {
+    const char* body;
+    const char* code;
+    const char* field;
+  };
+  const bad_case cases[] = {
+      {"{", "invalid_argument", "body"},
+      {"[]", "invalid_argument", "body"},
+      {"", "invalid_argument", "body"},
+      {R"({"type":5})", "invalid_argument", "type"},
+      {R"({"payload":{}})", "invalid_argument", "type"},
+      {R"({"type":"noop","payload":[1]})", "invalid_argument", "payload"},
+      {R"({"type":"noop","payload":"x"})", "invalid_argument", "payload"},
+      {R"({"type":"noop","colour":"red"})", "invalid_argument", "colour"},
+      {R"({"type":"noop","idempotency_key":7})", "invalid_argument", "idempotency_key"},
+      {R"({"type":"noop","idempotency_key":""})", "invalid_argument", "idempotency_key"},
+      {R"({"type":"noop","run_at":-1})", "invalid_argument", "run_at"},
+      {R"({"type":"noop","run_at":"tomorrow"})", "invalid_argument", "run_at"},
+      {R"({"type":"noop","run_at":"2026-11-29T09:05:18"})", "invalid_argument", "run_at"},
+      {R"({"type":"noop","run_at":true})", "invalid_argument", "run_at"},
+      {R"({"type":"no_such_type"})", "unknown_job_type", "type"},
+      {R"({"type":"issue_certificate"})", "unknown_job_type", "type"},  // no handler in this build
+      {R"({"type":""})", "invalid_argument", "type"},
+  };
+  for (const auto& bc : cases) {
+    auto r = c.post(jobs_path(), bc.body, tok["admin"]);
+    EXPECT_EQ(r.status, 400) << bc.body << " -> " << r.body;
+    EXPECT_EQ(error_code_of(r), bc.code) << bc.body << " -> " << r.body;
+    EXPECT_EQ(error_field_of(r), bc.field) << bc.body << " -> " << r.body;
+    EXPECT_FALSE(r.json().at("error").at("message").as_string().empty());
+  }
+  EXPECT_EQ(count_jobs(), 0);
+  EXPECT_EQ(c.get("/healthz").status, 200);
+}
+
+TEST_F(api_routes, list_filters_pages_and_default_page_size) {
+  start();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 7; ++i) ids.push_back(enqueue());
+  auto dead = make_dead();
+  enqueue("{}", 0, other_id);  // another project's job is never listed here
+  auto c = client();
+  auto r = c.get(jobs_path() + "?page_size=3", tok["viewer"]);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto v = r.json();
+  EXPECT_EQ(v.at("total"), 8);
+  EXPECT_EQ(v.at("page"), 1);
+  EXPECT_EQ(v.at("page_size"), 3);
+  ASSERT_EQ(v.at("items").as_array().size(), 3u);
+  EXPECT_EQ(v.at("items").at(0).at("id"), dead);  // newest first
+  r = c.get(jobs_path() + "?page_size=3&page=3", tok["viewer"]);
+  ASSERT_EQ(r.json().at("items").as_array().size(), 2u);
+  EXPECT_EQ(r.json().at("items").at(1).at("id"), ids[0]);
+  r = c.get(jobs_path() + "?status=dead", tok["viewer"]);
+  EXPECT_EQ(r.json().at("total"), 1);
+  r = c.get(jobs_path() + "?status=pending&type=noop", tok["viewer"]);
+  EXPECT_EQ(r.json().at("total"), 7);
+  r = c.get(jobs_path() + "?status=all&type=other_type", tok["viewer"]);
+  EXPECT_EQ(r.json().at("total"), 0);
+  for (const char* tab : {"active", "completed", "failed", "cancelled"})
+    EXPECT_EQ(c.get(jobs_path() + "?status=" + tab, tok["viewer"]).status, 200) << tab;
+  // Default page size: the system setting.
+  EXPECT_EQ(c.get(jobs_path(), tok["viewer"]).json().at("page_size"), 25);
+  ASSERT_EQ(c.put("/api/v1/settings", R"({"jobs_page_size_default":4})", tok["system"]).status, 200);
+  r = c.get(jobs_path(), tok["viewer"]);
+  EXPECT_EQ(r.json().at("page_size"), 4);
+  EXPECT_EQ(r.json().at("items").as_array().size(), 4u);
+}
+
+TEST_F(api_routes, list_bad_queries) {
+  start();
+  auto c = client();
+  for (const char* q : {"?page_size=0", "?page_size=-5", "?page_size=100000", "?page_size=abc", "?page=0", "?page=-1",
+                        "?page=99999999999999999999", "?status=bogus", "?colour=red", "?page=1&page=2", "?page=%zz",
+                        "?=x", "?page_size=1.5", "?page_size=%00"}) {
+    auto r = c.get(jobs_path() + q, tok["viewer"]);
+    EXPECT_EQ(r.status, 400) << q << " -> " << r.body;
+    EXPECT_EQ(error_code_of(r), "invalid_argument") << q;
+  }
+  EXPECT_EQ(c.get(jobs_path() + "?page=1000000&page_size=200", tok["viewer"]).status, 200);
+}
+
+TEST_F(api_routes, job_detail_and_foreign_job) {
+  start();
+  auto id = enqueue(R"({"lines":2})");
+  auto foreign = enqueue("{}", 0, other_id);
+  auto c = client();
+  auto r = c.get(job_path(id), tok["viewer"]);
+  ASSERT_EQ(r.status, 200);
+  auto j = r.json().as_object();
+  for (const char* f : {"id", "type", "status", "result_status", "attempts", "max_attempts", "payload", "error",
+                        "progress", "idempotency_key", "parent_job_id", "created_at", "started_at", "completed_at",
+                        "duration_ms", "cancel_requested", "run_at", "lane", "fence"})
+    EXPECT_TRUE(j.contains(f)) << f;
+  EXPECT_EQ(j.at("payload").at("lines"), 2);
+  // Another project's job through this project: not found, as if it did not exist.
+  r = c.get(job_path(foreign), tok["owner"]);
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(c.get(job_path("0123456789abcdef01234567"), tok["viewer"]).status, 404);
+  for (const char* bad : {"123", "zzzzzzzzzzzzzzzzzzzzzzzz", "0123456789abcdef012345678", "%00"}) {
+    r = c.get(job_path(bad), tok["viewer"]);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_EQ(error_field_of(r), "id") << bad;
+  }
+}
+
+TEST_F(api_routes, retry_rules_and_rate_limit) {
+  start();
+  auto c = client();
+  auto dead = make_dead();
+  auto r = c.post(job_path(dead) + "/retry", "", tok["admin"]);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json().at("status"), "pending");
+  EXPECT_EQ(r.json().at("attempts"), 0);
+  // Pending: wrong state.
+  r = c.post(job_path(dead) + "/retry", "", tok["admin"]);
+  EXPECT_EQ(r.status, 409);
+  EXPECT_EQ(error_code_of(r), "conflict");
+  EXPECT_EQ(c.post(job_path("0123456789abcdef01234567") + "/retry", "", tok["admin"]).status, 404);
+  // The per-project limit (a system setting) answers 429 with Retry-After.
+  ASSERT_EQ(c.put("/api/v1/settings", R"({"job_retry_per_minute":2})", tok["system"]).status, 200);
+  std::vector<int> codes;
+  for (int i = 0; i < 3; ++i) codes.push_back(c.post(job_path(make_dead()) + "/retry", "", tok["admin"]).status);
+  auto last = c.post(job_path(make_dead()) + "/retry", "", tok["admin"]);
+  // Two of the three fit this minute's window with the first retry (unless the minute turned).
+  EXPECT_EQ(last.status, 429) << last.body;
+  EXPECT_EQ(error_code_of(last), "rate_limited");
+  auto ra = last.header("retry-after");
+  ASSERT_FALSE(ra.empty());
+  EXPECT_GE(std::stoi(ra), 1);
+  EXPECT_LE(std::stoi(ra), 60);
+  EXPECT_EQ(codes[2], 429);
+}
+
+TEST_F(api_routes, cancel_pending_active_and_terminal) {
+  start();
+  auto c = client();
+  auto pending = enqueue();
+  auto r = c.post(job_path(pending) + "/cancel", "", tok["admin"]);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json().at("status"), "cancelled");
+  EXPECT_EQ(r.json().at("message"), "Job cancelled");
+  auto active = make_active();
+  r = c.post(job_path(active.id) + "/cancel", "", tok["admin"]);
+  ASSERT_EQ(r.status, 202) << r.body;
+  EXPECT_EQ(r.json().at("message"), "Job cancel requested");
+  EXPECT_EQ(r.json().at("cancel_requested"), true);
+  r = c.post(job_path(pending) + "/cancel", "", tok["admin"]);
+  EXPECT_EQ(r.status, 409);
+  EXPECT_EQ(c.post(job_path("0123456789abcdef01234567") + "/cancel", "", tok["admin"]).status, 404);
+}
+
+TEST_F(api_routes, logs_by_cursor) {
+  start();
+  auto c = client();
+  auto job = make_active();
+  for (int i = 1; i <= 5; ++i) append_line(job.id, fmt::format("hello {}", i));
+  auto r = c.get(job_path(job.id) + "/logs?after=0&limit=2", tok["viewer"]);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto v = r.json();
+  ASSERT_EQ(v.at("lines").as_array().size(), 2u);
+  EXPECT_EQ(v.at("lines").at(0).at("seq"), 1);
+  EXPECT_EQ(v.at("lines").at(1).at("message"), "hello 2");
+  EXPECT_EQ(v.at("next_cursor"), 2);
+  EXPECT_EQ(v.at("done"), false);
+  r = c.get(job_path(job.id) + "/logs?after=2", tok["viewer"]);
+  EXPECT_EQ(r.json().at("lines").as_array().size(), 3u);
+  EXPECT_EQ(r.json().at("next_cursor"), 5);
+  EXPECT_EQ(r.json().at("done"), false);  // active: more may come
+  finish(job, store::finish_kind::completed);
+  r = c.get(job_path(job.id) + "/logs?after=5", tok["viewer"]);
+  EXPECT_EQ(r.json().at("lines").as_array().size(), 0u);
+  EXPECT_EQ(r.json().at("next_cursor"), 5);
+  EXPECT_EQ(r.json().at("done"), true);
+  // A page that is full is never "done": the client reads on.
+  r = c.get(job_path(job.id) + "/logs?after=0&limit=5", tok["viewer"]);
+  EXPECT_EQ(r.json().at("done"), false);
+  for (const char* q : {"?after=-1", "?after=abc", "?after=1e3", "?limit=0", "?limit=1001", "?limit=-3", "?cursor=1"}) {
+    auto b = c.get(job_path(job.id) + "/logs" + q, tok["viewer"]);
+    EXPECT_EQ(b.status, 400) << q;
+  }
+  EXPECT_EQ(c.get(job_path("0123456789abcdef01234567") + "/logs", tok["viewer"]).status, 404);
+  // The stream route over plain HTTP asks for an upgrade.
+  EXPECT_EQ(c.get(job_path(job.id) + "/logs/stream", tok["viewer"]).status, 400);
+}
+
+TEST_F(api_routes, settings_get_put_all_or_nothing) {
+  start();
+  auto c = client();
+  auto before = c.get("/api/v1/settings", tok["system"]);
+  ASSERT_EQ(before.status, 200);
+  auto o = before.json().as_object();
+  EXPECT_EQ(o.at("jobs_page_size_default"), 25);
+  EXPECT_EQ(o.at("egress_allow_list"), "");
+  EXPECT_FALSE(o.contains("listen"));  // process settings are not exposed
+  EXPECT_FALSE(o.contains("data"));
+  struct bad_case {
+    const char* body;
+    const char* field;
+  };
+  const bad_case cases[] = {
+      {R"({"jobs_page_size_default":0})", "jobs_page_size_default"},
+      {R"({"jobs_page_size_default":201})", "jobs_page_size_default"},
+      {R"({"jobs_page_size_default":"many"})", "jobs_page_size_default"},
+      {R"({"jobs_page_size_default":2.5})", "jobs_page_size_default"},
+      {R"({"jobs_page_size_default":true})", "jobs_page_size_default"},
+      {R"({"distribution_fanout_threshold":501})", "distribution_fanout_threshold"},
+      {R"({"egress_allow_list":5})", "egress_allow_list"},
+      // All or nothing: one bad value refuses the good one with it.
+      {R"({"job_retry_per_minute":5,"distribution_fanout_batch_size":-1})", "distribution_fanout_batch_size"},
+      {R"({"listen":"0.0.0.0:1"})", "listen"},
+      {R"({"no_such_setting":1})", "no_such_setting"},
+      {R"({})", "body"},
+      {R"([1])", "body"},
+      {R"({"a":)", "body"},
+  };
+  for (const auto& bc : cases) {
+    auto r = c.put("/api/v1/settings", bc.body, tok["system"]);
+    EXPECT_EQ(r.status, 400) << bc.body << " -> " << r.body;
+    EXPECT_EQ(error_field_of(r), bc.field) << bc.body << " -> " << r.body;
+  }
+  auto range = c.put("/api/v1/settings", R"({"jobs_page_size_default":0})", tok["system"]);
+  EXPECT_NE(std::string(range.json().at("error").at("message").as_string()).find("from 1 to 200"), std::string::npos);
+  EXPECT_EQ(c.get("/api/v1/settings", tok["system"]).body, before.body);
+  auto ok = c.put("/api/v1/settings", R"({"job_retry_per_minute":5,"egress_allow_list":"10.0.0.0/8"})", tok["system"]);
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(ok.json().at("job_retry_per_minute"), 5);
+  EXPECT_EQ(ok.json().at("egress_allow_list"), "10.0.0.0/8");
+  EXPECT_EQ(c.get("/api/v1/settings", tok["system"]).json().at("job_retry_per_minute"), 5);
+}
+
+TEST_F(api_routes, audit_records_state_changes) {
+  start();
+  auto c = client();
+  auto r = c.post(jobs_path(), R"({"type":"noop"})", tok["admin"]);
+  auto id = std::string(r.json().at("id").as_string());
+  c.post(job_path(id) + "/cancel", "", tok["owner"]);
+  c.post(jobs_path(), R"({"type":"nope"})", tok["admin"]);
+  auto a = c.get("/api/v1/projects/default/audit?page_size=2", tok["admin"]);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(a.json().at("total"), 3);
+  auto items = a.json().at("items").as_array();
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0].at("action"), "job.enqueue");
+  EXPECT_EQ(items[0].at("outcome"), "unknown_job_type");
+  EXPECT_EQ(items[1].at("action"), "job.cancel");
+  EXPECT_EQ(items[1].at("object"), "job/" + id);
+  EXPECT_EQ(items[1].at("outcome"), "ok");
+  EXPECT_EQ(items[1].at("actor"), "token:" + token_ids["owner"]);
+  EXPECT_FALSE(items[1].at("at").as_string().empty());
+  a = c.get("/api/v1/projects/default/audit?page=2&page_size=2", tok["admin"]);
+  EXPECT_EQ(a.json().at("items").as_array().size(), 1u);
+  for (const char* q : {"?page=0", "?page_size=0", "?page_size=201", "?x=1"})
+    EXPECT_EQ(c.get(std::string("/api/v1/projects/default/audit") + q, tok["admin"]).status, 400) << q;
+  // Another project's audit log is its own.
+  EXPECT_EQ(c.get("/api/v1/projects/other/audit", tok["system"]).json().at("total"), 0);
+}
+
+TEST_F(api_routes, oversized_and_malformed_requests) {
+  start();
+  auto c = client();
+  // A body over 1 MiB: 413, nothing stored, the connection ends, the server serves on.
+  std::string big = R"({"type":"noop","payload":{"pad":")" + std::string((1u << 20) + 10, 'a') + R"("}})";
+  auto r = c.post(jobs_path(), big, tok["admin"]);
+  EXPECT_EQ(r.status, 413) << r.error;
+  EXPECT_EQ(error_code_of(r), "payload_too_large");
+  // A payload just under the limit is fine (the limit is the body's, not the payload's).
+  std::string fits = R"({"type":"noop","payload":{"pad":")" + std::string(1000, 'a') + R"("}})";
+  EXPECT_EQ(c.post(jobs_path(), fits, tok["admin"]).status, 201);
+  // Headers over the limit: 431.
+  r = c.request("GET", jobs_path(), {}, tok["viewer"], {{"X-Padding", std::string(20'000, 'p')}});
+  EXPECT_EQ(r.status, 431);
+  // Garbage instead of HTTP: 400 and close.
+  auto raw = c.raw("HELLO THERE\r\n\r\n");
+  EXPECT_NE(raw.find("400"), std::string::npos) << raw;
+  raw = c.raw("GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: -4\r\n\r\n");
+  EXPECT_NE(raw.find("400"), std::string::npos) << raw;
+  raw = c.raw("GET healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(raw.find(" 400 "), std::string::npos) << raw;
+  // Pipelined requests are answered in order on one connection.
+  raw = c.raw("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  auto first = raw.find("200 OK"), second = raw.find("404 Not Found");
+  EXPECT_NE(first, std::string::npos) << raw;
+  EXPECT_NE(second, std::string::npos) << raw;
+  EXPECT_LT(first, second);
+  // A request that stops half-way is cut off by the read deadline (2 s in tests): the server
+  // closes the connection (raw() returns when it does, long before its own 10 s timeout).
+  auto t0 = std::chrono::steady_clock::now();
+  raw = c.raw("GET /healthz HTTP/1.1\r\nHost: x\r\n");
+  EXPECT_EQ(raw, "");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(6));
+  EXPECT_EQ(count_jobs(), 1);
+  EXPECT_EQ(client().get("/healthz").status, 200);
+}
+
+TEST_F(api_routes, connection_limit_answers_503) {
+  auto o = test_options();
+  o.max_connections = 2;
+  start(o);
+  testbed::http_client a("127.0.0.1", port), b("127.0.0.1", port), c("127.0.0.1", port);
+  EXPECT_EQ(a.get("/healthz").status, 200);
+  EXPECT_EQ(b.get("/healthz").status, 200);
+  auto r = c.get("/healthz");
+  EXPECT_EQ(r.status, 503);
+  a.disconnect();
+  // The slot frees once the server sees the close.
+  int status = 0;
+  for (int i = 0; i < 50 && status != 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    status = testbed::http_client("127.0.0.1", port).get("/healthz").status;
+  }
+  EXPECT_EQ(status, 200);
+}
+
+TEST_F(api_routes, worker_mode_serves_only_health_and_metrics) {
+  auto o = test_options();
+  o.serve_api = false;
+  start(o);
+  auto c = client();
+  EXPECT_EQ(c.get("/healthz").status, 200);
+  EXPECT_EQ(c.get("/readyz").status, 200);
+  EXPECT_EQ(c.get("/metrics").status, 200);
+  EXPECT_EQ(c.get(jobs_path(), tok["owner"]).status, 404);
+}
+
+TEST_F(api_routes, metrics_pass_promtool) {
+  start(test_options(), true);
+  auto c = client();
+  auto r = c.post(jobs_path(), R"({"type":"noop","payload":{"lines":3}})", tok["admin"]);
+  ASSERT_EQ(r.status, 201);
+  auto id = std::string(r.json().at("id").as_string());
+  for (int i = 0; i < 100; ++i) {
+    if (c.get(job_path(id), tok["viewer"]).json().at("status") == "completed") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  c.get(jobs_path() + "?page=0", tok["viewer"]);
+  auto m = c.get("/metrics");
+  ASSERT_EQ(m.status, 200);
+  EXPECT_EQ(m.header("content-type").rfind("text/plain; version=0.0.4", 0), 0u);
+  for (const char* needle : {"certfleet_jobs{status=\"completed\",type=\"noop\"} 1",
+                             "certfleet_lane_oldest_pending_age_seconds{lane=\"main\"}",
+                             "certfleet_worker_claims_total 1", "certfleet_job_duration_seconds_count 1",
+                             "certfleet_http_requests_total{route=\"/api/v1/projects/{p}/jobs\",code=\"400\"} 1",
+                             "certfleet_http_request_duration_seconds_bucket{route=\"/api/v1/projects/{p}/jobs\",le=\"+Inf\"}",
+                             "certfleet_websocket_subscribers 0", "certfleet_store_call_duration_seconds_count{op=\"job_get\"}"})
+    EXPECT_NE(m.body.find(needle), std::string::npos) << needle << "\n" << m.body;
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) GTEST_SKIP() << "promtool is not installed";
+  auto file = dir.file("metrics.txt");
+  std::ofstream(file) << m.body;
+  auto [status, out] = testbed::run_command({"/bin/sh", "-c", "promtool check metrics < " + file + " 2>&1"});
+  EXPECT_EQ(status, 0) << out << "\n" << m.body;
+}
+
+TEST_F(api_routes, graceful_stop_finishes_in_flight_and_closes_idle) {
+  start();
+  auto c = client();
+  EXPECT_EQ(c.get("/healthz").status, 200);  // an idle keep-alive connection now
+  auto t0 = std::chrono::steady_clock::now();
+  stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_EQ(testbed::http_client("127.0.0.1", port, std::chrono::milliseconds(500)).get("/healthz").status, 0);
+}
+
+}  // namespace
