@@ -4,6 +4,8 @@
 #include <toml++/toml.h>
 
 #include <array>
+#include <fstream>
+#include <sstream>
 #include <charconv>
 #include <cstdlib>
 #include <stdexcept>
@@ -140,46 +142,75 @@ std::int64_t settings_map::integer(std::string_view name) const {
   return v;
 }
 
+namespace {
+result<void> apply_toml(settings_map& m, const toml::table& doc, const std::string& source) {
+  for (auto&& [key, node] : doc) {
+    std::string name(key.str());
+    const auto* def = find_setting(name);
+    if (!def || def->scope != setting_scope::process)
+      return make_error(errc::config_invalid, fmt::format("{}: unknown setting {}", source, name), name);
+    std::string text;
+    if (auto i = node.value<std::int64_t>(); i && node.is_integer()) text = std::to_string(*i);
+    else if (auto s = node.value<std::string>(); s && node.is_string()) text = *s;
+    else return make_error(errc::config_invalid, fmt::format("{}: {} must be a string or an integer", source, name), name);
+    if (auto r = m.set(name, text); !r)
+      return make_error(errc::config_invalid, fmt::format("{}: {}", source, r.error().message), r.error().field);
+  }
+  return {};
+}
+
+result<toml::table> parse_toml(std::string_view text, const std::string& source) {
+  try {
+    return toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    return make_error(errc::config_invalid,
+                      fmt::format("{}: line {}: {}", source, e.source().begin.line, e.description()), "config");
+  }
+}
+
+result<void> apply_overrides(settings_map& m, const std::map<std::string, std::string>& overrides) {
+  for (const auto& [name, value] : overrides) {
+    const auto* def = find_setting(name);
+    if (!def || def->scope != setting_scope::process)
+      return make_error(errc::config_invalid, fmt::format("flag --{}: unknown setting", name), name);
+    if (auto r = m.set(name, value); !r)
+      return make_error(errc::config_invalid, fmt::format("flag --{}: {}", name, r.error().message), r.error().field);
+  }
+  return {};
+}
+}  // namespace
+
+result<settings_map> load_config_text(std::string_view toml_text, const std::string& source,
+                                      const std::map<std::string, std::string>& overrides) {
+  settings_map m;
+  auto doc = parse_toml(toml_text, source);
+  if (!doc) return std::move(doc).error();
+  if (auto r = apply_toml(m, *doc, source); !r) return std::move(r).error();
+  if (auto r = apply_overrides(m, overrides); !r) return std::move(r).error();
+  return m;
+}
+
 result<settings_map> load_config(const std::string& file, const std::map<std::string, std::string>& overrides) {
   settings_map m;
-  auto fail = [](std::string where, const error& e) {
-    return make_error(errc::config_invalid, fmt::format("{}: {}", where, e.message), e.field);
-  };
   if (!file.empty()) {
-    toml::table doc;
-    try {
-      doc = toml::parse_file(file);
-    } catch (const toml::parse_error& e) {
-      return make_error(errc::config_invalid,
-                        fmt::format("config file {}: line {}: {}", file, e.source().begin.line, e.description()),
-                        "config");
-    }
-    for (auto&& [key, node] : doc) {
-      std::string name(key.str());
-      const auto* def = find_setting(name);
-      if (!def || def->scope != setting_scope::process)
-        return make_error(errc::config_invalid, fmt::format("config file {}: unknown setting {}", file, name), name);
-      std::string text;
-      if (auto i = node.value<std::int64_t>(); i && node.is_integer()) text = std::to_string(*i);
-      else if (auto s = node.value<std::string>(); s && node.is_string()) text = *s;
-      else
-        return make_error(errc::config_invalid,
-                          fmt::format("config file {}: {} must be a string or an integer", file, name), name);
-      if (auto r = m.set(name, text); !r) return fail("config file " + file, r.error());
-    }
+    std::ifstream in(file);
+    if (!in)
+      return make_error(errc::config_invalid, fmt::format("config file {}: cannot be read", file), "config");
+    std::stringstream text;
+    text << in.rdbuf();
+    auto doc = parse_toml(text.str(), "config file " + file);
+    if (!doc) return std::move(doc).error();
+    if (auto r = apply_toml(m, *doc, "config file " + file); !r) return std::move(r).error();
   }
   for (const auto& d : table) {
     if (d.scope != setting_scope::process) continue;
     std::string env = "CERTFLEET_" + upper(d.name);
     if (const char* v = std::getenv(env.c_str()))
-      if (auto r = m.set(d.name, v); !r) return fail("environment " + env, r.error());
+      if (auto r = m.set(d.name, v); !r)
+        return make_error(errc::config_invalid, fmt::format("environment {}: {}", env, r.error().message),
+                          r.error().field);
   }
-  for (const auto& [name, value] : overrides) {
-    const auto* def = find_setting(name);
-    if (!def || def->scope != setting_scope::process)
-      return make_error(errc::config_invalid, fmt::format("flag --{}: unknown setting", name), name);
-    if (auto r = m.set(name, value); !r) return fail("flag --" + name, r.error());
-  }
+  if (auto r = apply_overrides(m, overrides); !r) return std::move(r).error();
   return m;
 }
 

@@ -99,8 +99,14 @@ struct worker::impl : std::enable_shared_from_this<impl> {
     l.timer.cancel();
   }
 
+  // Waits for a wake-up (a job enqueued here, a slot freed) or the poll interval. A wake-up that
+  // came while the dispatcher was busy is consumed here, so it is never lost and never spins.
   asio::awaitable<void> idle(lane_state& l, time_ms ms) {
-    if (l.wake_pending || stopping) co_return;
+    if (stopping) co_return;
+    if (l.wake_pending) {
+      l.wake_pending = false;
+      co_return;
+    }
     l.timer.expires_after(milliseconds(ms));
     co_await l.timer.async_wait(asio::as_tuple(asio::use_awaitable));
   }

@@ -80,7 +80,9 @@ class worker_test : public ::testing::Test {
   }
 
   asio::awaitable<std::string> enqueue(std::string payload) {
-    auto r = co_await q->enqueue({project, "noop", std::move(payload)}, caller::user);
+    // A named request: GCC 12 destroys braced temporaries inside co_await expressions twice.
+    enqueue_request req{project, "noop", std::move(payload)};
+    auto r = co_await q->enqueue(std::move(req), caller::user);
     if (!r) throw std::runtime_error(r.error().message);
     co_return r->job.id;
   }
@@ -129,7 +131,8 @@ TEST_F(worker_test, a_failure_waits_its_backoff) {
 
 TEST_F(worker_test, max_attempts_then_dead) {
   with_worker(options(), [&](worker&) -> asio::awaitable<void> {
-    auto r = co_await q->enqueue({project, "noop", R"({"fail_times":5})", std::nullopt, 0, "", 2}, caller::user);
+    enqueue_request req{project, "noop", R"({"fail_times":5})", std::nullopt, 0, "", 2};
+    auto r = co_await q->enqueue(std::move(req), caller::user);
     EXPECT_TRUE(r);
     auto id = r->job.id;
     auto j = co_await wait_status(id, store::job_status::failed);

@@ -52,5 +52,8 @@ class settings_map {
 // load with config_invalid naming where it came from and the setting.
 result<settings_map> load_config(const std::string& file,
                                  const std::map<std::string, std::string>& overrides);
+// The same from TOML text (`source` names it in errors); environment variables are not read.
+result<settings_map> load_config_text(std::string_view toml_text, const std::string& source,
+                                      const std::map<std::string, std::string>& overrides);
 
 }  // namespace certfleet

@@ -222,7 +222,7 @@ class sqlite_store final : public store, public job_store, public project_store 
     switch (r.kind) {
       case finish_kind::completed:
         s.emplace(std::move(d.prepare(
-            "UPDATE jobs SET status = 'completed', result_status = ?4, completed_at = ?5, locked_by = NULL, "
+            "UPDATE jobs SET status = 'completed', result_status = ?4, completed_at = ?5, "
             "locked_until = NULL, error = NULL WHERE id = ?1 AND locked_by = ?2 AND fence = ?3 AND status = 'active' "
             "RETURNING " JOB_COLS)));
         (*s)->bind(4, r.result_status.empty() ? std::string("ok") : r.result_status).bind(5, now);
@@ -233,7 +233,7 @@ class sqlite_store final : public store, public job_store, public project_store 
         s.emplace(std::move(d.prepare(
             "UPDATE jobs SET status = CASE WHEN ?6 = 1 OR attempts >= max_attempts THEN 'dead' ELSE 'failed' END, "
             "completed_at = CASE WHEN ?6 = 1 OR attempts >= max_attempts THEN ?5 ELSE NULL END, "
-            "ready_at = ?4, error = ?7, locked_by = NULL, locked_until = NULL "
+            "ready_at = ?4, error = ?7, locked_until = NULL "
             "WHERE id = ?1 AND locked_by = ?2 AND fence = ?3 AND status = 'active' RETURNING " JOB_COLS)));
         (*s)->bind(4, r.retry_at ? r.retry_at : now).bind(5, now).bind(6, r.kind == finish_kind::dead ? 1 : 0);
         (*s)->bind(7, r.error);
@@ -241,7 +241,7 @@ class sqlite_store final : public store, public job_store, public project_store 
       case finish_kind::cancelled:
         s.emplace(std::move(d.prepare(
             "UPDATE jobs SET status = 'cancelled', completed_at = ?4, error = 'cancelled on request', "
-            "locked_by = NULL, locked_until = NULL "
+            "locked_until = NULL "
             "WHERE id = ?1 AND locked_by = ?2 AND fence = ?3 AND status = 'active' RETURNING " JOB_COLS)));
         (*s)->bind(4, now);
         break;
@@ -280,7 +280,7 @@ class sqlite_store final : public store, public job_store, public project_store 
         auto s = d.prepare(
             "UPDATE jobs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'dead' END, "
             "error = CASE WHEN cancel_requested = 1 THEN 'cancelled on request (worker lost)' "
-            "ELSE 'lease expired: worker lost' END, completed_at = ?1, locked_by = NULL, locked_until = NULL "
+            "ELSE 'lease expired: worker lost' END, completed_at = ?1, locked_until = NULL "
             "WHERE id = ?2 AND fence = ?3 AND status = 'active' RETURNING " JOB_COLS);
         s->bind(1, now).bind(2, j.id).bind(3, j.fence);
         if (!s->step()) continue;

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Replays each fuzz target's corpus (fuzz/corpus/<target>/), then fuzzes it for a bounded time
+# (FUZZ_SECONDS, default 20). Findings go to fuzz/artifacts/ and fail the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-asan}
+seconds=${FUZZ_SECONDS:-20}
+mkdir -p fuzz/artifacts
+shopt -s nullglob
+targets=("$build"/fuzz/fuzz_*)
+if ((${#targets[@]} == 0)); then echo "fuzz: no targets built in $build/fuzz" >&2; exit 1; fi
+for t in "${targets[@]}"; do
+  name=$(basename "$t")
+  corpus=fuzz/corpus/${name#fuzz_}
+  mkdir -p "$corpus"
+  work=$(mktemp -d)
+  echo "fuzz: $name (corpus $corpus, ${seconds}s)"
+  # Fuzz into a scratch copy so the committed corpus only changes on purpose.
+  cp -r "$corpus"/. "$work"/ 2>/dev/null || true
+  "$t" -runs=0 "$corpus" >/dev/null 2>&1 || { echo "fuzz: $name fails on its corpus" >&2; "$t" -runs=0 "$corpus"; exit 1; }
+  "$t" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+       -artifact_prefix=fuzz/artifacts/"$name"- "$work" >/dev/null 2>"$work.log" \
+    || { echo "fuzz: $name found a failure:" >&2; tail -50 "$work.log" >&2; exit 1; }
+  rm -rf "$work" "$work.log"
+done
+echo "fuzz: ${#targets[@]} targets clean"

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set-up command 2: install what is missing, build, and run every test:
+#   1. GCC RelWithDebInfo build: unit, conformance, multi-process and API tests (ctest);
+#   2. clang-16 build with AddressSanitizer + UndefinedBehaviorSanitizer: the same tests again,
+#      then every libFuzzer target replays its corpus and runs briefly (scripts/fuzz.sh).
+# CERTFLEET_SKIP_SANITIZE=1 skips step 2 (quick local runs); CI never sets it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh --test
+jobs=$(nproc)
+
+echo "== build (gcc, RelWithDebInfo)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCERTFLEET_TESTS=ON >/dev/null
+ninja -C build
+echo "== tests (gcc build)"
+ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
+
+if [[ "${CERTFLEET_SKIP_SANITIZE:-0}" != "1" ]]; then
+  echo "== build (clang-16, ASan + UBSan + fuzzer-no-link)"
+  CC=clang-16 CXX=clang++-16 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DCERTFLEET_SANITIZE=ON -DCERTFLEET_TESTS=ON -DCERTFLEET_BENCH=OFF >/dev/null
+  ninja -C build-asan
+  echo "== tests (sanitizer build)"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900
+  echo "== fuzz targets: corpus replay + bounded run"
+  ./scripts/fuzz.sh build-asan
+fi
+echo "== all tests passed"
