@@ -1,0 +1,117 @@
+// The real binary: `certfleet serve` on port 0 prints where it listens, writes the first owner
+// token once (0600), serves the API with it, streams lines another process writes, and ends with
+// exit 0 on SIGTERM; `certfleet token create|list|revoke`; worker mode serves only health/metrics.
+#include "certfleet/core/object_id.hpp"
+#include "http_client.hpp"
+#include "process.hpp"
+#include "temp_dir.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <regex>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string read_file(const std::string& p) {
+  std::ifstream f(p);
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+unsigned short port_of(const std::string& line) {
+  std::smatch m;
+  if (!std::regex_search(line, m, std::regex(R"( listen=127\.0\.0\.1:(\d+))"))) return 0;
+  return static_cast<unsigned short>(std::stoi(m[1]));
+}
+
+std::vector<std::string> cli(const std::string& data, std::vector<std::string> args) {
+  std::vector<std::string> argv{CERTFLEET_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("--data");
+  argv.push_back(data);
+  return argv;
+}
+
+TEST(api_serve, first_start_token_api_and_sigterm) {
+  testbed::temp_dir dir("certfleet-serve");
+  auto data = dir.file("var");
+  testbed::process p({CERTFLEET_BINARY, "serve", "--listen", "127.0.0.1:0", "--data", data}, {}, dir.file("serve"));
+  auto line = p.wait_for_stdout("serving:", 20s);
+  ASSERT_FALSE(line.empty()) << p.stderr_text();
+  EXPECT_NE(line.find("mode=all"), std::string::npos) << line;
+  auto port = port_of(line);
+  ASSERT_NE(port, 0) << line;
+  EXPECT_NE(p.stdout_text().find(data + "/owner-token"), std::string::npos) << p.stdout_text();
+  struct stat sb {};
+  ASSERT_EQ(::stat((data + "/owner-token").c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0600u);
+  auto token = read_file(data + "/owner-token");
+  ASSERT_EQ(token.rfind("cf_", 0), 0u);
+
+  testbed::http_client c("127.0.0.1", port);
+  EXPECT_EQ(c.get("/healthz").status, 200);
+  auto r = c.post("/api/v1/projects/default/jobs", R"({"type":"noop","payload":{"log":true}})", token);
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto id = std::string(r.json().at("id").as_string());
+  // The owner token is a system admin.
+  EXPECT_EQ(c.get("/api/v1/settings", token).status, 200);
+  // The job runs in this process's worker; its log stream ends with the end message.
+  testbed::ws_client ws("127.0.0.1", port);
+  ASSERT_EQ(ws.connect("/api/v1/projects/default/jobs/" + id + "/logs/stream", token), 101);
+  std::string end;
+  int lines = 0;
+  for (int i = 0; i < 20 && end.empty(); ++i) {
+    auto m = ws.read(10s);
+    if (m.closed) break;
+    auto v = boost::json::parse(m.text);
+    if (v.at("type") == "end") end = std::string(v.at("status").as_string());
+    else lines += static_cast<int>(v.at("lines").as_array().size());
+  }
+  EXPECT_EQ(end, "completed");
+  EXPECT_EQ(lines, 2);
+
+  // A viewer token made by the CLI works against the running server; revoked, it does not.
+  auto [st, out] = testbed::run_command(cli(data, {"token", "create", "--role", "viewer", "--name", "ci"}));
+  ASSERT_EQ(st, 0) << out;
+  auto created = boost::json::parse(out);
+  auto viewer = std::string(created.at("token").as_string());
+  auto viewer_id = std::string(created.at("id").as_string());
+  EXPECT_EQ(c.get("/api/v1/projects/default/jobs", viewer).status, 200);
+  EXPECT_EQ(c.post("/api/v1/projects/default/jobs", R"({"type":"noop"})", viewer).status, 403);
+  auto [lst, lout] = testbed::run_command(cli(data, {"token", "list"}));
+  ASSERT_EQ(lst, 0) << lout;
+  EXPECT_EQ(lout.find(viewer), std::string::npos);  // never the token text
+  EXPECT_EQ(boost::json::parse(lout).at("items").as_array().size(), 2u);
+  auto [rst, rout] = testbed::run_command(cli(data, {"token", "revoke", viewer_id}));
+  ASSERT_EQ(rst, 0) << rout;
+  std::this_thread::sleep_for(2100ms);  // the server's token cache
+  EXPECT_EQ(c.get("/api/v1/projects/default/jobs", viewer).status, 401);
+  EXPECT_NE(testbed::run_command(cli(data, {"token", "revoke", viewer_id})).first, 0);
+  EXPECT_NE(testbed::run_command(cli(data, {"token", "create", "--role", "boss"})).first, 0);
+  EXPECT_NE(testbed::run_command(cli(data, {"token", "create", "--role", "viewer", "--system"})).first, 0);
+
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(30s), 0) << p.stderr_text();
+
+  // A second start neither makes nor prints another owner token.
+  testbed::process again({CERTFLEET_BINARY, "serve", "--listen", "127.0.0.1:0", "--data", data, "--mode", "worker"}, {},
+                         dir.file("serve2"));
+  line = again.wait_for_stdout("serving:", 20s);
+  ASSERT_FALSE(line.empty()) << again.stderr_text();
+  EXPECT_EQ(again.stdout_text().find("owner-token"), std::string::npos);
+  EXPECT_EQ(read_file(data + "/owner-token"), token);
+  testbed::http_client w("127.0.0.1", port_of(line));
+  EXPECT_EQ(w.get("/metrics").status, 200);
+  EXPECT_EQ(w.get("/api/v1/projects", token).status, 404);  // worker mode: no API
+  again.signal(SIGTERM);
+  EXPECT_EQ(again.wait(30s), 0);
+}
+
+}  // namespace
