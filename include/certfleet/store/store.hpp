@@ -48,7 +48,8 @@ class job_store {
   // Extends the leases this worker still holds; reports each as held, lost or cancel_requested.
   virtual task<std::vector<heartbeat_result>> heartbeat(std::vector<lease_ref> leases, std::string worker_id,
                                                         time_ms now, time_ms lease_ms) = 0;
-  // Ends attempts; each element is the finished job, or lease_lost when the caller no longer
+  // Ends attempts; each element is the finished job (id, status, result_status, attempts, fence,
+  // ready_at, completed_at, error, max_attempts — not the whole document), or lease_lost when the caller no longer
   // holds it (its fence moved on or its status changed) — then nothing changed for that job.
   virtual task<std::vector<result<job_record>>> finish(std::vector<finish_request> reqs, time_ms now) = 0;
   // Active jobs whose lease expired with no attempts left become dead ("lease expired: worker

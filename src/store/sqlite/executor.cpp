@@ -9,6 +9,8 @@ writer::writer(const std::string& path, int busy_timeout_ms, bool synchronous_fu
   db_->exec("PRAGMA journal_mode=WAL");
   db_->exec(synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
   db_->exec("PRAGMA cache_size=-65536");
+  db_->exec("PRAGMA mmap_size=268435456");
+  db_->exec("PRAGMA wal_autocheckpoint=10000");
   db_->exec("PRAGMA temp_store=MEMORY");
   init(*db_);
   thread_ = std::thread([this] { loop(); });

@@ -19,6 +19,10 @@ namespace {
   "distribution_id, triggered_by, created_at, started_at, completed_at, error, progress_current, " \
   "progress_total, cancel_requested"
 
+// What finish returns: enough for the worker's accounting and the caller's checks. The full
+// document is read only when a terminal hook needs it, off the hot path.
+#define FINISH_COLS "id, status, result_status, attempts, fence, ready_at, completed_at, error, max_attempts"
+
 // The claimable set; the text must match the partial index jobs_claim for SQLite to use it.
 #define CLAIMABLE "status IN ('pending', 'failed', 'active') AND held = 0"
 
@@ -50,6 +54,20 @@ job_record read_job(stmt& s) {
   j.progress_current = s.int64(23);
   j.progress_total = s.int64(24);
   j.cancel_requested = s.int64(25) != 0;
+  return j;
+}
+
+job_record read_finished(stmt& s) {
+  job_record j;
+  j.id = s.text(0);
+  j.status = parse_job_status(s.text(1)).value_or(job_status::dead);
+  j.result_status = s.text(2);
+  j.attempts = static_cast<int>(s.int64(3));
+  j.fence = s.int64(4);
+  j.ready_at = s.int64(5);
+  j.completed_at = s.int64(6);
+  j.error = s.text(7);
+  j.max_attempts = static_cast<int>(s.int64(8));
   return j;
 }
 
@@ -224,7 +242,7 @@ class sqlite_store final : public store, public job_store, public project_store 
         s.emplace(std::move(d.prepare(
             "UPDATE jobs SET status = 'completed', result_status = ?4, completed_at = ?5, "
             "locked_until = NULL, error = NULL WHERE id = ?1 AND locked_by = ?2 AND fence = ?3 AND status = 'active' "
-            "RETURNING " JOB_COLS)));
+            "RETURNING " FINISH_COLS)));
         (*s)->bind(4, r.result_status.empty() ? std::string("ok") : r.result_status).bind(5, now);
         break;
       case finish_kind::failed:
@@ -234,7 +252,7 @@ class sqlite_store final : public store, public job_store, public project_store 
             "UPDATE jobs SET status = CASE WHEN ?6 = 1 OR attempts >= max_attempts THEN 'dead' ELSE 'failed' END, "
             "completed_at = CASE WHEN ?6 = 1 OR attempts >= max_attempts THEN ?5 ELSE NULL END, "
             "ready_at = ?4, error = ?7, locked_until = NULL "
-            "WHERE id = ?1 AND locked_by = ?2 AND fence = ?3 AND status = 'active' RETURNING " JOB_COLS)));
+            "WHERE id = ?1 AND locked_by = ?2 AND fence = ?3 AND status = 'active' RETURNING " FINISH_COLS)));
         (*s)->bind(4, r.retry_at ? r.retry_at : now).bind(5, now).bind(6, r.kind == finish_kind::dead ? 1 : 0);
         (*s)->bind(7, r.error);
         break;
@@ -242,7 +260,7 @@ class sqlite_store final : public store, public job_store, public project_store 
         s.emplace(std::move(d.prepare(
             "UPDATE jobs SET status = 'cancelled', completed_at = ?4, error = 'cancelled on request', "
             "locked_until = NULL "
-            "WHERE id = ?1 AND locked_by = ?2 AND fence = ?3 AND status = 'active' RETURNING " JOB_COLS)));
+            "WHERE id = ?1 AND locked_by = ?2 AND fence = ?3 AND status = 'active' RETURNING " FINISH_COLS)));
         (*s)->bind(4, now);
         break;
       case finish_kind::released:
@@ -250,7 +268,7 @@ class sqlite_store final : public store, public job_store, public project_store 
         s.emplace(std::move(d.prepare(
             "UPDATE jobs SET status = 'pending', attempts = attempts - 1, ready_at = ?4, locked_by = NULL, "
             "locked_until = NULL WHERE id = ?1 AND locked_by = ?2 AND fence = ?3 AND status = 'active' "
-            "RETURNING " JOB_COLS)));
+            "RETURNING " FINISH_COLS)));
         (*s)->bind(4, now);
         break;
     }
@@ -259,10 +277,17 @@ class sqlite_store final : public store, public job_store, public project_store 
       return make_error(errc::lease_lost,
                         fmt::format("job {} attempt {} is no longer held by {}", r.lease.id, r.lease.fence, r.worker_id),
                         "fence");
-    auto j = read_job(**s);
+    auto j = read_finished(**s);
     (*s)->run();
     s.reset();
-    if (is_terminal(j.status)) terminal(d, j);
+    if (is_terminal(j.status) && hook_) {
+      auto full = d.prepare("SELECT " JOB_COLS " FROM jobs WHERE id = ?1");
+      full->bind(1, j.id);
+      if (!full->step()) throw db_error(0, "finished job vanished inside the write transaction");
+      auto rec = read_job(*full);
+      full->run();
+      terminal(d, rec);
+    }
     return j;
   }
 
@@ -535,6 +560,9 @@ class sqlite_store final : public store, public job_store, public project_store 
 }  // namespace sqlite
 
 result<std::unique_ptr<store>> open_sqlite(const sqlite_options& options) {
+  // Memory statistics take a global mutex on every allocation; nothing here reads them.
+  static const int configured = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  (void)configured;
   try {
     return std::unique_ptr<store>(std::make_unique<sqlite::sqlite_store>(options));
   } catch (const sqlite::db_error& e) {
