@@ -38,7 +38,7 @@ void log_subscriber::push(const log_frame& f) {
   if (overflowed_) return;
   std::size_t sz = f.text ? f.text->size() : 0;
   // An end frame always fits: it is the last one and tells the client the job is over.
-  if (!f.end && (q_.size() >= max_frames_ || bytes_ + sz > max_bytes_)) {
+  if (!f.end && !f.sync && (q_.size() >= max_frames_ || bytes_ + sz > max_bytes_)) {
     overflowed_ = true;
     q_.clear();
     bytes_ = 0;
@@ -100,6 +100,12 @@ void log_hub::subscribe(const std::string& job_id, const std::shared_ptr<log_sub
     });
   }
   it->second->subs.push_back(s);
+  if (it->second->last_seq >= 0) {
+    log_frame sync;
+    sync.sync = true;
+    sync.last_seq = it->second->last_seq;
+    s->push(sync);
+  }
 }
 
 void log_hub::unsubscribe(const std::string& job_id, const log_subscriber* s) {
@@ -192,6 +198,10 @@ asio::awaitable<void> log_hub::poll(std::shared_ptr<topic> t) {
     } else {
       if (first) {
         t->last_seq = w->last_seq;
+        log_frame sync;
+        sync.sync = true;
+        sync.last_seq = t->last_seq;
+        broadcast(*t, sync);
         flush(*t);
       } else {
         if (!t->pending.empty()) flush(*t);

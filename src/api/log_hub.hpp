@@ -25,6 +25,9 @@ struct log_frame {
   std::int64_t first_seq = 0;  // lines first_seq..last_seq, contiguous; 0/0 for an end frame
   std::int64_t last_seq = 0;
   bool end = false;
+  // No text: "the topic continues after last_seq". A subscriber behind it reads the difference
+  // from the store first, so a line the topic counted before this subscriber joined is never lost.
+  bool sync = false;
   std::shared_ptr<const std::string> text;
 };
 

@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <charconv>
 #include <unordered_map>
 
@@ -541,8 +542,25 @@ struct server::impl : std::enable_shared_from_this<impl> {
     r.status = status;
     auto res = make_response(r, 11, false);
     stream.expires_after(opt.write_timeout);
-    co_await http::async_write(stream, res, tuple_awaitable);
+    auto [ec, n] = co_await http::async_write(stream, res, tuple_awaitable);
     metrics.request("unmatched", status, 0);
+    if (!ec) co_await linger(stream);
+  }
+
+  // Closing with unread request bytes makes the kernel send a reset, which can destroy the error
+  // response before the client reads it (a client still sending a too-large body). So: stop
+  // sending, then read and discard for a short while (bounded in time and bytes), then close.
+  asio::awaitable<void> linger(beast::tcp_stream& stream) {
+    boost::system::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream.expires_after(std::chrono::seconds(1));
+    std::size_t drained = 0;
+    std::array<char, 16384> sink;
+    while (drained < (8u << 20)) {
+      auto [rec, n] = co_await stream.async_read_some(asio::buffer(sink), tuple_awaitable);
+      drained += n;
+      if (rec) break;
+    }
   }
 
   asio::awaitable<void> session(tcp::socket sock) {
@@ -790,6 +808,10 @@ struct server::impl : std::enable_shared_from_this<impl> {
         continue;
       }
       auto f = sub->pop();
+      if (f.sync) {
+        if (f.last_seq > conn->sent) ok = co_await ws_catch_up(conn, job_id, f.last_seq, ended);
+        continue;
+      }
       if (f.end) {
         ok = co_await ws_send(conn, *f.text);
         ended = true;

@@ -1,0 +1,92 @@
+#pragma once
+// SSH delivery of one certificate to one target (DESIGN §4): libssh2 in non-blocking mode over an
+// Asio socket, every phase under its own deadline, on the caller's event loop. The libssh2 header
+// stays in src/.
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "certfleet/core/error.hpp"
+#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/delivery/ssh_target.hpp"
+
+namespace certfleet::delivery {
+
+// The secret used to log in. Never logged, never put on a command line.
+struct ssh_credential {
+  std::string private_key_pem;  // ed25519/ECDSA, OpenSSH or PEM format; empty: use password
+  std::string passphrase;       // for an encrypted private key
+  std::string password;
+};
+
+struct cert_bundle {
+  std::string cert_pem;   // the leaf
+  std::string key_pem;    // its private key
+  std::string chain_pem;  // intermediates; written only when the target has a chain_path
+};
+
+// Deadlines per phase (milliseconds) and limits; DESIGN §1: every network await has one.
+struct ssh_options {
+  std::chrono::milliseconds resolve_timeout{5000};
+  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds handshake_timeout{15000};  // SSH banner + key exchange + host key
+  std::chrono::milliseconds auth_timeout{15000};
+  std::chrono::milliseconds transfer_timeout{30000};   // each SFTP operation (hash read, one upload)
+  std::chrono::milliseconds exec_timeout{60000};       // the install script incl. post command
+  std::chrono::milliseconds validate_timeout{15000};   // TLS validation, polled until it matches
+  std::chrono::milliseconds shutdown_timeout{3000};
+  std::size_t max_remote_file_bytes = 4 * 1024 * 1024; // hash-skip reads at most this much
+  // Where blocking name resolution runs (DESIGN: the cpu pool); nullptr: the module's own pool.
+  boost::asio::thread_pool* resolve_pool = nullptr;
+};
+
+enum class delivery_status { succeeded, failed, skipped_by_hash };
+const char* delivery_status_name(delivery_status s) noexcept;
+
+struct phase_timing {
+  std::string phase;  // resolve, connect, handshake, host_key, auth, hash_check, upload, install, validate, restore
+  std::int64_t ms = 0;
+};
+
+struct delivery_result {
+  delivery_status status = delivery_status::failed;
+  error_class cls = error_class::none;
+  std::string error;        // for operators; names the phase ("auth: …")
+  std::string phase;        // the phase that failed; empty on success
+  std::vector<phase_timing> timings;
+  std::string fingerprint_sha256;  // of the delivered (or already present) leaf, lower-case hex
+  bool restored = false;    // a failed install/validation put the backup back
+  std::string remote_stderr;  // the install/restore script's stderr (trimmed), for the job log
+
+  bool ok() const { return status != delivery_status::failed; }
+};
+
+// Pre-flight checks of a bundle without any I/O: PEM parses, the key belongs to the leaf.
+// Returns the leaf's SHA-256 fingerprint (lower-case hex of the DER).
+result<std::string> check_bundle(const cert_bundle& b);
+
+// One delivery, DESIGN §4 step by step. `run_id` names the backup ([A-Za-z0-9._-]{1,64}).
+boost::asio::awaitable<delivery_result> deliver_ssh(const ssh_target& target, const ssh_credential& cred,
+                                                    const cert_bundle& bundle, std::string run_id,
+                                                    ssh_options opts = {});
+
+// Puts back the files that were in place before run `run_id` on this target, runs the post
+// command, validates (remote hash against the backup). Fails with io_permanent when that run
+// left no backup there.
+boost::asio::awaitable<delivery_result> rollback_ssh(const ssh_target& target, const ssh_credential& cred,
+                                                     std::string run_id, ssh_options opts = {});
+
+struct scanned_host_key {
+  std::string line;         // "ssh-ed25519 AAAA…", ready to pin
+  std::string fingerprint;  // "SHA256:…"
+};
+// Connects once per supported key type and returns every host key the server offers. Nothing is
+// trusted or stored: an operator compares the fingerprint out of band and pins the line.
+boost::asio::awaitable<result<std::vector<scanned_host_key>>> scan_host_key(std::string host, std::uint16_t port,
+                                                                           ssh_options opts = {});
+
+}  // namespace certfleet::delivery

@@ -1,0 +1,66 @@
+#pragma once
+// What an SSH delivery needs to know about one target, and the parsers for the parts that come
+// from users (the target's JSON spec, a pinned host key line). Pure: no I/O.
+#include <boost/json/value.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "certfleet/core/error.hpp"
+
+namespace certfleet::delivery {
+
+// A pinned SSH host key: "ssh-ed25519 AAAA… [comment]" (the .pub / known_hosts key format).
+struct host_key {
+  std::string type;   // "ssh-ed25519", "ecdsa-sha2-nistp256", …
+  std::string blob;   // the decoded key blob (SSH wire format, starts with the type string)
+
+  std::string to_line() const;        // "type base64"
+  std::string fingerprint() const;    // "SHA256:…" as `ssh-keygen -l` prints it
+};
+
+// Key types libssh2 1.10 can verify as host keys, in our preference order.
+const std::vector<std::string>& supported_host_key_types();
+result<host_key> parse_host_key(std::string_view line);
+
+struct tls_validation {
+  std::string host;
+  std::uint16_t port = 443;
+  std::string sni;  // empty: host
+};
+
+struct ssh_target {
+  std::string host;
+  std::uint16_t port = 22;
+  std::string user;
+  host_key pinned;                 // strict check, no trust-on-first-use
+  std::string cert_path, key_path;
+  std::string chain_path;          // empty: no chain file
+  unsigned cert_mode = 0644, key_mode = 0600;
+  std::string owner;               // "user" or "user:group"; empty: leave as is
+  bool sudo = false;               // run the install script under `sudo -n`
+  std::string post_command;        // run after the files are in place; empty: none
+  std::optional<tls_validation> validate_tls;
+  bool validate_remote_hash = false;
+};
+
+// Parses the `ssh` object of a target (DESIGN §6) plus an optional `validate` object:
+// {host, port=22, user, host_key, cert_path, key_path, chain_path?, cert_mode="0644",
+//  key_mode="0600", owner?, sudo=false, post_command?}, validate {tls:{host,port,sni?}} |
+// {remote_hash:true}. Errors name the field ("ssh.cert_path").
+result<ssh_target> parse_ssh_target(const boost::json::value& ssh, const boost::json::value* validate = nullptr);
+// The same checks for a target built in code.
+result<void> check_ssh_target(const ssh_target& t);
+
+// Checks used by the parsers, exposed for tests.
+result<void> check_remote_path(std::string_view path, std::string_view field);
+std::optional<unsigned> parse_mode(std::string_view octal);  // "0644" / "644" -> 0644; <= 07777
+bool valid_host_name(std::string_view host);
+bool valid_owner(std::string_view owner);
+// A run id safe to use in a remote file name: [A-Za-z0-9._-], 1..64 characters, not "."/"..".
+bool valid_run_id(std::string_view run_id);
+
+}  // namespace certfleet::delivery

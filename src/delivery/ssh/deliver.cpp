@@ -1,0 +1,437 @@
+// DESIGN §4 "SSH delivery of one target", step by step. Each phase is timed and has its own
+// deadline (ssh_options); the first failure decides the result's class and message.
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+#include "certfleet/delivery/ssh.hpp"
+#include "delivery/codec.hpp"
+#include "delivery/ssh/script.hpp"
+#include "delivery/ssh/session.hpp"
+
+namespace certfleet::delivery {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
+using detail::failure;
+using detail::step;
+using detail::steady;
+
+const char* delivery_status_name(delivery_status s) noexcept {
+  switch (s) {
+    case delivery_status::succeeded: return "succeeded";
+    case delivery_status::failed: return "failed";
+    case delivery_status::skipped_by_hash: return "skipped";
+  }
+  return "failed";
+}
+
+namespace {
+
+constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+
+struct bio_deleter { void operator()(BIO* b) const { BIO_free(b); } };
+struct x509_deleter { void operator()(X509* x) const { X509_free(x); } };
+struct pkey_deleter { void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); } };
+
+// Never prompts: an encrypted key without a passphrase simply fails to parse.
+int no_password(char*, int, int, void*) { return 0; }
+
+std::string x509_fingerprint(X509* x) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  X509_digest(x, EVP_sha256(), md, &len);
+  return hex_encode(std::string_view(reinterpret_cast<const char*>(md), len));
+}
+
+std::optional<std::string> leaf_fingerprint(const std::string& pem) {
+  std::unique_ptr<BIO, bio_deleter> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  std::unique_ptr<X509, x509_deleter> x(PEM_read_bio_X509(bio.get(), nullptr, no_password, nullptr));
+  ERR_clear_error();
+  if (!x) return std::nullopt;
+  return x509_fingerprint(x.get());
+}
+
+// The result being built, with the phase clock.
+struct recorder {
+  delivery_result r;
+  steady::time_point started = steady::now();
+  std::string current;
+
+  void begin(std::string phase) {
+    current = std::move(phase);
+    started = steady::now();
+  }
+  void end() {
+    r.timings.push_back({current, std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count()});
+  }
+  delivery_result& fail(const failure& f) {
+    end();
+    r.status = delivery_status::failed;
+    r.cls = f.cls;
+    r.phase = current;
+    r.error = current + ": " + f.message;
+    return r;
+  }
+};
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  if (s.size() > 2000) s = s.substr(s.size() - 2000);
+  return s;
+}
+
+// A leaf certificate served on host:port (with SNI) once; its fingerprint or the failure.
+awaitable<step> fetch_served_fingerprint(const ssh_options& opts, const tls_validation& tv, steady::time_point deadline,
+                                         std::string& fingerprint) {
+  auto ex = co_await asio::this_coro::executor;
+  std::vector<tcp::endpoint> eps;
+  if (auto f = co_await detail::resolve_on_pool(opts, tv.host, tv.port, eps)) co_return f;
+  asio::ssl::context ctx(asio::ssl::context::tls_client);
+  // We compare the exact leaf with the one we delivered: stronger than chain verification,
+  // and it works for private CAs the machine does not trust.
+  ctx.set_verify_mode(asio::ssl::verify_none);
+  asio::ssl::stream<tcp::socket> stream(ex, ctx);
+  asio::steady_timer timer(ex);
+  const std::string& sni = tv.sni.empty() ? tv.host : tv.sni;
+  SSL_set_tlsext_host_name(stream.native_handle(), sni.c_str());
+  timer.expires_at(deadline);
+  auto c = co_await (asio::async_connect(stream.lowest_layer(), eps, tuple_awaitable) || timer.async_wait(tuple_awaitable));
+  if (c.index() == 1) co_return failure{error_class::network, "TLS endpoint " + tv.host + ":" + std::to_string(tv.port) + " did not accept in time"};
+  if (auto [ec, ep] = std::get<0>(c); ec)
+    co_return failure{classify(ec), "cannot connect to TLS endpoint " + tv.host + ":" + std::to_string(tv.port) + ": " + ec.message()};
+  timer.expires_at(deadline);
+  auto h = co_await (stream.async_handshake(asio::ssl::stream_base::client, tuple_awaitable) || timer.async_wait(tuple_awaitable));
+  if (h.index() == 1) co_return failure{error_class::network, "TLS handshake with " + tv.host + ":" + std::to_string(tv.port) + " timed out"};
+  if (auto [ec] = std::get<0>(h); ec)
+    co_return failure{classify(cause_kind::tls_handshake), "TLS handshake with " + tv.host + ":" + std::to_string(tv.port) + " failed: " + ec.message()};
+  std::unique_ptr<X509, x509_deleter> peer(SSL_get1_peer_certificate(stream.native_handle()));
+  if (!peer) co_return failure{error_class::validation, "TLS endpoint sent no certificate"};
+  fingerprint = x509_fingerprint(peer.get());
+  boost::system::error_code ec;
+  stream.lowest_layer().close(ec);
+  co_return std::nullopt;
+}
+
+// Polls the TLS endpoint until it serves `want` or the deadline passes: services reload
+// asynchronously (nginx -s reload returns before the workers have the new certificate).
+awaitable<step> validate_tls(const ssh_options& opts, const tls_validation& tv, const std::string& want) {
+  auto deadline = steady::now() + opts.validate_timeout;
+  auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer pause(ex);
+  step last;
+  std::string got;
+  for (;;) {
+    got.clear();
+    last = co_await fetch_served_fingerprint(opts, tv, deadline, got);
+    if (!last && got == want) co_return std::nullopt;
+    if (!last)
+      last = failure{classify(cause_kind::tls_mismatch),
+                     tv.host + ":" + std::to_string(tv.port) + " serves certificate sha256 " + got + ", expected " + want};
+    if (steady::now() + std::chrono::milliseconds(250) >= deadline) co_return last;
+    pause.expires_after(std::chrono::milliseconds(250));
+    co_await pause.async_wait(tuple_awaitable);
+  }
+}
+
+std::vector<std::pair<std::string, unsigned>> target_files(const ssh_target& t) {
+  std::vector<std::pair<std::string, unsigned>> v{{t.cert_path, t.cert_mode}, {t.key_path, t.key_mode}};
+  if (!t.chain_path.empty()) v.emplace_back(t.chain_path, t.cert_mode);
+  return v;
+}
+
+// Connect, verify the pinned host key, log in, start SFTP: the common first half.
+awaitable<step> open_session(detail::session& s, recorder& rec, const ssh_target& t, const ssh_credential& cred) {
+  rec.begin("resolve");
+  std::vector<tcp::endpoint> eps;
+  if (auto f = co_await s.resolve(t.host, t.port, eps)) co_return f;
+  rec.end();
+  rec.begin("connect");
+  if (auto f = co_await s.connect(eps)) co_return f;
+  rec.end();
+  rec.begin("handshake");
+  // The pinned type first, then the others, so a server without that type still completes the
+  // handshake and the error can say what it offers instead.
+  std::string prefs = t.pinned.type;
+  for (const auto& ty : supported_host_key_types())
+    if (ty != t.pinned.type) prefs += "," + ty;
+  if (auto f = co_await s.handshake(prefs)) co_return f;
+  rec.end();
+  rec.begin("host_key");
+  auto offered = s.offered_host_key();
+  if (!offered) co_return failure{error_class::auth, "the server's host key could not be read"};
+  if (offered->type != t.pinned.type)
+    co_return failure{classify(cause_kind::host_key_type), s.peer() + " offers no " + t.pinned.type + " host key (it offered " +
+                                                             offered->type + " " + offered->fingerprint() + ")"};
+  if (offered->blob != t.pinned.blob)
+    co_return failure{classify(cause_kind::host_key_mismatch),
+                      "host key mismatch for " + s.peer() + ": offered " + offered->fingerprint() + ", pinned " +
+                          t.pinned.fingerprint()};
+  rec.end();
+  rec.begin("auth");
+  if (auto f = co_await s.authenticate(t.user, cred)) co_return f;
+  rec.end();
+  rec.begin("sftp");
+  if (auto f = co_await s.sftp_start()) co_return f;
+  rec.end();
+  co_return std::nullopt;
+}
+
+// Runs the restore script for `run_id`; fills restored/stderr; returns the failure, if any.
+awaitable<step> run_restore(detail::session& s, const ssh_target& t, const std::string& run_id, delivery_result& r) {
+  std::vector<std::string> paths;
+  for (auto& [p, m] : target_files(t)) paths.push_back(p);
+  detail::exec_output out;
+  auto f = co_await s.exec(detail::wrap_command(detail::restore_script(paths, run_id, t.post_command), t.sudo), out);
+  auto rep = detail::parse_report(out.out);
+  r.restored = rep.restored;
+  if (!out.err.empty()) r.remote_stderr = trim(r.remote_stderr.empty() ? out.err : r.remote_stderr + "\n" + out.err);
+  if (f) co_return f;
+  if (out.exit_status == 0) co_return std::nullopt;
+  if (rep.failed_step != 0) {
+    cause c{cause_kind::remote_step, rep.failed_step};
+    co_return failure{classify(c), describe(c) + (out.err.empty() ? "" : ": " + trim(out.err))};
+  }
+  if (rep.post_exit != -2) {
+    cause c{cause_kind::exit_status, rep.post_exit};
+    co_return failure{classify(c), "post-deploy command exited " + std::to_string(rep.post_exit) + " after restore"};
+  }
+  co_return failure{classify(cause{cause_kind::exit_status, out.exit_status}),
+                    "restore script exited " + std::to_string(out.exit_status) + ": " + trim(out.err)};
+}
+
+}  // namespace
+
+result<std::string> check_bundle(const cert_bundle& b) {
+  std::unique_ptr<BIO, bio_deleter> cbio(BIO_new_mem_buf(b.cert_pem.data(), static_cast<int>(b.cert_pem.size())));
+  std::unique_ptr<X509, x509_deleter> cert(PEM_read_bio_X509(cbio.get(), nullptr, no_password, nullptr));
+  if (!cert) {
+    ERR_clear_error();
+    return make_error(errc::invalid_argument, "the certificate PEM does not parse", "cert_pem");
+  }
+  std::unique_ptr<BIO, bio_deleter> kbio(BIO_new_mem_buf(b.key_pem.data(), static_cast<int>(b.key_pem.size())));
+  std::unique_ptr<EVP_PKEY, pkey_deleter> key(PEM_read_bio_PrivateKey(kbio.get(), nullptr, no_password, nullptr));
+  if (!key) {
+    ERR_clear_error();
+    return make_error(errc::invalid_argument, "the private key PEM does not parse (encrypted keys are not accepted)", "key_pem");
+  }
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    ERR_clear_error();
+    return make_error(errc::invalid_argument, "the private key does not belong to the certificate", "key_pem");
+  }
+  return x509_fingerprint(cert.get());
+}
+
+awaitable<delivery_result> deliver_ssh(const ssh_target& t, const ssh_credential& cred, const cert_bundle& bundle,
+                                       std::string run_id, ssh_options opts) {
+  recorder rec;
+  rec.begin("check");
+  if (!valid_run_id(run_id))
+    co_return rec.fail({error_class::validation, "run id must be 1-64 characters of [A-Za-z0-9._-]"});
+  if (auto ok = check_ssh_target(t); !ok) co_return rec.fail({error_class::validation, ok.error().field + ": " + ok.error().message});
+  auto fp = check_bundle(bundle);
+  if (!fp) co_return rec.fail({error_class::validation, fp.error().message});
+  rec.r.fingerprint_sha256 = *fp;
+  rec.end();
+
+  auto ex = co_await asio::this_coro::executor;
+  detail::session s(ex, opts);
+  const std::string where = t.user + "@" + t.host + ":" + std::to_string(t.port);
+  spdlog::debug("delivery[{}] run {}: start ({} files)", where, run_id, t.chain_path.empty() ? 2 : 3);
+
+  // The body; `s.close()` is awaited after it whatever happened.
+  auto body = [&]() -> awaitable<void> {
+    if (auto f = co_await open_session(s, rec, t, cred)) { rec.fail(*f); co_return; }
+
+    std::vector<std::pair<std::string, const std::string*>> files{{t.cert_path, &bundle.cert_pem}, {t.key_path, &bundle.key_pem}};
+    if (!t.chain_path.empty()) files.emplace_back(t.chain_path, &bundle.chain_pem);
+
+    // Hash-skip: delivery is idempotent; identical files on the host mean nothing to do.
+    rec.begin("hash_check");
+    bool all_same = true;
+    for (auto& [path, data] : files) {
+      detail::remote_read rr;
+      if (auto f = co_await s.read_file(path, rr)) { rec.fail(*f); co_return; }
+      if (rr.missing || rr.too_big || sha256_hex(rr.data) != sha256_hex(*data)) { all_same = false; break; }
+    }
+    rec.end();
+    if (all_same) {
+      rec.r.status = delivery_status::skipped_by_hash;
+      spdlog::debug("delivery[{}] run {}: files already match, nothing uploaded", where, run_id);
+      co_return;
+    }
+
+    rec.begin("upload");
+    std::vector<detail::remote_file> remote;
+    for (auto& [path, mode] : target_files(t)) remote.push_back({path, detail::temp_path_for(path, run_id), mode});
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      if (auto f = co_await s.write_file(remote[i].temp, *files[i].second, remote[i].mode)) {
+        rec.fail(*f);
+        // Best effort: leave no temp (with key material) behind on a connection that still works.
+        for (std::size_t j = 0; j <= i; ++j) (void)co_await s.remove_file(remote[j].temp);
+        co_return;
+      }
+    }
+    rec.end();
+
+    rec.begin("install");
+    detail::exec_output out;
+    auto f = co_await s.exec(detail::wrap_command(detail::install_script(remote, run_id, t.owner, t.post_command), t.sudo), out);
+    auto rep = detail::parse_report(out.out);
+    rec.r.remote_stderr = trim(out.err);
+    if (!f && out.exit_status != 0) {
+      if (rep.failed_step != 0) {
+        cause c{cause_kind::remote_step, rep.failed_step};
+        f = failure{classify(c), describe(c) + (out.err.empty() ? "" : ": " + trim(out.err))};
+      } else if (rep.post_exit != -2) {
+        cause c{cause_kind::exit_status, rep.post_exit};
+        f = failure{classify(c), "post-deploy command exited " + std::to_string(rep.post_exit) +
+                                     (out.err.empty() ? "" : ": " + trim(out.err))};
+      } else {
+        cause c{cause_kind::exit_status, out.exit_status};
+        f = failure{classify(c), "install script exited " + std::to_string(out.exit_status) + ": " + trim(out.err)};
+      }
+    }
+    if (f) {
+      rec.fail(*f);
+      // Restore only what this run may have changed: once the backup step ran, it is complete.
+      if (rep.failed_step != static_cast<int>(remote_step::backup)) {
+        auto started = steady::now();
+        auto rf = co_await run_restore(s, t, run_id, rec.r);
+        rec.r.timings.push_back({"restore", std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count()});
+        if (rf) rec.r.error += "; restore: " + rf->message;
+      }
+      co_return;
+    }
+    rec.end();
+
+    if (t.validate_tls || t.validate_remote_hash) {
+      rec.begin("validate");
+      step vf;
+      if (t.validate_tls) {
+        vf = co_await validate_tls(opts, *t.validate_tls, rec.r.fingerprint_sha256);
+      } else {
+        for (auto& [path, data] : files) {
+          detail::remote_read rr;
+          if ((vf = co_await s.read_file(path, rr))) break;
+          if (rr.missing || sha256_hex(rr.data) != sha256_hex(*data)) {
+            vf = failure{classify(cause_kind::remote_hash_mismatch), path + " does not hold the delivered bytes"};
+            break;
+          }
+        }
+      }
+      if (vf) {
+        rec.fail(*vf);
+        auto started = steady::now();
+        auto rf = co_await run_restore(s, t, run_id, rec.r);
+        rec.r.timings.push_back({"restore", std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count()});
+        if (rf) rec.r.error += "; restore: " + rf->message;
+        co_return;
+      }
+      rec.end();
+    }
+    rec.r.status = delivery_status::succeeded;
+  };
+  co_await body();
+  co_await s.close();
+  if (rec.r.ok())
+    spdlog::debug("delivery[{}] run {}: {} ({})", where, run_id, delivery_status_name(rec.r.status), rec.r.fingerprint_sha256);
+  else
+    spdlog::debug("delivery[{}] run {}: failed [{}] {}", where, run_id, error_class_name(rec.r.cls), rec.r.error);
+  co_return std::move(rec.r);
+}
+
+awaitable<delivery_result> rollback_ssh(const ssh_target& t, const ssh_credential& cred, std::string run_id,
+                                        ssh_options opts) {
+  recorder rec;
+  rec.begin("check");
+  if (!valid_run_id(run_id))
+    co_return rec.fail({error_class::validation, "run id must be 1-64 characters of [A-Za-z0-9._-]"});
+  if (auto ok = check_ssh_target(t); !ok) co_return rec.fail({error_class::validation, ok.error().field + ": " + ok.error().message});
+  rec.end();
+  auto ex = co_await asio::this_coro::executor;
+  detail::session s(ex, opts);
+  auto body = [&]() -> awaitable<void> {
+    if (auto f = co_await open_session(s, rec, t, cred)) { rec.fail(*f); co_return; }
+    // Read the backups first: their bytes are what validation must find afterwards.
+    rec.begin("read_backup");
+    std::vector<std::pair<std::string, detail::remote_read>> backups;
+    for (auto& [path, mode] : target_files(t)) {
+      detail::remote_read rr;
+      if (auto f = co_await s.read_file(detail::backup_path_for(path, run_id), rr)) { rec.fail(*f); co_return; }
+      backups.emplace_back(path, std::move(rr));
+    }
+    rec.end();
+    rec.begin("restore");
+    if (auto f = co_await run_restore(s, t, run_id, rec.r)) { rec.fail(*f); co_return; }
+    rec.end();
+    const auto& cert_backup = backups.front().second;
+    if (!cert_backup.missing && !cert_backup.too_big)
+      if (auto fp = leaf_fingerprint(cert_backup.data)) rec.r.fingerprint_sha256 = *fp;
+    rec.begin("validate");
+    if (t.validate_tls && !rec.r.fingerprint_sha256.empty()) {
+      if (auto f = co_await validate_tls(opts, *t.validate_tls, rec.r.fingerprint_sha256)) { rec.fail(*f); co_return; }
+    } else {
+      for (auto& [path, b] : backups) {
+        if (b.too_big) continue;
+        detail::remote_read now;
+        if (auto f = co_await s.read_file(path, now)) { rec.fail(*f); co_return; }
+        // A backup that does not exist is the ".absent" marker: the file must be gone again.
+        if (now.missing != b.missing || now.data != b.data) {
+          rec.fail({classify(cause_kind::remote_hash_mismatch), path + " does not hold the backed-up bytes after restore"});
+          co_return;
+        }
+      }
+    }
+    rec.end();
+    rec.r.status = delivery_status::succeeded;
+  };
+  co_await body();
+  co_await s.close();
+  spdlog::debug("rollback[{}@{}:{}] run {}: {} {}", t.user, t.host, t.port, run_id, delivery_status_name(rec.r.status),
+                rec.r.error);
+  co_return std::move(rec.r);
+}
+
+awaitable<result<std::vector<scanned_host_key>>> scan_host_key(std::string host, std::uint16_t port, ssh_options opts) {
+  if (!valid_host_name(host)) co_return make_error(errc::invalid_argument, "invalid host name", "host");
+  if (port == 0) co_return make_error(errc::invalid_argument, "port must be 1-65535", "port");
+  auto ex = co_await asio::this_coro::executor;
+  std::vector<tcp::endpoint> eps;
+  if (auto f = co_await detail::resolve_on_pool(opts, host, port, eps))
+    co_return make_error(errc::not_found, f->message, "host");
+  std::vector<scanned_host_key> keys;
+  // One handshake per key type, each offering only that type: a server shows one host key per
+  // handshake, and an operator should see (and choose among) all of them.
+  for (const auto& type : supported_host_key_types()) {
+    detail::session s(ex, opts);
+    std::vector<tcp::endpoint> copy = eps;
+    auto f = co_await s.connect(copy);
+    if (f) {
+      co_await s.close();
+      co_return make_error(f->cls == error_class::network ? errc::timeout : errc::not_found, f->message, "host");
+    }
+    f = co_await s.handshake(type);
+    if (!f)
+      if (auto k = s.offered_host_key(); k && k->type == type) keys.push_back({k->to_line(), k->fingerprint()});
+    co_await s.close();
+  }
+  if (keys.empty())
+    co_return make_error(errc::not_found, host + ":" + std::to_string(port) + " offered no host key libssh2 can verify "
+                                          "(ed25519 or ECDSA)", "host");
+  co_return keys;
+}
+
+}  // namespace certfleet::delivery

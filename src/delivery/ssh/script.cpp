@@ -1,0 +1,125 @@
+#include "delivery/ssh/script.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "certfleet/delivery/error_class.hpp"
+#include "delivery/codec.hpp"
+
+namespace certfleet::delivery::detail {
+namespace {
+
+std::string dir_of(const std::string& p) {
+  auto i = p.rfind('/');
+  return i == 0 ? "/" : p.substr(0, i);
+}
+std::string base_of(const std::string& p) { return p.substr(p.rfind('/') + 1); }
+std::string join(const std::string& dir, const std::string& name) { return dir == "/" ? "/" + name : dir + "/" + name; }
+std::string octal(unsigned m) {
+  char b[8];
+  std::snprintf(b, sizeof b, "%04o", m);
+  return b;
+}
+
+// Shared prelude: fail STEP MESSAGE prints the step marker, removes the temps, exits non-zero.
+std::string prelude(const std::string& cleanup) {
+  std::string s = "umask 077\n";
+  s += "fail() { echo \"" + std::string(marker_step) + "$1\"; shift; echo \"certfleet: $*\" >&2; " + cleanup + " exit 1; }\n";
+  return s;
+}
+
+std::string post_part(const std::string& post_command) {
+  if (post_command.empty()) return "";
+  // The post command's stdout joins stderr so our stdout carries only the markers.
+  return "sh -c " + shell_quote(post_command) + " 1>&2 </dev/null\nrc=$?\necho \"" + marker_post +
+         "$rc\"\nif [ $rc -ne 0 ]; then echo \"certfleet: post-deploy command exited $rc\" >&2; exit 1; fi\n";
+}
+
+}  // namespace
+
+std::string temp_path_for(const std::string& path, const std::string& run_id) {
+  return join(dir_of(path), "." + base_of(path) + ".certfleet-" + run_id + ".tmp");
+}
+
+std::string backup_path_for(const std::string& path, const std::string& run_id) {
+  return join(dir_of(path), ".certfleet-backup/" + run_id + "/" + base_of(path));
+}
+
+std::string install_script(const std::vector<remote_file>& files, const std::string& run_id, const std::string& owner,
+                           const std::string& post_command) {
+  std::string rm_temps = "rm -f";
+  for (const auto& f : files) rm_temps += " " + shell_quote(f.temp);
+  rm_temps += ";";
+  std::ostringstream s;
+  s << prelude(rm_temps);
+  auto step = [](remote_step st) { return std::to_string(static_cast<int>(st)); };
+  // 1. Back up what is there now, once per run: a retried run keeps the pre-run state.
+  for (const auto& f : files) {
+    std::string b = shell_quote(backup_path_for(f.path, run_id));
+    std::string bd = shell_quote(dir_of(backup_path_for(f.path, run_id)));
+    std::string p = shell_quote(f.path);
+    s << "mkdir -p " << bd << " || fail " << step(remote_step::backup) << " cannot create " << bd << "\n";
+    s << "if [ ! -e " << b << " ] && [ ! -e " << b << ".absent ]; then\n"
+      << "  if [ -e " << p << " ]; then cp -p " << p << " " << b << ".part && mv -f " << b << ".part " << b
+      << " || fail " << step(remote_step::backup) << " cannot back up " << p << "\n"
+      << "  else : > " << b << ".absent || fail " << step(remote_step::backup) << " cannot write " << b << ".absent; fi\n"
+      << "fi\n";
+  }
+  // 2. Owner and mode on the temps, so a file never appears at its final path with the wrong ones.
+  for (const auto& f : files) {
+    std::string t = shell_quote(f.temp);
+    s << "chmod " << octal(f.mode) << " " << t << " || fail " << step(remote_step::owner_mode) << " chmod failed on " << t << "\n";
+    if (!owner.empty())
+      s << "chown " << shell_quote(owner) << " " << t << " || fail " << step(remote_step::owner_mode) << " chown "
+        << shell_quote(owner) << " failed\n";
+  }
+  // 3. Into place; SFTP v3 rename cannot replace a file, mv -f (rename(2)) can, atomically.
+  for (const auto& f : files)
+    s << "mv -f " << shell_quote(f.temp) << " " << shell_quote(f.path) << " || fail " << step(remote_step::install)
+      << " cannot move the new file to " << shell_quote(f.path) << "\n";
+  s << "echo " << marker_installed << "\n";
+  s << post_part(post_command);
+  return s.str();
+}
+
+std::string restore_script(const std::vector<std::string>& paths, const std::string& run_id,
+                           const std::string& post_command) {
+  std::ostringstream s;
+  s << prelude("");
+  s << "found=0\n";
+  std::string st = std::to_string(static_cast<int>(remote_step::restore));
+  for (const auto& path : paths) {
+    std::string b = shell_quote(backup_path_for(path, run_id));
+    std::string p = shell_quote(path);
+    std::string tmp = shell_quote(temp_path_for(path, run_id + "-restore"));
+    s << "if [ -e " << b << " ]; then found=1; cp -p " << b << " " << tmp << " && mv -f " << tmp << " " << p
+      << " || fail " << st << " cannot restore " << p << "\n"
+      << "elif [ -e " << b << ".absent ]; then found=1; rm -f " << p << " || fail " << st << " cannot remove " << p << "\n"
+      << "fi\n";
+  }
+  s << "[ $found = 1 ] || fail " << static_cast<int>(remote_step::missing_backup) << " no backup of run "
+    << shell_quote(run_id) << "\n";
+  s << "echo " << marker_restored << "\n";
+  s << post_part(post_command);
+  return s.str();
+}
+
+std::string wrap_command(const std::string& script, bool sudo) {
+  return std::string(sudo ? "sudo -n " : "") + "sh -c " + shell_quote(script);
+}
+
+script_report parse_report(const std::string& out) {
+  script_report r;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line == marker_installed) r.installed = true;
+    else if (line == marker_restored) r.restored = true;
+    else if (line.rfind(marker_step, 0) == 0) r.failed_step = std::atoi(line.c_str() + std::strlen(marker_step));
+    else if (line.rfind(marker_post, 0) == 0) r.post_exit = std::atoi(line.c_str() + std::strlen(marker_post));
+  }
+  return r;
+}
+
+}  // namespace certfleet::delivery::detail

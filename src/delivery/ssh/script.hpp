@@ -1,0 +1,39 @@
+#pragma once
+// The shell scripts of the one exec channel (install) and of restore. Only paths, modes, the
+// owner and the operator's post command go into them: never file contents, never key material.
+#include <string>
+#include <vector>
+
+namespace certfleet::delivery::detail {
+
+struct remote_file {
+  std::string path;  // final place
+  std::string temp;  // uploaded temp file in the same directory
+  unsigned mode = 0644;
+};
+
+std::string temp_path_for(const std::string& path, const std::string& run_id);
+// <dir>/.certfleet-backup/<run>/<base>; "<…>.absent" marks a file that did not exist before.
+std::string backup_path_for(const std::string& path, const std::string& run_id);
+
+// Markers the scripts print on stdout (the post command's stdout goes to stderr).
+inline constexpr const char* marker_installed = "certfleet-installed";
+inline constexpr const char* marker_restored = "certfleet-restored";
+inline constexpr const char* marker_step = "certfleet-step-failed ";   // + remote_step number
+inline constexpr const char* marker_post = "certfleet-post-exit ";     // + exit status
+
+std::string install_script(const std::vector<remote_file>& files, const std::string& run_id, const std::string& owner,
+                           const std::string& post_command);
+std::string restore_script(const std::vector<std::string>& paths, const std::string& run_id,
+                           const std::string& post_command);
+// `sh -c '<script>'`, under `sudo -n` when asked: the login shell of the user only starts it.
+std::string wrap_command(const std::string& script, bool sudo);
+
+struct script_report {
+  bool installed = false, restored = false;
+  int failed_step = 0;   // remote_step, 0: none
+  int post_exit = -2;    // -2: the post command did not run
+};
+script_report parse_report(const std::string& out);
+
+}  // namespace certfleet::delivery::detail

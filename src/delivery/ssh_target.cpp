@@ -1,0 +1,237 @@
+#include "certfleet/delivery/ssh_target.hpp"
+
+#include <openssl/evp.h>
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <array>
+
+#include "delivery/codec.hpp"
+
+namespace certfleet::delivery {
+namespace {
+
+std::string sha256_raw(std::string_view data) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned len = 0;
+  EVP_Digest(data.data(), data.size(), md.data(), &len, EVP_sha256(), nullptr);
+  return std::string(reinterpret_cast<const char*>(md.data()), len);
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t'; }
+
+std::uint32_t be32(std::string_view s, std::size_t at) {
+  return (std::uint32_t(std::uint8_t(s[at])) << 24) | (std::uint32_t(std::uint8_t(s[at + 1])) << 16) |
+         (std::uint32_t(std::uint8_t(s[at + 2])) << 8) | std::uint32_t(std::uint8_t(s[at + 3]));
+}
+
+}  // namespace
+
+const std::vector<std::string>& supported_host_key_types() {
+  static const std::vector<std::string> types{"ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+                                              "ecdsa-sha2-nistp521", "ssh-rsa"};
+  return types;
+}
+
+std::string host_key::to_line() const { return type + " " + base64_encode(blob); }
+
+std::string host_key::fingerprint() const {
+  std::string b64 = base64_encode(sha256_raw(blob));
+  while (!b64.empty() && b64.back() == '=') b64.pop_back();  // ssh-keygen prints it unpadded
+  return "SHA256:" + b64;
+}
+
+result<host_key> parse_host_key(std::string_view line) {
+  const std::string field = "host_key";
+  auto bad = [&](std::string msg) { return make_error(errc::invalid_argument, std::move(msg), field); };
+  if (line.size() > 16384) return bad("host key is too long");
+  std::size_t i = 0;
+  auto next_word = [&]() {
+    while (i < line.size() && is_space(line[i])) ++i;
+    std::size_t start = i;
+    while (i < line.size() && !is_space(line[i])) ++i;
+    return line.substr(start, i - start);
+  };
+  std::string_view type = next_word();
+  std::string_view b64 = next_word();
+  while (!b64.empty() && (b64.back() == '\n' || b64.back() == '\r')) b64.remove_suffix(1);
+  if (type.empty() || b64.empty())
+    return bad("host key must look like \"ssh-ed25519 AAAA…\" (the server's .pub line)");
+  const auto& types = supported_host_key_types();
+  if (std::find(types.begin(), types.end(), type) == types.end())
+    return bad("unsupported host key type \"" + std::string(type.substr(0, 40)) +
+               "\" (use ssh-ed25519 or ecdsa-sha2-nistp256/384/521)");
+  auto blob = base64_decode(b64);
+  if (!blob) return bad("host key is not valid base64");
+  // The blob starts with its own type string: a pasted key whose two halves disagree is refused.
+  if (blob->size() < 4 + type.size() + 4) return bad("host key blob is too short");
+  if (be32(*blob, 0) != type.size() || std::string_view(*blob).substr(4, type.size()) != type)
+    return bad("host key blob does not match its type \"" + std::string(type) + "\"");
+  return host_key{std::string(type), std::move(*blob)};
+}
+
+std::optional<unsigned> parse_mode(std::string_view s) {
+  if (s.empty() || s.size() > 5) return std::nullopt;
+  unsigned v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '7') return std::nullopt;
+    v = v * 8 + unsigned(c - '0');
+  }
+  if (v > 07777) return std::nullopt;
+  return v;
+}
+
+bool valid_host_name(std::string_view h) {
+  if (h.empty() || h.size() > 253) return false;
+  // A host name or an IPv4/IPv6 literal; nothing a shell or a URL would read differently.
+  return std::all_of(h.begin(), h.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+           c == ':' || c == '_';
+  }) && h.front() != '-';
+}
+
+bool valid_owner(std::string_view o) {
+  if (o.empty() || o.size() > 65) return false;
+  int colons = 0;
+  for (char c : o) {
+    if (c == ':') { ++colons; continue; }
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+      return false;
+  }
+  return colons <= 1 && o.front() != ':' && o.back() != ':' && o.front() != '-';
+}
+
+bool valid_run_id(std::string_view r) {
+  if (r.empty() || r.size() > 64 || r == "." || r == "..") return false;
+  return std::all_of(r.begin(), r.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+  });
+}
+
+result<void> check_remote_path(std::string_view p, std::string_view field) {
+  auto bad = [&](std::string msg) { return make_error(errc::invalid_argument, std::move(msg), std::string(field)); };
+  if (p.empty()) return bad("remote path is empty");
+  if (p.size() > 1024) return bad("remote path is longer than 1024 characters");
+  if (p.front() != '/') return bad("remote path must be absolute (start with /)");
+  if (p.back() == '/') return bad("remote path names a directory, not a file");
+  for (char c : p)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return bad("remote path contains a control character");
+  // No "." or ".." segments: the backup and temp names are derived from the path's directory.
+  std::size_t i = 0;
+  while (i < p.size()) {
+    std::size_t j = p.find('/', i);
+    if (j == std::string_view::npos) j = p.size();
+    auto seg = p.substr(i, j - i);
+    if (seg == "." || seg == "..") return bad("remote path must not contain . or .. segments");
+    i = j + 1;
+  }
+  return {};
+}
+
+result<void> check_ssh_target(const ssh_target& t) {
+  if (!valid_host_name(t.host)) return make_error(errc::invalid_argument, "invalid host name", "ssh.host");
+  if (t.port == 0) return make_error(errc::invalid_argument, "port must be 1-65535", "ssh.port");
+  if (t.user.empty() || t.user.size() > 64 || !valid_owner(t.user) || t.user.find(':') != std::string::npos)
+    return make_error(errc::invalid_argument, "invalid user name", "ssh.user");
+  if (t.pinned.blob.empty()) return make_error(errc::invalid_argument, "a pinned host key is required", "ssh.host_key");
+  if (auto r = check_remote_path(t.cert_path, "ssh.cert_path"); !r) return r;
+  if (auto r = check_remote_path(t.key_path, "ssh.key_path"); !r) return r;
+  if (!t.chain_path.empty())
+    if (auto r = check_remote_path(t.chain_path, "ssh.chain_path"); !r) return r;
+  if (t.cert_path == t.key_path || (!t.chain_path.empty() && (t.chain_path == t.cert_path || t.chain_path == t.key_path)))
+    return make_error(errc::invalid_argument, "cert, key and chain paths must differ", "ssh.key_path");
+  if (t.cert_mode > 07777) return make_error(errc::invalid_argument, "invalid mode", "ssh.cert_mode");
+  if (t.key_mode > 07777) return make_error(errc::invalid_argument, "invalid mode", "ssh.key_mode");
+  if (t.key_mode & 0007) return make_error(errc::invalid_argument, "key_mode must not give others access", "ssh.key_mode");
+  if (!t.owner.empty() && !valid_owner(t.owner))
+    return make_error(errc::invalid_argument, "owner must be user or user:group", "ssh.owner");
+  if (t.post_command.size() > 4096)
+    return make_error(errc::invalid_argument, "post_command is longer than 4096 characters", "ssh.post_command");
+  if (t.post_command.find('\0') != std::string::npos)
+    return make_error(errc::invalid_argument, "post_command contains a NUL byte", "ssh.post_command");
+  if (t.validate_tls) {
+    if (!valid_host_name(t.validate_tls->host))
+      return make_error(errc::invalid_argument, "invalid host name", "validate.tls.host");
+    if (t.validate_tls->port == 0) return make_error(errc::invalid_argument, "port must be 1-65535", "validate.tls.port");
+    if (!t.validate_tls->sni.empty() && !valid_host_name(t.validate_tls->sni))
+      return make_error(errc::invalid_argument, "invalid SNI name", "validate.tls.sni");
+  }
+  return {};
+}
+
+result<ssh_target> parse_ssh_target(const boost::json::value& v, const boost::json::value* validate) {
+  namespace json = boost::json;
+  if (!v.is_object()) return make_error(errc::invalid_argument, "ssh must be an object", "ssh");
+  const auto& o = v.as_object();
+  ssh_target t;
+  auto str = [&](const char* key, std::string& out, bool required) -> result<void> {
+    const std::string field = std::string("ssh.") + key;
+    auto* p = o.if_contains(key);
+    if (!p || p->is_null()) {
+      if (required) return make_error(errc::invalid_argument, "missing", field);
+      return {};
+    }
+    if (!p->is_string()) return make_error(errc::invalid_argument, "must be a string", field);
+    out = std::string(p->as_string());
+    return {};
+  };
+  auto port_of = [](const json::value* p, std::uint16_t& out, const std::string& field) -> result<void> {
+    if (!p || p->is_null()) return {};
+    if (!p->is_int64() && !p->is_uint64()) return make_error(errc::invalid_argument, "port must be an integer", field);
+    auto n = p->is_int64() ? p->as_int64() : static_cast<std::int64_t>(std::min<std::uint64_t>(p->as_uint64(), 1u << 20));
+    if (n < 1 || n > 65535) return make_error(errc::invalid_argument, "port must be 1-65535", field);
+    out = static_cast<std::uint16_t>(n);
+    return {};
+  };
+  std::string host_key_line, cert_mode = "0644", key_mode = "0600";
+  for (auto r : {str("host", t.host, true), str("user", t.user, true), str("host_key", host_key_line, true),
+                 str("cert_path", t.cert_path, true), str("key_path", t.key_path, true),
+                 str("chain_path", t.chain_path, false), str("cert_mode", cert_mode, false),
+                 str("key_mode", key_mode, false), str("owner", t.owner, false),
+                 str("post_command", t.post_command, false)})
+    if (!r) return std::move(r).error();
+  if (auto r = port_of(o.if_contains("port"), t.port, "ssh.port"); !r) return std::move(r).error();
+  if (auto* p = o.if_contains("sudo"); p && !p->is_null()) {
+    if (!p->is_bool()) return make_error(errc::invalid_argument, "must be true or false", "ssh.sudo");
+    t.sudo = p->as_bool();
+  }
+  auto hk = parse_host_key(host_key_line);
+  if (!hk) return make_error(errc::invalid_argument, hk.error().message, "ssh.host_key");
+  t.pinned = std::move(*hk);
+  auto cm = parse_mode(cert_mode);
+  if (!cm) return make_error(errc::invalid_argument, "mode must be octal like \"0644\"", "ssh.cert_mode");
+  auto km = parse_mode(key_mode);
+  if (!km) return make_error(errc::invalid_argument, "mode must be octal like \"0600\"", "ssh.key_mode");
+  t.cert_mode = *cm;
+  t.key_mode = *km;
+  if (validate && !validate->is_null()) {
+    if (!validate->is_object()) return make_error(errc::invalid_argument, "validate must be an object", "validate");
+    const auto& vo = validate->as_object();
+    if (auto* tls = vo.if_contains("tls"); tls && !tls->is_null()) {
+      if (!tls->is_object()) return make_error(errc::invalid_argument, "must be an object", "validate.tls");
+      const auto& to = tls->as_object();
+      tls_validation tv;
+      auto* h = to.if_contains("host");
+      if (!h || !h->is_string()) return make_error(errc::invalid_argument, "missing", "validate.tls.host");
+      tv.host = std::string(h->as_string());
+      if (!to.if_contains("port")) return make_error(errc::invalid_argument, "missing", "validate.tls.port");
+      if (auto r = port_of(to.if_contains("port"), tv.port, "validate.tls.port"); !r) return std::move(r).error();
+      if (auto* s = to.if_contains("sni"); s && !s->is_null()) {
+        if (!s->is_string()) return make_error(errc::invalid_argument, "must be a string", "validate.tls.sni");
+        tv.sni = std::string(s->as_string());
+      }
+      t.validate_tls = std::move(tv);
+    }
+    if (auto* rh = vo.if_contains("remote_hash"); rh && !rh->is_null()) {
+      if (!rh->is_bool()) return make_error(errc::invalid_argument, "must be true or false", "validate.remote_hash");
+      t.validate_remote_hash = rh->as_bool();
+    }
+    if (t.validate_tls && t.validate_remote_hash)
+      return make_error(errc::invalid_argument, "choose one of tls or remote_hash", "validate");
+  }
+  if (auto r = check_ssh_target(t); !r) return std::move(r).error();
+  return t;
+}
+
+}  // namespace certfleet::delivery
