@@ -117,6 +117,23 @@ result<std::string> validate_setting(const setting_def& def, std::string_view va
   return std::string(value);
 }
 
+std::string settings_reference_markdown() {
+  std::string out = "| setting | scope | type | range | default | what it does |\n|---|---|---|---|---|---|\n";
+  for (const auto& d : table) {
+    std::string range = "text";
+    if (d.type == T::integer) range = fmt::format("{} – {}", d.min, d.max);
+    if (d.type == T::choice) {
+      range.clear();
+      for (char c : d.choices) range += c == '|' ? std::string(", ") : std::string(1, c);
+    }
+    const char* type = d.type == T::integer ? "integer" : d.type == T::choice ? "choice" : "string";
+    std::string def = d.default_value.empty() ? std::string("*(empty)*") : fmt::format("`{}`", d.default_value);
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", d.name, d.scope == S::process ? "process" : "system",
+                       type, range, def, d.doc);
+  }
+  return out;
+}
+
 settings_map::settings_map() {
   for (const auto& d : table) values_.emplace(std::string(d.name), std::string(d.default_value));
 }

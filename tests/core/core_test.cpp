@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 #include <set>
 
 using namespace certfleet;
@@ -128,4 +129,14 @@ TEST(errors, names_and_messages) {
   EXPECT_EQ(e.code.category().name(), std::string("certfleet"));
   result<int> r = e;
   EXPECT_THROW(r.value(), bad_result_access);
+}
+
+TEST(settings, docs_configuration_md_carries_the_settings_table) {
+  std::ifstream f(std::string(CERTFLEET_SOURCE_DIR) + "/docs/configuration.md");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto expected = settings_reference_markdown();
+  EXPECT_NE(ss.str().find(expected), std::string::npos)
+      << "docs/configuration.md is out of date; its table must read exactly:\n"
+      << expected;
 }

@@ -31,6 +31,9 @@ struct setting_def {
 std::span<const setting_def> all_settings() noexcept;
 const setting_def* find_setting(std::string_view name) noexcept;
 
+// The settings table as Markdown (docs/configuration.md embeds it; a test keeps them equal).
+std::string settings_reference_markdown();
+
 // The canonical text of a valid value, or invalid_argument naming the setting and its range.
 result<std::string> validate_setting(const setting_def& def, std::string_view value);
 
