@@ -5,6 +5,7 @@
 // The store is durable as shipped: WAL with synchronous=NORMAL (--synchronous full for FULL).
 #include "certfleet/core/clock.hpp"
 #include "certfleet/queue/handler.hpp"
+#include "certfleet/queue/queue_service.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/store/store.hpp"
 
@@ -22,6 +23,7 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <unordered_map>
 
 using namespace certfleet;
 namespace asio = boost::asio;
@@ -54,7 +56,7 @@ T run(asio::io_context& ioc, asio::awaitable<T> a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  long jobs = 100'000, preload = 0;
+  long jobs = 100'000, preload = 0, latency_jobs = 1000, latency_rate = 200;
   int concurrency = 256, batch = 128;
   std::string dir, synchronous = "normal";
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -65,9 +67,11 @@ int main(int argc, char** argv) {
     else if (a == "--claim-batch") batch = std::stoi(v);
     else if (a == "--dir") dir = v;
     else if (a == "--synchronous") synchronous = v;
+    else if (a == "--latency-jobs") latency_jobs = std::stol(v);
+    else if (a == "--latency-rate") latency_rate = std::stol(v);
     else {
       std::cerr << "usage: queue_throughput [--jobs N] [--preload M] [--concurrency C] [--claim-batch B] "
-                   "[--dir DIR] [--synchronous normal|full]\n";
+                   "[--dir DIR] [--synchronous normal|full] [--latency-jobs M] [--latency-rate R]\n";
       return 2;
     }
   }
@@ -124,6 +128,36 @@ int main(int argc, char** argv) {
   o.poll_ms = 20;
   o.record_latency = true;
   queue::worker w(ioc.get_executor(), st, handlers, clock, o);
+  // Latency as the peers measure it: jobs enqueued one by one at a steady rate to an idle worker,
+  // from the enqueue call to the handler's start (the worker is woken in-process, as with API enqueues).
+  queue::queue_service qs(st, handlers, clock);
+  qs.on_enqueued = [&](std::string_view lane) { w.wake(lane); };
+  std::unordered_map<std::string, steady::time_point> enqueued_at;
+  std::vector<std::uint32_t> enqueue_to_start_us;
+  queue::handler_fn real_noop = *handlers.find("noop");
+  handlers.add("noop", [&](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
+    if (auto it = enqueued_at.find(ctx.job().id); it != enqueued_at.end())
+      enqueue_to_start_us.push_back(static_cast<std::uint32_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - it->second).count()));
+    co_return co_await real_noop(ctx);
+  });
+  auto latency_phase = [&]() -> asio::awaitable<void> {
+    asio::steady_timer t(ioc);
+    auto next = steady::now();
+    for (long i = 0; i < latency_jobs; ++i) {
+      next += std::chrono::microseconds(1'000'000 / std::max(1L, latency_rate));
+      t.expires_at(next);
+      co_await t.async_wait(asio::use_awaitable);
+      auto at = steady::now();
+      queue::enqueue_request req{project, "noop", "{}"};
+      auto r = co_await qs.enqueue(std::move(req), queue::caller::system);
+      if (r) enqueued_at.emplace(r->job.id, at);
+    }
+    while (w.stats().completed < jobs + latency_jobs) {
+      t.expires_after(std::chrono::milliseconds(5));
+      co_await t.async_wait(asio::use_awaitable);
+    }
+  };
   auto p0 = steady::now();
   steady::time_point p1;
   w.start();
@@ -136,6 +170,7 @@ int main(int argc, char** argv) {
           co_await t.async_wait(asio::use_awaitable);
         }
         p1 = steady::now();
+        co_await latency_phase();
         co_await w.stop();
         ioc.stop();
       },
@@ -148,12 +183,15 @@ int main(int argc, char** argv) {
                    "{{\"peer\":\"certfleet\",\"jobs\":{},\"preload\":{},\"concurrency\":{},\"claim_batch\":{},"
                    "\"synchronous\":\"{}\",\"enqueue_per_s\":{:.0f},\"processed_per_s\":{:.0f},"
                    "\"claim_p50_ms\":{:.3f},\"claim_p99_ms\":{:.3f},\"claim_to_start_p50_ms\":{:.3f},"
-                   "\"claim_to_start_p99_ms\":{:.3f},\"claims\":{},\"completed\":{},\"peak_rss_mb\":{:.1f}}}",
+                   "\"claim_to_start_p99_ms\":{:.3f},\"p50_ms\":{:.3f},\"p99_ms\":{:.3f},\"claims\":{},\"completed\":{},"
+                   "\"peak_rss_mb\":{:.1f},\"latency\":\"enqueue->handler start, {} jobs enqueued one by one at {}/s to an idle worker\"}}",
                    jobs, preload, concurrency, batch, synchronous, jobs / enqueue_s, jobs / process_s,
                    percentile(s.claim_us, 0.5), percentile(s.claim_us, 0.99), percentile(s.claim_to_start_us, 0.5),
-                   percentile(s.claim_to_start_us, 0.99), s.claim_calls, s.completed, peak_rss_kb() / 1024.0)
+                   percentile(s.claim_to_start_us, 0.99), percentile(enqueue_to_start_us, 0.5),
+                   percentile(enqueue_to_start_us, 0.99), s.claim_calls, s.completed, peak_rss_kb() / 1024.0, latency_jobs,
+                   latency_rate)
             << std::endl;
   st.close();
   std::filesystem::remove_all(dir);
-  return s.completed == jobs ? 0 : 1;
+  return s.completed == jobs + latency_jobs ? 0 : 1;
 }
