@@ -1,11 +1,13 @@
 # Compiler launcher, warnings and sanitizers, in one place.
 find_program(CCACHE_PROGRAM ccache)
 if(CCACHE_PROGRAM)
-  # Precompiled headers are only cache-safe with this sloppiness.
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env
+  # Precompiled headers are only cache-safe with this sloppiness; BASEDIR/NOHASHDIR let a fresh
+  # clone in another folder (CI) hit the cache that a previous build filled.
+  set(CERTFLEET_CCACHE_ENV
       "CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime"
-      ${CCACHE_PROGRAM})
-  set(CMAKE_C_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+      "CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}" "CCACHE_NOHASHDIR=1")
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env ${CERTFLEET_CCACHE_ENV} ${CCACHE_PROGRAM})
+  set(CMAKE_C_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env ${CERTFLEET_CCACHE_ENV} ${CCACHE_PROGRAM})
 endif()
 
 add_library(certfleet_warnings INTERFACE)
