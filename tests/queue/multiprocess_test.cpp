@@ -208,3 +208,47 @@ TEST_F(multiprocess, bad_config_is_refused_with_the_field_named) {
 }
 
 }  // namespace
+
+namespace {
+
+// Opt-in (CERTFLEET_STRESS=1): workers SIGKILLed at random moments, over and over; no job is
+// lost, every job ends completed, and no attempt is counted that was not claimed.
+TEST_F(multiprocess, stress_random_sigkill_loses_no_job) {
+  if (!std::getenv("CERTFLEET_STRESS")) GTEST_SKIP() << "set CERTFLEET_STRESS=1 to run";
+  constexpr int rounds = 30, per_round = 300;
+  auto [rc, out] = testbed::run_command(
+      cli({"jobs", "enqueue", "--type", "noop", "--payload", R"({"ms":5})", "--count", std::to_string(rounds * per_round)}));
+  ASSERT_EQ(rc, 0) << out;
+  std::srand(12345);
+  auto victim = worker({}, {"lease_ms=1000", "worker_poll_ms=10", "worker_main_concurrency=16"});
+  auto steady = worker({}, {"lease_ms=1000", "worker_poll_ms=10", "worker_main_concurrency=16"});
+  for (int i = 0; i < rounds; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + std::rand() % 200));
+    victim->signal(SIGKILL);
+    victim->wait(5s);
+    victim = worker({}, {"lease_ms=1000", "worker_poll_ms=10", "worker_main_concurrency=16"});
+  }
+  auto s = open();
+  auto project = run_sync(s->projects().find_by_name("default"))->id;
+  auto deadline = std::chrono::steady_clock::now() + 300s;
+  auto terminal = [&] {
+    return run_sync(s->jobs().list({project, store::job_status::completed, "", 1, 1}))->total +
+           run_sync(s->jobs().list({project, store::job_status::dead, "", 1, 1}))->total;
+  };
+  while (std::chrono::steady_clock::now() < deadline && terminal() < rounds * per_round)
+    std::this_thread::sleep_for(200ms);
+  auto all = run_sync(s->jobs().list({project, std::nullopt, "", 1, rounds * per_round + 1}));
+  ASSERT_EQ(all->total, rounds * per_round);
+  for (const auto& j : all->items) {
+    ASSERT_EQ(j.attempts, j.fence) << j.id;  // no reset here: every attempt is one claim
+    if (j.status == store::job_status::dead) {
+      // Killed on every one of its attempts: dead, and saying why.
+      ASSERT_EQ(j.error, "lease expired: worker lost");
+      ASSERT_EQ(j.attempts, j.max_attempts);
+      continue;
+    }
+    ASSERT_EQ(j.status, store::job_status::completed) << j.id << " " << j.error;
+  }
+}
+
+}  // namespace
