@@ -1,0 +1,233 @@
+// The error classifier and the target/host-key parsers: pure functions, tested exhaustively.
+#include <gtest/gtest.h>
+#include <netdb.h>
+
+#include <boost/asio/error.hpp>
+#include <boost/json.hpp>
+#include <cerrno>
+#include <set>
+
+#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/delivery/ssh.hpp"
+#include "certfleet/delivery/ssh_target.hpp"
+
+using namespace certfleet::delivery;
+
+namespace {
+// A real ed25519 public key line (any valid one will do for parsing).
+const std::string ed_line =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl certfleet-test";
+}  // namespace
+
+TEST(delivery_classifier, class_names_round_trip_and_retryable_matches_design) {
+  const std::vector<std::pair<error_class, bool>> design{
+      {error_class::network, true},       {error_class::io_transient, true}, {error_class::io_permanent, false},
+      {error_class::auth, false},         {error_class::validation, false},  {error_class::worker_lost, true},
+      {error_class::unknown, false},      {error_class::none, false}};
+  for (auto [c, r] : design) {
+    EXPECT_EQ(retryable(c), r) << error_class_name(c);
+    auto back = parse_error_class(error_class_name(c));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(*back, c);
+  }
+  EXPECT_FALSE(parse_error_class("Network").has_value());
+  EXPECT_FALSE(parse_error_class("").has_value());
+}
+
+TEST(delivery_classifier, every_libssh2_code_has_a_class_and_a_name) {
+  // -1..-49 are every code libssh2 1.10 defines; none may fall through to "unknown" by accident
+  // except the few that are programming errors or allocation failures.
+  const std::set<long long> unknown_on_purpose{-6, -34, -35, -38, -39, -41, -49};
+  for (long long code = -1; code >= -49; --code) {
+    auto c = classify(cause_kind::libssh2, code);
+    EXPECT_NE(c, error_class::none) << code;
+    EXPECT_EQ(c == error_class::unknown, unknown_on_purpose.count(code) == 1) << code;
+    EXPECT_EQ(describe({cause_kind::libssh2, code}).rfind("LIBSSH2_ERROR_", 0), 0u) << code;
+  }
+  EXPECT_EQ(classify(cause_kind::libssh2, 0), error_class::none);
+  EXPECT_EQ(classify(cause_kind::libssh2, -50), error_class::unknown);
+  EXPECT_EQ(classify(cause_kind::libssh2, 7), error_class::unknown);
+  // The ones DESIGN/TESTBED name explicitly.
+  EXPECT_EQ(classify(cause_kind::libssh2, -9), error_class::network);    // TIMEOUT
+  EXPECT_EQ(classify(cause_kind::libssh2, -30), error_class::network);   // SOCKET_TIMEOUT
+  EXPECT_EQ(classify(cause_kind::libssh2, -43), error_class::io_transient);  // SOCKET_RECV: reset
+  EXPECT_EQ(classify(cause_kind::libssh2, -7), error_class::io_transient);   // SOCKET_SEND: broken pipe
+  EXPECT_EQ(classify(cause_kind::libssh2, -18), error_class::auth);      // AUTHENTICATION_FAILED
+  EXPECT_EQ(classify(cause_kind::libssh2, -19), error_class::auth);      // PUBLICKEY_UNVERIFIED
+  EXPECT_EQ(classify(cause_kind::libssh2, -2), error_class::network);    // BANNER_RECV
+  EXPECT_EQ(classify(cause_kind::libssh2, -5), error_class::network);    // KEX_FAILURE
+}
+
+TEST(delivery_classifier, sftp_statuses) {
+  EXPECT_EQ(classify(cause_kind::sftp_status, 0), error_class::none);
+  EXPECT_EQ(classify(cause_kind::sftp_status, 2), error_class::io_permanent);   // NO_SUCH_FILE
+  EXPECT_EQ(classify(cause_kind::sftp_status, 3), error_class::io_permanent);   // PERMISSION_DENIED
+  EXPECT_EQ(classify(cause_kind::sftp_status, 4), error_class::io_transient);   // FAILURE
+  EXPECT_EQ(classify(cause_kind::sftp_status, 7), error_class::io_transient);   // CONNECTION_LOST
+  EXPECT_EQ(classify(cause_kind::sftp_status, 12), error_class::io_permanent);  // WRITE_PROTECT
+  EXPECT_EQ(classify(cause_kind::sftp_status, 14), error_class::io_permanent);  // NO_SPACE
+  EXPECT_EQ(classify(cause_kind::sftp_status, 15), error_class::io_permanent);  // QUOTA
+  for (long long s = 1; s <= 21; ++s) {
+    EXPECT_NE(classify(cause_kind::sftp_status, s), error_class::unknown) << s;
+    EXPECT_EQ(describe({cause_kind::sftp_status, s}).rfind("SSH_FX_", 0), 0u) << s;
+  }
+  EXPECT_EQ(classify(cause_kind::sftp_status, 22), error_class::unknown);
+  EXPECT_EQ(classify(cause_kind::sftp_status, -1), error_class::unknown);
+  EXPECT_EQ(describe({cause_kind::sftp_status, 99}), "SFTP status 99");
+}
+
+TEST(delivery_classifier, errno_and_asio_errors) {
+  EXPECT_EQ(classify(cause_kind::posix_errno, ECONNREFUSED), error_class::network);
+  EXPECT_EQ(classify(cause_kind::posix_errno, ETIMEDOUT), error_class::network);
+  EXPECT_EQ(classify(cause_kind::posix_errno, EHOSTUNREACH), error_class::network);
+  EXPECT_EQ(classify(cause_kind::posix_errno, ENETUNREACH), error_class::network);
+  EXPECT_EQ(classify(cause_kind::posix_errno, ECONNRESET), error_class::io_transient);
+  EXPECT_EQ(classify(cause_kind::posix_errno, EPIPE), error_class::io_transient);
+  EXPECT_EQ(classify(cause_kind::posix_errno, EACCES), error_class::io_permanent);
+  EXPECT_EQ(classify(cause_kind::posix_errno, ENOSPC), error_class::io_permanent);
+  EXPECT_EQ(classify(cause_kind::posix_errno, EROFS), error_class::io_permanent);
+  EXPECT_EQ(classify(cause_kind::posix_errno, 0), error_class::none);
+  EXPECT_EQ(classify(cause_kind::posix_errno, 99999), error_class::unknown);
+  namespace ae = boost::asio::error;
+  EXPECT_EQ(classify(make_error_code(ae::connection_refused)), error_class::network);
+  EXPECT_EQ(classify(make_error_code(ae::timed_out)), error_class::network);
+  EXPECT_EQ(classify(make_error_code(ae::connection_reset)), error_class::io_transient);
+  EXPECT_EQ(classify(make_error_code(ae::broken_pipe)), error_class::io_transient);
+  EXPECT_EQ(classify(make_error_code(ae::host_not_found)), error_class::network);
+  EXPECT_EQ(classify(make_error_code(ae::host_not_found_try_again)), error_class::network);
+  EXPECT_EQ(classify(make_error_code(ae::eof)), error_class::io_transient);
+  EXPECT_EQ(classify(std::error_code(ECONNREFUSED, std::generic_category())), error_class::network);
+  EXPECT_EQ(classify(std::error_code()), error_class::none);
+  EXPECT_EQ(classify(cause_kind::asio, ECONNRESET), error_class::io_transient);
+}
+
+TEST(delivery_classifier, resolver_exit_status_steps_and_checks) {
+  for (int e : {EAI_NONAME, EAI_AGAIN, EAI_FAIL, EAI_NODATA}) EXPECT_EQ(classify(cause_kind::resolver, e), error_class::network) << e;
+  EXPECT_EQ(classify(cause_kind::resolver, EAI_SERVICE), error_class::validation);
+  EXPECT_FALSE(describe({cause_kind::resolver, EAI_NONAME}).empty());
+  EXPECT_EQ(classify(cause_kind::exit_status, 0), error_class::none);
+  EXPECT_EQ(classify(cause_kind::exit_status, 1), error_class::io_transient);
+  EXPECT_EQ(classify(cause_kind::exit_status, 255), error_class::io_transient);
+  EXPECT_EQ(classify(cause_kind::exit_status, -1), error_class::io_transient);
+  EXPECT_EQ(classify(cause_kind::remote_step, int(remote_step::backup)), error_class::io_permanent);
+  EXPECT_EQ(classify(cause_kind::remote_step, int(remote_step::install)), error_class::io_permanent);
+  EXPECT_EQ(classify(cause_kind::remote_step, int(remote_step::owner_mode)), error_class::io_permanent);
+  EXPECT_EQ(classify(cause_kind::remote_step, int(remote_step::missing_backup)), error_class::io_permanent);
+  EXPECT_EQ(classify(cause_kind::remote_step, int(remote_step::post_command)), error_class::io_transient);
+  EXPECT_EQ(classify(cause_kind::remote_step, int(remote_step::restore)), error_class::io_transient);
+  EXPECT_EQ(classify(cause_kind::remote_step, 77), error_class::unknown);
+  EXPECT_EQ(classify(cause_kind::deadline), error_class::network);
+  EXPECT_EQ(classify(cause_kind::host_key_mismatch), error_class::auth);
+  EXPECT_EQ(classify(cause_kind::host_key_type), error_class::auth);
+  EXPECT_EQ(classify(cause_kind::tls_mismatch), error_class::validation);
+  EXPECT_EQ(classify(cause_kind::remote_hash_mismatch), error_class::validation);
+  EXPECT_EQ(classify(cause_kind::bad_input), error_class::validation);
+  EXPECT_EQ(classify(cause_kind::tls_handshake), error_class::network);
+  EXPECT_EQ(classify(cause_kind::worker_lost), error_class::worker_lost);
+  EXPECT_EQ(classify(cause_kind::count_), error_class::unknown);
+  // Every kind, every code in a band: total, never throws, always a named class.
+  for (int k = 0; k <= static_cast<int>(cause_kind::count_) + 2; ++k)
+    for (long long code = -200; code <= 200; ++code) {
+      cause c{static_cast<cause_kind>(k), code};
+      auto cls = classify(c);
+      EXPECT_TRUE(parse_error_class(error_class_name(cls)).has_value());
+      EXPECT_FALSE(describe(c).empty());
+    }
+}
+
+TEST(delivery_parse, host_key_lines) {
+  auto k = parse_host_key(ed_line);
+  ASSERT_TRUE(k) << k.error().message;
+  EXPECT_EQ(k->type, "ssh-ed25519");
+  EXPECT_EQ(k->to_line(), ed_line.substr(0, ed_line.rfind(' ')));
+  EXPECT_EQ(k->fingerprint().rfind("SHA256:", 0), 0u);
+  EXPECT_EQ(k->fingerprint().size(), 7u + 43u);
+  EXPECT_TRUE(parse_host_key("  " + ed_line.substr(0, ed_line.rfind(' ')) + "\n"));
+  EXPECT_FALSE(parse_host_key(""));
+  EXPECT_FALSE(parse_host_key("ssh-ed25519"));
+  EXPECT_FALSE(parse_host_key("ssh-dss AAAAB3NzaC1kc3MAAACBAP"));
+  EXPECT_FALSE(parse_host_key("ssh-ed25519 not-base64!"));
+  // A blob of one type pasted after another type's name.
+  auto swapped = parse_host_key("ecdsa-sha2-nistp256 " + ed_line.substr(12, ed_line.rfind(' ') - 12));
+  ASSERT_FALSE(swapped);
+  EXPECT_EQ(swapped.error().field, "host_key");
+  EXPECT_FALSE(parse_host_key("ssh-ed25519 AAAA"));
+}
+
+TEST(delivery_parse, modes_paths_hosts_owners_run_ids) {
+  EXPECT_EQ(parse_mode("0644"), 0644u);
+  EXPECT_EQ(parse_mode("600"), 0600u);
+  EXPECT_EQ(parse_mode("7777"), 07777u);
+  EXPECT_FALSE(parse_mode("0800"));
+  EXPECT_FALSE(parse_mode(""));
+  EXPECT_FALSE(parse_mode("017777"));
+  EXPECT_FALSE(parse_mode("-644"));
+  EXPECT_TRUE(check_remote_path("/etc/ssl/a.pem", "f"));
+  EXPECT_FALSE(check_remote_path("etc/ssl/a.pem", "f"));
+  EXPECT_FALSE(check_remote_path("", "f"));
+  EXPECT_FALSE(check_remote_path("/etc/ssl/", "f"));
+  EXPECT_FALSE(check_remote_path("/etc/../a.pem", "f"));
+  EXPECT_FALSE(check_remote_path("/etc/./a.pem", "f"));
+  EXPECT_FALSE(check_remote_path(std::string("/etc/a\n.pem"), "f"));
+  EXPECT_TRUE(check_remote_path("/etc/it's a file.pem", "f"));  // quoted, not refused
+  EXPECT_TRUE(valid_host_name("web-1.example.com"));
+  EXPECT_TRUE(valid_host_name("127.0.0.1"));
+  EXPECT_TRUE(valid_host_name("::1"));
+  EXPECT_FALSE(valid_host_name("-oProxyCommand=x"));
+  EXPECT_FALSE(valid_host_name("a b"));
+  EXPECT_FALSE(valid_host_name(""));
+  EXPECT_TRUE(valid_owner("www-data:www-data"));
+  EXPECT_FALSE(valid_owner("a:b:c"));
+  EXPECT_FALSE(valid_owner("a;rm"));
+  EXPECT_TRUE(valid_run_id("run-1.2_x"));
+  EXPECT_FALSE(valid_run_id(".."));
+  EXPECT_FALSE(valid_run_id("a/b"));
+  EXPECT_FALSE(valid_run_id(std::string(65, 'a')));
+}
+
+TEST(delivery_parse, target_spec_json) {
+  auto ssh = boost::json::parse(R"({"host":"10.0.0.5","port":2222,"user":"deploy","host_key":")" + ed_line +
+                                R"(","cert_path":"/etc/ssl/c.pem","key_path":"/etc/ssl/k.pem","owner":"www-data",
+                                   "sudo":true,"post_command":"systemctl reload nginx"})");
+  auto val = boost::json::parse(R"({"tls":{"host":"10.0.0.5","port":443,"sni":"www.example.com"}})");
+  auto t = parse_ssh_target(ssh, &val);
+  ASSERT_TRUE(t) << t.error().field << ": " << t.error().message;
+  EXPECT_EQ(t->port, 2222);
+  EXPECT_EQ(t->cert_mode, 0644u);
+  EXPECT_EQ(t->key_mode, 0600u);
+  EXPECT_TRUE(t->sudo);
+  ASSERT_TRUE(t->validate_tls);
+  EXPECT_EQ(t->validate_tls->sni, "www.example.com");
+
+  auto field_of = [&](const std::string& patch_key, boost::json::value v, const boost::json::value* validate = nullptr) {
+    auto o = ssh.as_object();
+    if (v.is_null()) o.erase(patch_key);
+    else o[patch_key] = v;
+    auto r = parse_ssh_target(o, validate);
+    return r ? std::string("ok") : r.error().field;
+  };
+  EXPECT_EQ(field_of("cert_path", "relative/c.pem"), "ssh.cert_path");
+  EXPECT_EQ(field_of("key_path", nullptr), "ssh.key_path");
+  EXPECT_EQ(field_of("port", 0), "ssh.port");
+  EXPECT_EQ(field_of("port", 70000), "ssh.port");
+  EXPECT_EQ(field_of("port", "22"), "ssh.port");
+  EXPECT_EQ(field_of("host_key", "ssh-ed25519 garbage"), "ssh.host_key");
+  EXPECT_EQ(field_of("host", "a;b"), "ssh.host");
+  EXPECT_EQ(field_of("key_mode", "0644"), "ssh.key_mode");  // others could read the key
+  EXPECT_EQ(field_of("cert_mode", "rw-r--r--"), "ssh.cert_mode");
+  EXPECT_EQ(field_of("owner", "a b"), "ssh.owner");
+  EXPECT_EQ(field_of("sudo", "yes"), "ssh.sudo");
+  EXPECT_EQ(field_of("key_path", "/etc/ssl/c.pem"), "ssh.key_path");
+  auto bad_tls = boost::json::parse(R"({"tls":{"host":"x","port":0}})");
+  EXPECT_EQ(field_of("user", "deploy", &bad_tls), "validate.tls.port");
+  auto both = boost::json::parse(R"({"tls":{"host":"x","port":443},"remote_hash":true})");
+  EXPECT_EQ(field_of("user", "deploy", &both), "validate");
+  EXPECT_FALSE(parse_ssh_target(boost::json::value(42)));
+}
+
+TEST(delivery_parse, bundle_checks_need_no_network) {
+  cert_bundle b{"not a pem", "x", ""};
+  auto r = check_bundle(b);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().field, "cert_pem");
+}

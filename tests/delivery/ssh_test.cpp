@@ -1,0 +1,483 @@
+// SSH delivery against real OpenSSH servers on 127.0.0.1 (tests/testbed/sshd), with real
+// faults: a closed port, a listener that never answers, a reset mid-transfer (tcp_proxy), a
+// read-only SFTP server, wrong keys and pins, a TLS endpoint serving another certificate.
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "certfleet/delivery/ssh.hpp"
+#include "process.hpp"
+#include "run_sync.hpp"
+#include "sshd.hpp"
+#include "tcp_proxy.hpp"
+#include "temp_dir.hpp"
+
+using namespace certfleet::delivery;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+void spit(const fs::path& p, const std::string& s) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f << s;
+}
+unsigned mode_of(const fs::path& p) {
+  struct stat st{};
+  ::stat(p.c_str(), &st);
+  return st.st_mode & 07777;
+}
+
+struct pem_pair {
+  std::string cert, key;
+};
+// A self-signed P-256 certificate and its key, made with the openssl CLI.
+pem_pair make_cert(const fs::path& dir, const std::string& name) {
+  fs::create_directories(dir);
+  auto c = (dir / (name + ".crt")).string(), k = (dir / (name + ".key")).string();
+  auto [rc, out] = testbed::run_command({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                                         "ec_paramgen_curve:P-256", "-nodes", "-keyout", k, "-out", c, "-days", "2",
+                                         "-subj", "/CN=" + name + ".test", "-addext",
+                                         "subjectAltName=DNS:" + name + ".test"});
+  if (rc != 0) throw std::runtime_error("openssl req failed: " + out);
+  return {slurp(c), slurp(k)};
+}
+
+// The base64 body lines of a PEM private key: none may ever show up in a log line.
+std::vector<std::string> secret_lines(const std::string& pem) {
+  std::vector<std::string> v;
+  std::istringstream in(pem);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty() && l.rfind("-----", 0) != 0 && l.size() >= 16) v.push_back(l.substr(0, 40));
+  return v;
+}
+
+// Captures everything the default spdlog logger writes, at trace level.
+struct log_capture {
+  std::ostringstream out;
+  std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
+  log_capture() {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+    auto logger = std::make_shared<spdlog::logger>("capture", sink);
+    logger->set_level(spdlog::level::trace);
+    spdlog::set_default_logger(logger);
+    spdlog::set_level(spdlog::level::trace);
+  }
+  ~log_capture() { spdlog::set_default_logger(previous); }
+  std::string text() {
+    spdlog::default_logger()->flush();
+    return out.str();
+  }
+};
+
+class delivery_ssh : public ::testing::Test {
+ protected:
+  testbed::temp_dir dir{"certfleet-ssh"};
+  log_capture logs;
+  testbed::ssh_key_pair user_key = testbed::make_ssh_key(dir.path() / "client", "id_ed25519");
+  pem_pair cert_a = make_cert(dir.path() / "certs", "a");
+  pem_pair cert_b = make_cert(dir.path() / "certs", "b");
+  std::vector<std::unique_ptr<testbed::sshd>> servers;
+
+  testbed::sshd& start_sshd(testbed::sshd_options o = {}) {
+    auto d = dir.path() / ("sshd" + std::to_string(servers.size()));
+    servers.push_back(std::make_unique<testbed::sshd>(d, std::vector<std::string>{user_key.public_line}, o));
+    return *servers.back();
+  }
+
+  ssh_credential cred() const { return {user_key.private_key, "", ""}; }
+  cert_bundle bundle(const pem_pair& p, std::string chain = {}) const {
+    return {p.cert, p.key, chain.empty() ? p.cert : chain};
+  }
+
+  // A target on `s` writing into dir/<name>/.
+  ssh_target target_on(const testbed::sshd& s, const std::string& name, std::uint16_t port = 0) {
+    auto dest = dir.path() / "dest" / name;
+    fs::create_directories(dest);
+    ssh_target t;
+    t.host = "127.0.0.1";
+    t.port = port ? port : s.port();
+    t.user = testbed::current_user();
+    t.pinned = *parse_host_key(s.ed25519_host_key());
+    t.cert_path = (dest / "cert.pem").string();
+    t.key_path = (dest / "key.pem").string();
+    t.chain_path = (dest / "chain.pem").string();
+    return t;
+  }
+
+  static ssh_options quick() {
+    ssh_options o;
+    o.connect_timeout = std::chrono::milliseconds(3000);
+    o.handshake_timeout = std::chrono::milliseconds(3000);
+    o.validate_timeout = std::chrono::milliseconds(2000);
+    return o;
+  }
+
+  delivery_result deliver(const ssh_target& t, const cert_bundle& b, const std::string& run, ssh_options o = quick()) {
+    return testbed::run_sync(deliver_ssh(t, cred(), b, run, o));
+  }
+
+  void TearDown() override {
+    // DESIGN §4: private key material never appears in a log line.
+    auto text = logs.text();
+    for (const auto* pem : {&user_key.private_key, &cert_a.key, &cert_b.key})
+      for (const auto& l : secret_lines(*pem)) EXPECT_EQ(text.find(l), std::string::npos) << "key bytes logged";
+  }
+};
+
+bool has_phase(const delivery_result& r, const std::string& phase) {
+  for (auto& t : r.timings)
+    if (t.phase == phase) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_F(delivery_ssh, scan_host_key_offers_every_key_for_pinning) {
+  auto& s = start_sshd();
+  auto keys = testbed::run_sync(scan_host_key("127.0.0.1", s.port(), quick()));
+  ASSERT_TRUE(keys) << keys.error().message;
+  std::vector<std::string> lines;
+  for (auto& k : *keys) lines.push_back(k.line);
+  EXPECT_NE(std::find(lines.begin(), lines.end(), s.ed25519_host_key()), lines.end());
+  EXPECT_NE(std::find(lines.begin(), lines.end(), s.ecdsa_host_key()), lines.end());
+  for (auto& k : *keys) EXPECT_EQ(k.fingerprint, parse_host_key(k.line)->fingerprint());
+  auto closed = testbed::run_sync(scan_host_key("127.0.0.1", testbed::free_port(), quick()));
+  EXPECT_FALSE(closed);
+}
+
+TEST_F(delivery_ssh, delivers_to_several_targets_on_several_servers_then_hash_skips) {
+  std::vector<testbed::sshd*> fleet{&start_sshd(), &start_sshd(), &start_sshd()};
+  std::vector<ssh_target> targets;
+  for (std::size_t i = 0; i < fleet.size(); ++i)
+    for (int j = 0; j < 2; ++j) targets.push_back(target_on(*fleet[i], "t" + std::to_string(i) + std::to_string(j)));
+  // ECDSA pin on one target: the host-key preference follows the pin's type.
+  targets[1].pinned = *parse_host_key(fleet[0]->ecdsa_host_key());
+  auto b = bundle(cert_a);
+  auto fp = check_bundle(b);
+  ASSERT_TRUE(fp);
+
+  auto run_all = [&](const std::string& run) {
+    boost::asio::io_context ioc;
+    std::vector<delivery_result> results(targets.size());
+    for (std::size_t i = 0; i < targets.size(); ++i)
+      boost::asio::co_spawn(
+          ioc, [&, i]() -> boost::asio::awaitable<void> { results[i] = co_await deliver_ssh(targets[i], cred(), b, run, quick()); },
+          boost::asio::detached);
+    ioc.run();
+    return results;
+  };
+  auto first = run_all("run-1");
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const auto& r = first[i];
+    ASSERT_EQ(r.status, delivery_status::succeeded) << i << ": " << r.error;
+    EXPECT_EQ(r.fingerprint_sha256, *fp);
+    EXPECT_EQ(slurp(targets[i].cert_path), cert_a.cert);
+    EXPECT_EQ(slurp(targets[i].key_path), cert_a.key);
+    EXPECT_EQ(slurp(targets[i].chain_path), cert_a.cert);
+    EXPECT_EQ(mode_of(targets[i].cert_path), 0644u);
+    EXPECT_EQ(mode_of(targets[i].key_path), 0600u);
+    for (auto phase : {"resolve", "connect", "handshake", "host_key", "auth", "hash_check", "upload", "install"})
+      EXPECT_TRUE(has_phase(r, phase)) << phase;
+    // No temp file is left next to the delivered ones.
+    for (auto& e : fs::directory_iterator(fs::path(targets[i].cert_path).parent_path()))
+      EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  }
+  auto mtime = fs::last_write_time(targets[0].key_path);
+  auto second = run_all("run-2");
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    EXPECT_EQ(second[i].status, delivery_status::skipped_by_hash) << i << ": " << second[i].error;
+    EXPECT_FALSE(has_phase(second[i], "upload"));
+    EXPECT_EQ(second[i].fingerprint_sha256, *fp);
+  }
+  EXPECT_EQ(fs::last_write_time(targets[0].key_path), mtime);
+}
+
+TEST_F(delivery_ssh, closed_port_is_network) {
+  auto& s = start_sshd();
+  auto t = target_on(s, "closed", testbed::free_port());
+  auto r = deliver(t, bundle(cert_a), "r1");
+  EXPECT_EQ(r.status, delivery_status::failed);
+  EXPECT_EQ(r.cls, error_class::network) << r.error;
+  EXPECT_EQ(r.phase, "connect");
+  EXPECT_NE(r.error.find("refused"), std::string::npos) << r.error;
+}
+
+TEST_F(delivery_ssh, listener_that_never_answers_is_network) {
+  auto& s = start_sshd();
+  testbed::tcp_proxy hole(testbed::tcp_proxy::mode::blackhole, 0);
+  auto t = target_on(s, "hole", hole.port());
+  auto o = quick();
+  o.handshake_timeout = std::chrono::milliseconds(800);
+  auto started = std::chrono::steady_clock::now();
+  auto r = deliver(t, bundle(cert_a), "r1", o);
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(r.cls, error_class::network) << r.error;
+  EXPECT_EQ(r.phase, "handshake");
+  EXPECT_NE(r.error.find("longer than 800 ms"), std::string::npos) << r.error;
+  EXPECT_LT(took, std::chrono::seconds(5));  // the deadline, plus a bounded shutdown
+}
+
+TEST_F(delivery_ssh, reset_mid_transfer_is_io_transient) {
+  auto& s = start_sshd();
+  // Handshake and login send a few KB; the 1 MiB chain upload crosses the 64 KiB cut.
+  testbed::tcp_proxy proxy(testbed::tcp_proxy::mode::reset_after, s.port(), 64 * 1024);
+  auto t = target_on(s, "reset", proxy.port());
+  std::string chain;
+  while (chain.size() < 1024 * 1024) chain += cert_a.cert;
+  auto r = deliver(t, bundle(cert_a, chain), "r1");
+  EXPECT_EQ(r.status, delivery_status::failed);
+  EXPECT_EQ(r.cls, error_class::io_transient) << r.error;
+  EXPECT_EQ(r.phase, "upload") << r.error;
+  EXPECT_EQ(proxy.resets(), 1u);
+  EXPECT_TRUE(retryable(r.cls));
+  EXPECT_FALSE(fs::exists(t.cert_path));  // nothing was moved into place
+}
+
+TEST_F(delivery_ssh, post_command_exit_1_is_io_transient_and_restores) {
+  auto& s = start_sshd();
+  auto t = target_on(s, "post");
+  ASSERT_TRUE(deliver(t, bundle(cert_a), "r1").ok());
+  t.post_command = "echo reloading; echo 'nginx: config broken' >&2; exit 1";
+  auto r = deliver(t, bundle(cert_b), "r2");
+  EXPECT_EQ(r.status, delivery_status::failed);
+  EXPECT_EQ(r.cls, error_class::io_transient) << r.error;
+  EXPECT_EQ(r.phase, "install");
+  EXPECT_NE(r.error.find("post-deploy command exited 1"), std::string::npos) << r.error;
+  EXPECT_NE(r.remote_stderr.find("config broken"), std::string::npos) << r.remote_stderr;
+  EXPECT_TRUE(r.restored);
+  EXPECT_EQ(slurp(t.cert_path), cert_a.cert);
+  EXPECT_EQ(slurp(t.key_path), cert_a.key);
+}
+
+TEST_F(delivery_ssh, read_only_destination_is_io_permanent) {
+  testbed::sshd_options o;
+  o.readonly_sftp = true;
+  auto& s = start_sshd(o);
+  auto t = target_on(s, "ro");
+  auto r = deliver(t, bundle(cert_a), "r1");
+  EXPECT_EQ(r.cls, error_class::io_permanent) << r.error;
+  EXPECT_EQ(r.phase, "upload");
+  EXPECT_NE(r.error.find("SSH_FX_"), std::string::npos) << r.error;
+  EXPECT_FALSE(retryable(r.cls));
+  EXPECT_FALSE(fs::exists(t.key_path));
+}
+
+TEST_F(delivery_ssh, missing_destination_directory_is_io_permanent) {
+  auto& s = start_sshd();
+  auto t = target_on(s, "nodir");
+  t.cert_path = (dir.path() / "no" / "such" / "cert.pem").string();
+  auto r = deliver(t, bundle(cert_a), "r1");
+  EXPECT_EQ(r.cls, error_class::io_permanent) << r.error;
+  EXPECT_EQ(r.phase, "upload");
+}
+
+TEST_F(delivery_ssh, wrong_key_is_auth) {
+  auto& s = start_sshd();
+  auto t = target_on(s, "wrongkey");
+  auto other = testbed::make_ssh_key(dir.path() / "client", "other_ed25519");
+  auto r = testbed::run_sync(deliver_ssh(t, ssh_credential{other.private_key, "", ""}, bundle(cert_a), "r1", quick()));
+  EXPECT_EQ(r.cls, error_class::auth) << r.error;
+  EXPECT_EQ(r.phase, "auth");
+  EXPECT_EQ(logs.text().find(other.private_key.substr(40, 30)), std::string::npos);
+}
+
+TEST_F(delivery_ssh, host_key_not_matching_the_pin_is_auth) {
+  auto& s1 = start_sshd();
+  auto& s2 = start_sshd();
+  auto t = target_on(s1, "mitm");
+  t.pinned = *parse_host_key(s2.ed25519_host_key());
+  auto r = deliver(t, bundle(cert_a), "r1");
+  EXPECT_EQ(r.cls, error_class::auth) << r.error;
+  EXPECT_EQ(r.phase, "host_key");
+  EXPECT_NE(r.error.find("host key mismatch"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find(parse_host_key(s1.ed25519_host_key())->fingerprint()), std::string::npos) << r.error;
+  EXPECT_FALSE(fs::exists(t.cert_path));
+  // A server without a key of the pinned type is refused too.
+  testbed::sshd_options ed_only;
+  ed_only.ecdsa_host_key = false;
+  auto& s3 = start_sshd(ed_only);
+  auto t3 = target_on(s3, "notype");
+  t3.pinned = *parse_host_key(s1.ecdsa_host_key());
+  auto r3 = deliver(t3, bundle(cert_a), "r1");
+  EXPECT_EQ(r3.cls, error_class::auth) << r3.error;
+  EXPECT_NE(r3.error.find("offers no ecdsa-sha2-nistp256"), std::string::npos) << r3.error;
+}
+
+TEST_F(delivery_ssh, bad_input_is_validation_before_any_connection) {
+  auto& s = start_sshd();
+  auto t = target_on(s, "relative");
+  t.key_path = "relative/key.pem";
+  auto r = deliver(t, bundle(cert_a), "r1");
+  EXPECT_EQ(r.cls, error_class::validation) << r.error;
+  EXPECT_EQ(r.phase, "check");
+  EXPECT_NE(r.error.find("ssh.key_path"), std::string::npos) << r.error;
+  auto t2 = target_on(s, "mismatch");
+  auto r2 = deliver(t2, cert_bundle{cert_a.cert, cert_b.key, ""}, "r1");
+  EXPECT_EQ(r2.cls, error_class::validation) << r2.error;
+  EXPECT_NE(r2.error.find("does not belong"), std::string::npos) << r2.error;
+  auto r3 = deliver(t2, bundle(cert_a), "../x");
+  EXPECT_EQ(r3.cls, error_class::validation);
+  EXPECT_FALSE(fs::exists(t2.cert_path));
+}
+
+namespace {
+// `openssl s_server` on 127.0.0.1 serving one certificate.
+struct tls_server {
+  std::uint16_t port = testbed::free_port();
+  std::unique_ptr<testbed::process> proc;
+  tls_server(const fs::path& dir, const std::string& cert, const std::string& key) {
+    spit(dir / "srv.crt", cert);
+    spit(dir / "srv.key", key);
+    proc = std::make_unique<testbed::process>(
+        std::vector<std::string>{"/usr/bin/openssl", "s_server", "-accept", "127.0.0.1:" + std::to_string(port), "-cert",
+                                 (dir / "srv.crt").string(), "-key", (dir / "srv.key").string(), "-quiet"},
+        std::map<std::string, std::string>{}, (dir / "s_server").string());
+    for (int i = 0; i < 400; ++i) {
+      int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(port);
+      bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+      ::close(fd);
+      if (up) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+  }
+};
+}  // namespace
+
+TEST_F(delivery_ssh, tls_validation_accepts_the_delivered_certificate) {
+  auto& s = start_sshd();
+  fs::create_directories(dir.path() / "tls-ok");
+  tls_server tls(dir.path() / "tls-ok", cert_a.cert, cert_a.key);
+  auto t = target_on(s, "tls-ok");
+  t.validate_tls = tls_validation{"127.0.0.1", tls.port, "a.test"};
+  auto r = deliver(t, bundle(cert_a), "r1");
+  EXPECT_EQ(r.status, delivery_status::succeeded) << r.error;
+  EXPECT_TRUE(has_phase(r, "validate"));
+}
+
+TEST_F(delivery_ssh, tls_endpoint_serving_another_certificate_is_validation_and_restores) {
+  auto& s = start_sshd();
+  fs::create_directories(dir.path() / "tls-bad");
+  auto other = make_cert(dir.path() / "certs", "other");
+  tls_server tls(dir.path() / "tls-bad", other.cert, other.key);
+  auto t = target_on(s, "tls-bad");
+  ASSERT_TRUE(deliver(t, bundle(cert_a), "r1").ok());
+  t.validate_tls = tls_validation{"127.0.0.1", tls.port, ""};
+  auto r = deliver(t, bundle(cert_b), "r2");
+  EXPECT_EQ(r.status, delivery_status::failed);
+  EXPECT_EQ(r.cls, error_class::validation) << r.error;
+  EXPECT_EQ(r.phase, "validate");
+  EXPECT_NE(r.error.find("expected " + *check_bundle(bundle(cert_b))), std::string::npos) << r.error;
+  EXPECT_TRUE(r.restored);
+  EXPECT_EQ(slurp(t.cert_path), cert_a.cert);
+  EXPECT_EQ(slurp(t.key_path), cert_a.key);
+  EXPECT_EQ(slurp(t.chain_path), cert_a.cert);
+}
+
+TEST_F(delivery_ssh, remote_hash_validation_and_owner) {
+  auto& s = start_sshd();
+  auto t = target_on(s, "hash");
+  t.validate_remote_hash = true;
+  t.owner = testbed::current_user();
+  t.cert_mode = 0640;
+  auto r = deliver(t, bundle(cert_a), "r1");
+  EXPECT_EQ(r.status, delivery_status::succeeded) << r.error;
+  EXPECT_EQ(mode_of(t.cert_path), 0640u);
+  t.owner = "certfleet-no-such-user";
+  auto bad = deliver(t, bundle(cert_b), "r2");
+  EXPECT_EQ(bad.cls, error_class::io_permanent) << bad.error;
+  EXPECT_NE(bad.error.find("owner"), std::string::npos) << bad.error;
+  EXPECT_EQ(slurp(t.cert_path), cert_a.cert);
+}
+
+TEST_F(delivery_ssh, rollback_of_a_named_run_restores_the_exact_previous_bytes) {
+  auto& s = start_sshd();
+  auto t = target_on(s, "rollback");
+  // Odd bytes before certfleet ever ran: rollback must restore them exactly, mode included.
+  std::string before_cert = "hand-made\r\n\x01\x02 cert bytes";
+  spit(t.cert_path, before_cert);
+  ::chmod(t.cert_path.c_str(), 0604);
+  ASSERT_FALSE(fs::exists(t.key_path));
+  auto r1 = deliver(t, bundle(cert_a), "run-1");
+  ASSERT_TRUE(r1.ok()) << r1.error;
+  auto r2 = deliver(t, bundle(cert_b), "run-2");
+  ASSERT_TRUE(r2.ok()) << r2.error;
+  EXPECT_EQ(slurp(t.cert_path), cert_b.cert);
+  auto back = testbed::run_sync(rollback_ssh(t, cred(), "run-2", quick()));
+  ASSERT_TRUE(back.ok()) << back.error;
+  EXPECT_EQ(back.fingerprint_sha256, *check_bundle(bundle(cert_a)));
+  EXPECT_EQ(slurp(t.cert_path), cert_a.cert);
+  EXPECT_EQ(slurp(t.key_path), cert_a.key);
+  // Rolling back run-1 restores the hand-made file and removes what did not exist.
+  auto first = testbed::run_sync(rollback_ssh(t, cred(), "run-1", quick()));
+  ASSERT_TRUE(first.ok()) << first.error;
+  EXPECT_EQ(slurp(t.cert_path), before_cert);
+  EXPECT_EQ(mode_of(t.cert_path), 0604u);
+  EXPECT_FALSE(fs::exists(t.key_path));
+  EXPECT_FALSE(fs::exists(t.chain_path));
+  // A run that never ran on this target has nothing to restore.
+  auto none = testbed::run_sync(rollback_ssh(t, cred(), "run-9", quick()));
+  EXPECT_EQ(none.cls, error_class::io_permanent) << none.error;
+  EXPECT_NE(none.error.find("no backup"), std::string::npos) << none.error;
+}
+
+// The unresolvable-name case runs in its own network namespace (`unshare -n`): only a downed
+// loopback exists there, so the lookup cannot reach any resolver, inside or outside 127.0.0.0/8.
+TEST(delivery_ssh_netns, unresolvable_name_is_network) {
+  if (std::getenv("CERTFLEET_IN_NETNS")) GTEST_SKIP() << "outer test only";
+  char self[4096];
+  auto n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  ASSERT_GT(n, 0);
+  self[n] = 0;
+  auto [probe, probe_out] = testbed::run_command({"/usr/bin/unshare", "-n", "/bin/true"});
+  if (probe != 0) GTEST_SKIP() << "unshare -n is not permitted here: " << probe_out;
+  auto [rc, out] = testbed::run_command({"/usr/bin/unshare", "-n", self, "--gtest_filter=delivery_ssh_netns.inner"},
+                                        {{"CERTFLEET_IN_NETNS", "1"}}, std::chrono::seconds(60));
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("[  PASSED  ] 1 test"), std::string::npos) << out;
+}
+
+TEST(delivery_ssh_netns, inner) {
+  if (!std::getenv("CERTFLEET_IN_NETNS")) GTEST_SKIP() << "runs inside unshare -n only";
+  testbed::temp_dir dir{"certfleet-netns"};
+  auto key = testbed::make_ssh_key(dir.path(), "id");
+  auto c = make_cert(dir.path(), "n");
+  ssh_target t;
+  t.host = "certfleet-no-such-host.invalid";
+  t.user = "root";
+  t.pinned = *parse_host_key(key.public_line);
+  t.cert_path = "/tmp/x/cert.pem";
+  t.key_path = "/tmp/x/key.pem";
+  boost::asio::thread_pool pool(1);
+  ssh_options o;
+  o.resolve_pool = &pool;
+  auto r = testbed::run_sync(deliver_ssh(t, ssh_credential{key.private_key, "", ""}, cert_bundle{c.cert, c.key, ""}, "r1", o));
+  EXPECT_EQ(r.cls, error_class::network) << r.error;
+  EXPECT_EQ(r.phase, "resolve") << r.error;
+  EXPECT_NE(r.error.find("cannot resolve certfleet-no-such-host.invalid"), std::string::npos) << r.error;
+  pool.join();
+}

@@ -1,0 +1,140 @@
+#include "sshd.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace testbed {
+namespace {
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string first_two_words(std::string line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  auto a = line.find(' ');
+  if (a == std::string::npos) return line;
+  auto b = line.find(' ', a + 1);
+  return b == std::string::npos ? line : line.substr(0, b);
+}
+
+}  // namespace
+
+std::string current_user() {
+  passwd* pw = getpwuid(geteuid());
+  return pw ? pw->pw_name : "root";
+}
+
+std::uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    throw std::runtime_error("bind failed");
+  }
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+bool wait_for_banner(std::uint16_t port, const std::string& banner, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+      pollfd p{fd, POLLIN, 0};
+      char buf[256] = {};
+      if (::poll(&p, 1, 2000) == 1) {
+        auto n = ::recv(fd, buf, sizeof buf - 1, 0);
+        ::close(fd);
+        if (n > 0 && std::string(buf, static_cast<std::size_t>(n)).rfind(banner, 0) == 0) return true;
+      } else {
+        ::close(fd);
+      }
+    } else {
+      ::close(fd);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+ssh_key_pair make_ssh_key(const std::filesystem::path& dir, const std::string& name, const std::string& type) {
+  std::filesystem::create_directories(dir);
+  auto path = (dir / name).string();
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".pub");
+  std::vector<std::string> argv{"/usr/bin/ssh-keygen", "-q", "-t", type, "-N", "", "-C", "certfleet-test", "-f", path};
+  if (type == "ecdsa") argv.insert(argv.begin() + 4, {"-b", "256"});
+  auto [rc, out] = run_command(argv);
+  if (rc != 0) throw std::runtime_error("ssh-keygen failed: " + out);
+  return {slurp(path), first_two_words(slurp(path + ".pub"))};
+}
+
+sshd::sshd(const std::filesystem::path& dir, const std::vector<std::string>& authorized, sshd_options o) : dir_(dir) {
+  std::filesystem::create_directories(dir_);
+  // sshd as root insists on its privilege-separation directory.
+  std::error_code ec;
+  std::filesystem::create_directories("/run/sshd", ec);
+  auto ed = make_ssh_key(dir_, "host_ed25519", "ed25519");
+  ed25519_ = ed.public_line;
+  if (o.ecdsa_host_key) ecdsa_ = make_ssh_key(dir_, "host_ecdsa", "ecdsa").public_line;
+  {
+    std::ofstream ak(dir_ / "authorized_keys");
+    for (auto& l : authorized) ak << l << "\n";
+  }
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    port_ = free_port();
+    auto cfg = dir_ / "sshd_config";
+    {
+      std::ofstream c(cfg);
+      c << "ListenAddress 127.0.0.1:" << port_ << "\n"
+        << "HostKey " << (dir_ / "host_ed25519").string() << "\n";
+      if (o.ecdsa_host_key) c << "HostKey " << (dir_ / "host_ecdsa").string() << "\n";
+      c << "PidFile " << (dir_ / "sshd.pid").string() << "\n"
+        << "AuthorizedKeysFile " << (dir_ / "authorized_keys").string() << "\n"
+        << "UsePAM no\nStrictModes no\nUseDNS no\nLogLevel ERROR\n"
+        << "PermitRootLogin yes\n"
+        << "PasswordAuthentication " << (o.password_auth ? "yes" : "no") << "\n"
+        << "KbdInteractiveAuthentication no\n"
+        << "MaxStartups 1000:30:1000\nMaxSessions 100\n"
+        << "Subsystem sftp " << (o.readonly_sftp ? "internal-sftp -R" : "/usr/lib/openssh/sftp-server") << "\n";
+    }
+    proc_ = std::make_unique<process>(std::vector<std::string>{"/usr/sbin/sshd", "-D", "-e", "-f", cfg.string()},
+                                      std::map<std::string, std::string>{}, (dir_ / "sshd").string());
+    if (wait_for_banner(port_, "SSH-2.0-", 10000)) return;
+    std::string err = proc_->stderr_text();
+    proc_.reset();
+    if (attempt == 4) throw std::runtime_error("sshd did not start: " + err);
+  }
+}
+
+sshd::~sshd() {
+  if (!proc_) return;
+  proc_->signal(SIGTERM);
+  if (proc_->wait(std::chrono::seconds(5)) == -1) proc_->signal(SIGKILL);
+}
+
+}  // namespace testbed

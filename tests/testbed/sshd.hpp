@@ -1,0 +1,57 @@
+#pragma once
+// Real OpenSSH servers on 127.0.0.1 for delivery tests and benchmarks (TESTBED.md): each has its
+// own ed25519 + ECDSA host keys, a config in the test directory, and is stopped by its PID.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "process.hpp"
+
+namespace testbed {
+
+// An ed25519 (or ECDSA) key pair made with ssh-keygen: private key text (OpenSSH format) and
+// the public line for authorized_keys / pinning.
+struct ssh_key_pair {
+  std::string private_key;
+  std::string public_line;
+};
+ssh_key_pair make_ssh_key(const std::filesystem::path& dir, const std::string& name, const std::string& type = "ed25519");
+
+struct sshd_options {
+  bool password_auth = false;
+  std::string password;          // set on nothing: sshd checks the real user; only for docs
+  bool readonly_sftp = false;    // `Subsystem sftp internal-sftp -R`: every write is refused
+  bool ecdsa_host_key = true;
+};
+
+class sshd {
+ public:
+  // Starts /usr/sbin/sshd -D -e -f CONFIG in `dir` (created), accepting `authorized_public_lines`.
+  sshd(const std::filesystem::path& dir, const std::vector<std::string>& authorized_public_lines, sshd_options o = {});
+  ~sshd();  // SIGTERM, then SIGKILL
+  sshd(const sshd&) = delete;
+  sshd& operator=(const sshd&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  const std::string& ed25519_host_key() const { return ed25519_; }  // "ssh-ed25519 AAAA…"
+  const std::string& ecdsa_host_key() const { return ecdsa_; }      // "ecdsa-sha2-nistp256 AAAA…" or ""
+  int pid() const { return proc_ ? proc_->pid() : -1; }
+  std::string log() const { return proc_ ? proc_->stderr_text() : ""; }
+
+ private:
+  std::filesystem::path dir_;
+  std::uint16_t port_ = 0;
+  std::string ed25519_, ecdsa_;
+  std::unique_ptr<process> proc_;
+};
+
+// The user the servers log in (the current one: root in CI).
+std::string current_user();
+// A TCP port on 127.0.0.1 that nothing listens on right now.
+std::uint16_t free_port();
+// Waits until something on 127.0.0.1:port accepts and sends a line starting with `banner`.
+bool wait_for_banner(std::uint16_t port, const std::string& banner, int timeout_ms);
+
+}  // namespace testbed
