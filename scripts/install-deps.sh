@@ -12,7 +12,7 @@ build_pkgs=(
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-16 libclang-rt-16-dev
-  openssh-server openssh-client procps iproute2 curl python3
+  openssh-server openssh-client procps iproute2 curl python3 sudo
 )
 # promtool only; the server's recommends are not needed.
 norec_pkgs=(prometheus)
