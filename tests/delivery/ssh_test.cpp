@@ -13,6 +13,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -134,7 +135,13 @@ class delivery_ssh : public ::testing::Test {
   }
 
   delivery_result deliver(const ssh_target& t, const cert_bundle& b, const std::string& run, ssh_options o = quick()) {
-    return testbed::run_sync(deliver_ssh(t, cred(), b, run, o));
+    auto r = testbed::run_sync(deliver_ssh(t, cred(), b, run, o));
+    // The operator-facing message, in the test output: what a job log line would say.
+    std::string timings;
+    for (auto& ph : r.timings) timings += " " + ph.phase + "=" + std::to_string(ph.ms) + "ms";
+    std::printf("  delivery %s: %s [%s] %s\n   %s\n", run.c_str(), delivery_status_name(r.status),
+                error_class_name(r.cls), r.error.c_str(), timings.c_str());
+    return r;
   }
 
   void TearDown() override {
@@ -412,6 +419,18 @@ TEST_F(delivery_ssh, remote_hash_validation_and_owner) {
   EXPECT_EQ(bad.cls, error_class::io_permanent) << bad.error;
   EXPECT_NE(bad.error.find("owner"), std::string::npos) << bad.error;
   EXPECT_EQ(slurp(t.cert_path), cert_a.cert);
+}
+
+TEST_F(delivery_ssh, sudo_runs_the_install_under_sudo_n) {
+  if (::access("/usr/bin/sudo", X_OK) != 0) GTEST_SKIP() << "sudo is not installed (scripts/install-deps.sh --test)";
+  auto& s = start_sshd();
+  auto t = target_on(s, "sudo");
+  t.sudo = true;
+  // The post command runs inside the sudo'd script: SUDO_USER proves it went through sudo -n.
+  t.post_command = "test -n \"$SUDO_USER\"";
+  auto r = deliver(t, bundle(cert_a), "r1");
+  EXPECT_EQ(r.status, delivery_status::succeeded) << r.error << " / " << r.remote_stderr;
+  EXPECT_EQ(slurp(t.key_path), cert_a.key);
 }
 
 TEST_F(delivery_ssh, rollback_of_a_named_run_restores_the_exact_previous_bytes) {
