@@ -4,6 +4,7 @@
 #include "certfleet/core/json.hpp"
 #include "certfleet/queue/job_view.hpp"
 #include "certfleet/queue/queue_service.hpp"
+#include "certfleet/store/maintenance.hpp"
 #include "certfleet/store/auth.hpp"
 #include "wiring.hpp"
 
@@ -11,6 +12,7 @@
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 
 namespace certfleet::app {
@@ -71,7 +73,7 @@ int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
   }
   store::store& store = **st;
   queue::handler_registry handlers;
-  register_handlers(handlers);
+  register_handlers(handlers, *settings);
   const auto& clock = system_clock();
   queue::queue_service queue(store, handlers, clock,
                              static_cast<int>(settings->integer("job_retry_per_minute")));
@@ -289,6 +291,80 @@ int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
   return 2;
 }
 
+// `certfleet backup --to FILE`: a consistent online copy of the embedded store (VACUUM INTO),
+// safe while servers run. `certfleet restore --from FILE`: puts a backup in place as the store;
+// only while no certfleet process uses the data directory.
+int run_backup(common_flags& flags, const std::string& to) {
+  auto settings = settings_from(flags);
+  if (!settings) {
+    print_error(settings.error());
+    return 2;
+  }
+  auto st = open_store(*settings);
+  if (!st) {
+    print_error(st.error());
+    return 1;
+  }
+  auto target = std::filesystem::absolute(to).string();
+  auto r = run_sync([&] { return (*st)->maintenance().backup_to(target); });
+  if (!r) {
+    print_error(r.error());
+    return exit_code(r.error());
+  }
+  std::cout << boost::json::serialize(boost::json::object{{"backup", target}}) << "\n";
+  return 0;
+}
+
+int run_restore(common_flags& flags, const std::string& from, bool force) {
+  auto settings = settings_from(flags);
+  if (!settings) {
+    print_error(settings.error());
+    return 2;
+  }
+  namespace fs = std::filesystem;
+  fs::path dir(settings->text("data"));
+  fs::path db = dir / "certfleet.db";
+  if (!fs::is_regular_file(from)) {
+    print_error(make_error(errc::invalid_argument, fmt::format("{} is not a file", from), "from"));
+    return 2;
+  }
+  {
+    // A backup must open as a certfleet store before it replaces anything.
+    store::sqlite_options o;
+    o.path = from;
+    o.readers = 1;
+    auto check = store::open_sqlite(o);
+    if (!check) {
+      print_error(make_error(errc::invalid_argument, fmt::format("{} is not a usable certfleet store: {}", from,
+                                                                 check.error().message), "from"));
+      return 2;
+    }
+    (*check)->close();
+  }
+  if (fs::exists(db) && !force) {
+    print_error(make_error(errc::conflict,
+                           fmt::format("{} exists; stop every certfleet process using {} and pass --force to replace it",
+                                       db.string(), dir.string()),
+                           "force"));
+    return 4;
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  auto tmp = db.string() + ".restore";
+  fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
+  if (!ec) {
+    fs::remove(db.string() + "-wal", ec);
+    fs::remove(db.string() + "-shm", ec);
+    fs::rename(tmp, db, ec);
+  }
+  if (ec) {
+    print_error(make_error(errc::store_failure, fmt::format("restore into {} failed: {}", db.string(), ec.message())));
+    return 1;
+  }
+  std::cout << boost::json::serialize(boost::json::object{{"restored", db.string()}, {"from", from}}) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -339,6 +415,16 @@ int run_cli(int argc, char** argv) {
   logs->add_option("--after", ja.after, "Cursor: the seq of the last line already read");
   logs->add_option("--limit", ja.limit, "Lines at most");
 
+  std::string backup_to, restore_from;
+  bool restore_force = false;
+  auto* backup = app.add_subcommand("backup", "Copy the embedded store, consistently, while it runs");
+  add_common(backup);
+  backup->add_option("--to", backup_to, "Destination file (must not exist)")->required();
+  auto* restore = app.add_subcommand("restore", "Put a backup in place as the store (no process may use it)");
+  add_common(restore);
+  restore->add_option("--from", restore_from, "A file made by certfleet backup")->required();
+  restore->add_flag("--force", restore_force, "Replace an existing store");
+
   auto* token = app.add_subcommand("token", "Create, list and revoke API access tokens");
   token->require_subcommand(1);
   token_args ta;
@@ -381,6 +467,8 @@ int run_cli(int argc, char** argv) {
     return serve(*settings);
   }
   if (jobs->parsed()) return run_jobs(jobs_cmd, flags, ja);
+  if (backup->parsed()) return run_backup(flags, backup_to);
+  if (restore->parsed()) return run_restore(flags, restore_from, restore_force);
   if (token->parsed()) return run_token(token_cmd, flags, ta);
   std::cout << app.help();
   return 0;

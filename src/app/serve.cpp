@@ -6,6 +6,7 @@
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/queue/worker.hpp"
+#include "certfleet/scheduler/scheduler.hpp"
 #include "certfleet/store/store.hpp"
 #include "wiring.hpp"
 
@@ -60,7 +61,10 @@ queue::worker_options worker_options_from(const settings_map& s) {
   return o;
 }
 
-void register_handlers(queue::handler_registry& r) { queue::register_noop(r); }
+void register_handlers(queue::handler_registry& r, const settings_map& s) {
+  queue::register_noop(r);
+  scheduler::register_sweep_handler(r, s.integer("job_retention_s") * 1000);
+}
 
 // First start on an empty store: one owner token (system admin) of the default project, written
 // once to DATA/owner-token (0600). The store creates it only when it holds no token at all, so
@@ -120,7 +124,7 @@ int serve(const settings_map& settings) {
               << std::endl;
 
   queue::handler_registry handlers;
-  register_handlers(handlers);
+  register_handlers(handlers, settings);
   asio::io_context ioc(1);
   queue::queue_service queue(store, handlers, clock);
 
@@ -145,9 +149,20 @@ int serve(const settings_map& settings) {
     worker->start();
   }
 
+  std::unique_ptr<scheduler::scheduler> sched;
+  if (mode == "scheduler" || mode == "all") {
+    scheduler::scheduler_options so;
+    so.lease_ttl_ms = settings.integer("scheduler_lease_ms");
+    so.interval_ms = settings.integer("scheduler_interval_ms");
+    sched = std::make_unique<scheduler::scheduler>(ioc.get_executor(), store, queue, clock, so);
+    sched->start();
+  }
+
   std::cout << fmt::format("certfleet {} serving: mode={} data={} store={}", CERTFLEET_VERSION, mode, data.string(),
                            (data / "certfleet.db").string())
-            << (worker ? fmt::format(" worker={}", worker->id()) : std::string()) << " listen=" << *bound << std::endl;
+            << (worker ? fmt::format(" worker={}", worker->id()) : std::string())
+            << (sched ? fmt::format(" scheduler={}", sched->holder_id()) : std::string()) << " listen=" << *bound
+            << std::endl;
 
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
   bool stopping = false;
@@ -160,6 +175,7 @@ int serve(const settings_map& settings) {
         [&]() -> asio::awaitable<void> {
           // The listener first: no new requests while the worker winds down.
           co_await http.stop();
+          if (sched) co_await sched->stop();
           if (worker) co_await worker->stop();
           ioc.stop();
         },

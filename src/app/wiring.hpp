@@ -14,7 +14,7 @@ namespace certfleet::app {
 result<std::unique_ptr<store::store>> open_store(const settings_map& s);
 queue::worker_options worker_options_from(const settings_map& s);
 // Every handler this build has; a type missing here is refused at enqueue.
-void register_handlers(queue::handler_registry& r);
+void register_handlers(queue::handler_registry& r, const settings_map& s);
 void raise_fd_limit();
 
 // Runs one coroutine to completion on a private event loop (CLI commands).

@@ -16,7 +16,7 @@ namespace {
 using S = setting_scope;
 using T = setting_type;
 
-constexpr std::array<setting_def, 19> table{{
+constexpr std::array<setting_def, 22> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -41,6 +41,12 @@ constexpr std::array<setting_def, 19> table{{
      "How long a write waits for another process's write lock before failing with store_busy."},
     {"store_synchronous", T::choice, S::process, 0, 0, "normal", "normal|full",
      "SQLite synchronous mode under WAL: normal survives a process crash; full also a power loss."},
+    {"scheduler_interval_ms", T::integer, S::process, 1000, 86'400'000, "3600000", "",
+     "One scheduler cycle: each sweep runs once per cycle."},
+    {"scheduler_lease_ms", T::integer, S::process, 1000, 600'000, "30000", "",
+     "The scheduler leader's lease: a dead leader is replaced within this."},
+    {"job_retention_s", T::integer, S::process, 60, 315'360'000, "2592000", "",
+     "Completed and cancelled jobs (and their logs) older than this are deleted by the retention sweep."},
     {"distribution_fanout_threshold", T::integer, S::system, 0, 500, "0", "",
      "Targets from which a distribution fans out into batch child jobs; 0 = never."},
     {"distribution_fanout_batch_size", T::integer, S::system, 0, 200, "0", "",

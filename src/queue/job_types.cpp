@@ -5,7 +5,7 @@
 namespace certfleet::queue {
 
 namespace {
-constexpr std::array<job_type, 18> table{{
+constexpr std::array<job_type, 19> table{{
     {"issue_certificate", lane_main, 3, true},
     {"renew_certificate", lane_main, 3, true},
     {"validate_manual_dns", lane_main, 3, false},
@@ -24,6 +24,7 @@ constexpr std::array<job_type, 18> table{{
     {"notification.send", lane_main, 3, false},
     {"discovery_execute", lane_main, 1, true},
     {"noop", lane_main, 3, true},
+    {"maintenance_sweep", lane_main, 1, false},  // the scheduler's sweeps, one per name per cycle
 }};
 }  // namespace
 

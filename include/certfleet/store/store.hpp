@@ -89,6 +89,8 @@ class project_store {
 };
 
 class auth_store;     // certfleet/store/auth.hpp
+class lease_store;        // certfleet/store/maintenance.hpp
+class maintenance_store;  // certfleet/store/maintenance.hpp
 class observe_store;  // certfleet/store/auth.hpp
 
 class store {
@@ -98,6 +100,8 @@ class store {
   virtual project_store& projects() = 0;
   virtual auth_store& auth() = 0;        // tokens, audit log, system settings
   virtual observe_store& observe() = 0;  // /metrics and live log reads
+  virtual lease_store& leases() = 0;              // the scheduler's leader lease
+  virtual maintenance_store& maintenance() = 0;  // retention, backup
   virtual task<void> ping() = 0;  // a round trip to the store (/readyz)
   // Stops the store threads after the work queued so far; later calls fail with shutting_down.
   virtual void close() = 0;

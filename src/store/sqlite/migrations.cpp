@@ -6,7 +6,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 2> migrations{{
+constexpr std::array<const char*, 3> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -96,6 +96,15 @@ CREATE TABLE system_settings (
   name TEXT PRIMARY KEY,
   value TEXT NOT NULL,
   updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql",
+    // 3: leader leases
+    R"sql(
+CREATE TABLE leases (
+  name TEXT PRIMARY KEY,
+  holder TEXT NOT NULL,
+  epoch INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql",
 }};

@@ -4,6 +4,7 @@
 #include "executor.hpp"
 #include "migrations.hpp"
 #include "sqlite_auth.hpp"
+#include "sqlite_maintenance.hpp"
 
 #include <fmt/format.h>
 
@@ -134,13 +135,16 @@ class sqlite_store final : public store, public job_store, public project_store 
   explicit sqlite_store(const sqlite_options& o)
       : writer_(o.path, o.busy_timeout_ms, o.synchronous_full, [](db& d) { migrate(d); }),
         readers_(o.path, o.readers, o.busy_timeout_ms),
-        auth_(make_auth_store(writer_, readers_)) {}
+        auth_(make_auth_store(writer_, readers_)),
+        maintenance_(make_maintenance_stores(writer_, readers_)) {}
   ~sqlite_store() override { close(); }
 
   job_store& jobs() override { return *this; }
   project_store& projects() override { return *this; }
   auth_store& auth() override { return auth_->auth(); }
   observe_store& observe() override { return auth_->observe(); }
+  lease_store& leases() override { return maintenance_->leases(); }
+  maintenance_store& maintenance() override { return maintenance_->maintenance(); }
   void close() override {
     writer_.close();
     readers_.close();
@@ -554,6 +558,7 @@ class sqlite_store final : public store, public job_store, public project_store 
   writer writer_;
   reader_pool readers_;
   std::unique_ptr<auth_stores> auth_;
+  std::unique_ptr<maintenance_stores> maintenance_;
 };
 
 }  // namespace

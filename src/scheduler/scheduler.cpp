@@ -1,0 +1,195 @@
+#include "certfleet/scheduler/scheduler.hpp"
+
+#include "certfleet/core/json.hpp"
+#include "certfleet/queue/worker.hpp"
+#include "certfleet/store/maintenance.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <chrono>
+
+namespace certfleet::scheduler {
+
+namespace asio = boost::asio;
+inline constexpr std::string_view lease_name = "scheduler";
+
+namespace {
+constexpr std::array<sweep_def, 2> sweeps{{
+    {"lost_leases", "active jobs past their lease with no attempts left become dead (terminal hooks run)"},
+    {"retention", "completed and cancelled jobs (and their logs) older than job_retention_s are deleted in batches"},
+}};
+}  // namespace
+
+std::span<const sweep_def> all_sweeps() noexcept { return sweeps; }
+
+struct scheduler::impl : std::enable_shared_from_this<impl> {
+  asio::any_io_executor ex;
+  store::store& st;
+  queue::queue_service& q;
+  const clock_source& clock;
+  scheduler_options opt;
+  scheduler_stats stats;
+  bool stopping = false;
+  bool running = false;
+  asio::steady_timer timer;
+
+  impl(asio::any_io_executor e, store::store& s, queue::queue_service& qs, const clock_source& c, scheduler_options o)
+      : ex(e), st(s), q(qs), clock(c), opt(std::move(o)), timer(e) {
+    if (opt.holder_id.empty()) opt.holder_id = queue::make_worker_id();
+  }
+
+  asio::awaitable<void> run() {
+    auto self = shared_from_this();
+    running = true;
+    while (!stopping) {
+      co_await tick();
+      timer.expires_after(std::chrono::milliseconds(std::max<time_ms>(opt.lease_ttl_ms / 3, 50)));
+      co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    running = false;
+  }
+
+  asio::awaitable<void> tick() {
+    auto now = clock.now_ms();
+    auto lease = co_await st.leases().acquire(std::string(lease_name), opt.holder_id, now, opt.lease_ttl_ms);
+    if (!lease) {
+      // Without a confirmed lease this process must act as a follower.
+      if (stats.leader) spdlog::warn("scheduler {}: lease renewal failed ({}); stepping down", opt.holder_id, lease.error().message);
+      stats.leader = false;
+      co_return;
+    }
+    if (!lease->held) {
+      if (stats.leader)
+        spdlog::warn("scheduler {}: deposed by {} (epoch {}); stopping sweeps", opt.holder_id, lease->holder, lease->epoch);
+      stats.leader = false;
+      co_return;
+    }
+    if (!stats.leader) {
+      ++stats.terms;
+      spdlog::info("scheduler {}: leader (epoch {})", opt.holder_id, lease->epoch);
+    }
+    stats.leader = true;
+    stats.epoch = lease->epoch;
+    // Only act while the lease is certainly ours: it was renewed at `now` for a full TTL, and the
+    // enqueues below take far less. A late one is harmless: each key exists once per cycle.
+    const std::int64_t cycle = now / opt.interval_ms;
+    for (const auto& sw : sweeps) {
+      if (clock.now_ms() >= lease->expires_at) co_return;
+      queue::enqueue_request r;
+      r.project_id = system_project;
+      r.type = "maintenance_sweep";
+      r.payload = fmt::format(R"({{"name":"{}","cycle":{},"epoch":{}}})", sw.name, cycle, lease->epoch);
+      r.idempotency_key = fmt::format("sweep:{}:{}", sw.name, cycle);
+      r.triggered_by = "scheduler:" + opt.holder_id;
+      auto out = co_await q.enqueue(std::move(r), queue::caller::system);
+      if (!out) spdlog::warn("scheduler: enqueue of sweep {} failed: {}", sw.name, out.error().message);
+      else if (out->created) ++stats.sweeps_enqueued;
+    }
+  }
+
+  std::string system_project;
+};
+
+scheduler::scheduler(asio::any_io_executor ex, store::store& s, queue::queue_service& q, const clock_source& clock,
+                     scheduler_options o)
+    : impl_(std::make_shared<impl>(ex, s, q, clock, std::move(o))) {}
+
+scheduler::~scheduler() = default;
+
+void scheduler::start() {
+  auto i = impl_;
+  asio::co_spawn(
+      i->ex,
+      [i]() -> asio::awaitable<void> {
+        // Sweeps are system work: they live in the `default` project, where operators see them.
+        auto p = co_await i->st.projects().ensure("default", i->clock.now_ms());
+        if (!p) {
+          spdlog::error("scheduler: cannot read the default project: {}", p.error().message);
+          co_return;
+        }
+        i->system_project = p->first.id;
+        co_await i->run();
+      },
+      [](std::exception_ptr e) {
+        if (!e) return;
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+          spdlog::error("scheduler: unexpected exception: {}", x.what());
+        }
+      });
+}
+
+asio::awaitable<void> scheduler::stop() {
+  auto i = impl_;
+  i->stopping = true;
+  i->timer.cancel();
+  asio::steady_timer t(i->ex);
+  for (int n = 0; n < 500 && i->running; ++n) {
+    t.expires_after(std::chrono::milliseconds(10));
+    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  if (i->stats.leader) {
+    co_await i->st.leases().release(std::string(lease_name), i->opt.holder_id, i->stats.epoch);
+    i->stats.leader = false;
+  }
+}
+
+const scheduler_stats& scheduler::stats() const { return impl_->stats; }
+const std::string& scheduler::holder_id() const { return impl_->opt.holder_id; }
+
+void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms) {
+  r.add(
+      "maintenance_sweep",
+      [retention_ms](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
+        auto p = json::object_reader::parse(ctx.payload(), "payload");
+        if (!p) co_return queue::outcome::permanent_failure(p.error().message);
+        auto name = p->required_string("name");
+        if (!name) co_return queue::outcome::permanent_failure(name.error().message);
+        if (*name == "lost_leases") {
+          int total = 0;
+          for (;;) {
+            ctx.checkpoint();
+            auto n = co_await ctx.store().jobs().reap_expired(ctx.clock().now_ms(), 500);
+            if (!n) co_return queue::outcome::failure(n.error().message);
+            total += *n;
+            if (*n < 500) break;
+          }
+          co_await ctx.log("info", fmt::format("lost_leases: {} expired jobs with no attempts left are now dead", total));
+          co_return queue::outcome::ok();
+        }
+        if (*name == "retention") {
+          auto before = ctx.clock().now_ms() - retention_ms;
+          int total = 0;
+          // Bounded batches, each its own short transaction, so writers never wait long.
+          for (int batch = 0; batch < 1000; ++batch) {
+            ctx.checkpoint();
+            auto n = co_await ctx.store().maintenance().purge_finished(before, 500);
+            if (!n) co_return queue::outcome::failure(n.error().message);
+            total += *n;
+            if (*n < 500) break;
+          }
+          co_await ctx.log("info", fmt::format("retention: deleted {} completed/cancelled jobs finished before {}", total,
+                                               format_iso8601(before)));
+          co_return queue::outcome::ok();
+        }
+        co_return queue::outcome::permanent_failure(fmt::format("unknown sweep \"{}\"", *name));
+      },
+      [](const std::string& payload) -> result<void> {
+        auto p = json::object_reader::parse(payload, "payload");
+        if (!p) return std::move(p).error();
+        auto name = p->required_string("name");
+        if (!name) return std::move(name).error();
+        for (const auto& s : sweeps)
+          if (s.name == *name) return {};
+        return make_error(errc::invalid_argument, fmt::format("unknown sweep \"{}\"", *name), "payload.name");
+      });
+}
+
+}  // namespace certfleet::scheduler

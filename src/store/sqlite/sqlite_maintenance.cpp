@@ -1,0 +1,112 @@
+#include "sqlite_maintenance.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+namespace certfleet::store::sqlite {
+
+namespace {
+
+class impl final : public maintenance_stores, public lease_store, public maintenance_store {
+ public:
+  impl(writer& w, reader_pool& r) : writer_(w), readers_(r) {}
+  lease_store& leases() override { return *this; }
+  maintenance_store& maintenance() override { return *this; }
+
+  task<leader_lease> acquire(std::string name, std::string holder, time_ms now, time_ms ttl) override {
+    return run_write<result<leader_lease>>(
+        writer_, [name = std::move(name), holder = std::move(holder), now, ttl](db& d) -> result<leader_lease> {
+          // Free, expired, or ours: take or renew it. A change of holder bumps the epoch.
+          auto s = d.prepare(
+              "INSERT INTO leases (name, holder, epoch, expires_at) VALUES (?1, ?2, 1, ?3 + ?4) "
+              "ON CONFLICT (name) DO UPDATE SET "
+              "epoch = CASE WHEN holder = ?2 THEN epoch ELSE epoch + 1 END, holder = ?2, expires_at = ?3 + ?4 "
+              "WHERE holder = ?2 OR expires_at <= ?3 "
+              "RETURNING holder, epoch, expires_at");
+          s->bind(1, name).bind(2, holder).bind(3, now).bind(4, ttl);
+          if (s->step()) {
+            leader_lease l{name, s->text(0), s->int64(1), s->int64(2), true};
+            s->run();
+            return l;
+          }
+          auto cur = d.prepare("SELECT holder, epoch, expires_at FROM leases WHERE name = ?1");
+          cur->bind(1, name);
+          if (!cur->step()) throw db_error(0, "lease vanished inside the write transaction");
+          return leader_lease{name, cur->text(0), cur->int64(1), cur->int64(2), false};
+        });
+  }
+
+  task<void> release(std::string name, std::string holder, std::int64_t epoch) override {
+    return run_write<result<void>>(writer_, [name = std::move(name), holder = std::move(holder), epoch](db& d) {
+      auto s = d.prepare("UPDATE leases SET expires_at = 0 WHERE name = ?1 AND holder = ?2 AND epoch = ?3");
+      s->bind(1, name).bind(2, holder).bind(3, epoch).run();
+      return result<void>{};
+    });
+  }
+
+  task<int> purge_finished(time_ms before, int limit) override {
+    return run_write<result<int>>(writer_, [before, limit](db& d) -> result<int> {
+      // ObjectIds start with their creation second, so "created before the cutoff" bounds the
+      // scan of the (project, status, id) index; completed_at decides.
+      char cutoff[25];
+      std::snprintf(cutoff, sizeof cutoff, "%08llx0000000000000000",
+                    static_cast<unsigned long long>(std::max<time_ms>(before, 0) / 1000));
+      std::vector<std::string> ids;
+      {
+        auto s = d.prepare(
+            "SELECT j.id FROM projects p JOIN jobs j ON j.project_id = p.id AND j.status IN ('completed', 'cancelled') "
+            "AND j.id < ?1 WHERE j.completed_at < ?2 LIMIT ?3");
+        s->bind(1, std::string(cutoff)).bind(2, before).bind(3, limit);
+        while (s->step()) ids.push_back(s->text(0));
+      }
+      for (const auto& id : ids) {
+        auto logs = d.prepare("DELETE FROM job_logs WHERE job_id = ?1");
+        logs->bind(1, id).run();
+        auto job = d.prepare("DELETE FROM jobs WHERE id = ?1");
+        job->bind(1, id).run();
+      }
+      return static_cast<int>(ids.size());
+    });
+  }
+
+  task<void> backup_to(std::string path) override {
+    return run_read<result<void>>(readers_, [path = std::move(path)](db& d) -> result<void> {
+      if (std::filesystem::exists(path))
+        return make_error(errc::invalid_argument, fmt::format("{} already exists; backup never overwrites", path), "to");
+      // VACUUM INTO reads one consistent snapshot and writes a compact copy; the store stays
+      // online (a reader connection, so writers are not blocked).
+      // Reader connections are query_only; VACUUM INTO writes only the new file.
+      d.exec("PRAGMA query_only=0");
+      struct restore_query_only {
+        db& d;
+        ~restore_query_only() {
+          try {
+            d.exec("PRAGMA query_only=1");
+          } catch (...) {
+          }
+        }
+      } guard{d};
+      auto s = d.prepare("VACUUM INTO ?1");
+      s->bind(1, path);
+      try {
+        s->run();
+      } catch (const db_error& e) {
+        return make_error(errc::invalid_argument, fmt::format("backup to {} failed: {}", path, e.what()), "to");
+      }
+      return {};
+    });
+  }
+
+ private:
+  writer& writer_;
+  reader_pool& readers_;
+};
+
+}  // namespace
+
+std::unique_ptr<maintenance_stores> make_maintenance_stores(writer& w, reader_pool& r) {
+  return std::make_unique<impl>(w, r);
+}
+
+}  // namespace certfleet::store::sqlite
