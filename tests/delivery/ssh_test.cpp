@@ -428,9 +428,23 @@ TEST_F(delivery_ssh, sudo_runs_the_install_under_sudo_n) {
   t.sudo = true;
   // The post command runs inside the sudo'd script: SUDO_USER proves it went through sudo -n.
   t.post_command = "test -n \"$SUDO_USER\"";
+  t.validate_remote_hash = true;
   auto r = deliver(t, bundle(cert_a), "r1");
   EXPECT_EQ(r.status, delivery_status::succeeded) << r.error << " / " << r.remote_stderr;
   EXPECT_EQ(slurp(t.key_path), cert_a.key);
+  EXPECT_EQ(mode_of(t.key_path), 0600u);
+  // Uploads went through the login user's staging directory, which the script emptied.
+  auto staging = fs::path(getenv("HOME") ? getenv("HOME") : "/root") / ".certfleet-staging" / "r1";
+  EXPECT_TRUE(fs::exists(staging));
+  EXPECT_TRUE(fs::is_empty(staging));
+  fs::remove_all(staging);
+  // A failing post command under sudo restores as well.
+  t.post_command = "exit 3";
+  auto bad = deliver(t, bundle(cert_b), "r2");
+  EXPECT_EQ(bad.cls, error_class::io_transient) << bad.error;
+  EXPECT_TRUE(bad.restored);
+  EXPECT_EQ(slurp(t.key_path), cert_a.key);
+  fs::remove_all(staging.parent_path() / "r2");
 }
 
 TEST_F(delivery_ssh, rollback_of_a_named_run_restores_the_exact_previous_bytes) {

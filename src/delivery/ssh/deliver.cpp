@@ -264,7 +264,8 @@ awaitable<delivery_result> deliver_ssh(const ssh_target& t, const ssh_credential
     for (auto& [path, data] : files) {
       detail::remote_read rr;
       if (auto f = co_await s.read_file(path, rr)) { rec.fail(*f); co_return; }
-      if (rr.missing || rr.too_big || sha256_hex(rr.data) != sha256_hex(*data)) { all_same = false; break; }
+      // Unreadable (a root-owned key seen by a sudo target's user): cannot tell, so deliver.
+      if (rr.missing || rr.too_big || rr.unreadable || sha256_hex(rr.data) != sha256_hex(*data)) { all_same = false; break; }
     }
     rec.end();
     if (all_same) {
@@ -275,12 +276,26 @@ awaitable<delivery_result> deliver_ssh(const ssh_target& t, const ssh_credential
 
     rec.begin("upload");
     std::vector<detail::remote_file> remote;
-    for (auto& [path, mode] : target_files(t)) remote.push_back({path, detail::temp_path_for(path, run_id), mode});
+    for (auto& [path, mode] : target_files(t)) remote.push_back({path, detail::temp_path_for(path, run_id), mode, {}});
+    if (t.sudo) {
+      // The login user can rarely write where root-owned services read their keys: stage the
+      // files in the user's own 0700 directory; the sudo'd script copies them next to their
+      // destination, from where the mv -f into place stays one atomic rename.
+      std::string home;
+      if (auto f = co_await s.home_dir(home)) { rec.fail(*f); co_return; }
+      std::string staging = detail::staging_dir_for(home, run_id);
+      co_await s.make_dir(staging.substr(0, staging.rfind('/')), 0700);
+      co_await s.make_dir(staging, 0700);
+      for (std::size_t i = 0; i < remote.size(); ++i)
+        remote[i].staged = staging + "/" + std::to_string(i) + "-" + remote[i].path.substr(remote[i].path.rfind('/') + 1);
+    }
     for (std::size_t i = 0; i < files.size(); ++i) {
-      if (auto f = co_await s.write_file(remote[i].temp, *files[i].second, remote[i].mode)) {
+      const auto& dest = remote[i].staged.empty() ? remote[i].temp : remote[i].staged;
+      if (auto f = co_await s.write_file(dest, *files[i].second, remote[i].mode)) {
         rec.fail(*f);
         // Best effort: leave no temp (with key material) behind on a connection that still works.
-        for (std::size_t j = 0; j <= i; ++j) (void)co_await s.remove_file(remote[j].temp);
+        for (std::size_t j = 0; j <= i; ++j)
+          (void)co_await s.remove_file(remote[j].staged.empty() ? remote[j].temp : remote[j].staged);
         co_return;
       }
     }
@@ -326,7 +341,16 @@ awaitable<delivery_result> deliver_ssh(const ssh_target& t, const ssh_credential
         for (auto& [path, data] : files) {
           detail::remote_read rr;
           if ((vf = co_await s.read_file(path, rr))) break;
-          if (rr.missing || sha256_hex(rr.data) != sha256_hex(*data)) {
+          std::string got;
+          if (rr.unreadable && t.sudo) {
+            // The file is root's now: let sha256sum (under the same sudo) read it.
+            detail::exec_output ho;
+            if ((vf = co_await s.exec(detail::wrap_command("sha256sum -- " + shell_quote(path), true), ho))) break;
+            got = ho.out.substr(0, ho.out.find(' '));
+          } else if (!rr.missing && !rr.unreadable) {
+            got = sha256_hex(rr.data);
+          }
+          if (got != sha256_hex(*data)) {
             vf = failure{classify(cause_kind::remote_hash_mismatch), path + " does not hold the delivered bytes"};
             break;
           }
@@ -378,14 +402,16 @@ awaitable<delivery_result> rollback_ssh(const ssh_target& t, const ssh_credentia
     if (auto f = co_await run_restore(s, t, run_id, rec.r)) { rec.fail(*f); co_return; }
     rec.end();
     const auto& cert_backup = backups.front().second;
-    if (!cert_backup.missing && !cert_backup.too_big)
+    if (!cert_backup.missing && !cert_backup.too_big && !cert_backup.unreadable)
       if (auto fp = leaf_fingerprint(cert_backup.data)) rec.r.fingerprint_sha256 = *fp;
     rec.begin("validate");
     if (t.validate_tls && !rec.r.fingerprint_sha256.empty()) {
       if (auto f = co_await validate_tls(opts, *t.validate_tls, rec.r.fingerprint_sha256)) { rec.fail(*f); co_return; }
     } else {
       for (auto& [path, b] : backups) {
-        if (b.too_big) continue;
+        // A root-only backup (sudo target) was restored by the sudo'd script; its exit status
+        // is the check there.
+        if (b.too_big || b.unreadable) continue;
         detail::remote_read now;
         if (auto f = co_await s.read_file(path, now)) { rec.fail(*f); co_return; }
         // A backup that does not exist is the ".absent" marker: the file must be gone again.

@@ -47,10 +47,17 @@ std::string backup_path_for(const std::string& path, const std::string& run_id) 
   return join(dir_of(path), ".certfleet-backup/" + run_id + "/" + base_of(path));
 }
 
+std::string staging_dir_for(const std::string& home, const std::string& run_id) {
+  return join(home.empty() ? "/" : home, ".certfleet-staging/" + run_id);
+}
+
 std::string install_script(const std::vector<remote_file>& files, const std::string& run_id, const std::string& owner,
                            const std::string& post_command) {
   std::string rm_temps = "rm -f";
-  for (const auto& f : files) rm_temps += " " + shell_quote(f.temp);
+  for (const auto& f : files) {
+    rm_temps += " " + shell_quote(f.temp);
+    if (!f.staged.empty()) rm_temps += " " + shell_quote(f.staged);
+  }
   rm_temps += ";";
   std::ostringstream s;
   s << prelude(rm_temps);
@@ -67,6 +74,11 @@ std::string install_script(const std::vector<remote_file>& files, const std::str
       << "  else : > " << b << ".absent || fail " << step(remote_step::backup) << " cannot write " << b << ".absent; fi\n"
       << "fi\n";
   }
+  // 1b. Staged uploads (sudo targets) are copied next to their destination first.
+  for (const auto& f : files)
+    if (!f.staged.empty())
+      s << "cp " << shell_quote(f.staged) << " " << shell_quote(f.temp) << " && rm -f " << shell_quote(f.staged)
+        << " || fail " << step(remote_step::install) << " cannot copy the staged file to " << shell_quote(f.temp) << "\n";
   // 2. Owner and mode on the temps, so a file never appears at its final path with the wrong ones.
   for (const auto& f : files) {
     std::string t = shell_quote(f.temp);

@@ -8,13 +8,18 @@ namespace certfleet::delivery::detail {
 
 struct remote_file {
   std::string path;  // final place
-  std::string temp;  // uploaded temp file in the same directory
+  std::string temp;  // temp file in the same directory (so the final mv -f is one rename(2))
   unsigned mode = 0644;
+  // With sudo the login user usually cannot write the destination directory: the file is then
+  // uploaded here (the user's staging directory) and the sudo'd script copies it to `temp`.
+  std::string staged;
 };
 
 std::string temp_path_for(const std::string& path, const std::string& run_id);
 // <dir>/.certfleet-backup/<run>/<base>; "<…>.absent" marks a file that did not exist before.
 std::string backup_path_for(const std::string& path, const std::string& run_id);
+// <home>/.certfleet-staging/<run>: the login user's own directory for sudo targets.
+std::string staging_dir_for(const std::string& home, const std::string& run_id);
 
 // Markers the scripts print on stdout (the post command's stdout goes to stderr).
 inline constexpr const char* marker_installed = "certfleet-installed";

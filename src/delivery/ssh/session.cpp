@@ -307,6 +307,10 @@ awaitable<step> session::read_file(const std::string& path, remote_read& out) {
         out.missing = true;
         co_return std::nullopt;
       }
+      if (st == LIBSSH2_FX_PERMISSION_DENIED) {
+        out.unreadable = true;
+        co_return std::nullopt;
+      }
     }
     co_return fail_from(rc, to, "reading " + path, opts_.transfer_timeout, true);
   }
@@ -371,6 +375,29 @@ awaitable<step> session::remove_file(const std::string& path) {
       deadline, to);
   if (rc != 0) co_return fail_from(rc, to, "removing " + path, opts_.transfer_timeout, true);
   co_return std::nullopt;
+}
+
+awaitable<step> session::home_dir(std::string& out) {
+  auto deadline = steady::now() + opts_.transfer_timeout;
+  bool to = false;
+  char buf[4096];
+  long long rc = co_await call(
+      [&] { return static_cast<long long>(libssh2_sftp_symlink_ex(sftp_, ".", 1, buf, sizeof buf - 1, LIBSSH2_SFTP_REALPATH)); },
+      deadline, to);
+  if (rc < 0) co_return fail_from(rc, to, "finding the home directory on " + peer_, opts_.transfer_timeout, true);
+  out.assign(buf, static_cast<std::size_t>(rc));
+  co_return std::nullopt;
+}
+
+awaitable<void> session::make_dir(const std::string& path, unsigned mode) {
+  auto deadline = steady::now() + opts_.transfer_timeout;
+  bool to = false;
+  co_await call(
+      [&] {
+        return static_cast<long long>(
+            libssh2_sftp_mkdir_ex(sftp_, path.data(), static_cast<unsigned>(path.size()), static_cast<long>(mode)));
+      },
+      deadline, to);
 }
 
 awaitable<step> session::exec(const std::string& command, exec_output& out) {

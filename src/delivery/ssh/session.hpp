@@ -37,6 +37,7 @@ struct exec_output {
 struct remote_read {
   bool missing = false;   // no such file
   bool too_big = false;   // larger than the read limit: treated as "different"
+  bool unreadable = false;  // permission denied (a root-owned key on a sudo target): "cannot tell"
   std::string data;
 };
 
@@ -60,6 +61,10 @@ class session {
   boost::asio::awaitable<step> read_file(const std::string& path, remote_read& out);
   boost::asio::awaitable<step> write_file(const std::string& path, const std::string& data, unsigned mode);
   boost::asio::awaitable<step> remove_file(const std::string& path);
+  // The login user's home directory as the SFTP server sees it (realpath of ".").
+  boost::asio::awaitable<step> home_dir(std::string& out);
+  // mkdir with `mode`; an existing directory is fine (SFTP v3 reports it as a plain failure).
+  boost::asio::awaitable<void> make_dir(const std::string& path, unsigned mode);
   boost::asio::awaitable<step> exec(const std::string& command, exec_output& out);
   // Orderly shutdown (SFTP, disconnect, free), EAGAIN loops under shutdown_timeout.
   boost::asio::awaitable<void> close();
