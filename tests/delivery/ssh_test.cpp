@@ -309,6 +309,39 @@ TEST_F(delivery_ssh, wrong_key_is_auth) {
   EXPECT_EQ(logs.text().find(other.private_key.substr(40, 30)), std::string::npos);
 }
 
+TEST_F(delivery_ssh, rejected_password_is_auth) {
+  testbed::sshd_options o;
+  o.password_auth = true;
+  auto& s = start_sshd(o);
+  auto t = target_on(s, "password");
+  auto r = testbed::run_sync(
+      deliver_ssh(t, ssh_credential{"", "", "certfleet-not-the-password"}, bundle(cert_a), "r1", quick()));
+  EXPECT_EQ(r.cls, error_class::auth) << r.error;
+  EXPECT_EQ(r.phase, "auth");
+  EXPECT_EQ(logs.text().find("certfleet-not-the-password"), std::string::npos);
+  EXPECT_EQ(r.error.find("certfleet-not-the-password"), std::string::npos);
+}
+
+TEST_F(delivery_ssh, many_concurrent_sessions_on_one_event_loop) {
+  std::vector<testbed::sshd*> fleet{&start_sshd(), &start_sshd(), &start_sshd()};
+  std::vector<ssh_target> targets;
+  for (int i = 0; i < 24; ++i) targets.push_back(target_on(*fleet[i % 3], "c" + std::to_string(i)));
+  boost::asio::io_context ioc;
+  std::vector<delivery_result> results(targets.size());
+  for (std::size_t i = 0; i < targets.size(); ++i)
+    // Temporaries passed straight into co_spawn: the coroutine owns copies of its arguments.
+    boost::asio::co_spawn(ioc, deliver_ssh(targets[i], cred(), bundle(cert_b), "c1", quick()),
+                          [&results, i](std::exception_ptr e, delivery_result r) {
+                            if (e) std::rethrow_exception(e);
+                            results[i] = std::move(r);
+                          });
+  ioc.run();
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    EXPECT_EQ(results[i].status, delivery_status::succeeded) << i << ": " << results[i].error;
+    EXPECT_EQ(slurp(targets[i].key_path), cert_b.key) << i;
+  }
+}
+
 TEST_F(delivery_ssh, host_key_not_matching_the_pin_is_auth) {
   auto& s1 = start_sshd();
   auto& s2 = start_sshd();

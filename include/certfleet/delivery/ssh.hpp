@@ -70,15 +70,15 @@ struct delivery_result {
 result<std::string> check_bundle(const cert_bundle& b);
 
 // One delivery, DESIGN §4 step by step. `run_id` names the backup ([A-Za-z0-9._-]{1,64}).
-boost::asio::awaitable<delivery_result> deliver_ssh(const ssh_target& target, const ssh_credential& cred,
-                                                    const cert_bundle& bundle, std::string run_id,
-                                                    ssh_options opts = {});
+// Arguments are taken by value: the coroutine may outlive the caller's temporaries (co_spawn).
+boost::asio::awaitable<delivery_result> deliver_ssh(ssh_target target, ssh_credential cred, cert_bundle bundle,
+                                                    std::string run_id, ssh_options opts = {});
 
 // Puts back the files that were in place before run `run_id` on this target, runs the post
 // command, validates (remote hash against the backup). Fails with io_permanent when that run
 // left no backup there.
-boost::asio::awaitable<delivery_result> rollback_ssh(const ssh_target& target, const ssh_credential& cred,
-                                                     std::string run_id, ssh_options opts = {});
+boost::asio::awaitable<delivery_result> rollback_ssh(ssh_target target, ssh_credential cred, std::string run_id,
+                                                     ssh_options opts = {});
 
 struct scanned_host_key {
   std::string line;         // "ssh-ed25519 AAAA…", ready to pin

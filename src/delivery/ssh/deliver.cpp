@@ -234,8 +234,8 @@ result<std::string> check_bundle(const cert_bundle& b) {
   return x509_fingerprint(cert.get());
 }
 
-awaitable<delivery_result> deliver_ssh(const ssh_target& t, const ssh_credential& cred, const cert_bundle& bundle,
-                                       std::string run_id, ssh_options opts) {
+awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_bundle bundle, std::string run_id,
+                                       ssh_options opts) {
   recorder rec;
   rec.begin("check");
   if (!valid_run_id(run_id))
@@ -314,6 +314,11 @@ awaitable<delivery_result> deliver_ssh(const ssh_target& t, const ssh_credential
         cause c{cause_kind::exit_status, rep.post_exit};
         f = failure{classify(c), "post-deploy command exited " + std::to_string(rep.post_exit) +
                                      (out.err.empty() ? "" : ": " + trim(out.err))};
+      } else if (t.sudo && !rep.installed && out.err.find("sudo:") != std::string::npos) {
+        // sudo itself refused (no NOPASSWD rule, user not in sudoers): nothing ran, and a
+        // retry will not change that.
+        f = failure{error_class::io_permanent, "sudo -n refused to run the install script (the login user needs a "
+                                               "NOPASSWD sudo rule for sh): " + trim(out.err)};
       } else {
         cause c{cause_kind::exit_status, out.exit_status};
         f = failure{classify(c), "install script exited " + std::to_string(out.exit_status) + ": " + trim(out.err)};
@@ -377,7 +382,7 @@ awaitable<delivery_result> deliver_ssh(const ssh_target& t, const ssh_credential
   co_return std::move(rec.r);
 }
 
-awaitable<delivery_result> rollback_ssh(const ssh_target& t, const ssh_credential& cred, std::string run_id,
+awaitable<delivery_result> rollback_ssh(ssh_target t, ssh_credential cred, std::string run_id,
                                         ssh_options opts) {
   recorder rec;
   rec.begin("check");
