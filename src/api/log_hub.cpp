@@ -27,6 +27,31 @@ std::string lines_frame_text(const std::vector<store::log_line>& lines, std::siz
   return boost::json::serialize(boost::json::object{{"type", "lines"}, {"lines", std::move(arr)}});
 }
 
+namespace {
+constexpr std::string_view lines_prefix = R"({"type":"lines","lines":[)";
+constexpr std::string_view lines_suffix = "]}";
+}  // namespace
+
+std::string merge_lines_frames(const std::vector<const std::string*>& texts) {
+  std::size_t n = lines_prefix.size() + lines_suffix.size();
+  for (const auto* t : texts) n += t->size() - lines_prefix.size() - lines_suffix.size() + 1;
+  std::string out;
+  out.reserve(n);
+  out.append(lines_prefix);
+  bool first = true;
+  for (const auto* t : texts) {
+    std::string_view inner(*t);
+    inner.remove_prefix(lines_prefix.size());
+    inner.remove_suffix(lines_suffix.size());
+    if (inner.empty()) continue;
+    if (!first) out.push_back(',');
+    out.append(inner);
+    first = false;
+  }
+  out.append(lines_suffix);
+  return out;
+}
+
 std::string end_frame_text(store::job_status status) {
   return boost::json::serialize(boost::json::object{{"type", "end"}, {"status", std::string(store::to_string(status))}});
 }
@@ -64,7 +89,7 @@ asio::awaitable<void> log_subscriber::wait() {
 }
 
 struct log_hub::topic {
-  explicit topic(asio::any_io_executor ex, std::string id) : job_id(std::move(id)), timer(ex) {}
+  explicit topic(asio::any_io_executor ex, std::string id) : job_id(std::move(id)), timer(ex), flush_timer(ex) {}
   std::string job_id;
   std::int64_t last_seq = -1;  // highest seq broadcast; -1 until the poller's first read
   std::vector<std::shared_ptr<log_subscriber>> subs;
@@ -72,10 +97,12 @@ struct log_hub::topic {
   bool flush_posted = false;
   bool stopped = false;
   asio::steady_timer timer;
+  asio::steady_timer flush_timer;
 };
 
-log_hub::log_hub(asio::any_io_executor ex, store::store& st, std::chrono::milliseconds poll_interval)
-    : ex_(ex), st_(st), poll_interval_(poll_interval) {}
+log_hub::log_hub(asio::any_io_executor ex, store::store& st, std::chrono::milliseconds poll_interval,
+                 std::chrono::milliseconds coalesce)
+    : ex_(ex), st_(st), poll_interval_(poll_interval), coalesce_(coalesce) {}
 
 log_hub::~log_hub() { stop(); }
 
@@ -126,6 +153,7 @@ void log_hub::stop() {
   for (auto& [_, t] : topics_) {
     t->stopped = true;
     t->timer.cancel();
+    t->flush_timer.cancel();
   }
   topics_.clear();
 }
@@ -172,11 +200,25 @@ void log_hub::publish(const std::string& job_id, const store::log_line& line) {
   }
   t.pending.push_back(line);
   if (!t.flush_posted) {
-    // Lines appended in the same loop turn share one frame.
+    // Lines appended in the same loop turn, or within the coalescing window, share one frame.
     t.flush_posted = true;
-    asio::post(ex_, [this, w = std::weak_ptr<topic>(it->second)] {
-      if (auto p = w.lock()) flush(*p);
-    });
+    auto w = std::weak_ptr<topic>(it->second);
+    if (coalesce_.count() <= 0) {
+      asio::post(ex_, [this, w] {
+        if (auto p = w.lock()) flush(*p);
+      });
+    } else {
+      // The window grows with the audience (20 µs a subscriber, at most 40 ms): each frame costs
+      // one write per subscriber, and a loop busy writing every line to a thousand sockets
+      // would starve the very handler producing them.
+      auto window = std::max<std::chrono::microseconds>(
+          coalesce_, std::min<std::chrono::microseconds>(std::chrono::microseconds(20) * t.subs.size(),
+                                                          std::chrono::milliseconds(40)));
+      t.flush_timer.expires_after(window);
+      t.flush_timer.async_wait([this, w](boost::system::error_code) {
+        if (auto p = w.lock()) flush(*p);
+      });
+    }
   }
 }
 

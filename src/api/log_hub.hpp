@@ -33,6 +33,9 @@ struct log_frame {
 
 // {"type":"lines","lines":[…]} and {"type":"end","status":"completed"}
 std::string lines_frame_text(const std::vector<store::log_line>& lines, std::size_t from, std::size_t to);
+// The lines of consecutive lines frames as one frame: a subscriber that fell behind catches up
+// in one write instead of one per frame (fewer syscalls exactly when the loop is busiest).
+std::string merge_lines_frames(const std::vector<const std::string*>& texts);
 std::string end_frame_text(store::job_status status);
 
 class log_subscriber {
@@ -43,6 +46,7 @@ class log_subscriber {
   bool overflowed() const noexcept { return overflowed_; }
   bool empty() const noexcept { return q_.empty(); }
   log_frame pop();
+  const log_frame* peek() const { return q_.empty() ? nullptr : &q_.front(); }
   // Waits until a frame is queued, the queue overflows or notify() is called.
   boost::asio::awaitable<void> wait();
   void notify() { signal_.cancel(); }
@@ -59,7 +63,10 @@ class log_subscriber {
 
 class log_hub {
  public:
-  log_hub(boost::asio::any_io_executor ex, store::store& st, std::chrono::milliseconds poll_interval);
+  // Lines published within `coalesce` of the first unsent one share one frame: with many
+  // subscribers the cost is per frame (one write each), so a burst must not be one frame a line.
+  log_hub(boost::asio::any_io_executor ex, store::store& st, std::chrono::milliseconds poll_interval,
+          std::chrono::milliseconds coalesce = std::chrono::milliseconds(5));
   ~log_hub();
 
   // The worker in this process appended a line (called on the loop).
@@ -81,6 +88,7 @@ class log_hub {
   boost::asio::any_io_executor ex_;
   store::store& st_;
   std::chrono::milliseconds poll_interval_;
+  std::chrono::milliseconds coalesce_;
   std::unordered_map<std::string, std::shared_ptr<topic>> topics_;
   bool stopped_ = false;
 };

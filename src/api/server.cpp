@@ -146,7 +146,7 @@ using request_t = http::request<http::string_body>;
 
 struct server::impl : std::enable_shared_from_this<impl> {
   impl(asio::any_io_executor e, store::store& s, queue::queue_service& q, const clock_source& c, server_options o)
-      : ex(e), st(s), queue(q), clock(c), opt(std::move(o)), acceptor(e), hub(e, s, opt.log_poll_interval) {}
+      : ex(e), st(s), queue(q), clock(c), opt(std::move(o)), acceptor(e), hub(e, s, opt.log_poll_interval, opt.log_coalesce) {}
 
   asio::any_io_executor ex;
   store::store& st;
@@ -764,6 +764,9 @@ struct server::impl : std::enable_shared_from_this<impl> {
     conn->ws.set_option(websocket::stream_base::decorator(
         [](websocket::response_type& res) { res.set(http::field::server, server_name); }));
     conn->ws.read_message_max(64 * 1024);
+    // One frame per message: Beast would otherwise split a message into 4 KiB frames, a write
+    // each, multiplied by every subscriber.
+    conn->ws.auto_fragment(false);
     auto [aec] = co_await conn->ws.async_accept(req, tuple_awaitable);
     metrics.request(std::string(m.route->pattern), aec ? 400 : 101,
                     std::chrono::duration<double>(steady::now() - t0).count());
@@ -822,8 +825,25 @@ struct server::impl : std::enable_shared_from_this<impl> {
         ok = co_await ws_catch_up(conn, job_id, f.last_seq, ended);  // fill the gap from the store
         continue;
       }
-      ok = co_await ws_send(conn, *f.text);
-      if (ok) conn->sent = f.last_seq;
+      // Behind by several frames: send them as one message.
+      std::vector<log_frame> batch;
+      std::size_t bytes = f.text->size();
+      while (const auto* next = sub->peek()) {
+        if (next->end || next->sync || next->first_seq != (batch.empty() ? f.last_seq : batch.back().last_seq) + 1 ||
+            bytes + next->text->size() > (1u << 20))
+          break;
+        bytes += next->text->size();
+        batch.push_back(sub->pop());
+      }
+      if (batch.empty()) {
+        ok = co_await ws_send(conn, *f.text);
+        if (ok) conn->sent = f.last_seq;
+      } else {
+        std::vector<const std::string*> texts{f.text.get()};
+        for (const auto& b : batch) texts.push_back(b.text.get());
+        ok = co_await ws_send(conn, merge_lines_frames(texts));
+        if (ok) conn->sent = batch.back().last_seq;
+      }
     }
     hub.unsubscribe(job_id, sub.get());
     if (ended) start_close(conn, websocket::close_code::normal, "job finished");

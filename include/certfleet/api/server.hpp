@@ -35,6 +35,7 @@ struct server_options {
   // Live log stream.
   std::chrono::milliseconds ws_idle_timeout{30'000};  // pings at half of it; a silent peer is closed
   std::chrono::milliseconds log_poll_interval{250};   // store poll of a watched job
+  std::chrono::milliseconds log_coalesce{5};          // lines this close together share a frame
   std::size_t ws_queue_frames = 1024;                 // per subscriber; beyond, it is closed as too slow
   std::size_t ws_queue_bytes = 8u << 20;
   std::chrono::milliseconds auth_cache_ttl{2'000};    // a revoked token may work this long in other processes
