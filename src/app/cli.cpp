@@ -53,6 +53,28 @@ int exit_code(const error& e) {
   }
 }
 
+// Settings and store for a command that works on the store directly. On failure the error is
+// printed and `exit` holds the exit code.
+struct cli_context {
+  settings_map settings;
+  std::unique_ptr<store::store> store;
+};
+std::optional<cli_context> open_cli(common_flags& flags, int& exit) {
+  auto settings = settings_from(flags);
+  if (!settings) {
+    print_error(settings.error());
+    exit = 2;
+    return std::nullopt;
+  }
+  auto st = open_store(*settings);
+  if (!st) {
+    print_error(st.error());
+    exit = 1;
+    return std::nullopt;
+  }
+  return cli_context{std::move(*settings), std::move(*st)};
+}
+
 struct jobs_args {
   std::string project = "default";
   std::string status, type, id, payload = "{}", key;
@@ -61,17 +83,12 @@ struct jobs_args {
 };
 
 int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
-  auto settings = settings_from(flags);
-  if (!settings) {
-    print_error(settings.error());
-    return 2;
-  }
-  auto st = open_store(*settings);
-  if (!st) {
-    print_error(st.error());
-    return 1;
-  }
-  store::store& store = **st;
+  int exit = 0;
+  auto cli = open_cli(flags, exit);
+  if (!cli) return exit;
+  auto* settings = &cli->settings;
+  auto& st = cli->store;
+  store::store& store = *st;
   queue::handler_registry handlers;
   register_handlers(handlers, *settings);
   const auto& clock = system_clock();
@@ -206,17 +223,12 @@ boost::json::object token_json(const store::token_record& t, const std::string& 
 // `certfleet token create|list|revoke`: tokens are managed on the store directly (whoever can
 // read the data directory owns the store anyway); each change is audited with actor "cli".
 int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
-  auto settings = settings_from(flags);
-  if (!settings) {
-    print_error(settings.error());
-    return 2;
-  }
-  auto st = open_store(*settings);
-  if (!st) {
-    print_error(st.error());
-    return 1;
-  }
-  store::store& store = **st;
+  int exit = 0;
+  auto cli = open_cli(flags, exit);
+  if (!cli) return exit;
+  auto* settings = &cli->settings;
+  auto& st = cli->store;
+  store::store& store = *st;
   const auto& clock = system_clock();
   auto fail = [&](const error& e) {
     print_error(e);
@@ -295,18 +307,13 @@ int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
 // safe while servers run. `certfleet restore --from FILE`: puts a backup in place as the store;
 // only while no certfleet process uses the data directory.
 int run_backup(common_flags& flags, const std::string& to) {
-  auto settings = settings_from(flags);
-  if (!settings) {
-    print_error(settings.error());
-    return 2;
-  }
-  auto st = open_store(*settings);
-  if (!st) {
-    print_error(st.error());
-    return 1;
-  }
+  int exit = 0;
+  auto cli = open_cli(flags, exit);
+  if (!cli) return exit;
+  auto* settings = &cli->settings;
+  auto& st = cli->store;
   auto target = std::filesystem::absolute(to).string();
-  auto r = run_sync([&] { return (*st)->maintenance().backup_to(target); });
+  auto r = run_sync([&] { return st->maintenance().backup_to(target); });
   if (!r) {
     print_error(r.error());
     return exit_code(r.error());

@@ -23,11 +23,7 @@ namespace {
 class multiprocess : public ::testing::Test {
  protected:
   std::vector<std::string> cli(std::vector<std::string> args) {
-    std::vector<std::string> argv{CERTFLEET_BINARY};
-    argv.insert(argv.end(), args.begin(), args.end());
-    argv.push_back("--data");
-    argv.push_back(dir.path().string());
-    return argv;
+    return testbed::certfleet_command(dir.path().string(), std::move(args));
   }
   std::unique_ptr<testbed::process> worker(std::map<std::string, std::string> env, std::vector<std::string> sets) {
     std::vector<std::string> args{"serve", "--mode", "worker", "--listen", "127.0.0.1:0"};

@@ -124,11 +124,7 @@ TEST_F(lease_test, backup_is_a_consistent_copy_and_never_overwrites) {
 class scheduler_processes : public ::testing::Test {
  protected:
   std::vector<std::string> cli(std::vector<std::string> args) {
-    std::vector<std::string> argv{CERTFLEET_BINARY};
-    argv.insert(argv.end(), args.begin(), args.end());
-    argv.push_back("--data");
-    argv.push_back(dir.path().string());
-    return argv;
+    return testbed::certfleet_command(dir.path().string(), std::move(args));
   }
   std::unique_ptr<testbed::process> start(const std::string& mode, std::vector<std::string> sets) {
     std::vector<std::string> args{"serve", "--mode", mode, "--listen", "127.0.0.1:0"};

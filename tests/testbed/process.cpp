@@ -111,6 +111,14 @@ int process::wait(std::chrono::milliseconds timeout) {
   return status_;
 }
 
+std::vector<std::string> certfleet_command(const std::string& data_dir, std::vector<std::string> args) {
+  std::vector<std::string> argv{CERTFLEET_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("--data");
+  argv.push_back(data_dir);
+  return argv;
+}
+
 std::pair<int, std::string> run_command(std::vector<std::string> argv, std::map<std::string, std::string> env,
                                         std::chrono::milliseconds timeout) {
   char tmpl[] = "/tmp/certfleet-cmd-XXXXXX";

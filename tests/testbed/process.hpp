@@ -33,6 +33,9 @@ class process {
   std::string out_path_, err_path_;
 };
 
+// `certfleet ARGS… --data DATA`: the binary this build made, on a test's data directory.
+std::vector<std::string> certfleet_command(const std::string& data_dir, std::vector<std::string> args);
+
 // Runs a command to completion; returns {exit status, stdout}.
 std::pair<int, std::string> run_command(std::vector<std::string> argv,
                                         std::map<std::string, std::string> env = {},
