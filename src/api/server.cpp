@@ -174,6 +174,15 @@ struct server::impl : std::enable_shared_from_this<impl> {
   };
   std::unordered_map<std::string, cached_token> token_cache;
   std::unordered_map<std::string, store::project> project_cache;  // projects are never renamed or deleted
+  struct cached_list {
+    std::string body;
+    steady::time_point expires;
+  };
+  std::unordered_map<std::string, cached_list> list_cache;  // "project_id|status|type|page|size"
+  void forget_lists(const std::string& project_id) {
+    for (auto it = list_cache.begin(); it != list_cache.end();)
+      it = it->first.rfind(project_id + "|", 0) == 0 ? list_cache.erase(it) : std::next(it);
+  }
   settings_map system_settings;
   steady::time_point settings_loaded{};
   bool settings_valid = false;
@@ -368,16 +377,31 @@ struct server::impl : std::enable_shared_from_this<impl> {
     auto lq = parse_job_list_query(q);
     if (!lq) co_return error_reply(lq.error());
     if (lq->page_size == 0) lq->page_size = static_cast<int>(co_await setting_int("jobs_page_size_default"));
+    std::string key;
+    if (opt.list_cache_ttl.count() > 0) {
+      key = fmt::format("{}|{}|{}|{}|{}", c.project->id, lq->status ? store::to_string(*lq->status) : "all", lq->type,
+                        lq->page, lq->page_size);
+      if (auto it = list_cache.find(key); it != list_cache.end() && it->second.expires > steady::now()) {
+        reply r;
+        r.body = it->second.body;
+        co_return r;
+      }
+    }
     store::job_filter f{c.project->id, lq->status, lq->type, lq->page, lq->page_size};
     auto page = co_await timed("job_list", st.jobs().list(f));
     if (!page) co_return error_reply(page.error());
     boost::json::array items;
     items.reserve(page->items.size());
     for (const auto& j : page->items) items.push_back(queue::to_json(j));
-    co_return json_reply(200, boost::json::object{{"items", std::move(items)},
-                                                  {"page", lq->page},
-                                                  {"page_size", lq->page_size},
-                                                  {"total", page->total}});
+    auto r = json_reply(200, boost::json::object{{"items", std::move(items)},
+                                                 {"page", lq->page},
+                                                 {"page_size", lq->page_size},
+                                                 {"total", page->total}});
+    if (!key.empty()) {
+      if (list_cache.size() >= 1000) list_cache.clear();
+      list_cache[key] = cached_list{r.body, steady::now() + opt.list_cache_ttl};
+    }
+    co_return r;
   }
 
   asio::awaitable<reply> enqueue(const caller& c, const std::string& body) {
@@ -395,6 +419,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
     req.triggered_by = "token:" + c.token->id;
     auto t0 = steady::now();
     auto out = co_await queue.enqueue(std::move(req), queue::caller::user);
+    forget_lists(c.project->id);
     metrics.store_call("job_enqueue", std::chrono::duration<double>(steady::now() - t0).count());
     if (!out) {
       // Built outside the co_await: GCC 12 miscompiles braced lists of literals inside one.
@@ -419,6 +444,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
     queue.set_retry_per_minute(static_cast<int>(co_await setting_int("job_retry_per_minute")));
     auto t0 = steady::now();
     auto r = co_await queue.retry(c.project->id, id);
+    forget_lists(c.project->id);
     metrics.store_call("job_retry", std::chrono::duration<double>(steady::now() - t0).count());
     co_await audit(c, "job.retry", "job/" + id, r ? "ok" : errc_name(r.error().value()));
     if (!r) co_return error_reply(r.error());
@@ -428,6 +454,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
   asio::awaitable<reply> cancel(const caller& c, const std::string& id) {
     auto t0 = steady::now();
     auto r = co_await queue.cancel(c.project->id, id);
+    forget_lists(c.project->id);
     metrics.store_call("job_cancel", std::chrono::duration<double>(steady::now() - t0).count());
     co_await audit(c, "job.cancel", "job/" + id, r ? "ok" : errc_name(r.error().value()));
     if (!r) co_return error_reply(r.error());
