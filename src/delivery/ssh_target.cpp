@@ -54,11 +54,21 @@ result<host_key> parse_host_key(std::string_view line) {
     return line.substr(start, i - start);
   };
   std::string_view type = next_word();
+  const auto& types = supported_host_key_types();
+  if (!type.empty() && type.front() == '@')
+    return bad("known_hosts markers (@cert-authority, @revoked) are not supported: pin the host's own key");
+  // A known_hosts line ("host[,host…] type key"): the target names the host, so the pattern is
+  // skipped and only the key is pinned.
+  if (!type.empty() && std::find(types.begin(), types.end(), type) == types.end()) {
+    std::size_t save = i;
+    std::string_view second = next_word();
+    if (std::find(types.begin(), types.end(), second) != types.end()) type = second;
+    else i = save;
+  }
   std::string_view b64 = next_word();
   while (!b64.empty() && (b64.back() == '\n' || b64.back() == '\r')) b64.remove_suffix(1);
   if (type.empty() || b64.empty())
     return bad("host key must look like \"ssh-ed25519 AAAA…\" (the server's .pub line)");
-  const auto& types = supported_host_key_types();
   if (std::find(types.begin(), types.end(), type) == types.end())
     return bad("unsupported host key type \"" + std::string(type.substr(0, 40)) +
                "\" (use ssh-ed25519 or ecdsa-sha2-nistp256/384/521)");

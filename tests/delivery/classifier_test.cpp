@@ -152,6 +152,13 @@ TEST(delivery_parse, host_key_lines) {
   ASSERT_FALSE(swapped);
   EXPECT_EQ(swapped.error().field, "host_key");
   EXPECT_FALSE(parse_host_key("ssh-ed25519 AAAA"));
+  // known_hosts lines pin the same key; markers are refused.
+  auto kh = parse_host_key("web1.example.com,10.0.0.5 " + ed_line.substr(0, ed_line.rfind(' ')));
+  ASSERT_TRUE(kh) << kh.error().message;
+  EXPECT_EQ(kh->blob, k->blob);
+  EXPECT_TRUE(parse_host_key("|1|abc=|def= " + ed_line));
+  EXPECT_FALSE(parse_host_key("@revoked * " + ed_line));
+  EXPECT_FALSE(parse_host_key("web1 ssh-dss AAAA"));
 }
 
 TEST(delivery_parse, modes_paths_hosts_owners_run_ids) {

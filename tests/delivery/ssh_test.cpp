@@ -5,6 +5,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <arpa/inet.h>
+#include <pwd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -467,7 +468,9 @@ TEST_F(delivery_ssh, sudo_runs_the_install_under_sudo_n) {
   EXPECT_EQ(slurp(t.key_path), cert_a.key);
   EXPECT_EQ(mode_of(t.key_path), 0600u);
   // Uploads went through the login user's staging directory, which the script emptied.
-  auto staging = fs::path(getenv("HOME") ? getenv("HOME") : "/root") / ".certfleet-staging" / "r1";
+  passwd* pw = ::getpwuid(::geteuid());
+  ASSERT_NE(pw, nullptr);
+  auto staging = fs::path(pw->pw_dir) / ".certfleet-staging" / "r1";
   EXPECT_TRUE(fs::exists(staging));
   EXPECT_TRUE(fs::is_empty(staging));
   fs::remove_all(staging);
@@ -478,6 +481,8 @@ TEST_F(delivery_ssh, sudo_runs_the_install_under_sudo_n) {
   EXPECT_TRUE(bad.restored);
   EXPECT_EQ(slurp(t.key_path), cert_a.key);
   fs::remove_all(staging.parent_path() / "r2");
+  std::error_code ec;
+  fs::remove(staging.parent_path(), ec);  // only when empty: never another run's files
 }
 
 TEST_F(delivery_ssh, rollback_of_a_named_run_restores_the_exact_previous_bytes) {

@@ -326,8 +326,11 @@ awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_b
     }
     if (f) {
       rec.fail(*f);
-      // Restore only what this run may have changed: once the backup step ran, it is complete.
-      if (rep.failed_step != static_cast<int>(remote_step::backup)) {
+      // Restore only when this run may have changed files: the mv step started (a failed mv can
+      // leave the cert new and the key old) or everything was in place when the post command
+      // failed. Earlier failures changed nothing (the temps are gone), and a lost connection
+      // leaves nothing to restore through.
+      if (rep.installed || rep.failed_step == static_cast<int>(remote_step::install)) {
         auto started = steady::now();
         auto rf = co_await run_restore(s, t, run_id, rec.r);
         rec.r.timings.push_back({"restore", std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count()});
