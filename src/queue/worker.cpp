@@ -287,9 +287,10 @@ struct worker::impl : std::enable_shared_from_this<impl> {
       maintenance_timer.expires_after(milliseconds(opt.heartbeat_ms));
       co_await maintenance_timer.async_wait(asio::as_tuple(asio::use_awaitable));
       if (loops_stopped) break;
+      // Jobs whose end is waiting to be stored are heartbeated too: if the store is slow to take
+      // the result, the lease must not lapse meanwhile.
       std::vector<store::lease_ref> leases;
-      for (auto& [id, rj] : active)
-        if (!rj.finishing) leases.push_back(rj.ctx->lease());
+      for (auto& [id, rj] : active) leases.push_back(rj.ctx->lease());
       if (leases.empty()) continue;
       auto r = co_await st.jobs().heartbeat(std::move(leases), opt.worker_id, clock.now_ms(), opt.lease_ms);
       if (!r) {
