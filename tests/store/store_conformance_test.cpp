@@ -21,7 +21,7 @@ namespace {
 
 struct backend {
   std::string name;
-  std::function<std::unique_ptr<store::store>(const testbed::temp_dir&)> open;
+  std::function<std::unique_ptr<certfleet::store::store>(const testbed::temp_dir&)> open;
 };
 
 std::vector<backend> backends() {
@@ -80,7 +80,7 @@ class store_conformance : public ::testing::TestWithParam<backend> {
   job_record get(const std::string& id) { return *run_sync(st->jobs().get(project, id)); }
 
   testbed::temp_dir dir;
-  std::unique_ptr<store::store> st;
+  std::unique_ptr<certfleet::store::store> st;
   std::string project, other_project;
 };
 
