@@ -177,9 +177,12 @@ struct server::impl : std::enable_shared_from_this<impl> {
   struct cached_list {
     std::string body;
     steady::time_point expires;
+    bool refreshing = false;  // one store read per entry at a time; the others get this body
   };
   std::unordered_map<std::string, cached_list> list_cache;  // "project_id|status|type|page|size"
+  std::unordered_map<std::string, std::uint64_t> list_generation;  // bumped by each write
   void forget_lists(const std::string& project_id) {
+    ++list_generation[project_id];
     for (auto it = list_cache.begin(); it != list_cache.end();)
       it = it->first.rfind(project_id + "|", 0) == 0 ? list_cache.erase(it) : std::next(it);
   }
@@ -381,15 +384,24 @@ struct server::impl : std::enable_shared_from_this<impl> {
     if (opt.list_cache_ttl.count() > 0) {
       key = fmt::format("{}|{}|{}|{}|{}", c.project->id, lq->status ? store::to_string(*lq->status) : "all", lq->type,
                         lq->page, lq->page_size);
-      if (auto it = list_cache.find(key); it != list_cache.end() && it->second.expires > steady::now()) {
-        reply r;
-        r.body = it->second.body;
-        co_return r;
+      if (auto it = list_cache.find(key); it != list_cache.end()) {
+        // Fresh, or expired while another request is already re-reading it: no store call, so
+        // a busy list never sends every waiting connection to the store at once.
+        if (it->second.expires > steady::now() || it->second.refreshing) {
+          reply r;
+          r.body = it->second.body;
+          co_return r;
+        }
+        it->second.refreshing = true;
       }
     }
     store::job_filter f{c.project->id, lq->status, lq->type, lq->page, lq->page_size};
+    const auto generation = list_generation[c.project->id];
     auto page = co_await timed("job_list", st.jobs().list(f));
-    if (!page) co_return error_reply(page.error());
+    if (!page) {
+      if (auto it = list_cache.find(key); !key.empty() && it != list_cache.end()) it->second.refreshing = false;
+      co_return error_reply(page.error());
+    }
     boost::json::array items;
     items.reserve(page->items.size());
     for (const auto& j : page->items) items.push_back(queue::to_json(j));
@@ -397,9 +409,11 @@ struct server::impl : std::enable_shared_from_this<impl> {
                                                  {"page", lq->page},
                                                  {"page_size", lq->page_size},
                                                  {"total", page->total}});
-    if (!key.empty()) {
+    // A write through this API during the read may not be in it: cache only a read no write
+    // overtook.
+    if (!key.empty() && list_generation[c.project->id] == generation) {
       if (list_cache.size() >= 1000) list_cache.clear();
-      list_cache[key] = cached_list{r.body, steady::now() + opt.list_cache_ttl};
+      list_cache[key] = cached_list{r.body, steady::now() + opt.list_cache_ttl, false};
     }
     co_return r;
   }
