@@ -158,6 +158,10 @@ awaitable<step> session::connect(const std::vector<tcp::endpoint>& eps) {
     auto [cec] = std::get<0>(r);
     if (!cec) {
       sock_.set_option(tcp::no_delay(true), ec);
+      // libssh2 calls recv/send on the descriptor itself: it must never block the loop, whatever
+      // Asio happens to have set internally.
+      sock_.non_blocking(true, ec);
+      if (ec) co_return failure{error_class::unknown, "cannot make the socket non-blocking: " + ec.message()};
       co_return std::nullopt;
     }
     last = cec;
