@@ -356,7 +356,10 @@ TEST_F(delivery_ssh, rejected_password_is_auth) {
 }
 
 TEST_F(delivery_ssh, many_concurrent_sessions_on_one_event_loop) {
-  std::vector<testbed::sshd*> fleet{&start_sshd(), &start_sshd(), &start_sshd()};
+  testbed::sshd_options o;
+  o.internal_sftp = true;
+  auto owned = testbed::start_fleet(dir.path() / "fleet", 3, {user_key.public_line}, o);
+  std::vector<testbed::sshd*> fleet{owned[0].get(), owned[1].get(), owned[2].get()};
   std::vector<ssh_target> targets;
   for (int i = 0; i < 24; ++i) targets.push_back(target_on(*fleet[i % 3], "c" + std::to_string(i)));
   boost::asio::io_context ioc;

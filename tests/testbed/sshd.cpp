@@ -120,7 +120,9 @@ sshd::sshd(const std::filesystem::path& dir, const std::vector<std::string>& aut
         << "PasswordAuthentication " << (o.password_auth ? "yes" : "no") << "\n"
         << "KbdInteractiveAuthentication no\n"
         << "MaxStartups 1000:30:1000\nMaxSessions 100\n"
-        << "Subsystem sftp " << (o.readonly_sftp ? "internal-sftp -R" : "/usr/lib/openssh/sftp-server") << "\n";
+        << "Subsystem sftp "
+        << (o.readonly_sftp ? "internal-sftp -R" : o.internal_sftp ? "internal-sftp" : "/usr/lib/openssh/sftp-server")
+        << "\n";
     }
     proc_ = std::make_unique<process>(std::vector<std::string>{"/usr/sbin/sshd", "-D", "-e", "-f", cfg.string()},
                                       std::map<std::string, std::string>{}, (dir_ / "sshd").string());
@@ -129,6 +131,14 @@ sshd::sshd(const std::filesystem::path& dir, const std::vector<std::string>& aut
     proc_.reset();
     if (attempt == 4) throw std::runtime_error("sshd did not start: " + err);
   }
+}
+
+std::vector<std::unique_ptr<sshd>> start_fleet(const std::filesystem::path& dir, int n,
+                                               const std::vector<std::string>& authorized, sshd_options o) {
+  std::vector<std::unique_ptr<sshd>> fleet;
+  for (int i = 0; i < n; ++i)
+    fleet.push_back(std::make_unique<sshd>(dir / ("sshd" + std::to_string(i)), authorized, o));
+  return fleet;
 }
 
 sshd::~sshd() {

@@ -23,6 +23,9 @@ struct sshd_options {
   bool password_auth = false;
   std::string password;          // set on nothing: sshd checks the real user; only for docs
   bool readonly_sftp = false;    // `Subsystem sftp internal-sftp -R`: every write is refused
+  // `Subsystem sftp internal-sftp`: no login shell per SFTP session (a shell whose rc files are
+  // slow, like root's with pyenv here, costs 200+ ms per session otherwise).
+  bool internal_sftp = false;
   bool ecdsa_host_key = true;
 };
 
@@ -46,6 +49,12 @@ class sshd {
   std::string ed25519_, ecdsa_;
   std::unique_ptr<process> proc_;
 };
+
+// N servers (dir/sshd0 … dir/sshdN-1) accepting the same keys: a fleet for tests and benchmarks.
+// The listen backlog is 128 per sshd, so spread big fleets over several instances.
+std::vector<std::unique_ptr<sshd>> start_fleet(const std::filesystem::path& dir, int n,
+                                               const std::vector<std::string>& authorized_public_lines,
+                                               sshd_options o = {});
 
 // The user the servers log in (the current one: root in CI).
 std::string current_user();
