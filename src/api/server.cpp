@@ -667,7 +667,9 @@ struct server::impl : std::enable_shared_from_this<impl> {
         auto m = parts ? match_route("GET", parts->path) : result<route_match>(make_error(errc::not_found, ""));
         if (m && m->route->websocket) {
           conns[id].http = nullptr;
-          co_await log_stream(std::move(stream), std::move(req), *m, parts->query, id);
+          // The query is copied: it points into the request, which moves into the stream session.
+          std::string query(parts->query);
+          co_await log_stream(std::move(stream), std::move(req), *m, std::move(query), id);
           co_return;
         }
         parser.get() = std::move(req);  // not a WebSocket route: answer it as plain HTTP
@@ -774,7 +776,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
     }
   }
 
-  asio::awaitable<void> log_stream(beast::tcp_stream stream, request_t req, route_match m, std::string_view query_view,
+  asio::awaitable<void> log_stream(beast::tcp_stream stream, request_t req, route_match m, std::string query_view,
                                    std::uint64_t conn_id) {
     auto t0 = steady::now();
     auto q = parse_query(query_view);
