@@ -75,6 +75,15 @@ std::optional<cli_context> open_cli(common_flags& flags, int& exit) {
   return cli_context{std::move(*settings), std::move(*st)};
 }
 
+// The named project; `default` is created on the first use of a store, whichever command comes
+// first. (A coroutine function, not a lambda: its frame must not refer to a dead closure.)
+store::task<store::project> project_for_cli(store::store& st, std::string name, time_ms now) {
+  if (name != "default") co_return co_await st.projects().find_by_name(std::move(name));
+  auto p = co_await st.projects().ensure("default", now);
+  if (!p) co_return std::move(p).error();
+  co_return std::move(p->first);
+}
+
 struct jobs_args {
   std::string project = "default";
   std::string status, type, id, payload = "{}", key;
@@ -95,15 +104,7 @@ int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
   queue::queue_service queue(store, handlers, clock,
                              static_cast<int>(settings->integer("job_retry_per_minute")));
 
-  // The default project exists from the first use of a store, whichever command comes first.
-  auto project = run_sync([&] {
-    return a.project == "default" ? [&]() -> store::task<store::project> {
-      auto p = co_await store.projects().ensure("default", clock.now_ms());
-      if (!p) co_return std::move(p).error();
-      co_return std::move(p->first);
-    }()
-                                  : store.projects().find_by_name(a.project);
-  });
+  auto project = run_sync([&] { return project_for_cli(store, a.project, clock.now_ms()); });
   if (!project) {
     print_error(project.error());
     return exit_code(project.error());
