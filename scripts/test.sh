@@ -8,12 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh --test
 jobs=$(nproc)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 
 echo "== build (gcc, RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCERTFLEET_TESTS=ON >/dev/null
 ninja -C build
 echo "== tests (gcc build)"
-ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
+ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600 | tee -a "$log"
 
 if [[ "${CERTFLEET_SKIP_SANITIZE:-0}" != "1" ]]; then
   echo "== build (clang-16, ASan + UBSan + fuzzer-no-link)"
@@ -22,8 +24,11 @@ if [[ "${CERTFLEET_SKIP_SANITIZE:-0}" != "1" ]]; then
   ninja -C build-asan
   echo "== tests (sanitizer build)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 | tee -a "$log"
   echo "== fuzz targets: corpus replay + bounded run"
   ./scripts/fuzz.sh build-asan
 fi
-echo "== all tests passed"
+# One closing line over both runs: "N passed, N failed" (ctest prints one summary per run).
+total=$(grep -Eo 'tests failed out of [0-9]+' "$log" | awk '{s += $5} END {print s + 0}')
+failed=$(grep -Eo '[0-9]+ tests failed out of' "$log" | awk '{s += $1} END {print s + 0}')
+echo "$((total - failed)) passed, $failed failed"
