@@ -147,7 +147,7 @@ TEST_F(api_log_stream, refusals_before_the_upgrade) {
 // Lines from this process's worker come through the hub at once, without waiting for a poll.
 TEST_F(api_log_stream, in_process_lines_come_through_the_hub) {
   auto o = test_options();
-  o.log_poll_interval = 3s;  // a poll would be far too late: only the hub can deliver in time
+  o.log_poll_interval = 10s;  // a poll would be far too late: only the hub can deliver in time
   start(o, true);
   auto c = client();
   auto r = c.post(jobs_path(), R"({"type":"noop","payload":{"lines":50,"wait_ms":500,"gap_ms":2}})", tok["admin"]);
@@ -157,10 +157,10 @@ TEST_F(api_log_stream, in_process_lines_come_through_the_hub) {
   ASSERT_EQ(ws.connect(stream_path(id), tok["viewer"]), 101);
   auto t0 = std::chrono::steady_clock::now();
   seen s;
-  read_until(ws, s, [&] { return s.seqs.size() >= 50; }, 10s);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2500ms);
+  read_until(ws, s, [&] { return s.seqs.size() >= 50; }, 15s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 8s);  // the handler alone needs ~0.6 s
   EXPECT_TRUE(s.in_order_from(1, 50));
-  read_until(ws, s, [&] { return !s.end_status.empty(); }, 10s);
+  read_until(ws, s, [&] { return !s.end_status.empty(); }, 15s);
   EXPECT_EQ(s.end_status, "completed");
 }
 
@@ -190,7 +190,7 @@ TEST_F(api_log_stream, two_hundred_subscribers_get_every_line_in_order) {
         },
         asio::detached);
   }
-  cioc.run_for(60s);
+  cioc.run_for(120s);
   for (int i = 0; i < subscribers; ++i) {
     ASSERT_EQ(handshakes[i], 101) << i;
     EXPECT_TRUE(results[i].in_order_from(1, lines)) << "subscriber " << i << " got " << results[i].seqs.size();
