@@ -261,14 +261,7 @@ int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
     if (!role) return fail(make_error(errc::invalid_argument, "role must be one of viewer, operator, admin, owner", "role"));
     if (a.system && *role < store::role::admin)
       return fail(make_error(errc::invalid_argument, "a --system token must have the admin or owner role", "role"));
-    auto project = run_sync([&]() -> store::task<store::project> {
-      if (a.project != "default") return store.projects().find_by_name(a.project);
-      return [](store::store& s, const clock_source& c) -> store::task<store::project> {
-        auto p = co_await s.projects().ensure("default", c.now_ms());
-        if (!p) co_return std::move(p).error();
-        co_return std::move(p->first);
-      }(store, clock);
-    });
+    auto project = run_sync([&] { return project_for_cli(store, a.project, clock.now_ms()); });
     if (!project) return fail(project.error());
     auto issued = run_sync([&] {
       return api::issue_token(store.auth(), project->id, *role, a.system, a.name, "cli", clock);
