@@ -57,7 +57,7 @@ T run(asio::io_context& ioc, asio::awaitable<T> a) {
 
 int main(int argc, char** argv) {
   long jobs = 100'000, preload = 0, latency_jobs = 1000, latency_rate = 200;
-  int concurrency = 256, batch = 128;
+  int concurrency = 256, batch = 32;
   std::string dir, synchronous = "normal";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];

@@ -43,6 +43,7 @@ class job_store {
 
   // Claims up to `limit` claimable jobs of `lane` with ready_at <= now, oldest first, in one
   // atomic statement: active, locked_by, locked_until = ready_at = now + lease, attempts+1, fence+1.
+  // Each record carries what a handler reads (not the previous attempt's error or progress).
   virtual task<std::vector<job_record>> claim(std::string lane, std::string worker_id, time_ms now,
                                               time_ms lease_ms, int limit) = 0;
   // Extends the leases this worker still holds; reports each as held, lost or cancel_requested.

@@ -24,6 +24,13 @@ namespace {
 // document is read only when a terminal hook needs it, off the hot path.
 #define FINISH_COLS "id, status, result_status, attempts, fence, ready_at, completed_at, error, max_attempts"
 
+// What a claim returns: what a handler reads. The rest of an active job's document follows from the
+// claim itself (status active, locked_by the caller, ready_at = locked_until, not held, no cancel
+// request) and is filled in without asking SQLite to copy it: RETURNING costs per column.
+#define CLAIM_COLS                                                                                 \
+  "id, project_id, type, lane, payload, attempts, max_attempts, fence, locked_until, started_at, " \
+  "idempotency_key, parent_job_id, certificate_id, distribution_id, triggered_by, created_at"
+
 // The claimable set; the text must match the partial index jobs_claim for SQLite to use it.
 #define CLAIMABLE "status IN ('pending', 'failed', 'active') AND held = 0"
 
@@ -55,6 +62,30 @@ job_record read_job(stmt& s) {
   j.progress_current = s.int64(23);
   j.progress_total = s.int64(24);
   j.cancel_requested = s.int64(25) != 0;
+  return j;
+}
+
+job_record read_claimed(stmt& s, const std::string& worker_id) {
+  job_record j;
+  j.id = s.text(0);
+  j.project_id = s.text(1);
+  j.type = s.text(2);
+  j.lane = s.text(3);
+  j.payload = s.text(4);
+  j.status = job_status::active;
+  j.attempts = static_cast<int>(s.int64(5));
+  j.max_attempts = static_cast<int>(s.int64(6));
+  j.fence = s.int64(7);
+  j.locked_by = worker_id;
+  j.locked_until = s.int64(8);
+  j.ready_at = j.locked_until;
+  j.started_at = s.int64(9);
+  j.idempotency_key = s.text(10);
+  j.parent_job_id = s.text(11);
+  j.certificate_id = s.text(12);
+  j.distribution_id = s.text(13);
+  j.triggered_by = s.text(14);
+  j.created_at = s.int64(15);
   return j;
 }
 
@@ -197,10 +228,10 @@ class sqlite_store final : public store, public job_store, public project_store 
               "attempts = attempts + 1, fence = fence + 1, started_at = ?2 "
               "WHERE rid IN (SELECT rid FROM jobs WHERE lane = ?4 AND " CLAIMABLE " AND ready_at <= ?2 "
               "AND (status <> 'active' OR (attempts < max_attempts AND cancel_requested = 0)) "
-              "ORDER BY ready_at, id LIMIT ?5) RETURNING " JOB_COLS);
+              "ORDER BY ready_at, id LIMIT ?5) RETURNING " CLAIM_COLS);
           s->bind(1, worker_id).bind(2, now).bind(3, lease_ms).bind(4, lane).bind(5, limit);
           std::vector<job_record> out;
-          while (s->step()) out.push_back(read_job(*s));
+          while (s->step()) out.push_back(read_claimed(*s, worker_id));
           std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
           return result<std::vector<job_record>>(std::move(out));
         });
