@@ -12,7 +12,7 @@ jobs=${2:-100000}
 duration=${3:-10s}
 conns=${4:-64}
 bin=$build/certfleet
-command -v wrk >/dev/null || { echo "api_bench: wrk is not installed (apt-get install wrk)" >&2; exit 1; }
+command -v wrk >/dev/null || { echo "api_bench: installing wrk" >&2; ${SUDO:-$( [ "$(id -u)" -ne 0 ] && echo sudo)} apt-get install -y -qq wrk >/dev/null; }
 [[ -x $bin && -x $build/bench/beast_ceiling && -x $build/bench/ws_fanout ]] || {
   echo "api_bench: build certfleet beast_ceiling ws_fanout in $build first" >&2; exit 1; }
 
