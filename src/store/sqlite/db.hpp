@@ -100,6 +100,24 @@ class db {
   std::unordered_map<const char*, sqlite3_stmt*> cache_;  // keyed by the literal's address
 };
 
+// One consistent snapshot over several reads: BEGIN now, COMMIT when the scope ends.
+class read_snapshot {
+ public:
+  explicit read_snapshot(db& d) : d_(d) { d_.prepare("BEGIN")->run(); }
+  ~read_snapshot() {
+    try {
+      d_.prepare("COMMIT")->run();
+    } catch (...) {
+      // A read-only transaction has nothing to lose; the next BEGIN resets the connection.
+    }
+  }
+  read_snapshot(const read_snapshot&) = delete;
+  read_snapshot& operator=(const read_snapshot&) = delete;
+
+ private:
+  db& d_;
+};
+
 bool is_busy(int code) noexcept;
 error to_error(const db_error& e);
 

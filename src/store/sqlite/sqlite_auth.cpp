@@ -129,16 +129,7 @@ class impl final : public auth_stores, public auth_store, public observe_store {
   task<audit_page> list_audit(std::string project_id, int page, int page_size) override {
     return run_read<result<audit_page>>(r_, [p = std::move(project_id), page, page_size](db& d) -> result<audit_page> {
       audit_page out;
-      d.prepare("BEGIN")->run();
-      struct end_read {
-        db& d;
-        ~end_read() {
-          try {
-            d.prepare("COMMIT")->run();
-          } catch (...) {
-          }
-        }
-      } guard{d};
+      read_snapshot snapshot(d);
       {
         auto s = d.prepare("SELECT seq, project_id, actor, action, object, outcome, detail, at FROM audit_log "
                            "WHERE project_id = ?1 ORDER BY seq DESC LIMIT ?2 OFFSET ?3");
@@ -211,16 +202,7 @@ class impl final : public auth_stores, public auth_store, public observe_store {
   task<log_watch> watch_logs(std::string job_id, std::int64_t after_seq, int limit) override {
     return run_read<result<log_watch>>(r_, [id = std::move(job_id), after_seq, limit](db& d) -> result<log_watch> {
       log_watch w;
-      d.prepare("BEGIN")->run();
-      struct end_read {
-        db& d;
-        ~end_read() {
-          try {
-            d.prepare("COMMIT")->run();
-          } catch (...) {
-          }
-        }
-      } guard{d};
+      read_snapshot snapshot(d);
       {
         auto s = d.prepare("SELECT status FROM jobs WHERE id = ?1");
         s->bind(1, id);

@@ -367,16 +367,7 @@ class sqlite_store final : public store, public job_store, public project_store 
       std::int64_t offset = static_cast<std::int64_t>(f.page - 1) * f.page_size;
       std::string status = f.status ? std::string(to_string(*f.status)) : std::string();
       // One statement per filter shape, so each uses its own index.
-      d.prepare("BEGIN")->run();
-      struct end_read {
-        db& d;
-        ~end_read() {
-          try {
-            d.prepare("COMMIT")->run();
-          } catch (...) {
-          }
-        }
-      } guard{d};
+      read_snapshot snapshot(d);
       auto fill = [&](stmt_scope items, stmt_scope count) {
         while (items->step()) page.items.push_back(read_job(*items));
         if (count->step()) page.total = count->int64(0);
