@@ -27,6 +27,16 @@ result<int> int_param(std::string_view name, std::string_view value, int lo, int
   return static_cast<int>(v);
 }
 
+// `page` and `page_size`, shared by every paged route: true when `name` was one of them.
+result<bool> page_param(std::string_view name, std::string_view value, int& page, int& page_size) {
+  int* target = name == "page" ? &page : name == "page_size" ? &page_size : nullptr;
+  if (!target) return false;
+  auto v = int_param(name, value, 1, name == "page" ? max_page : max_page_size);
+  if (!v) return std::move(v).error();
+  *target = *v;
+  return true;
+}
+
 error unknown_param(std::string_view name, std::string_view allowed) {
   return make_error(errc::invalid_argument,
                     fmt::format("unknown query parameter {}; this route takes {}", name.substr(0, 64), allowed),
@@ -190,16 +200,10 @@ result<job_list_query> parse_job_list_query(const query_params& q) {
     } else if (k == "type") {
       if (v.size() > 100) return make_error(errc::invalid_argument, "type must be at most 100 characters", "type");
       out.type = v;
-    } else if (k == "page") {
-      auto p = int_param("page", v, 1, max_page);
-      if (!p) return std::move(p).error();
-      out.page = *p;
-    } else if (k == "page_size") {
-      auto p = int_param("page_size", v, 1, max_page_size);
-      if (!p) return std::move(p).error();
-      out.page_size = *p;
     } else {
-      return unknown_param(k, "status, type, page, page_size");
+      auto paged = page_param(k, v, out.page, out.page_size);
+      if (!paged) return std::move(paged).error();
+      if (!*paged) return unknown_param(k, "status, type, page, page_size");
     }
   }
   return out;
@@ -227,17 +231,9 @@ result<log_query> parse_log_query(const query_params& q, bool stream) {
 result<page_query> parse_audit_query(const query_params& q) {
   page_query out;
   for (const auto& [k, v] : q) {
-    if (k == "page") {
-      auto p = int_param("page", v, 1, max_page);
-      if (!p) return std::move(p).error();
-      out.page = *p;
-    } else if (k == "page_size") {
-      auto p = int_param("page_size", v, 1, max_page_size);
-      if (!p) return std::move(p).error();
-      out.page_size = *p;
-    } else {
-      return unknown_param(k, "page, page_size");
-    }
+    auto paged = page_param(k, v, out.page, out.page_size);
+    if (!paged) return std::move(paged).error();
+    if (!*paged) return unknown_param(k, "page, page_size");
   }
   return out;
 }

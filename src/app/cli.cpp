@@ -95,14 +95,13 @@ int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
   int exit = 0;
   auto cli = open_cli(flags, exit);
   if (!cli) return exit;
-  auto* settings = &cli->settings;
-  auto& st = cli->store;
-  store::store& store = *st;
+  const settings_map& settings = cli->settings;
+  store::store& store = *cli->store;
   queue::handler_registry handlers;
-  register_handlers(handlers, *settings);
+  register_handlers(handlers, settings);
   const auto& clock = system_clock();
   queue::queue_service queue(store, handlers, clock,
-                             static_cast<int>(settings->integer("job_retry_per_minute")));
+                             static_cast<int>(settings.integer("job_retry_per_minute")));
 
   auto project = run_sync([&] { return project_for_cli(store, a.project, clock.now_ms()); });
   if (!project) {
@@ -227,9 +226,7 @@ int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
   int exit = 0;
   auto cli = open_cli(flags, exit);
   if (!cli) return exit;
-  auto* settings = &cli->settings;
-  auto& st = cli->store;
-  store::store& store = *st;
+  store::store& store = *cli->store;
   const auto& clock = system_clock();
   auto fail = [&](const error& e) {
     print_error(e);
@@ -304,10 +301,8 @@ int run_backup(common_flags& flags, const std::string& to) {
   int exit = 0;
   auto cli = open_cli(flags, exit);
   if (!cli) return exit;
-  auto* settings = &cli->settings;
-  auto& st = cli->store;
   auto target = std::filesystem::absolute(to).string();
-  auto r = run_sync([&] { return st->maintenance().backup_to(target); });
+  auto r = run_sync([&] { return cli->store->maintenance().backup_to(target); });
   if (!r) {
     print_error(r.error());
     return exit_code(r.error());
