@@ -1,12 +1,24 @@
 #include "executor.hpp"
 
+#include <chrono>
+
 
 namespace certfleet::store::sqlite {
 
 writer::writer(const std::string& path, int busy_timeout_ms, bool synchronous_full,
                const std::function<void(db&)>& init, int max_batch)
     : db_(std::make_unique<db>(path, false, busy_timeout_ms)), max_batch_(max_batch) {
-  db_->exec("PRAGMA journal_mode=WAL");
+  // Switching a new file to WAL needs an exclusive lock and SQLite does not call the busy
+  // handler for it: two processes opening a fresh store at once must wait for each other here.
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);;) {
+    try {
+      db_->exec("PRAGMA journal_mode=WAL");
+      break;
+    } catch (const db_error& e) {
+      if (!is_busy(e.code()) || std::chrono::steady_clock::now() >= deadline) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
   db_->exec(synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
   db_->exec("PRAGMA cache_size=-65536");
   db_->exec("PRAGMA mmap_size=268435456");
