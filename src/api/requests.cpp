@@ -228,6 +228,22 @@ result<log_query> parse_log_query(const query_params& q, bool stream) {
   return out;
 }
 
+result<results_query> parse_results_query(const query_params& q) {
+  results_query out;
+  for (const auto& [k, v] : q) {
+    if (k == "run") {
+      std::int64_t r = 0;
+      if (!parse_i64(v, r) || r < 1) return make_error(errc::invalid_argument, "run must be a run number (1 or more)", "run");
+      out.run = r;
+      continue;
+    }
+    auto paged = page_param(k, v, out.page, out.page_size);
+    if (!paged) return std::move(paged).error();
+    if (!*paged) return unknown_param(k, "run, page, page_size");
+  }
+  return out;
+}
+
 result<page_query> parse_audit_query(const query_params& q) {
   page_query out;
   for (const auto& [k, v] : q) {

@@ -7,6 +7,7 @@
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/core/settings.hpp"
+#include "certfleet/distribution/service.hpp"
 #include "certfleet/queue/job_view.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/queue/worker.hpp"
@@ -146,7 +147,8 @@ using request_t = http::request<http::string_body>;
 
 struct server::impl : std::enable_shared_from_this<impl> {
   impl(asio::any_io_executor e, store::store& s, queue::queue_service& q, const clock_source& c, server_options o)
-      : ex(e), st(s), queue(q), clock(c), opt(std::move(o)), acceptor(e), hub(e, s, opt.log_poll_interval, opt.log_coalesce) {}
+      : ex(e), st(s), queue(q), clock(c), opt(std::move(o)), acceptor(e), hub(e, s, opt.log_poll_interval, opt.log_coalesce),
+        catalog(s, q, c, opt.key, opt.cpu) {}
 
   asio::any_io_executor ex;
   store::store& st;
@@ -159,6 +161,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
   const queue::worker* worker = nullptr;
   log_hub hub;
   api_metrics metrics;
+  distribution::service catalog;
 
   struct conn {
     beast::tcp_stream* http = nullptr;  // while an HTTP session owns the socket
@@ -315,6 +318,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
     if (!m->id.empty() && !is_object_id(m->id))
       co_return error_reply(errc::invalid_argument, "id must be a 24-character hex object id", "id");
 
+    if (!route_object_kind(m->route->id).empty()) co_return co_await catalog_route(*c, *m, *q, req.body());
     switch (m->route->id) {
       case route_id::healthz: co_return json_reply(200, boost::json::object{{"status", "ok"}});
       case route_id::readyz: {
@@ -338,8 +342,91 @@ struct server::impl : std::enable_shared_from_this<impl> {
       case route_id::settings_get: co_return co_await settings_reply();
       case route_id::settings_put: co_return co_await put_settings(*c, req.body());
       case route_id::job_log_stream: break;
+      default: break;
     }
     co_return error_reply(errc::not_found, "no such route", "path");
+  }
+
+  // Catalog and distribution routes: the distribution service does the work; this maps its
+  // answer to HTTP and audits every state change.
+  asio::awaitable<reply> catalog_route(const caller& c, const route_match& m, const query_params& q,
+                                       const std::string& body) {
+    using R = route_id;
+    const std::string kind(route_object_kind(m.route->id));
+    const std::string& pid = c.project->id;
+    const std::string actor = c.token ? "token:" + c.token->id : "anonymous";
+    unsigned ok_status = 200;
+    std::string verb;
+    auto t0 = steady::now();
+    result<boost::json::value> r = make_error(errc::not_found, "no such route", "path");
+    switch (m.route->id) {
+      case R::certificates_list: case R::credentials_list: case R::targets_list: case R::channels_list:
+      case R::rules_list: case R::distributions_list: {
+        auto pq = parse_page_query(q);
+        if (!pq) co_return error_reply(pq.error());
+        if (kind == "distribution") r = co_await catalog.list_distributions(pid, pq->page, pq->page_size);
+        else r = co_await catalog.list(kind, pid, pq->page, pq->page_size);
+        break;
+      }
+      case R::certificate_create: case R::credential_create: case R::target_create: case R::channel_create:
+      case R::rule_create: case R::distribution_create:
+        verb = "create";
+        ok_status = 201;
+        if (kind == "distribution") r = co_await catalog.create_distribution(pid, body);
+        else r = co_await catalog.create(kind, pid, body);
+        break;
+      case R::certificate_get: case R::credential_get: case R::target_get: case R::channel_get: case R::rule_get:
+      case R::distribution_get:
+        if (kind == "distribution") r = co_await catalog.get_distribution(pid, m.id);
+        else r = co_await catalog.get(kind, pid, m.id);
+        break;
+      case R::certificate_delete: case R::credential_delete: case R::target_delete: case R::channel_delete:
+      case R::rule_delete: case R::distribution_delete:
+        verb = "delete";
+        if (kind == "distribution") r = co_await catalog.remove_distribution(pid, m.id);
+        else r = co_await catalog.remove(kind, pid, m.id);
+        break;
+      case R::target_scan_host_key: r = co_await catalog.scan_host_key(pid, m.id); break;
+      case R::distribution_execute:
+        verb = "execute";
+        ok_status = 202;
+        r = co_await catalog.execute(pid, m.id, actor);
+        break;
+      case R::distribution_retry_failed:
+        verb = "retry_failed";
+        ok_status = 202;
+        r = co_await catalog.retry_failed(pid, m.id, actor);
+        break;
+      case R::distribution_rollback:
+        verb = "rollback";
+        ok_status = 202;
+        r = co_await catalog.rollback(pid, m.id, body, actor);
+        break;
+      case R::distribution_cancel:
+        verb = "cancel";
+        ok_status = 202;
+        r = co_await catalog.cancel(pid, m.id);
+        break;
+      case R::distribution_results: {
+        auto rq = parse_results_query(q);
+        if (!rq) co_return error_reply(rq.error());
+        r = co_await catalog.results(pid, m.id, rq->run, rq->page, rq->page_size);
+        break;
+      }
+      default: break;
+    }
+    metrics.store_call(kind + (verb.empty() ? std::string("_read") : "_" + verb),
+                       std::chrono::duration<double>(steady::now() - t0).count());
+    if (!verb.empty()) {
+      std::string object = kind + "/";
+      if (!m.id.empty()) object += m.id;
+      else if (r && r->is_object())
+        if (auto* id = r->as_object().if_contains("id"); id && id->is_string()) object += std::string(id->as_string());
+      if (verb == "execute" || verb == "retry_failed" || verb == "rollback" || verb == "cancel") forget_lists(pid);
+      co_await audit(c, kind + "." + verb, object, r ? "ok" : errc_name(r.error().value()));
+    }
+    if (!r) co_return error_reply(r.error());
+    co_return json_reply(ok_status, *r);
   }
 
   asio::awaitable<reply> metrics_reply() {

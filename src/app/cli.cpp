@@ -2,6 +2,7 @@
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/app/app.hpp"
 #include "certfleet/core/json.hpp"
+#include "certfleet/distribution/engine.hpp"
 #include "certfleet/queue/job_view.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/store/maintenance.hpp"
@@ -72,6 +73,8 @@ std::optional<cli_context> open_cli(common_flags& flags, int& exit) {
     exit = 1;
     return std::nullopt;
   }
+  // Commands that cancel jobs report distribution children through the terminal hook.
+  (*st)->jobs().set_terminal_hook(distribution::make_terminal_hook());
   return cli_context{std::move(*settings), std::move(*st)};
 }
 
@@ -361,6 +364,21 @@ int run_restore(common_flags& flags, const std::string& from, bool force) {
   return 0;
 }
 
+// Completes distributions whose children have all reported but whose run is not closed (the
+// scheduler runs the same pass every cycle).
+int run_reconcile(common_flags& flags) {
+  int exit = 0;
+  auto cli = open_cli(flags, exit);
+  if (!cli) return exit;
+  auto r = run_sync([&] { return distribution::reconcile(*cli->store, system_clock()); });
+  if (!r) {
+    print_error(r.error());
+    return exit_code(r.error());
+  }
+  std::cout << boost::json::serialize(boost::json::object{{"reconciled", *r}}) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -421,6 +439,11 @@ int run_cli(int argc, char** argv) {
   restore->add_option("--from", restore_from, "A file made by certfleet backup")->required();
   restore->add_flag("--force", restore_force, "Replace an existing store");
 
+  auto* dists = app.add_subcommand("distributions", "Distribution maintenance");
+  dists->require_subcommand(1);
+  auto* reconcile_cmd = dists->add_subcommand("reconcile", "Report finished children and close runs left open");
+  add_common(reconcile_cmd);
+
   auto* token = app.add_subcommand("token", "Create, list and revoke API access tokens");
   token->require_subcommand(1);
   token_args ta;
@@ -466,6 +489,7 @@ int run_cli(int argc, char** argv) {
   if (backup->parsed()) return run_backup(flags, backup_to);
   if (restore->parsed()) return run_restore(flags, restore_from, restore_force);
   if (token->parsed()) return run_token(token_cmd, flags, ta);
+  if (reconcile_cmd->parsed()) return run_reconcile(flags);
   std::cout << app.help();
   return 0;
 }

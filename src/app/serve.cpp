@@ -3,6 +3,8 @@
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/app/app.hpp"
 #include "certfleet/core/log.hpp"
+#include "certfleet/distribution/engine.hpp"
+#include "certfleet/store/catalog.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/queue/worker.hpp"
@@ -22,6 +24,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 namespace certfleet::app {
@@ -61,9 +64,75 @@ queue::worker_options worker_options_from(const settings_map& s) {
   return o;
 }
 
-void register_handlers(queue::handler_registry& r, const settings_map& s) {
+void register_handlers(queue::handler_registry& r, const settings_map& s, const kek* key, asio::thread_pool* cpu) {
   queue::register_noop(r);
   scheduler::register_sweep_handler(r, s.integer("job_retention_s") * 1000);
+  auto o = std::make_shared<distribution::engine_options>();
+  o->key = key;
+  o->cpu = cpu;
+  if (const char* ca = std::getenv("CERTFLEET_EXTRA_CA_FILE")) {
+    // Extra trust anchors for webhook destinations (a private CA; the tests' local one).
+    std::ifstream in(ca);
+    o->ca_pem.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  distribution::register_handlers(r, o);
+}
+
+result<kek> prepare_store(store::store& st, const settings_map& s) {
+  st.jobs().set_terminal_hook(distribution::make_terminal_hook());
+  std::filesystem::path path = s.text("key_file");
+  if (path.empty()) path = std::filesystem::path(s.text("data")) / "certfleet.key";
+  struct facts {
+    std::optional<std::string> fingerprint;
+    std::int64_t sealed = 0;
+  };
+  auto f = std::make_shared<facts>();
+  auto read = run_sync([&] {
+    return st.catalog().read([f](store::catalog_read& rd) -> result<void> {
+      auto fp = rd.meta("kek_fingerprint");
+      if (!fp) return std::move(fp).error();
+      f->fingerprint = *fp;
+      auto n = rd.count_sealed();
+      if (!n) return std::move(n).error();
+      f->sealed = *n;
+      return {};
+    });
+  });
+  if (!read) return std::move(read).error();
+  std::error_code ec;
+  std::optional<kek> loaded;
+  if (std::filesystem::exists(path, ec)) {
+    auto k = load_key_file(path);
+    if (!k) return std::move(k).error();
+    loaded.emplace(std::move(*k));
+  }
+  if (auto ok = check_key_matches(f->fingerprint, static_cast<std::uint64_t>(f->sealed), loaded ? &*loaded : nullptr, path);
+      !ok)
+    return std::move(ok).error();
+  if (!loaded) {
+    auto k = create_key_file(path);
+    // Another process starting on the same data directory may have created it first.
+    if (!k && std::filesystem::exists(path, ec)) k = load_key_file(path);
+    if (!k) return std::move(k).error();
+    loaded.emplace(std::move(*k));
+    spdlog::info("created the key-encryption key file {} (mode 0600): back it up with the store", path.string());
+  }
+  if (!f->fingerprint) {
+    auto fp = loaded->fingerprint();
+    auto w = run_sync([&] {
+      return st.catalog().transact([fp](store::catalog_tx& tx) -> result<void> {
+        auto cur = tx.meta("kek_fingerprint");
+        if (!cur) return std::move(cur).error();
+        if (*cur && **cur != fp)
+          return make_error(errc::config_invalid, "another process recorded a different key-encryption key for this store "
+                                                  "at the same time: check the key_file settings of both",
+                            "key_file");
+        return tx.set_meta("kek_fingerprint", fp);
+      });
+    });
+    if (!w) return std::move(w).error();
+  }
+  return std::move(*loaded);
 }
 
 // First start on an empty store: one owner token (system admin) of the default project, written
@@ -104,6 +173,13 @@ int serve(const settings_map& settings) {
   store::store& store = **st;
   const auto& clock = system_clock();
   const std::string mode = settings.text("mode");
+  // Before anything is written: a store whose secrets this key cannot open is refused.
+  auto key = prepare_store(store, settings);
+  if (!key) {
+    spdlog::error("{}", key.error().message);
+    std::cerr << "certfleet: " << key.error().message << "\n";
+    return 1;
+  }
 
   auto project = run_sync([&] { return store.projects().ensure("default", clock.now_ms()); });
   if (!project) {
@@ -123,8 +199,10 @@ int serve(const settings_map& settings) {
                              **owner_token)
               << std::endl;
 
+  // Blocking work that is not socket-driven: name resolution, local file delivery.
+  asio::thread_pool cpu(2);
   queue::handler_registry handlers;
-  register_handlers(handlers, settings);
+  register_handlers(handlers, settings, &*key, &cpu);
   asio::io_context ioc(1);
   queue::queue_service queue(store, handlers, clock);
 
@@ -132,6 +210,8 @@ int serve(const settings_map& settings) {
   api::server_options sopt;
   sopt.listen = settings.text("listen");
   sopt.serve_api = mode == "api" || mode == "all";
+  sopt.key = &*key;
+  sopt.cpu = &cpu;
   api::server http(ioc.get_executor(), store, queue, clock, sopt);
   auto bound = http.start();
   if (!bound) {
@@ -182,6 +262,7 @@ int serve(const settings_map& settings) {
         asio::detached);
   });
   ioc.run();
+  cpu.join();
   store.close();
   spdlog::info("stopped");
   return 0;

@@ -1,11 +1,13 @@
 #pragma once
 // Shared by the commands of the app module: how settings become a store and worker options.
+#include "certfleet/core/secrets.hpp"
 #include "certfleet/core/settings.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/store/store.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <optional>
 
@@ -13,8 +15,14 @@ namespace certfleet::app {
 
 result<std::unique_ptr<store::store>> open_store(const settings_map& s);
 queue::worker_options worker_options_from(const settings_map& s);
-// Every handler this build has; a type missing here is refused at enqueue.
-void register_handlers(queue::handler_registry& r, const settings_map& s);
+// Every handler this build has; a type missing here is refused at enqueue. `key` and `cpu` are
+// what the distribution handlers need to run (null in CLI commands, which only enqueue).
+void register_handlers(queue::handler_registry& r, const settings_map& s, const kek* key = nullptr,
+                       boost::asio::thread_pool* cpu = nullptr);
+// The key-encryption key for this store: loaded from the key file, or created on a store that
+// has no sealed secret yet; refused (with the reason) when it is missing or not the key the
+// store's secrets were sealed with. Also installs the distribution terminal hook.
+result<kek> prepare_store(store::store& st, const settings_map& s);
 void raise_fd_limit();
 
 // Runs one coroutine to completion on a private event loop (CLI commands).

@@ -16,13 +16,15 @@ namespace {
 using S = setting_scope;
 using T = setting_type;
 
-constexpr std::array<setting_def, 22> table{{
+constexpr std::array<setting_def, 23> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
      "ADDR:PORT of the HTTP listener (health, metrics and, in api/all mode, the API)."},
     {"data", T::string, S::process, 0, 0, "./var", "",
      "Data directory: the embedded store certfleet.db and the owner-token file live here."},
+    {"key_file", T::string, S::process, 0, 0, "", "",
+     "The key-encryption key file that seals secrets at rest; empty means DATA/certfleet.key. Back it up with the store."},
     {"log_level", T::choice, S::process, 0, 0, "info", "trace|debug|info|warn|error", "Process log level."},
     {"lease_ms", T::integer, S::process, 1000, 3'600'000, "300000", "",
      "Job lease: a worker that stops heartbeating loses its jobs after this long."},

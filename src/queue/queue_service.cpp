@@ -78,6 +78,15 @@ store::task<store::cancel_outcome> queue_service::cancel(std::string project_id,
 }
 
 store::task<store::job_record> queue_service::retry(std::string project_id, std::string id) {
+  // A distribution's jobs are re-driven through the distribution, which opens a new run over
+  // its failed targets; re-running one job would deliver outside any run.
+  auto job = co_await store_.jobs().get(project_id, id);
+  if (job && (job->type == "distribution_execute" || job->type == "distribution_rollback"))
+    co_return make_error(errc::conflict,
+                         fmt::format("job {} belongs to distribution {}: use POST /api/v1/projects/{{p}}/distributions/{}"
+                                     "/retry-failed (or `certfleet distributions retry-failed`) instead",
+                                     id, job->distribution_id, job->distribution_id),
+                         "retry-failed");
   auto out = co_await store_.jobs().retry(std::move(project_id), std::move(id), clock_.now_ms(), retry_per_minute_);
   if (out && on_enqueued) on_enqueued(out->lane);
   co_return out;

@@ -4,6 +4,7 @@
 #include "certfleet/api/server.hpp"
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/core/json.hpp"
+#include "certfleet/core/secrets.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/queue/worker.hpp"
@@ -65,8 +66,15 @@ inline void register_chatty_noop(queue::handler_registry& h) {
   });
 }
 
+// The key-encryption key of the in-process test servers (catalog routes seal secrets).
+inline const kek& test_kek() {
+  static const kek k = *kek::generate();
+  return k;
+}
+
 inline api::server_options test_options() {
   api::server_options o;
+  o.key = &test_kek();
   o.listen = "127.0.0.1:0";
   o.idle_timeout = std::chrono::seconds(10);
   o.read_timeout = std::chrono::seconds(2);

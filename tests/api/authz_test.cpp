@@ -2,14 +2,56 @@
 // a system admin × no token, each cell's status asserted. A route missing from the table fails.
 #include "api_fixture.hpp"
 #include "certfleet/api/router.hpp"
+#include "certfleet/core/object_id.hpp"
+#include "certfleet/store/catalog.hpp"
 
 #include <set>
+
+#include "certs.hpp"
+#include "sshd.hpp"
 
 using namespace api_test;
 
 namespace {
 
-class api_authz : public api_fixture {};
+class api_authz : public api_fixture {
+ public:
+  // A catalog object put straight into the store (the authorization matrix needs fresh ones).
+  std::string put_object(std::string_view kind, std::string doc = "{}") {
+    auto o = std::make_shared<store::catalog_object>();
+    o->id = new_object_id();
+    o->project_id = project_id;
+    o->kind = std::string(kind);
+    o->name = o->id;
+    o->doc = std::move(doc);
+    o->created_at = clock.now_ms();
+    store::tx_fn fn = [o](store::catalog_tx& tx) -> result<void> {
+      auto r = tx.insert_object(*o);
+      if (!r) return std::move(r).error();
+      return {};
+    };
+    auto r = run_sync(st->catalog().transact(std::move(fn)));
+    EXPECT_TRUE(r) << r.error().message;
+    return o->id;
+  }
+  std::string put_distribution() {
+    auto d = std::make_shared<store::distribution_record>();
+    d->project_id = project_id;
+    d->name = new_object_id();
+    d->certificate_id = put_object(store::kind_certificate);
+    d->target_ids = {put_object(store::kind_target)};
+    d->created_at = clock.now_ms();
+    store::tx_fn fn = [d](store::catalog_tx& tx) -> result<void> {
+      auto r = tx.insert_distribution(*d);
+      if (!r) return std::move(r).error();
+      *d = std::move(*r);
+      return {};
+    };
+    auto r = run_sync(st->catalog().transact(std::move(fn)));
+    EXPECT_TRUE(r) << r.error().message;
+    return "/api/v1/projects/default/distributions/" + d->id;
+  }
+};
 
 enum col { none, viewer, operator_, admin, owner, foreign, system_admin, n_cols };
 const char* col_names[] = {"no token", "viewer", "operator", "admin", "owner", "foreign owner", "system admin"};
@@ -28,6 +70,29 @@ TEST_F(api_authz, every_route_every_role) {
   start();
   const std::string p = "/api/v1/projects/default";
   auto pending_job = [](api_authz& t) { return t.job_path(t.enqueue()); };
+  // Catalog bodies: valid, so the admin's create succeeds; the same name again conflicts.
+  auto leaf = testbed::make_certificate({});
+  const std::string cert_body = boost::json::serialize(
+      boost::json::object{{"name", "c"}, {"cert_pem", leaf.cert_pem}, {"key_pem", leaf.key_pem}});
+  const std::string cred_id = put_object(store::kind_credential);
+  const std::string chan_id = put_object(store::kind_channel, R"({"kind":"webhook","url":"https://127.0.0.1:9/"})");
+  auto ssh_key = testbed::make_ssh_key(dir.path() / "hostkey", "host");
+  auto closed = testbed::free_port();
+  const std::string scan_doc = boost::json::serialize(boost::json::object{
+      {"module", "ssh"},
+      {"ssh", boost::json::object{{"host", "127.0.0.1"}, {"port", closed}, {"user", "u"}, {"credential_id", cred_id},
+                                  {"host_key", ssh_key.public_line}, {"cert_path", "/srv/c.pem"}, {"key_path", "/srv/k.pem"}}}});
+  const std::string target_body = boost::json::serialize(boost::json::object{
+      {"name", "t"},
+      {"module", "ssh"},
+      {"ssh", boost::json::object{{"host", "127.0.0.1"}, {"port", 22}, {"user", "u"}, {"credential_id", cred_id},
+                                  {"host_key", ssh_key.public_line}, {"cert_path", "/srv/c.pem"}, {"key_path", "/srv/k.pem"}}}});
+  const std::string rule_body = boost::json::serialize(boost::json::object{{"event", "distribution.finished"}, {"channel_id", chan_id}});
+  const std::string dist_body = [&] {
+    auto c = put_object(store::kind_certificate);
+    auto t = put_object(store::kind_target);
+    return boost::json::serialize(boost::json::object{{"name", "d"}, {"certificate_id", c}, {"target_ids", boost::json::array{boost::json::value(t)}}});
+  }();
   const std::vector<row> rows = {
       {api::route_id::healthz, "GET", [](auto&) { return "/healthz"; }, "", {200, 200, 200, 200, 200, 200, 200}},
       {api::route_id::readyz, "GET", [](auto&) { return "/readyz"; }, "", {200, 200, 200, 200, 200, 200, 200}},
@@ -49,6 +114,60 @@ TEST_F(api_authz, every_route_every_role) {
       {api::route_id::settings_get, "GET", [](auto&) { return "/api/v1/settings"; }, "", {401, 403, 403, 403, 403, 403, 200}},
       {api::route_id::settings_put, "PUT", [](auto&) { return "/api/v1/settings"; }, R"({"jobs_page_size_default":30})",
        {401, 403, 403, 403, 403, 403, 200}},
+      {api::route_id::certificates_list, "GET", [&](auto&) { return p + "/certificates"; }, "", {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::certificate_create, "POST", [&](auto&) { return p + "/certificates"; }, cert_body,
+       {401, 403, 403, 201, 409, 404, 409}},
+      {api::route_id::certificate_get, "GET", [&](api_authz& t) { return p + "/certificates/" + t.put_object(store::kind_certificate); }, "",
+       {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::certificate_delete, "DELETE", [&](api_authz& t) { return p + "/certificates/" + t.put_object(store::kind_certificate); }, "",
+       {401, 403, 403, 200, 200, 404, 200}},
+      {api::route_id::credentials_list, "GET", [&](auto&) { return p + "/credentials"; }, "", {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::credential_create, "POST", [&](auto&) { return p + "/credentials"; }, R"({"name":"pw","kind":"password","password":"secret"})",
+       {401, 403, 403, 201, 409, 404, 409}},
+      {api::route_id::credential_get, "GET", [&](api_authz& t) { return p + "/credentials/" + t.put_object(store::kind_credential); }, "",
+       {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::credential_delete, "DELETE", [&](api_authz& t) { return p + "/credentials/" + t.put_object(store::kind_credential); }, "",
+       {401, 403, 403, 200, 200, 404, 200}},
+      {api::route_id::targets_list, "GET", [&](auto&) { return p + "/targets"; }, "", {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::target_create, "POST", [&](auto&) { return p + "/targets"; }, target_body,
+       {401, 403, 403, 201, 409, 404, 409}},
+      {api::route_id::target_get, "GET", [&](api_authz& t) { return p + "/targets/" + t.put_object(store::kind_target); }, "",
+       {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::target_delete, "DELETE", [&](api_authz& t) { return p + "/targets/" + t.put_object(store::kind_target); }, "",
+       {401, 403, 403, 200, 200, 404, 200}},
+      {api::route_id::channels_list, "GET", [&](auto&) { return p + "/notification-channels"; }, "", {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::channel_create, "POST", [&](auto&) { return p + "/notification-channels"; }, R"({"name":"hook","kind":"webhook","url":"https://127.0.0.1:9/hook"})",
+       {401, 403, 403, 201, 409, 404, 409}},
+      {api::route_id::channel_get, "GET", [&](api_authz& t) { return p + "/notification-channels/" + t.put_object(store::kind_channel); }, "",
+       {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::channel_delete, "DELETE", [&](api_authz& t) { return p + "/notification-channels/" + t.put_object(store::kind_channel); }, "",
+       {401, 403, 403, 200, 200, 404, 200}},
+      {api::route_id::rules_list, "GET", [&](auto&) { return p + "/notification-rules"; }, "", {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::rule_create, "POST", [&](auto&) { return p + "/notification-rules"; }, rule_body,
+       {401, 403, 403, 201, 409, 404, 409}},
+      {api::route_id::rule_get, "GET", [&](api_authz& t) { return p + "/notification-rules/" + t.put_object(store::kind_rule); }, "",
+       {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::rule_delete, "DELETE", [&](api_authz& t) { return p + "/notification-rules/" + t.put_object(store::kind_rule); }, "",
+       {401, 403, 403, 200, 200, 404, 200}},
+      {api::route_id::distributions_list, "GET", [&](auto&) { return p + "/distributions"; }, "", {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::distribution_create, "POST", [&](auto&) { return p + "/distributions"; }, dist_body,
+       {401, 403, 403, 201, 409, 404, 409}},
+      {api::route_id::distribution_get, "GET", [](api_authz& t) { return t.put_distribution(); }, "", {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::distribution_delete, "DELETE", [](api_authz& t) { return t.put_distribution(); }, "", {401, 403, 403, 200, 200, 404, 200}},
+      {api::route_id::distribution_execute, "POST", [](api_authz& t) { return t.put_distribution() + "/execute"; }, "",
+       {401, 403, 202, 202, 202, 404, 202}},
+      // Never run: nothing to retry or roll back, nothing to cancel; the role check comes first.
+      {api::route_id::distribution_retry_failed, "POST", [](api_authz& t) { return t.put_distribution() + "/retry-failed"; }, "",
+       {401, 403, 409, 409, 409, 404, 409}},
+      {api::route_id::distribution_rollback, "POST", [](api_authz& t) { return t.put_distribution() + "/rollback"; }, "",
+       {401, 403, 400, 400, 400, 404, 400}},
+      {api::route_id::distribution_cancel, "POST", [](api_authz& t) { return t.put_distribution() + "/cancel"; }, "",
+       {401, 403, 409, 409, 409, 404, 409}},
+      {api::route_id::distribution_results, "GET", [](api_authz& t) { return t.put_distribution() + "/results"; }, "",
+       {401, 200, 200, 200, 200, 404, 200}},
+      // Nothing listens on the target's port: the scan fails after the role check.
+      {api::route_id::target_scan_host_key, "POST", [&](api_authz& t) { return p + "/targets/" + t.put_object(store::kind_target, scan_doc) + "/scan-host-key"; }, "",
+       {401, 403, 504, 504, 504, 404, 504}},
   };
 
   std::set<api::route_id> covered;

@@ -53,6 +53,16 @@ struct page_query {
   int page_size = 50;
 };
 result<page_query> parse_audit_query(const query_params& q);
+// Catalog and distribution lists: GET …?page=&page_size= (the same parameters).
+inline result<page_query> parse_page_query(const query_params& q) { return parse_audit_query(q); }
+
+// GET …/distributions/{id}/results?run=&page=&page_size=
+struct results_query {
+  std::int64_t run = 0;  // 0: the current run
+  int page = 1;
+  int page_size = 50;
+};
+result<results_query> parse_results_query(const query_params& q);
 
 // "2026-11-29T09:05:18Z" / "…18.123Z" / "…+01:00" -> ms since the epoch.
 std::optional<time_ms> parse_iso8601(std::string_view s) noexcept;

@@ -27,6 +27,15 @@ enum class route_id {
   audit,
   settings_get,
   settings_put,
+  // Catalog (DESIGN §6): objects by kind.
+  certificates_list, certificate_create, certificate_get, certificate_delete,
+  credentials_list, credential_create, credential_get, credential_delete,
+  targets_list, target_create, target_get, target_delete, target_scan_host_key,
+  channels_list, channel_create, channel_get, channel_delete,
+  rules_list, rule_create, rule_get, rule_delete,
+  distributions_list, distribution_create, distribution_get, distribution_delete,
+  distribution_execute, distribution_rollback, distribution_retry_failed, distribution_cancel,
+  distribution_results,
 };
 
 // What a caller needs: no token, a token with at least this role in the project, or a
@@ -66,6 +75,9 @@ result<route_match> match_route(std::string_view method, std::string_view path);
 // a NUL is invalid_argument naming it.
 using query_params = std::vector<std::pair<std::string, std::string>>;
 result<query_params> parse_query(std::string_view query);
+
+// The catalog object kind a catalog route is about ("certificate", …); empty for other routes.
+std::string_view route_object_kind(route_id id) noexcept;
 result<std::string> percent_decode(std::string_view s, bool plus_is_space);
 
 }  // namespace certfleet::api

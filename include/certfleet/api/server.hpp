@@ -7,12 +7,16 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
 
+namespace certfleet {
+class kek;
+}
 namespace certfleet::store {
 class store;
 }
@@ -45,6 +49,9 @@ struct server_options {
   // changes made elsewhere (workers, other processes) show within this time. 0 disables.
   std::chrono::milliseconds list_cache_ttl{250};
   std::chrono::milliseconds shutdown_grace{5'000};
+  // Seals and opens catalog secrets; null: those routes answer 503 (must outlive the server).
+  const kek* key = nullptr;
+  boost::asio::thread_pool* cpu = nullptr;  // name resolution of scan-host-key
 };
 
 class server {

@@ -6,4 +6,7 @@
 
 namespace certfleet {
 void crash_point(std::string_view name);
+// Fault injection for recovery tests: true when CERTFLEET_FAIL_AT=<name> (the caller then skips
+// the step as if its write had failed). Unset, one branch on a cached flag.
+bool fault_point(std::string_view name);
 }

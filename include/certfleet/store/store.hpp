@@ -13,6 +13,8 @@
 
 namespace certfleet::store {
 
+class catalog_tx;  // certfleet/store/catalog.hpp
+
 template <class T>
 using task = boost::asio::awaitable<result<T>>;
 
@@ -24,6 +26,8 @@ class job_tx {
   virtual result<enqueue_outcome> enqueue(const new_job& j, time_ms now) = 0;
   virtual result<std::int64_t> append_log(const std::string& job_id, std::string_view level,
                                           std::string_view message, std::string_view detail, time_ms now) = 0;
+  // The catalog operations of this same transaction (fan-out children report from the hook).
+  virtual catalog_tx& catalog() = 0;
 };
 
 // Called, inside the write transaction, each time a job reaches a terminal status
@@ -93,6 +97,7 @@ class auth_store;     // certfleet/store/auth.hpp
 class lease_store;        // certfleet/store/maintenance.hpp
 class maintenance_store;  // certfleet/store/maintenance.hpp
 class observe_store;  // certfleet/store/auth.hpp
+class catalog_store;  // certfleet/store/catalog.hpp
 
 class store {
  public:
@@ -103,6 +108,7 @@ class store {
   virtual observe_store& observe() = 0;  // /metrics and live log reads
   virtual lease_store& leases() = 0;              // the scheduler's leader lease
   virtual maintenance_store& maintenance() = 0;  // retention, backup
+  virtual catalog_store& catalog() = 0;          // certificates, targets, distributions
   virtual task<void> ping() = 0;  // a round trip to the store (/readyz)
   // Stops the store threads after the work queued so far; later calls fail with shutting_down.
   virtual void close() = 0;

@@ -43,6 +43,9 @@ class stmt {
     return *this;
   }
   stmt& bind_null(int i) { check(sqlite3_bind_null(s_, i)); return *this; }
+  stmt& bind_real(int i, double v) { check(sqlite3_bind_double(s_, i, v)); return *this; }
+  // Makes a cached statement ready to run again with new bindings (a loop over rows).
+  void reset() { sqlite3_reset(s_); }
 
   // True while a row is available.
   bool step();
@@ -52,6 +55,7 @@ class stmt {
     auto p = reinterpret_cast<const char*>(sqlite3_column_text(s_, col));
     return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s_, col))) : std::string();
   }
+  double real(int col) const { return sqlite3_column_double(s_, col); }
   bool is_null(int col) const { return sqlite3_column_type(s_, col) == SQLITE_NULL; }
 
  private:

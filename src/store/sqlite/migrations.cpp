@@ -6,7 +6,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 3> migrations{{
+constexpr std::array<const char*, 4> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -105,6 +105,93 @@ CREATE TABLE leases (
   holder TEXT NOT NULL,
   epoch INTEGER NOT NULL,
   expires_at INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql",
+    // 4: the catalog (certificates, credentials, targets, notification channels and rules),
+    // distributions with their runs, per-target results and the fan-out guard set; store facts
+    // (the key-encryption key's fingerprint).
+    R"sql(
+CREATE TABLE objects (
+  id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  sealed TEXT,
+  ref_id TEXT,
+  not_after INTEGER,
+  created_at INTEGER NOT NULL,
+  UNIQUE (project_id, kind, name)
+);
+CREATE INDEX objects_project_kind ON objects (project_id, kind, id);
+CREATE INDEX objects_ref ON objects (project_id, kind, ref_id) WHERE ref_id IS NOT NULL;
+CREATE INDEX objects_not_after ON objects (not_after) WHERE kind = 'certificate';
+CREATE TABLE distributions (
+  id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  certificate_id TEXT NOT NULL,
+  target_ids TEXT NOT NULL,
+  canary INTEGER NOT NULL,
+  failure_tolerance REAL NOT NULL,
+  fail_fast INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  run_no INTEGER NOT NULL,
+  mode TEXT,
+  run_target_ids TEXT NOT NULL,
+  job_ids TEXT NOT NULL,
+  error TEXT,
+  fan_out_total INTEGER NOT NULL DEFAULT 0,
+  fan_out_succeeded INTEGER NOT NULL DEFAULT 0,
+  fan_out_failed INTEGER NOT NULL DEFAULT 0,
+  fan_out_partial INTEGER NOT NULL DEFAULT 0,
+  fan_out_cancelled INTEGER NOT NULL DEFAULT 0,
+  fan_out_retrying INTEGER NOT NULL DEFAULT 0,
+  fan_out_retry_wave INTEGER NOT NULL DEFAULT 0,
+  fail_fast_fired INTEGER NOT NULL DEFAULT 0,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  run_started_at INTEGER,
+  run_finished_at INTEGER,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  UNIQUE (project_id, name)
+);
+CREATE INDEX distributions_project ON distributions (project_id, id);
+CREATE INDEX distributions_status ON distributions (status, updated_at);
+CREATE TABLE distribution_objects (
+  distribution_id TEXT NOT NULL,
+  object_id TEXT NOT NULL,
+  PRIMARY KEY (object_id, distribution_id)
+) WITHOUT ROWID;
+CREATE TABLE target_results (
+  distribution_id TEXT NOT NULL,
+  run_no INTEGER NOT NULL,
+  target_id TEXT NOT NULL,
+  retry_attempt INTEGER NOT NULL,
+  fence INTEGER NOT NULL,
+  job_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  error_class TEXT,
+  error TEXT,
+  started_at INTEGER,
+  finished_at INTEGER,
+  fingerprint TEXT,
+  hash_skipped INTEGER NOT NULL DEFAULT 0,
+  files_from_run INTEGER NOT NULL DEFAULT 0,
+  detail TEXT,
+  PRIMARY KEY (distribution_id, run_no, target_id, retry_attempt, fence, job_id)
+) WITHOUT ROWID;
+CREATE TABLE fanout_finalized (
+  distribution_id TEXT NOT NULL,
+  run_no INTEGER NOT NULL,
+  job_id TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  batch INTEGER NOT NULL,
+  PRIMARY KEY (distribution_id, run_no, job_id)
+) WITHOUT ROWID;
+CREATE TABLE store_meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
 ) WITHOUT ROWID;
 )sql",
 }};

@@ -4,6 +4,7 @@
 #include "executor.hpp"
 #include "migrations.hpp"
 #include "sqlite_auth.hpp"
+#include "sqlite_catalog.hpp"
 #include "sqlite_maintenance.hpp"
 
 #include <fmt/format.h>
@@ -157,8 +158,14 @@ class tx_impl final : public job_tx {
     return seq;
   }
 
+  catalog_tx& catalog() override {
+    if (!catalog_) catalog_ = make_catalog_tx(d_, *this);
+    return *catalog_;
+  }
+
  private:
   db& d_;
+  std::unique_ptr<catalog_tx> catalog_;
 };
 
 class sqlite_store final : public store, public job_store, public project_store {
@@ -167,7 +174,10 @@ class sqlite_store final : public store, public job_store, public project_store 
       : writer_(o.path, o.busy_timeout_ms, o.synchronous_full, [](db& d) { migrate(d); }),
         readers_(o.path, o.readers, o.busy_timeout_ms),
         auth_(make_auth_store(writer_, readers_)),
-        maintenance_(make_maintenance_stores(writer_, readers_)) {}
+        maintenance_(make_maintenance_stores(writer_, readers_)),
+        catalog_(make_catalog_store(writer_, readers_, [](db& d) -> std::unique_ptr<job_tx> {
+          return std::make_unique<tx_impl>(d);
+        })) {}
   ~sqlite_store() override { close(); }
 
   job_store& jobs() override { return *this; }
@@ -176,6 +186,7 @@ class sqlite_store final : public store, public job_store, public project_store 
   observe_store& observe() override { return auth_->observe(); }
   lease_store& leases() override { return maintenance_->leases(); }
   maintenance_store& maintenance() override { return maintenance_->maintenance(); }
+  catalog_store& catalog() override { return *catalog_; }
   void close() override {
     writer_.close();
     readers_.close();
@@ -581,6 +592,7 @@ class sqlite_store final : public store, public job_store, public project_store 
   reader_pool readers_;
   std::unique_ptr<auth_stores> auth_;
   std::unique_ptr<maintenance_stores> maintenance_;
+  std::unique_ptr<catalog_store> catalog_;
 };
 
 }  // namespace

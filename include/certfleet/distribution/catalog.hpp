@@ -1,0 +1,127 @@
+#pragma once
+// Catalog bodies (DESIGN §6) and the stored documents they become, parsed without I/O: the API
+// checks a body with these before anything is stored, and the engine reads the stored document
+// back through the same parsers. Secrets are sealed under the key-encryption key with an aad
+// naming the row, and never appear in a document.
+#include "certfleet/core/secrets.hpp"
+#include "certfleet/delivery/file.hpp"
+#include "certfleet/delivery/ssh.hpp"
+#include "certfleet/delivery/ssh_target.hpp"
+#include "certfleet/store/catalog.hpp"
+
+#include <boost/json/value.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace certfleet::distribution {
+
+inline constexpr std::size_t max_name_length = 200;
+inline constexpr std::size_t max_distribution_targets = 10'000;
+
+// ---- certificates -------------------------------------------------------------------------
+
+struct certificate_doc {
+  std::string subject, issuer;
+  std::vector<std::string> sans;
+  time_ms not_before = 0, not_after = 0;
+  std::string fingerprint_sha256;
+  std::string cert_pem, chain_pem;
+  bool expired = false;                 // marked by certificate_expiration_check
+  std::vector<std::int64_t> notified_days;  // expiry thresholds already notified
+};
+
+struct new_certificate {
+  std::string name;
+  std::string key_pem;  // to be sealed
+  certificate_doc doc;
+};
+
+// POST …/certificates {name, cert_pem, chain_pem?, key_pem}: PEM parsed and checked (key matches
+// the leaf, chain in order, not expired).
+result<new_certificate> parse_certificate_request(std::string_view body, time_ms now);
+// The stored object: {doc, sealed key, not_after}; `id` names the row the key is sealed to.
+result<store::catalog_object> make_certificate_object(const new_certificate& c, const kek& key, std::string id,
+                                                      std::string project_id, time_ms now);
+result<certificate_doc> parse_certificate_doc(const store::catalog_object& o);
+std::string certificate_doc_json(const certificate_doc& d);
+result<std::string> open_certificate_key(const kek& key, const store::catalog_object& o);
+// The API view: {id, name, subject, sans[], not_after, fingerprint_sha256, …} — never the key.
+boost::json::object certificate_view(const store::catalog_object& o);
+
+// ---- credentials --------------------------------------------------------------------------
+
+struct credential_secret {
+  std::string private_key_pem, passphrase, password;
+  delivery::ssh_credential ssh() const { return {private_key_pem, passphrase, password}; }
+};
+
+struct new_credential {
+  std::string name;
+  std::string kind;  // ssh_key | password
+  std::string public_key_fingerprint;
+  std::string key_type;
+  credential_secret secret;
+};
+
+// POST …/credentials {name, kind: "ssh_key"|"password", private_key_pem?, passphrase?, password?}
+result<new_credential> parse_credential_request(std::string_view body);
+result<store::catalog_object> make_credential_object(const new_credential& c, const kek& key, std::string id,
+                                                     std::string project_id, time_ms now);
+result<credential_secret> open_credential(const kek& key, const store::catalog_object& o);
+boost::json::object credential_view(const store::catalog_object& o);
+
+// ---- targets ------------------------------------------------------------------------------
+
+struct target_spec {
+  std::string module;  // ssh | file | webhook
+  delivery::ssh_target ssh;
+  delivery::file_target file;
+  std::string webhook_url;
+  bool webhook_allow_http = false;
+  std::string credential_id;  // ssh.credential_id or webhook.secret_credential_id
+  // "host:port:path" (ssh), "file:path", "webhook:url": what two runs must not write at once.
+  std::string lock_key() const;
+};
+
+struct new_target {
+  std::string name;
+  target_spec spec;
+  std::string doc;  // the body without its name, as stored
+};
+
+// POST …/targets {name, module, ssh?|file?|webhook?, validate?}
+result<new_target> parse_target_request(std::string_view body);
+result<target_spec> parse_target_doc(const store::catalog_object& o);
+boost::json::object target_view(const store::catalog_object& o);
+
+// ---- distributions ------------------------------------------------------------------------
+
+// POST …/distributions {name, certificate_id, target_ids[], canary=false, failure_tolerance=0,
+// fail_fast=false}; target ids sorted and deduplicated.
+result<store::distribution_record> parse_distribution_request(std::string_view body);
+
+// ---- notifications ------------------------------------------------------------------------
+
+struct channel_spec {
+  std::string kind = "webhook";
+  std::string url;
+  std::string secret_credential_id;
+};
+// POST …/notification-channels {name, kind: "webhook", url, secret_credential_id?}
+result<std::pair<std::string, channel_spec>> parse_channel_request(std::string_view body);
+result<channel_spec> parse_channel_doc(const store::catalog_object& o);
+std::string channel_doc_json(const channel_spec& c);
+
+struct rule_spec {
+  std::string event;  // distribution.finished | certificate.expiring | certificate.expired
+  std::string channel_id;
+};
+const std::vector<std::string>& notification_events();
+result<rule_spec> parse_rule_request(std::string_view body);
+
+// The API view of any object kind (never a secret).
+boost::json::object object_view(const store::catalog_object& o);
+
+}  // namespace certfleet::distribution

@@ -1,0 +1,84 @@
+#pragma once
+// The distribution protocol's decisions, written without I/O (DESIGN §4): job payloads, batch
+// splitting, a child's outcome, which targets a retry wave takes, the failure budget, the canary
+// verdict and the run's final status. The engine applies them inside store transactions.
+#include "certfleet/core/error.hpp"
+#include "certfleet/store/catalog.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace certfleet::distribution {
+
+// Waves per lineage: a batch and its retry children run at most this many retries.
+inline constexpr int max_retry_waves = 3;
+inline constexpr int default_batch_size = 50;
+inline constexpr int default_ssh_concurrency = 10;
+
+// What a distribution_execute / distribution_rollback job is asked to do.
+enum class job_mode { normal, batch, retry, rollback };
+std::string_view to_string(job_mode m) noexcept;
+
+struct job_plan {
+  std::string distribution_id;
+  std::int64_t run_no = 0;
+  job_mode mode = job_mode::normal;
+  std::vector<std::string> target_ids;  // sorted, unique
+  std::int64_t batch_no = 0;            // batch: 1-based; retry: the lineage's batch
+  std::int64_t retry_attempt = 0;       // 0 for normal/batch children; a retry child's wave
+  std::int64_t rollback_of_run = 0;     // rollback: the run whose delivery is undone
+};
+
+std::string to_payload(const job_plan& p);
+// Payloads are written by certfleet itself, but a stored one is still parsed defensively:
+// errors name the field.
+result<job_plan> parse_payload(std::string_view payload);
+
+// The idempotency key of a run's job: dist:<id>:<run>:normal | batch:<n> | retry:<parent job>
+// | rollback. One prefix per run, so the store finds a run's jobs by key range.
+std::string job_key(const job_plan& p, std::string_view parent_job_id = {});
+
+// Sorted target ids cut into batches of `batch_size` (0 -> default_batch_size).
+std::vector<std::vector<std::string>> split_batches(std::vector<std::string> target_ids, int batch_size);
+// Whether a run of `targets` fans out under these settings.
+bool fans_out(std::size_t targets, std::int64_t threshold) noexcept;
+int effective_batch_size(std::int64_t setting) noexcept;
+int effective_ssh_concurrency(std::int64_t setting) noexcept;
+
+// DESIGN §4 error classes a retry wave takes.
+bool retryable_class(std::string_view error_class) noexcept;
+
+// The outcome (highest retry_attempt, then fence) of each target among `results`, by target id.
+std::vector<store::target_result> outcomes(const std::vector<store::target_result>& results);
+
+// A child's counter from its own results: succeeded (all its targets succeeded or skipped),
+// failed (none succeeded), partial; cancelled when the job was cancelled.
+std::string child_outcome(const std::vector<store::target_result>& own_results, bool job_cancelled);
+
+// The targets of a finished child that a retry wave takes: its failed targets of a retryable
+// class, sorted and deduplicated; empty when the lineage has no wave left.
+std::vector<std::string> retry_targets(const std::vector<store::target_result>& own_results,
+                                       std::int64_t child_retry_attempt);
+
+// Whether failed targets exceed the tolerance share of all targets of the run.
+bool over_failure_budget(std::size_t failed_targets, std::size_t total_targets, double tolerance) noexcept;
+
+struct run_summary {
+  std::int64_t targets = 0, succeeded = 0, failed = 0, skipped = 0, cancelled = 0, pending = 0;
+};
+run_summary summarize(const std::vector<std::string>& run_target_ids, const std::vector<store::target_result>& outcomes);
+
+// The final status of a run (DESIGN §4): every child cancelled (or the distribution cancelled) →
+// cancelled; fail-fast fired → failed; no non-skipped target succeeded → failed; every non-skipped
+// target succeeded → success; otherwise partial. `error` gets the operator's reason when not
+// success.
+struct final_verdict {
+  std::string status;
+  std::string error;
+};
+final_verdict final_status(const store::distribution_record& d, const std::vector<store::finalized_child>& children,
+                           const run_summary& s, std::string_view first_error);
+
+}  // namespace certfleet::distribution

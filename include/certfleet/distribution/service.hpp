@@ -1,0 +1,67 @@
+#pragma once
+// What the catalog and distribution routes do (DESIGN §6), independent of HTTP: each operation
+// checks its input, reads or writes the store, and returns the JSON view the API sends. Errors
+// are values naming the field (invalid_argument → 400, not_found → 404, conflict → 409).
+#include "certfleet/core/clock.hpp"
+#include "certfleet/core/secrets.hpp"
+#include "certfleet/queue/queue_service.hpp"
+#include "certfleet/store/catalog.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/json/value.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace certfleet::distribution {
+
+template <class T>
+using op = boost::asio::awaitable<result<T>>;
+
+class service {
+ public:
+  // `key` may be null: then every route that seals or opens a secret answers 503.
+  service(store::store& st, queue::queue_service& queue, const clock_source& clock, const kek* key,
+          boost::asio::thread_pool* cpu = nullptr);
+
+  // Objects by kind (store::kind_certificate, kind_credential, kind_target, kind_channel, kind_rule).
+  op<boost::json::value> create(std::string_view kind, std::string project_id, std::string body);
+  op<boost::json::value> get(std::string_view kind, std::string project_id, std::string id);
+  op<boost::json::value> list(std::string_view kind, std::string project_id, int page, int page_size);
+  // Refused with conflict while another object or a distribution uses it.
+  op<boost::json::value> remove(std::string_view kind, std::string project_id, std::string id);
+
+  op<boost::json::value> create_distribution(std::string project_id, std::string body);
+  op<boost::json::value> get_distribution(std::string project_id, std::string id);
+  op<boost::json::value> list_distributions(std::string project_id, int page, int page_size);
+  op<boost::json::value> remove_distribution(std::string project_id, std::string id);
+  // Opens a new run: fan-out batch children or one normal job, enqueued with the run in one
+  // transaction. Conflict while a run is going.
+  op<boost::json::value> execute(std::string project_id, std::string id, std::string actor);
+  // A new run over the failed (and cancelled) targets of the last run.
+  op<boost::json::value> retry_failed(std::string project_id, std::string id, std::string actor);
+  // A new run that puts back what run `run_no` (0: the last delivery run) replaced.
+  op<boost::json::value> rollback(std::string project_id, std::string id, std::string body, std::string actor);
+  // Cancels pending and held children, asks active ones to stop; the run ends cancelled.
+  op<boost::json::value> cancel(std::string project_id, std::string id);
+  op<boost::json::value> results(std::string project_id, std::string id, std::int64_t run_no, int page, int page_size);
+  // The host keys a target's server offers: shown for an operator to compare and pin.
+  op<boost::json::value> scan_host_key(std::string project_id, std::string target_id);
+
+ private:
+  op<boost::json::value> open_run(std::string project_id, std::string id, std::string actor, std::string kind,
+                                  std::int64_t rollback_of);
+  store::store& st_;
+  queue::queue_service& queue_;
+  const clock_source& clock_;
+  const kek* key_;
+  boost::asio::thread_pool* cpu_;
+};
+
+// The distribution's API view: definition, current run, fan-out counters and target summary.
+boost::json::object distribution_view(const store::distribution_record& d,
+                                      const std::vector<store::target_result>& outcomes,
+                                      const std::vector<store::finalized_child>& finalized);
+
+}  // namespace certfleet::distribution

@@ -1,0 +1,192 @@
+#pragma once
+// The catalog (DESIGN §4): certificates, credentials, targets, notification channels and rules
+// as project-scoped objects; distributions with their runs, per-target results and fan-out
+// counters. The store offers typed reads and writes that run inside one transaction; the
+// distribution module owns the protocol (what to write when) and runs it through `transact`,
+// so a report, its counter and its guard commit together or not at all.
+#include "certfleet/store/store.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace certfleet::store {
+
+// Kinds of catalog object. One table holds them; `doc` is the object's JSON (never a secret),
+// `sealed` its encrypted secret (an envelope from core/secrets), if any.
+inline constexpr std::string_view kind_certificate = "certificate";
+inline constexpr std::string_view kind_credential = "credential";
+inline constexpr std::string_view kind_target = "target";
+inline constexpr std::string_view kind_channel = "notification_channel";
+inline constexpr std::string_view kind_rule = "notification_rule";
+
+struct catalog_object {
+  std::string id;
+  std::string project_id;
+  std::string kind;
+  std::string name;
+  std::string doc = "{}";    // JSON object text
+  std::string sealed;        // empty: no secret
+  std::string ref_id;        // the object this one uses (a target's credential, a rule's channel)
+  time_ms not_after = 0;     // certificates: expiry, indexed for the expiration check
+  time_ms created_at = 0;
+};
+
+struct object_page {
+  std::vector<catalog_object> items;
+  std::int64_t total = 0;
+};
+
+// The distribution document: definition, the current run and its fan-out counters.
+struct distribution_record {
+  std::string id;
+  std::string project_id;
+  std::string name;
+  std::string certificate_id;
+  std::vector<std::string> target_ids;  // sorted, unique
+  bool canary = false;
+  double failure_tolerance = 0;
+  bool fail_fast = false;
+  // Current run. status: idle | running | success | partial | failed | cancelled.
+  std::string status = "idle";
+  std::int64_t run_no = 0;
+  std::string mode;                        // normal | fan_out (of the current run)
+  std::vector<std::string> run_target_ids; // the targets of the current run (retry-failed: a subset)
+  std::vector<std::string> job_ids;        // the run's job (normal) or its batch children (fan_out)
+  std::string error;                       // why the run ended failed/cancelled, for operators
+  std::int64_t fan_out_total = 0;
+  std::int64_t fan_out_succeeded = 0, fan_out_failed = 0, fan_out_partial = 0, fan_out_cancelled = 0;
+  std::int64_t fan_out_retrying = 0;
+  std::int64_t fan_out_retry_wave = 0;
+  bool fail_fast_fired = false;
+  bool cancel_requested = false;
+  time_ms run_started_at = 0;
+  time_ms run_finished_at = 0;
+  time_ms created_at = 0;
+  time_ms updated_at = 0;
+};
+
+struct distribution_page {
+  std::vector<distribution_record> items;
+  std::int64_t total = 0;
+};
+
+// One target's result from one attempt of one job of a run. A target's outcome in a run is its
+// result with the highest (retry_attempt, fence).
+struct target_result {
+  std::string distribution_id;
+  std::int64_t run_no = 0;
+  std::string target_id;
+  std::string job_id;
+  std::int64_t retry_attempt = 0;
+  std::int64_t fence = 0;
+  std::string status;       // succeeded | failed | skipped | cancelled
+  std::string error_class;  // DESIGN §4 class, empty on success
+  std::string error;
+  time_ms started_at = 0;
+  time_ms finished_at = 0;
+  std::string fingerprint_sha256;
+  bool hash_skipped = false;       // the files were already in place
+  std::int64_t files_from_run = 0; // the run whose delivery put the files there (rollback)
+  std::string detail = "{}";       // phase timings, JSON
+};
+
+// A fan-out child that has reported, with the counter it incremented.
+struct finalized_child {
+  std::string job_id;
+  std::string outcome;  // succeeded | failed | partial | cancelled
+  bool batch = false;   // batch children decide completion; retry children do not
+};
+
+// Reads that work both inside a write transaction and on a reader connection.
+class catalog_read {
+ public:
+  virtual ~catalog_read() = default;
+  virtual result<catalog_object> get_object(std::string_view project_id, std::string_view kind, std::string_view id) = 0;
+  virtual result<object_page> list_objects(std::string_view project_id, std::string_view kind, int page,
+                                           int page_size) = 0;
+  // Objects of these ids (of this project and kind) that exist, in id order.
+  virtual result<std::vector<catalog_object>> objects_by_ids(std::string_view project_id, std::string_view kind,
+                                                             const std::vector<std::string>& ids) = 0;
+  // Objects of a kind whose ref_id is `ref` (targets using a credential, rules of a channel).
+  virtual result<std::vector<catalog_object>> objects_referencing(std::string_view project_id, std::string_view kind,
+                                                                  std::string_view ref) = 0;
+  // Every certificate (all projects) with not_after before `before`, oldest first.
+  virtual result<std::vector<catalog_object>> certificates_expiring(time_ms before, int limit) = 0;
+  virtual result<std::int64_t> count_sealed() = 0;
+  virtual result<std::optional<std::string>> meta(std::string_view key) = 0;
+
+  // project_id empty: any project (workers and sweeps, which act on ids they were given).
+  virtual result<distribution_record> get_distribution(std::string_view project_id, std::string_view id) = 0;
+  virtual result<distribution_page> list_distributions(std::string_view project_id, int page, int page_size) = 0;
+  // Distributions using a certificate or a target (deletes refuse while any does).
+  virtual result<std::vector<std::string>> distributions_using(std::string_view project_id, std::string_view object_id) = 0;
+  // Distributions whose status is `status` (the sweeps), oldest update first.
+  virtual result<std::vector<distribution_record>> distributions_in_status(std::string_view status, int limit) = 0;
+  // Every result row of a run (all attempts), ordered by target, retry_attempt, fence.
+  virtual result<std::vector<target_result>> run_results(std::string_view distribution_id, std::int64_t run_no) = 0;
+  // The outcome (latest result) of each target of a run, by target id.
+  virtual result<std::vector<target_result>> run_outcomes(std::string_view distribution_id, std::int64_t run_no) = 0;
+  virtual result<std::vector<finalized_child>> finalized_children(std::string_view distribution_id,
+                                                                  std::int64_t run_no) = 0;
+  // The jobs of a run (normal job, batch and retry children), found by their idempotency keys
+  // `dist:<id>:<run>:…`, oldest first.
+  // The latest run of this distribution whose successful delivery put files on the target
+  // (0: none): a hash-skipped target records it, so rollback knows which backup to restore.
+  virtual result<std::int64_t> last_files_run(std::string_view distribution_id, std::string_view target_id) = 0;
+  virtual result<std::vector<job_record>> children_of(std::string_view distribution_id, std::int64_t run_no) = 0;
+};
+
+// Writes (and reads) inside one write transaction.
+class catalog_tx : public catalog_read {
+ public:
+  virtual job_tx& jobs() = 0;
+
+  // Insert; conflict when the project already has an object of this kind with that name.
+  virtual result<catalog_object> insert_object(catalog_object o) = 0;
+  virtual result<void> update_object_doc(std::string_view id, std::string_view doc) = 0;
+  virtual result<void> delete_object(std::string_view project_id, std::string_view kind, std::string_view id) = 0;
+  virtual result<void> set_meta(std::string_view key, std::string_view value) = 0;
+
+  virtual result<distribution_record> insert_distribution(distribution_record d) = 0;
+  // Writes every mutable field of the current run (status, run, counters, flags, job ids).
+  virtual result<void> update_distribution(const distribution_record& d) = 0;
+  virtual result<void> delete_distribution(std::string_view project_id, std::string_view id) = 0;
+
+  virtual result<void> add_result(const target_result& r) = 0;
+  // Adds the child to the run's finalized set; false when it was already there (nothing changed).
+  virtual result<bool> add_finalized(std::string_view distribution_id, std::int64_t run_no, const finalized_child& c) = 0;
+
+  // Children of a distribution run, by job operations that do not run the terminal hook (the
+  // caller accounts for them in this same transaction).
+  // pending/failed (held or not) -> cancelled; returns the jobs cancelled.
+  virtual result<std::vector<job_record>> cancel_waiting_children(std::string_view distribution_id, std::int64_t run_no,
+                                                                  time_ms now) = 0;
+  // active -> cancel_requested; returns their ids.
+  virtual result<std::vector<std::string>> request_cancel_children(std::string_view distribution_id,
+                                                                   std::int64_t run_no) = 0;
+  // held -> claimable now.
+  virtual result<int> release_held_children(std::string_view distribution_id, std::int64_t run_no, time_ms now) = 0;
+  virtual result<job_record> get_job(std::string_view id) = 0;
+};
+
+// Name the function before awaiting: GCC 12 destroys a lambda temporary built inside a
+// co_await expression twice.
+using tx_fn = std::function<result<void>(catalog_tx&)>;
+using read_fn = std::function<result<void>(catalog_read&)>;
+
+class catalog_store {
+ public:
+  virtual ~catalog_store() = default;
+  // Runs `fn` in one write transaction: its writes commit when it returns a value, roll back
+  // when it returns an error (or throws: a bug, rethrown to the caller). Runs on the store's
+  // writer thread: no awaiting inside.
+  virtual task<void> transact(tx_fn fn) = 0;
+  // Runs `fn` on a reader connection, in one snapshot.
+  virtual task<void> read(read_fn fn) = 0;
+};
+
+}  // namespace certfleet::store

@@ -1,0 +1,611 @@
+// Local file delivery (file.hpp). Everything here blocks (file system, the post command), so the
+// public coroutines only hop onto the caller's pool and back; the steps themselves are plain
+// functions returning a failure value.
+#include "certfleet/delivery/file.hpp"
+
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "delivery/codec.hpp"
+
+namespace certfleet::delivery {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::size_t max_read = 4 * 1024 * 1024;  // larger files are "different", never loaded
+constexpr std::size_t max_output = 4096;            // post command output kept for the job log
+
+struct failure {
+  error_class cls = error_class::unknown;
+  std::string message;
+};
+using step = std::optional<failure>;
+
+failure errno_failure(int e, const std::string& what) {
+  cause c{cause_kind::posix_errno, e};
+  return {classify(c), what + ": " + describe(c)};
+}
+
+std::string dir_of(const std::string& p) {
+  auto i = p.rfind('/');
+  return i == 0 ? "/" : p.substr(0, i);
+}
+std::string base_of(const std::string& p) { return p.substr(p.rfind('/') + 1); }
+std::string join(const std::string& dir, const std::string& name) { return dir == "/" ? "/" + name : dir + "/" + name; }
+
+// Same naming as the SSH module's temps: hidden, per run, next to the destination so the final
+// rename stays within one file system.
+std::string temp_path(const std::string& path, const std::string& tag) {
+  return join(dir_of(path), "." + base_of(path) + ".certfleet-" + tag + ".tmp");
+}
+
+std::string tail(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  if (s.size() > 2000) s = s.substr(s.size() - 2000);
+  return s;
+}
+
+struct fd_guard {
+  int fd = -1;
+  ~fd_guard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+struct read_result {
+  bool missing = false;
+  bool too_big = false;
+  unsigned mode = 0;
+  std::string data;
+};
+
+step read_file(const std::string& path, read_result& out) {
+  fd_guard f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) {
+    if (errno == ENOENT) {
+      out.missing = true;
+      return std::nullopt;
+    }
+    return errno_failure(errno, "cannot read " + path);
+  }
+  struct stat st{};
+  if (::fstat(f.fd, &st) != 0) return errno_failure(errno, "cannot stat " + path);
+  if (!S_ISREG(st.st_mode)) return failure{error_class::io_permanent, path + " is not a regular file"};
+  out.mode = st.st_mode & 07777;
+  if (static_cast<std::size_t>(st.st_size) > max_read) {
+    out.too_big = true;
+    return std::nullopt;
+  }
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(f.fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno_failure(errno, "cannot read " + path);
+    if (n == 0) break;
+    out.data.append(buf, static_cast<std::size_t>(n));
+    if (out.data.size() > max_read) {
+      out.too_big = true;
+      out.data.clear();
+      break;
+    }
+  }
+  return std::nullopt;
+}
+
+bool exists(const std::string& path) {
+  struct stat st{};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+void fsync_dir(const std::string& dir) {
+  // Makes the renames durable; some file systems refuse fsync on directories, which is fine.
+  fd_guard d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (d.fd >= 0) (void)::fsync(d.fd);
+}
+
+// Writes `data` to `temp` (created fresh) with exactly `mode`, and fsyncs it. With a uid/gid
+// (the file being replaced), the temp takes them over, best effort: a root-run certfleet keeps a
+// key's group (ssl-cert) as it was.
+step write_temp(const std::string& temp, std::string_view data, unsigned mode, const struct stat* like) {
+  // O_EXCL + O_NOFOLLOW: never write through something another user planted at the temp name.
+  // The creation mode is never wider than the final one, so a key is not readable even briefly.
+  int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW;
+  fd_guard f{::open(temp.c_str(), flags, mode & 0777)};
+  if (f.fd < 0 && errno == EEXIST) {  // left by a crashed earlier attempt of this run
+    ::unlink(temp.c_str());
+    f.fd = ::open(temp.c_str(), flags, mode & 0777);
+  }
+  if (f.fd < 0) return errno_failure(errno, "cannot create " + temp);
+  auto fail = [&](int e, const std::string& what) {
+    ::close(f.fd);
+    f.fd = -1;
+    ::unlink(temp.c_str());
+    return errno_failure(e, what);
+  };
+  if (like && (like->st_uid != ::geteuid() || like->st_gid != ::getegid())) (void)::fchown(f.fd, like->st_uid, like->st_gid);
+  if (::fchmod(f.fd, mode) != 0) return fail(errno, "cannot set the mode of " + temp);
+  std::size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(f.fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(errno, "cannot write " + temp);
+    off += static_cast<std::size_t>(n);
+  }
+  if (::fsync(f.fd) != 0) return fail(errno, "cannot sync " + temp);
+  int fd = f.fd;
+  f.fd = -1;
+  if (::close(fd) != 0) {
+    int e = errno;
+    ::unlink(temp.c_str());
+    return errno_failure(e, "cannot write " + temp);
+  }
+  return std::nullopt;
+}
+
+// Copies `from` to `to` atomically (temp + rename), keeping the source's mode.
+step copy_atomic(const std::string& from, const std::string& to, const std::string& tag) {
+  read_result rr;
+  if (auto f = read_file(from, rr)) return f;
+  if (rr.missing) return failure{error_class::io_permanent, from + " disappeared"};
+  if (rr.too_big) return failure{error_class::io_permanent, from + " is larger than 4 MiB"};
+  std::string tmp = temp_path(to, tag);
+  auto f = write_temp(tmp, rr.data, rr.mode, nullptr);
+  OPENSSL_cleanse(rr.data.data(), rr.data.size());
+  if (f) return f;
+  if (::rename(tmp.c_str(), to.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    return errno_failure(e, "cannot move a file to " + to);
+  }
+  fsync_dir(dir_of(to));
+  return std::nullopt;
+}
+
+std::vector<std::string> target_paths(const file_target& t) {
+  std::vector<std::string> v{t.cert_path, t.key_path};
+  if (!t.chain_path.empty()) v.push_back(t.chain_path);
+  return v;
+}
+
+// The post command: /bin/sh -c COMMAND in its own process group, stdin /dev/null, stdout and
+// stderr captured, a minimal environment (certfleet's own may hold secrets), killed with its
+// group at the timeout.
+struct command_result {
+  int exit_status = -1;  // -1: killed by a signal
+  bool timed_out = false;
+  int spawn_errno = 0;
+  std::string output;
+};
+
+command_result run_command(const std::string& command, const file_target& t, const std::string& run_id) {
+  command_result r;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    r.spawn_errno = errno;
+    return r;
+  }
+  fd_guard rd{fds[0]}, wr{fds[1]};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, wr.fd, 1);
+  posix_spawn_file_actions_adddup2(&fa, wr.fd, 2);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);  // sockets, the database: not the command's business
+#endif
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);  // a server ignores SIGPIPE; the command should not inherit that
+  sigaddset(&defaults, SIGTERM);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGHUP);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+  std::vector<std::string> env{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C",
+                               "CERTFLEET_CERT_PATH=" + t.cert_path, "CERTFLEET_KEY_PATH=" + t.key_path,
+                               "CERTFLEET_CHAIN_PATH=" + t.chain_path, "CERTFLEET_RUN_ID=" + run_id};
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string sh = "/bin/sh", dash_c = "-c", cmd = command;
+  char* argv[] = {sh.data(), dash_c.data(), cmd.data(), nullptr};
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  ::close(wr.fd);
+  wr.fd = -1;
+  if (rc != 0) {
+    r.spawn_errno = rc;
+    return r;
+  }
+  (void)::fcntl(rd.fd, F_SETFL, O_NONBLOCK);
+  const auto deadline = steady::now() + t.post_command_timeout;
+  bool eof = false;
+  auto drain = [&] {
+    char buf[4096];
+    for (;;) {
+      ssize_t n = ::read(rd.fd, buf, sizeof buf);
+      if (n > 0) {
+        r.output.append(buf, static_cast<std::size_t>(n));
+        if (r.output.size() > 2 * max_output) r.output.erase(0, r.output.size() - max_output);
+        continue;
+      }
+      if (n == 0) eof = true;
+      break;  // EAGAIN, EOF or an error: nothing more now
+    }
+  };
+  for (;;) {
+    int status = 0;
+    pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) {
+      drain();
+      r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      break;
+    }
+    auto now = steady::now();
+    if (now >= deadline) {
+      ::kill(-pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+      drain();
+      r.timed_out = true;
+      r.exit_status = -1;
+      break;
+    }
+    // A command whose children keep the pipe open must not keep us after it exits: poll in
+    // short slices and check the exit each time.
+    if (eof) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } else {
+      pollfd p{rd.fd, POLLIN, 0};
+      (void)::poll(&p, 1, 50);
+      drain();
+    }
+  }
+  if (r.output.size() > max_output) r.output.erase(0, r.output.size() - max_output);
+  return r;
+}
+
+step post_command(const file_target& t, const std::string& run_id, delivery_result& out) {
+  if (t.post_command.empty()) return std::nullopt;
+  auto r = run_command(t.post_command, t, run_id);
+  std::string output = tail(r.output);
+  if (!output.empty()) out.remote_stderr = out.remote_stderr.empty() ? output : tail(out.remote_stderr + "\n" + output);
+  if (r.spawn_errno) return errno_failure(r.spawn_errno, "cannot start /bin/sh for the post-deploy command");
+  if (r.timed_out) {
+    cause c{cause_kind::exit_status, -1};
+    return failure{classify(c), "post-deploy command did not finish within " +
+                                    std::to_string(t.post_command_timeout.count()) + " ms (killed)"};
+  }
+  if (r.exit_status != 0) {
+    cause c{cause_kind::exit_status, r.exit_status};
+    return failure{classify(c), (r.exit_status < 0 ? std::string("post-deploy command was killed")
+                                                   : "post-deploy command exited " + std::to_string(r.exit_status)) +
+                                    (output.empty() ? "" : ": " + output)};
+  }
+  return std::nullopt;
+}
+
+// Puts the run's backups back. `found` says whether the run left any backup at all.
+step restore(const file_target& t, const std::string& run_id, bool& found) {
+  found = false;
+  for (const auto& p : target_paths(t)) {
+    std::string b = file_backup_path(p, run_id);
+    if (exists(b)) {
+      found = true;
+      if (auto f = copy_atomic(b, p, run_id + "-restore")) return f;
+    } else if (exists(b + ".absent")) {
+      found = true;
+      if (::unlink(p.c_str()) != 0 && errno != ENOENT) return errno_failure(errno, "cannot remove " + p);
+      fsync_dir(dir_of(p));
+    }
+  }
+  return std::nullopt;
+}
+
+struct x509_deleter { void operator()(X509* x) const { X509_free(x); } };
+struct bio_deleter { void operator()(BIO* b) const { BIO_free(b); } };
+
+std::string leaf_fingerprint(const std::string& pem) {
+  std::unique_ptr<BIO, bio_deleter> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  std::unique_ptr<X509, x509_deleter> x(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  ERR_clear_error();
+  if (!x) return {};
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  X509_digest(x.get(), EVP_sha256(), md, &len);
+  return hex_encode(std::string_view(reinterpret_cast<const char*>(md), len));
+}
+
+// The phase clock, as in the SSH module.
+struct recorder {
+  delivery_result r;
+  steady::time_point started = steady::now();
+  std::string current;
+
+  void begin(std::string phase) {
+    current = std::move(phase);
+    started = steady::now();
+  }
+  void end() {
+    r.timings.push_back({current, std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count()});
+  }
+  delivery_result& fail(const failure& f) {
+    end();
+    r.status = delivery_status::failed;
+    r.cls = f.cls;
+    r.phase = current;
+    r.error = current + ": " + f.message;
+    return r;
+  }
+};
+
+// After a failure that may have changed files: put the backup back and reload with it.
+void restore_after_failure(recorder& rec, const file_target& t, const std::string& run_id) {
+  auto started = steady::now();
+  bool found = false;
+  auto rf = restore(t, run_id, found);
+  if (!rf) {
+    rec.r.restored = true;
+    rf = post_command(t, run_id, rec.r);
+    if (rf) rf->message += " after restore";
+  }
+  rec.r.timings.push_back({"restore", std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count()});
+  if (rf) rec.r.error += "; restore: " + rf->message;
+}
+
+delivery_result deliver_sync(const file_target& t, const cert_bundle& bundle, const std::string& run_id) {
+  recorder rec;
+  rec.begin("check");
+  if (!valid_run_id(run_id)) return rec.fail({error_class::validation, "run id must be 1-64 characters of [A-Za-z0-9._-]"});
+  if (auto ok = check_file_target(t); !ok) return rec.fail({error_class::validation, ok.error().field + ": " + ok.error().message});
+  auto fp = check_bundle(bundle);
+  if (!fp) return rec.fail({error_class::validation, fp.error().message});
+  rec.r.fingerprint_sha256 = *fp;
+  rec.end();
+
+  struct item {
+    std::string path;
+    const std::string* data;
+    unsigned mode;
+    std::string temp;
+  };
+  std::vector<item> files{{t.cert_path, &bundle.cert_pem, t.cert_mode, temp_path(t.cert_path, run_id)},
+                          {t.key_path, &bundle.key_pem, t.key_mode, temp_path(t.key_path, run_id)}};
+  if (!t.chain_path.empty()) files.push_back({t.chain_path, &bundle.chain_pem, t.cert_mode, temp_path(t.chain_path, run_id)});
+
+  // Delivery is idempotent: identical bytes everywhere mean nothing to do.
+  rec.begin("hash_check");
+  bool all_same = true;
+  for (const auto& f : files) {
+    read_result rr;
+    auto rf = read_file(f.path, rr);
+    bool same = !rf && !rr.missing && !rr.too_big && rr.data == *f.data;
+    OPENSSL_cleanse(rr.data.data(), rr.data.size());
+    // Unreadable: cannot tell, so deliver (the write will say what is wrong).
+    if (!same) { all_same = false; break; }
+  }
+  rec.end();
+  if (all_same) {
+    rec.r.status = delivery_status::skipped_by_hash;
+    return rec.r;
+  }
+
+  // Once per run: a retried run must keep the state from before the run, not its own files.
+  rec.begin("backup");
+  for (const auto& f : files) {
+    std::string b = file_backup_path(f.path, run_id);
+    if (exists(b) || exists(b + ".absent")) continue;
+    if (exists(f.path)) {
+      if (auto e = copy_atomic(f.path, b, run_id + "-backup")) return rec.fail(*e);
+    } else {
+      if (auto e = write_temp(b + ".absent", {}, 0600, nullptr)) return rec.fail(*e);
+      fsync_dir(dir_of(b));
+    }
+  }
+  rec.end();
+
+  rec.begin("write");
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    struct stat st{};
+    bool had = ::stat(files[i].path.c_str(), &st) == 0;
+    if (auto e = write_temp(files[i].temp, *files[i].data, files[i].mode, had ? &st : nullptr)) {
+      for (std::size_t j = 0; j < i; ++j) ::unlink(files[j].temp.c_str());
+      return rec.fail(*e);
+    }
+  }
+  rec.end();
+
+  rec.begin("install");
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (::rename(files[i].temp.c_str(), files[i].path.c_str()) != 0) {
+      auto e = errno_failure(errno, "cannot move the new file to " + files[i].path);
+      for (std::size_t j = i; j < files.size(); ++j) ::unlink(files[j].temp.c_str());
+      rec.fail(e);
+      // A half-installed set (new cert, old key) must not stay: put everything back.
+      if (i > 0) restore_after_failure(rec, t, run_id);
+      return rec.r;
+    }
+  }
+  for (const auto& f : files) fsync_dir(dir_of(f.path));
+  rec.end();
+
+  if (!t.post_command.empty()) {
+    rec.begin("post_command");
+    if (auto e = post_command(t, run_id, rec.r)) {
+      rec.fail(*e);
+      restore_after_failure(rec, t, run_id);
+      return rec.r;
+    }
+    rec.end();
+  }
+  rec.r.status = delivery_status::succeeded;
+  return rec.r;
+}
+
+delivery_result rollback_sync(const file_target& t, const std::string& run_id) {
+  recorder rec;
+  rec.begin("check");
+  if (!valid_run_id(run_id)) return rec.fail({error_class::validation, "run id must be 1-64 characters of [A-Za-z0-9._-]"});
+  if (auto ok = check_file_target(t); !ok) return rec.fail({error_class::validation, ok.error().field + ": " + ok.error().message});
+  rec.end();
+
+  // Read the backups first: their bytes are what the files must hold afterwards.
+  rec.begin("read_backup");
+  std::vector<std::pair<std::string, read_result>> backups;
+  for (const auto& p : target_paths(t)) {
+    read_result rr;
+    std::string b = file_backup_path(p, run_id);
+    if (exists(b)) {
+      if (auto f = read_file(b, rr)) return rec.fail(*f);
+    } else {
+      rr.missing = true;  // absent marker, or no backup for this file
+    }
+    backups.emplace_back(p, std::move(rr));
+  }
+  rec.end();
+
+  rec.begin("restore");
+  bool found = false;
+  if (auto f = restore(t, run_id, found)) return rec.fail(*f);
+  if (!found) return rec.fail({error_class::io_permanent, "no backup of run " + run_id + " next to " + t.cert_path});
+  rec.r.restored = true;
+  rec.end();
+  if (!backups.front().second.missing) rec.r.fingerprint_sha256 = leaf_fingerprint(backups.front().second.data);
+
+  rec.begin("validate");
+  for (auto& [path, b] : backups) {
+    if (b.too_big) continue;
+    bool marker = exists(file_backup_path(path, run_id) + ".absent");
+    if (b.missing && !marker) continue;  // this file had no backup: left as it is
+    read_result now;
+    auto f = read_file(path, now);
+    bool same = !f && now.missing == b.missing && now.data == b.data;
+    OPENSSL_cleanse(now.data.data(), now.data.size());
+    OPENSSL_cleanse(b.data.data(), b.data.size());
+    if (!same) return rec.fail({classify(cause_kind::remote_hash_mismatch), path + " does not hold the backed-up bytes after restore"});
+  }
+  rec.end();
+
+  if (!t.post_command.empty()) {
+    rec.begin("post_command");
+    if (auto e = post_command(t, run_id, rec.r)) return rec.fail(*e);
+    rec.end();
+  }
+  rec.r.status = delivery_status::succeeded;
+  return rec.r;
+}
+
+// Coroutine bodies run on the pool by co_spawn; the arguments live in their frames.
+awaitable<delivery_result> deliver_on_pool(file_target t, cert_bundle b, std::string run_id) {
+  auto r = deliver_sync(t, b, run_id);
+  OPENSSL_cleanse(b.key_pem.data(), b.key_pem.size());
+  co_return r;
+}
+
+awaitable<delivery_result> rollback_on_pool(file_target t, std::string run_id) { co_return rollback_sync(t, run_id); }
+
+}  // namespace
+
+std::string file_backup_path(std::string_view path, std::string_view run_id) {
+  return std::string(path) + ".certfleet-backup." + std::string(run_id);
+}
+
+result<void> check_file_target(const file_target& t) {
+  if (auto r = check_remote_path(t.cert_path, "file.cert_path"); !r) return r;
+  if (auto r = check_remote_path(t.key_path, "file.key_path"); !r) return r;
+  if (!t.chain_path.empty())
+    if (auto r = check_remote_path(t.chain_path, "file.chain_path"); !r) return r;
+  if (t.cert_path == t.key_path || (!t.chain_path.empty() && (t.chain_path == t.cert_path || t.chain_path == t.key_path)))
+    return make_error(errc::invalid_argument, "cert, key and chain paths must differ", "file.key_path");
+  if (t.cert_mode > 07777) return make_error(errc::invalid_argument, "invalid mode", "file.cert_mode");
+  if (t.key_mode > 07777) return make_error(errc::invalid_argument, "invalid mode", "file.key_mode");
+  if (t.key_mode & 0007) return make_error(errc::invalid_argument, "key_mode must not give others access", "file.key_mode");
+  if (t.post_command.size() > 4096)
+    return make_error(errc::invalid_argument, "post_command is longer than 4096 characters", "file.post_command");
+  if (t.post_command.find('\0') != std::string::npos)
+    return make_error(errc::invalid_argument, "post_command contains a NUL byte", "file.post_command");
+  if (t.post_command_timeout.count() <= 0)
+    return make_error(errc::invalid_argument, "post_command timeout must be positive", "file.post_command");
+  return {};
+}
+
+result<file_target> parse_file_target(const boost::json::value& v) {
+  if (!v.is_object()) return make_error(errc::invalid_argument, "file must be an object", "file");
+  const auto& o = v.as_object();
+  file_target t;
+  auto str = [&](const char* key, std::string& out, bool required) -> result<void> {
+    const std::string field = std::string("file.") + key;
+    auto* p = o.if_contains(key);
+    if (!p || p->is_null()) {
+      if (required) return make_error(errc::invalid_argument, "missing", field);
+      return {};
+    }
+    if (!p->is_string()) return make_error(errc::invalid_argument, "must be a string", field);
+    out = std::string(p->as_string());
+    return {};
+  };
+  std::string cert_mode = "0644", key_mode = "0600";
+  for (auto r : {str("cert_path", t.cert_path, true), str("key_path", t.key_path, true),
+                 str("chain_path", t.chain_path, false), str("cert_mode", cert_mode, false),
+                 str("key_mode", key_mode, false), str("post_command", t.post_command, false)})
+    if (!r) return std::move(r).error();
+  auto cm = parse_mode(cert_mode);
+  if (!cm) return make_error(errc::invalid_argument, "mode must be octal like \"0644\"", "file.cert_mode");
+  auto km = parse_mode(key_mode);
+  if (!km) return make_error(errc::invalid_argument, "mode must be octal like \"0600\"", "file.key_mode");
+  t.cert_mode = *cm;
+  t.key_mode = *km;
+  if (auto r = check_file_target(t); !r) return std::move(r).error();
+  return t;
+}
+
+awaitable<delivery_result> deliver_file(file_target target, cert_bundle bundle, std::string run_id,
+                                        asio::thread_pool& pool) {
+  std::string where = target.cert_path;
+  auto r = co_await asio::co_spawn(pool, deliver_on_pool(std::move(target), std::move(bundle), run_id), asio::use_awaitable);
+  if (r.ok())
+    spdlog::debug("file delivery[{}] run {}: {} ({})", where, run_id, delivery_status_name(r.status), r.fingerprint_sha256);
+  else
+    spdlog::debug("file delivery[{}] run {}: failed [{}] {}", where, run_id, error_class_name(r.cls), r.error);
+  co_return r;
+}
+
+awaitable<delivery_result> rollback_file(file_target target, std::string run_id, asio::thread_pool& pool) {
+  std::string where = target.cert_path;
+  auto r = co_await asio::co_spawn(pool, rollback_on_pool(std::move(target), run_id), asio::use_awaitable);
+  spdlog::debug("file rollback[{}] run {}: {} {}", where, run_id, delivery_status_name(r.status), r.error);
+  co_return r;
+}
+
+}  // namespace certfleet::delivery

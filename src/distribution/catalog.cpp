@@ -1,0 +1,507 @@
+#include "certfleet/distribution/catalog.hpp"
+
+#include "certfleet/delivery/pem.hpp"
+#include "certfleet/delivery/webhook.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+
+namespace certfleet::distribution {
+
+namespace json = boost::json;
+
+namespace {
+
+error bad(std::string field, std::string message) {
+  return make_error(errc::invalid_argument, std::move(message), std::move(field));
+}
+
+// A request body: one JSON object whose members are all known.
+result<json::object> body_object(std::string_view body, std::initializer_list<std::string_view> allowed) {
+  boost::system::error_code ec;
+  json::parse_options po;
+  po.max_depth = 16;
+  auto v = json::parse(body, ec, {}, po);
+  if (ec) return bad("body", fmt::format("body is not valid JSON: {}", ec.message()));
+  if (!v.is_object()) return bad("body", "body must be a JSON object");
+  for (const auto& [k, _] : v.as_object())
+    if (std::find(allowed.begin(), allowed.end(), std::string_view(k)) == allowed.end())
+      return bad(std::string(k), fmt::format("unknown field \"{}\"", std::string_view(k)));
+  return std::move(v.as_object());
+}
+
+result<std::string> text(const json::object& o, std::string_view key, bool required, std::size_t max = 64 * 1024,
+                         std::string_view prefix = {}) {
+  std::string field = std::string(prefix) + std::string(key);
+  auto* p = o.if_contains(key);
+  if (!p || p->is_null()) {
+    if (required) return bad(field, fmt::format("{} is required", field));
+    return std::string();
+  }
+  if (!p->is_string()) return bad(field, fmt::format("{} must be a string", field));
+  if (required && p->as_string().empty()) return bad(field, fmt::format("{} must not be empty", field));
+  if (p->as_string().size() > max) return bad(field, fmt::format("{} is longer than {} bytes", field, max));
+  if (std::find(p->as_string().begin(), p->as_string().end(), '\0') != p->as_string().end())
+    return bad(field, fmt::format("{} must not contain NUL", field));
+  return std::string(p->as_string());
+}
+
+result<bool> boolean(const json::object& o, std::string_view key, bool fallback) {
+  auto* p = o.if_contains(key);
+  if (!p || p->is_null()) return fallback;
+  if (!p->is_bool()) return bad(std::string(key), fmt::format("{} must be true or false", key));
+  return p->as_bool();
+}
+
+result<std::string> name_of(const json::object& o) {
+  auto n = text(o, "name", true, max_name_length);
+  if (!n) return n;
+  for (unsigned char c : *n)
+    if (c < 0x20 || c == 0x7f) return bad("name", "name must not contain control characters");
+  return n;
+}
+
+bool valid_id(std::string_view id) {
+  if (id.empty() || id.size() > 64) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; });
+}
+
+result<std::string> id_field(const json::object& o, std::string_view key, bool required, std::string_view prefix = {}) {
+  auto t = text(o, key, required, 64, prefix);
+  if (!t) return t;
+  if (!t->empty() && !valid_id(*t)) return bad(std::string(prefix) + std::string(key), "not a valid id");
+  return t;
+}
+
+std::string iso_time(time_ms ms) {
+  std::time_t s = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+json::object parse_doc(const store::catalog_object& o) {
+  boost::system::error_code ec;
+  auto v = json::parse(o.doc, ec);
+  if (ec || !v.is_object()) return {};
+  return std::move(v.as_object());
+}
+
+std::string aad_for(const store::catalog_object& o, std::string_view what) {
+  return fmt::format("{}:{}:{}", o.kind, o.id, what);
+}
+
+json::object base_view(const store::catalog_object& o) {
+  return json::object{{"id", o.id}, {"name", o.name}, {"created_at", o.created_at}};
+}
+
+}  // namespace
+
+// ---- certificates -------------------------------------------------------------------------
+
+result<new_certificate> parse_certificate_request(std::string_view body, time_ms now) {
+  auto o = body_object(body, {"name", "cert_pem", "chain_pem", "key_pem"});
+  if (!o) return std::move(o).error();
+  new_certificate c;
+  auto name = name_of(*o);
+  if (!name) return std::move(name).error();
+  c.name = std::move(*name);
+  auto cert = text(*o, "cert_pem", true);
+  if (!cert) return std::move(cert).error();
+  auto chain = text(*o, "chain_pem", false);
+  if (!chain) return std::move(chain).error();
+  auto key = text(*o, "key_pem", true);
+  if (!key) return std::move(key).error();
+  auto info = delivery::parse_certificate_bundle(*cert, *chain, *key, now);
+  if (!info) return std::move(info).error();
+  c.key_pem = std::move(*key);
+  c.doc.subject = info->subject;
+  c.doc.issuer = info->issuer;
+  c.doc.sans = info->sans;
+  c.doc.not_before = info->not_before_ms;
+  c.doc.not_after = info->not_after_ms;
+  c.doc.fingerprint_sha256 = info->fingerprint_sha256;
+  c.doc.cert_pem = std::move(*cert);
+  c.doc.chain_pem = std::move(*chain);
+  return c;
+}
+
+std::string certificate_doc_json(const certificate_doc& d) {
+  json::array sans;
+  for (const auto& s : d.sans) sans.emplace_back(s);
+  json::array notified;
+  for (auto n : d.notified_days) notified.emplace_back(n);
+  return json::serialize(json::object{{"subject", d.subject},
+                                      {"issuer", d.issuer},
+                                      {"sans", std::move(sans)},
+                                      {"not_before", d.not_before},
+                                      {"not_after", d.not_after},
+                                      {"fingerprint_sha256", d.fingerprint_sha256},
+                                      {"cert_pem", d.cert_pem},
+                                      {"chain_pem", d.chain_pem},
+                                      {"expired", d.expired},
+                                      {"notified_days", std::move(notified)}});
+}
+
+result<store::catalog_object> make_certificate_object(const new_certificate& c, const kek& key, std::string id,
+                                                      std::string project_id, time_ms now) {
+  store::catalog_object o;
+  o.id = std::move(id);
+  o.project_id = std::move(project_id);
+  o.kind = std::string(store::kind_certificate);
+  o.name = c.name;
+  o.doc = certificate_doc_json(c.doc);
+  o.not_after = c.doc.not_after;
+  o.created_at = now;
+  auto sealed = seal(key, c.key_pem, aad_for(o, "key"));
+  if (!sealed) return std::move(sealed).error();
+  o.sealed = std::move(*sealed);
+  return o;
+}
+
+result<certificate_doc> parse_certificate_doc(const store::catalog_object& o) {
+  auto d = parse_doc(o);
+  certificate_doc c;
+  auto str = [&](const char* k) { auto* p = d.if_contains(k); return p && p->is_string() ? std::string(p->as_string()) : std::string(); };
+  auto num = [&](const char* k) { auto* p = d.if_contains(k); return p && p->is_int64() ? p->as_int64() : std::int64_t(0); };
+  c.subject = str("subject");
+  c.issuer = str("issuer");
+  c.not_before = num("not_before");
+  c.not_after = num("not_after");
+  c.fingerprint_sha256 = str("fingerprint_sha256");
+  c.cert_pem = str("cert_pem");
+  c.chain_pem = str("chain_pem");
+  if (auto* e = d.if_contains("expired"); e && e->is_bool()) c.expired = e->as_bool();
+  if (auto* s = d.if_contains("sans"); s && s->is_array())
+    for (const auto& x : s->as_array())
+      if (x.is_string()) c.sans.emplace_back(x.as_string());
+  if (auto* n = d.if_contains("notified_days"); n && n->is_array())
+    for (const auto& x : n->as_array())
+      if (x.is_int64()) c.notified_days.push_back(x.as_int64());
+  if (c.cert_pem.empty())
+    return make_error(errc::store_failure, fmt::format("certificate {} has no PEM in the store", o.id), "certificate_id");
+  return c;
+}
+
+result<std::string> open_certificate_key(const kek& key, const store::catalog_object& o) {
+  return open_sealed(key, o.sealed, aad_for(o, "key"));
+}
+
+boost::json::object certificate_view(const store::catalog_object& o) {
+  auto v = base_view(o);
+  auto d = parse_certificate_doc(o);
+  if (!d) return v;
+  json::array sans;
+  for (const auto& s : d->sans) sans.emplace_back(s);
+  v["subject"] = d->subject;
+  v["issuer"] = d->issuer;
+  v["sans"] = std::move(sans);
+  v["not_before"] = iso_time(d->not_before);
+  v["not_after"] = iso_time(d->not_after);
+  v["fingerprint_sha256"] = d->fingerprint_sha256;
+  v["expired"] = d->expired;
+  v["cert_pem"] = d->cert_pem;
+  v["chain_pem"] = d->chain_pem;
+  return v;
+}
+
+// ---- credentials --------------------------------------------------------------------------
+
+result<new_credential> parse_credential_request(std::string_view body) {
+  auto o = body_object(body, {"name", "kind", "private_key_pem", "passphrase", "password"});
+  if (!o) return std::move(o).error();
+  new_credential c;
+  auto name = name_of(*o);
+  if (!name) return std::move(name).error();
+  c.name = std::move(*name);
+  auto kind = text(*o, "kind", true, 16);
+  if (!kind) return std::move(kind).error();
+  c.kind = *kind;
+  auto pem = text(*o, "private_key_pem", false);
+  if (!pem) return std::move(pem).error();
+  auto pass = text(*o, "passphrase", false, 1024);
+  if (!pass) return std::move(pass).error();
+  auto pw = text(*o, "password", false, 1024);
+  if (!pw) return std::move(pw).error();
+  if (c.kind == "ssh_key") {
+    if (pem->empty()) return bad("private_key_pem", "private_key_pem is required for kind ssh_key");
+    if (!pw->empty()) return bad("password", "password is for kind password, not ssh_key");
+    auto info = delivery::parse_ssh_private_key(*pem, *pass);
+    if (!info) return std::move(info).error();
+    c.public_key_fingerprint = info->fingerprint;
+    c.key_type = info->type;
+    c.secret.private_key_pem = std::move(*pem);
+    c.secret.passphrase = std::move(*pass);
+  } else if (c.kind == "password") {
+    if (pw->empty()) return bad("password", "password is required for kind password");
+    if (!pem->empty()) return bad("private_key_pem", "private_key_pem is for kind ssh_key, not password");
+    c.secret.password = std::move(*pw);
+  } else {
+    return bad("kind", "kind must be \"ssh_key\" or \"password\"");
+  }
+  return c;
+}
+
+result<store::catalog_object> make_credential_object(const new_credential& c, const kek& key, std::string id,
+                                                     std::string project_id, time_ms now) {
+  store::catalog_object o;
+  o.id = std::move(id);
+  o.project_id = std::move(project_id);
+  o.kind = std::string(store::kind_credential);
+  o.name = c.name;
+  json::object doc{{"kind", c.kind}};
+  if (!c.public_key_fingerprint.empty()) {
+    doc["public_key_fingerprint"] = c.public_key_fingerprint;
+    doc["key_type"] = c.key_type;
+  }
+  o.doc = json::serialize(doc);
+  o.created_at = now;
+  auto secret = json::serialize(json::object{{"private_key_pem", c.secret.private_key_pem},
+                                             {"passphrase", c.secret.passphrase},
+                                             {"password", c.secret.password}});
+  auto sealed = seal(key, secret, aad_for(o, "secret"));
+  std::fill(secret.begin(), secret.end(), '\0');
+  if (!sealed) return std::move(sealed).error();
+  o.sealed = std::move(*sealed);
+  return o;
+}
+
+result<credential_secret> open_credential(const kek& key, const store::catalog_object& o) {
+  auto plain = open_sealed(key, o.sealed, aad_for(o, "secret"));
+  if (!plain) return std::move(plain).error();
+  boost::system::error_code ec;
+  auto v = json::parse(*plain, ec);
+  std::fill(plain->begin(), plain->end(), '\0');
+  if (ec || !v.is_object()) return make_error(errc::store_failure, fmt::format("credential {} is damaged", o.id), "credential_id");
+  credential_secret s;
+  const auto& so = v.as_object();
+  auto get = [&](const char* k) { auto* p = so.if_contains(k); return p && p->is_string() ? std::string(p->as_string()) : std::string(); };
+  s.private_key_pem = get("private_key_pem");
+  s.passphrase = get("passphrase");
+  s.password = get("password");
+  return s;
+}
+
+boost::json::object credential_view(const store::catalog_object& o) {
+  auto v = base_view(o);
+  auto d = parse_doc(o);
+  for (const char* k : {"kind", "public_key_fingerprint", "key_type"})
+    if (auto* p = d.if_contains(k)) v[k] = *p;
+  return v;
+}
+
+// ---- targets ------------------------------------------------------------------------------
+
+std::string target_spec::lock_key() const {
+  if (module == "ssh") return fmt::format("{}:{}:{}", ssh.host, ssh.port, ssh.cert_path);
+  if (module == "file") return "file:" + file.cert_path;
+  return "webhook:" + webhook_url;
+}
+
+namespace {
+result<target_spec> parse_target_fields(const json::object& o) {
+  target_spec t;
+  auto module = text(o, "module", true, 16);
+  if (!module) return std::move(module).error();
+  t.module = *module;
+  const json::value* validate = o.if_contains("validate");
+  auto only_one = [&](const char* which) -> result<void> {
+    for (const char* k : {"ssh", "file", "webhook"})
+      if (std::string_view(k) != which && o.if_contains(k))
+        return bad(k, fmt::format("a {} target has no {} section", which, k));
+    auto* s = o.if_contains(which);
+    if (!s || !s->is_object()) return bad(which, fmt::format("{} must be an object", which));
+    return {};
+  };
+  if (t.module == "ssh") {
+    if (auto r = only_one("ssh"); !r) return std::move(r).error();
+    json::object ssh = o.at("ssh").as_object();
+    auto cred = id_field(ssh, "credential_id", true, "ssh.");
+    if (!cred) return std::move(cred).error();
+    t.credential_id = *cred;
+    ssh.erase("credential_id");
+    static constexpr std::string_view known[] = {"host", "port", "user", "host_key", "cert_path", "key_path",
+                                                 "chain_path", "cert_mode", "key_mode", "owner", "sudo", "post_command"};
+    for (const auto& [k, _] : ssh)
+      if (std::find(std::begin(known), std::end(known), std::string_view(k)) == std::end(known))
+        return bad("ssh." + std::string(k), fmt::format("unknown field \"ssh.{}\"", std::string_view(k)));
+    json::value sv(std::move(ssh));
+    auto parsed = delivery::parse_ssh_target(sv, validate);
+    if (!parsed) return std::move(parsed).error();
+    t.ssh = std::move(*parsed);
+  } else if (t.module == "file") {
+    if (auto r = only_one("file"); !r) return std::move(r).error();
+    if (validate && !validate->is_null()) return bad("validate", "file targets validate by hash on their own");
+    auto parsed = delivery::parse_file_target(o.at("file"));
+    if (!parsed) return std::move(parsed).error();
+    t.file = std::move(*parsed);
+  } else if (t.module == "webhook") {
+    if (auto r = only_one("webhook"); !r) return std::move(r).error();
+    if (validate && !validate->is_null()) return bad("validate", "webhook targets have no validation step");
+    const auto& w = o.at("webhook").as_object();
+    for (const auto& [k, _] : w)
+      if (k != "url" && k != "secret_credential_id" && k != "allow_plain_http")
+        return bad("webhook." + std::string(k), fmt::format("unknown field \"webhook.{}\"", std::string_view(k)));
+    auto url = text(w, "url", true, 2048, "webhook.");
+    if (!url) return std::move(url).error();
+    auto u = delivery::parse_url(*url, "webhook.url");
+    if (!u) return std::move(u).error();
+    t.webhook_url = *url;
+    auto cred = id_field(w, "secret_credential_id", true, "webhook.");
+    if (!cred) return std::move(cred).error();
+    t.credential_id = *cred;
+    auto plain = boolean(w, "allow_plain_http", false);
+    if (!plain) return std::move(plain).error();
+    t.webhook_allow_http = *plain;
+    if (!u->tls() && !t.webhook_allow_http)
+      return bad("webhook.url", "webhook.url must be https:// (the body carries the private key); "
+                                "set webhook.allow_plain_http for a receiver on a trusted host");
+  } else {
+    return bad("module", "module must be \"ssh\", \"file\" or \"webhook\"");
+  }
+  return t;
+}
+}  // namespace
+
+result<new_target> parse_target_request(std::string_view body) {
+  auto o = body_object(body, {"name", "module", "ssh", "file", "webhook", "validate"});
+  if (!o) return std::move(o).error();
+  new_target t;
+  auto name = name_of(*o);
+  if (!name) return std::move(name).error();
+  t.name = std::move(*name);
+  auto spec = parse_target_fields(*o);
+  if (!spec) return std::move(spec).error();
+  t.spec = std::move(*spec);
+  o->erase("name");
+  t.doc = json::serialize(*o);
+  return t;
+}
+
+result<target_spec> parse_target_doc(const store::catalog_object& o) {
+  auto d = parse_doc(o);
+  auto spec = parse_target_fields(d);
+  if (!spec)
+    return make_error(errc::store_failure, fmt::format("target {} ({}) is not valid any more: {}", o.name, o.id,
+                                                       spec.error().message), "target_ids");
+  return spec;
+}
+
+boost::json::object target_view(const store::catalog_object& o) {
+  auto v = base_view(o);
+  for (auto& [k, val] : parse_doc(o)) v[k] = val;
+  return v;
+}
+
+// ---- distributions ------------------------------------------------------------------------
+
+result<store::distribution_record> parse_distribution_request(std::string_view body) {
+  auto o = body_object(body, {"name", "certificate_id", "target_ids", "canary", "failure_tolerance", "fail_fast"});
+  if (!o) return std::move(o).error();
+  store::distribution_record d;
+  auto name = name_of(*o);
+  if (!name) return std::move(name).error();
+  d.name = std::move(*name);
+  auto cert = id_field(*o, "certificate_id", true);
+  if (!cert) return std::move(cert).error();
+  d.certificate_id = *cert;
+  auto* ids = o->if_contains("target_ids");
+  if (!ids || !ids->is_array() || ids->as_array().empty())
+    return bad("target_ids", "target_ids must be a non-empty array of target ids");
+  if (ids->as_array().size() > max_distribution_targets)
+    return bad("target_ids", fmt::format("target_ids has more than {} entries", max_distribution_targets));
+  for (const auto& e : ids->as_array()) {
+    if (!e.is_string() || !valid_id(e.as_string())) return bad("target_ids", "target_ids must hold target ids (strings)");
+    d.target_ids.emplace_back(e.as_string());
+  }
+  std::sort(d.target_ids.begin(), d.target_ids.end());
+  d.target_ids.erase(std::unique(d.target_ids.begin(), d.target_ids.end()), d.target_ids.end());
+  auto canary = boolean(*o, "canary", false);
+  if (!canary) return std::move(canary).error();
+  d.canary = *canary;
+  auto ff = boolean(*o, "fail_fast", false);
+  if (!ff) return std::move(ff).error();
+  d.fail_fast = *ff;
+  if (auto* t = o->if_contains("failure_tolerance"); t && !t->is_null()) {
+    if (!t->is_number()) return bad("failure_tolerance", "failure_tolerance must be a number from 0 to 1");
+    double v = t->is_double() ? t->as_double() : t->is_int64() ? static_cast<double>(t->as_int64()) : static_cast<double>(t->as_uint64());
+    if (!(v >= 0 && v <= 1)) return bad("failure_tolerance", "failure_tolerance must be a number from 0 to 1");
+    d.failure_tolerance = v;
+  }
+  return d;
+}
+
+// ---- notifications ------------------------------------------------------------------------
+
+const std::vector<std::string>& notification_events() {
+  static const std::vector<std::string> events{"distribution.finished", "certificate.expiring", "certificate.expired"};
+  return events;
+}
+
+std::string channel_doc_json(const channel_spec& c) {
+  json::object o{{"kind", c.kind}, {"url", c.url}};
+  if (!c.secret_credential_id.empty()) o["secret_credential_id"] = c.secret_credential_id;
+  return json::serialize(o);
+}
+
+result<std::pair<std::string, channel_spec>> parse_channel_request(std::string_view body) {
+  auto o = body_object(body, {"name", "kind", "url", "secret_credential_id"});
+  if (!o) return std::move(o).error();
+  auto name = name_of(*o);
+  if (!name) return std::move(name).error();
+  channel_spec c;
+  auto kind = text(*o, "kind", true, 16);
+  if (!kind) return std::move(kind).error();
+  if (*kind != "webhook") return bad("kind", "kind must be \"webhook\"");
+  auto url = text(*o, "url", true, 2048);
+  if (!url) return std::move(url).error();
+  if (auto u = delivery::parse_url(*url, "url"); !u) return std::move(u).error();
+  c.url = *url;
+  auto cred = id_field(*o, "secret_credential_id", false);
+  if (!cred) return std::move(cred).error();
+  c.secret_credential_id = *cred;
+  return std::pair{std::move(*name), std::move(c)};
+}
+
+result<channel_spec> parse_channel_doc(const store::catalog_object& o) {
+  auto d = parse_doc(o);
+  channel_spec c;
+  auto url = text(d, "url", true, 2048);
+  if (!url) return make_error(errc::store_failure, fmt::format("channel {} has no url", o.id), "channel_id");
+  c.url = *url;
+  auto cred = text(d, "secret_credential_id", false, 64);
+  if (cred) c.secret_credential_id = *cred;
+  return c;
+}
+
+result<rule_spec> parse_rule_request(std::string_view body) {
+  auto o = body_object(body, {"event", "channel_id"});
+  if (!o) return std::move(o).error();
+  rule_spec r;
+  auto ev = text(*o, "event", true, 64);
+  if (!ev) return std::move(ev).error();
+  const auto& events = notification_events();
+  if (std::find(events.begin(), events.end(), *ev) == events.end())
+    return bad("event", "event must be one of distribution.finished, certificate.expiring, certificate.expired");
+  r.event = *ev;
+  auto ch = id_field(*o, "channel_id", true);
+  if (!ch) return std::move(ch).error();
+  r.channel_id = *ch;
+  return r;
+}
+
+boost::json::object object_view(const store::catalog_object& o) {
+  if (o.kind == store::kind_certificate) return certificate_view(o);
+  if (o.kind == store::kind_credential) return credential_view(o);
+  if (o.kind == store::kind_target) return target_view(o);
+  auto v = base_view(o);
+  for (auto& [k, val] : parse_doc(o)) v[k] = val;
+  return v;
+}
+
+}  // namespace certfleet::distribution

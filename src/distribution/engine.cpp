@@ -1,0 +1,558 @@
+// The distribution_execute / distribution_rollback handlers and notification.send: they deliver,
+// record one result per target (fenced by the job's attempt), and leave the reporting to the
+// terminal hook (report.cpp), which runs in the transaction that ends the job.
+#include "certfleet/distribution/engine.hpp"
+
+#include "certfleet/core/crash.hpp"
+#include "certfleet/core/settings.hpp"
+#include "certfleet/delivery/egress.hpp"
+#include "certfleet/delivery/file.hpp"
+#include "certfleet/delivery/ssh.hpp"
+#include "certfleet/delivery/webhook.hpp"
+#include "certfleet/distribution/catalog.hpp"
+#include "certfleet/distribution/plan.hpp"
+#include "certfleet/store/auth.hpp"
+#include "certfleet/store/maintenance.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <set>
+
+namespace certfleet::distribution {
+
+namespace asio = boost::asio;
+using queue::job_context;
+using queue::outcome;
+
+namespace {
+
+// What one job needs about its targets, read once at its start.
+struct loaded_target {
+  std::string id;
+  std::string name;
+  std::string module;
+  target_spec spec;
+  credential_secret secret;
+  std::string lock_key;  // host + path: two runs never write it at once
+};
+
+struct run_inputs {
+  store::distribution_record dist;
+  delivery::cert_bundle bundle;
+  std::string fingerprint;
+  std::vector<loaded_target> targets;     // existing targets of the plan
+  std::vector<std::string> deleted;       // plan targets deleted after the snapshot
+  std::map<std::string, std::int64_t> files_run;  // rollback: the run whose backup to restore, by target
+  std::map<std::string, std::int64_t> last_files_run;  // execute: the run whose files each target has
+  settings_map settings;
+};
+
+asio::awaitable<settings_map> system_settings(store::store& st) {
+  settings_map m;
+  auto r = co_await st.auth().system_settings();
+  if (r)
+    for (const auto& [k, v] : *r) (void)m.set(k, v);
+  co_return m;
+}
+
+// Reads everything the run needs in one snapshot and opens the secrets.
+asio::awaitable<result<run_inputs>> load_inputs(job_context& ctx, const job_plan& plan, const engine_options& opt) {
+  auto in = std::make_shared<run_inputs>();
+  auto objects = std::make_shared<std::vector<store::catalog_object>>();
+  auto creds = std::make_shared<std::map<std::string, store::catalog_object>>();
+  auto cert = std::make_shared<store::catalog_object>();
+  std::string project = ctx.job().project_id;
+  store::read_fn op1 = [&, in, objects, creds, cert](store::catalog_read& rd) -> result<void> {
+    auto d = rd.get_distribution(project, plan.distribution_id);
+    if (!d) return std::move(d).error();
+    in->dist = std::move(*d);
+    auto c = rd.get_object(project, store::kind_certificate, in->dist.certificate_id);
+    if (!c) return make_error(errc::not_found, fmt::format("certificate {} of the distribution no longer exists",
+                                                           in->dist.certificate_id), "certificate_id");
+    *cert = std::move(*c);
+    auto t = rd.objects_by_ids(project, store::kind_target, plan.target_ids);
+    if (!t) return std::move(t).error();
+    *objects = std::move(*t);
+    for (const auto& o : *objects) {
+      if (o.ref_id.empty() || creds->count(o.ref_id)) continue;
+      auto cr = rd.get_object(project, store::kind_credential, o.ref_id);
+      if (cr) creds->emplace(o.ref_id, std::move(*cr));
+    }
+    if (plan.mode == job_mode::rollback) {
+      auto outs = rd.run_outcomes(plan.distribution_id, plan.rollback_of_run);
+      if (!outs) return std::move(outs).error();
+      for (const auto& o : *outs)
+        if (o.status == "succeeded" && o.files_from_run > 0) in->files_run[o.target_id] = o.files_from_run;
+    } else {
+      for (const auto& id : plan.target_ids) {
+        auto f = rd.last_files_run(plan.distribution_id, id);
+        if (!f) return std::move(f).error();
+        if (*f > 0) in->last_files_run[id] = *f;
+      }
+    }
+    return {};
+  };
+  auto r = co_await ctx.store().catalog().read(std::move(op1));
+  if (!r) co_return std::move(r).error();
+  in->settings = co_await system_settings(ctx.store());
+  if (!opt.key) co_return make_error(errc::config_invalid, "no key-encryption key loaded: cannot open secrets", "key_file");
+
+  auto cert_doc = parse_certificate_doc(*cert);
+  if (!cert_doc) co_return std::move(cert_doc).error();
+  in->bundle.cert_pem = cert_doc->cert_pem;
+  in->bundle.chain_pem = cert_doc->chain_pem;
+  in->fingerprint = cert_doc->fingerprint_sha256;
+  if (plan.mode != job_mode::rollback) {
+    auto key = open_certificate_key(*opt.key, *cert);
+    if (!key) co_return std::move(key).error();
+    in->bundle.key_pem = std::move(*key);
+  }
+
+  std::map<std::string, const store::catalog_object*> by_id;
+  for (const auto& o : *objects) by_id.emplace(o.id, &o);
+  for (const auto& id : plan.target_ids) {
+    auto it = by_id.find(id);
+    if (it == by_id.end()) {
+      in->deleted.push_back(id);
+      continue;
+    }
+    loaded_target lt;
+    lt.id = id;
+    lt.name = it->second->name;
+    auto spec = parse_target_doc(*it->second);
+    if (!spec) co_return std::move(spec).error();
+    lt.spec = std::move(*spec);
+    lt.module = lt.spec.module;
+    lt.lock_key = lt.spec.lock_key();
+    if (!it->second->ref_id.empty()) {
+      auto c = creds->find(it->second->ref_id);
+      if (c != creds->end()) {
+        auto s = open_credential(*opt.key, c->second);
+        if (!s) co_return std::move(s).error();
+        lt.secret = std::move(*s);
+      }
+    }
+    in->targets.push_back(std::move(lt));
+  }
+  co_return std::move(*in);
+}
+
+delivery::delivery_result failed_result(delivery::error_class cls, std::string error, std::string phase) {
+  delivery::delivery_result r;
+  r.status = delivery::delivery_status::failed;
+  r.cls = cls;
+  r.error = std::move(error);
+  r.phase = std::move(phase);
+  return r;
+}
+
+// One target, by its module.
+asio::awaitable<delivery::delivery_result> deliver_one(const loaded_target& t, const run_inputs& in,
+                                                       const job_plan& plan, const engine_options& opt,
+                                                       const delivery::egress_policy* egress) {
+  using delivery::error_class;
+  if (plan.mode == job_mode::rollback) {
+    auto it = in.files_run.find(t.id);
+    if (it == in.files_run.end()) {
+      delivery::delivery_result r;
+      r.status = delivery::delivery_status::skipped_by_hash;
+      r.error = fmt::format("run {} did not deliver to this target: nothing to roll back", plan.rollback_of_run);
+      co_return r;
+    }
+    auto backup = run_backup_id(plan.distribution_id, it->second);
+    if (t.module == "ssh") {
+      delivery::ssh_options so;
+      so.resolve_pool = opt.cpu;
+      auto cred = t.secret.ssh();
+      co_return co_await delivery::rollback_ssh(t.spec.ssh, cred, backup, so);
+    }
+    if (t.module == "file" && opt.cpu) co_return co_await delivery::rollback_file(t.spec.file, backup, *opt.cpu);
+    co_return failed_result(error_class::validation, fmt::format("{} targets cannot be rolled back", t.module), "rollback");
+  }
+  auto run_id = run_backup_id(plan.distribution_id, plan.run_no);
+  if (t.module == "ssh") {
+    delivery::ssh_options so;
+    so.resolve_pool = opt.cpu;
+    auto cred = t.secret.ssh();
+    co_return co_await delivery::deliver_ssh(t.spec.ssh, cred, in.bundle, run_id, so);
+  }
+  if (t.module == "file" && opt.cpu) co_return co_await delivery::deliver_file(t.spec.file, in.bundle, run_id, *opt.cpu);
+  if (t.module == "webhook") {
+    delivery::webhook_options wo;
+    wo.egress = egress;
+    wo.ca_pem = opt.ca_pem;
+    wo.resolve_pool = opt.cpu;
+    wo.allow_plain_http = t.spec.webhook_allow_http;
+    co_return co_await delivery::deliver_webhook(t.spec.webhook_url, t.secret.password, in.bundle, run_id, wo);
+  }
+  co_return failed_result(error_class::validation, fmt::format("unknown module \"{}\"", t.module), "check");
+}
+
+// Fenced: a result is stored only while this attempt still holds the job.
+asio::awaitable<result<void>> record(job_context& ctx, store::target_result r) {
+  auto fence = ctx.job().fence;
+  auto job_id = ctx.job().id;
+  store::tx_fn op2 = [r = std::move(r), fence, job_id](store::catalog_tx& tx) -> result<void> {
+    auto j = tx.get_job(job_id);
+    if (!j) return std::move(j).error();
+    if (j->fence != fence || j->status != store::job_status::active)
+      return make_error(errc::lease_lost, fmt::format("job {} attempt {} no longer holds its lease", job_id, fence), "fence");
+    return tx.add_result(r);
+  };
+  co_return co_await ctx.store().catalog().transact(std::move(op2));
+}
+
+// A named lock in the lease table, waited for while another holder has it.
+class named_lock {
+ public:
+  named_lock(job_context& ctx, std::string name, const engine_options& opt)
+      : ctx_(ctx), name_(std::move(name)), holder_(fmt::format("{}:{}", ctx.job().id, ctx.job().fence)), opt_(opt) {}
+
+  asio::awaitable<bool> acquire(bool& logged_wait) {
+    while (true) {
+      auto l = co_await ctx_.store().leases().acquire(name_, holder_, ctx_.clock().now_ms(), opt_.lock_ttl.count());
+      if (l && l->held) {
+        epoch_ = l->epoch;
+        held_ = true;
+        co_return true;
+      }
+      if (ctx_.interrupted() != queue::interrupt_reason::none) co_return false;
+      if (!logged_wait && l) {
+        logged_wait = true;
+        co_await ctx_.log("info", fmt::format("waiting for the lock {} held by job {}", name_, l->holder));
+      }
+      asio::steady_timer t(co_await asio::this_coro::executor, opt_.lock_poll);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+  }
+
+  asio::awaitable<void> release() {
+    if (!held_) co_return;
+    held_ = false;
+    (void)co_await ctx_.store().leases().release(name_, holder_, epoch_);
+  }
+
+ private:
+  job_context& ctx_;
+  std::string name_;
+  std::string holder_;
+  const engine_options& opt_;
+  std::int64_t epoch_ = 0;
+  bool held_ = false;
+};
+
+struct run_state {
+  std::size_t next = 0;
+  std::size_t done = 0;
+  std::size_t running = 0;
+  std::size_t succeeded = 0;
+  std::size_t failed = 0;
+  std::string first_error;
+  bool lease_lost = false;
+};
+
+std::string timings_json(const delivery::delivery_result& r) {
+  boost::json::object t;
+  for (const auto& p : r.timings) t[p.phase] = p.ms;
+  return boost::json::serialize(boost::json::object{{"timings_ms", std::move(t)}, {"phase", r.phase}});
+}
+
+std::string timings_text(const delivery::delivery_result& r) {
+  std::string s;
+  for (const auto& p : r.timings) s += fmt::format("{}{} {} ms", s.empty() ? "" : ", ", p.phase, p.ms);
+  return s;
+}
+
+asio::awaitable<void> deliver_target(job_context& ctx, const job_plan& plan, const run_inputs& in,
+                                     const loaded_target& t, const engine_options& opt,
+                                     const delivery::egress_policy* egress, run_state& st, std::size_t total) {
+  auto started = ctx.clock().now_ms();
+  named_lock lock(ctx, "path:" + t.lock_key, opt);
+  bool waited = false;
+  if (!co_await lock.acquire(waited)) co_return;  // interrupted while waiting
+  auto line1 = fmt::format("target {} ({}): {} starting", t.name, t.id,
+                                       plan.mode == job_mode::rollback ? "rollback" : "delivery");
+  co_await ctx.log("info", std::move(line1));
+  auto res = co_await deliver_one(t, in, plan, opt, egress);
+  co_await lock.release();
+
+  store::target_result r;
+  r.distribution_id = plan.distribution_id;
+  r.run_no = plan.run_no;
+  r.target_id = t.id;
+  r.job_id = ctx.job().id;
+  r.retry_attempt = plan.retry_attempt;
+  r.fence = ctx.job().fence;
+  r.started_at = started;
+  r.finished_at = ctx.clock().now_ms();
+  r.detail = timings_json(res);
+  if (res.ok()) {
+    r.status = "succeeded";
+    r.fingerprint_sha256 = res.fingerprint_sha256.empty() ? in.fingerprint : res.fingerprint_sha256;
+    r.hash_skipped = res.status == delivery::delivery_status::skipped_by_hash;
+    if (plan.mode == job_mode::rollback) {
+      r.hash_skipped = false;
+      r.fingerprint_sha256.clear();
+      if (!res.error.empty()) r.error = res.error;  // "nothing to roll back"
+    } else if (r.hash_skipped) {
+      auto f = in.last_files_run.find(t.id);
+      r.files_from_run = f == in.last_files_run.end() ? 0 : f->second;
+    } else {
+      r.files_from_run = plan.run_no;
+    }
+    ++st.succeeded;
+  } else {
+    r.status = "failed";
+    r.error_class = delivery::error_class_name(res.cls);
+    r.error = res.error;
+    ++st.failed;
+    if (st.first_error.empty()) st.first_error = fmt::format("{}: {}", t.name, res.error);
+  }
+  auto rec = co_await record(ctx, r);
+  if (!rec) {
+    st.lease_lost = true;
+    co_return;
+  }
+  crash_point("target_recorded");
+  // Named first: GCC 12 mishandles temporaries built inside a co_await expression.
+  std::string what = r.hash_skipped ? std::string("already up to date (hash match), nothing uploaded")
+                                    : std::string(plan.mode == job_mode::rollback ? "restored" : "delivered");
+  if (res.ok()) {
+    auto line = fmt::format("target {}: {} in {} ms ({})", t.name, what, r.finished_at - r.started_at, timings_text(res));
+    co_await ctx.log("info", std::move(line));
+  } else {
+    auto line = fmt::format("target {}: failed [{}] {}", t.name, r.error_class, res.error);
+    std::string detail;
+    if (!res.remote_stderr.empty()) detail = boost::json::serialize(boost::json::object{{"stderr", res.remote_stderr}});
+    co_await ctx.log("error", std::move(line), std::move(detail));
+  }
+  ++st.done;
+  co_await ctx.progress(static_cast<std::int64_t>(st.done + in.deleted.size()), static_cast<std::int64_t>(total));
+}
+
+asio::awaitable<outcome> run_distribution(job_context& ctx, std::shared_ptr<const engine_options> opt) {
+  auto plan = parse_payload(ctx.payload());
+  if (!plan) co_return outcome::permanent_failure(plan.error().message);
+  auto loaded = co_await load_inputs(ctx, *plan, *opt);
+  if (!loaded) {
+    co_await ctx.log("error", loaded.error().message);
+    co_return outcome::permanent_failure(loaded.error().message);
+  }
+  auto& in = *loaded;
+  if (in.dist.run_no != plan->run_no || in.dist.status != "running") {
+    auto line2 = fmt::format("run {} is over (the distribution is at run {}, {}): nothing to do",
+                                         plan->run_no, in.dist.run_no, in.dist.status);
+    co_await ctx.log("info", std::move(line2));
+    co_return outcome::ok();
+  }
+  auto total = plan->target_ids.size();
+  auto line3 = fmt::format("{} run {}: {} targets{}", to_string(plan->mode), plan->run_no, total,
+                                       plan->retry_attempt ? fmt::format(" (retry wave {})", plan->retry_attempt) : "");
+  co_await ctx.log("info", std::move(line3));
+
+  // A target deleted after the snapshot is skipped, never an error.
+  for (const auto& id : in.deleted) {
+    store::target_result r;
+    r.distribution_id = plan->distribution_id;
+    r.run_no = plan->run_no;
+    r.target_id = id;
+    r.job_id = ctx.job().id;
+    r.retry_attempt = plan->retry_attempt;
+    r.fence = ctx.job().fence;
+    r.status = "skipped";
+    r.error = "target deleted after snapshot";
+    r.started_at = r.finished_at = ctx.clock().now_ms();
+    if (!co_await record(ctx, r)) co_return outcome::failure("lost the job's lease");
+    auto line4 = fmt::format("target {}: skipped (target deleted after snapshot)", id);
+    co_await ctx.log("warn", std::move(line4));
+  }
+
+  std::optional<delivery::egress_policy> egress;
+  if (auto e = delivery::parse_egress_allow_list(in.settings.text("egress_allow_list")); e) egress = std::move(*e);
+
+  // The per-certificate lock of a normal run: two normal runs of one certificate never overlap.
+  std::optional<named_lock> dist_lock;
+  if (plan->mode == job_mode::normal) {
+    dist_lock.emplace(ctx, fmt::format("distribution:{}", in.dist.certificate_id), *opt);
+    bool waited = false;
+    if (!co_await dist_lock->acquire(waited)) ctx.checkpoint();
+  }
+
+  auto concurrency = static_cast<std::size_t>(
+      effective_ssh_concurrency(in.settings.integer("distribution_ssh_max_concurrency")));
+  run_state st;
+  auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
+  // `concurrency` lanes take targets in order; the job waits for the last one.
+  auto lanes = std::min(concurrency, in.targets.size());
+  std::size_t lanes_left = lanes;
+  for (std::size_t l = 0; l < lanes; ++l) {
+    asio::co_spawn(
+        ex,
+        [&]() -> asio::awaitable<void> {
+          while (st.next < in.targets.size() && !st.lease_lost && ctx.interrupted() == queue::interrupt_reason::none) {
+            const auto& t = in.targets[st.next++];
+            const delivery::egress_policy* policy = egress ? &*egress : nullptr;
+            co_await deliver_target(ctx, *plan, in, t, *opt, policy, st, total);
+          }
+        },
+        [&](std::exception_ptr e) {
+          if (e) {
+            try {
+              std::rethrow_exception(e);
+            } catch (const queue::job_interrupted&) {
+              // The job stops at its checkpoint below.
+            } catch (const std::exception& x) {
+              spdlog::error("job {}: target lane failed: {}", ctx.job().id, x.what());
+              st.lease_lost = true;
+            }
+          }
+          if (--lanes_left == 0) all_done.cancel();
+        });
+  }
+  while (lanes_left > 0) {
+    boost::system::error_code ec;
+    co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  if (dist_lock) co_await dist_lock->release();
+  ctx.checkpoint();
+  if (st.lease_lost) co_return outcome::failure("lost the job's lease while recording results");
+  crash_point("child_results_recorded");
+
+  auto delivered = st.succeeded;
+  auto attempted = st.succeeded + st.failed;
+  std::string level = st.failed ? "warn" : "info";
+  auto summary = fmt::format("done: {} succeeded, {} failed, {} skipped (deleted)", st.succeeded, st.failed,
+                             in.deleted.size());
+  co_await ctx.log(std::move(level), std::move(summary));
+  if (attempted > 0 && delivered == 0)
+    co_return outcome::permanent_failure(fmt::format("all {} targets failed: {}", attempted, st.first_error));
+  if (st.failed > 0) co_return outcome::partial(fmt::format("{} of {} targets failed", st.failed, attempted));
+  co_return outcome::ok();
+}
+
+// notification.send: one signed POST of an event to a channel.
+asio::awaitable<outcome> send_notification(job_context& ctx, std::shared_ptr<const engine_options> opt) {
+  boost::system::error_code ec;
+  auto v = boost::json::parse(ctx.payload(), ec);
+  if (ec || !v.is_object()) co_return outcome::permanent_failure("payload must be a JSON object");
+  const auto& o = v.as_object();
+  auto* channel_id = o.if_contains("channel_id");
+  auto* event_id = o.if_contains("event_id");
+  if (!channel_id || !channel_id->is_string() || !event_id || !event_id->is_string())
+    co_return outcome::permanent_failure("payload needs channel_id and event_id");
+  auto channel = std::make_shared<store::catalog_object>();
+  auto secret_obj = std::make_shared<std::optional<store::catalog_object>>();
+  std::string project = ctx.job().project_id;
+  std::string cid(channel_id->as_string());
+  store::read_fn op3 = [=](store::catalog_read& rd) -> result<void> {
+    auto c = rd.get_object(project, store::kind_channel, cid);
+    if (!c) return std::move(c).error();
+    *channel = std::move(*c);
+    if (!channel->ref_id.empty()) {
+      auto s = rd.get_object(project, store::kind_credential, channel->ref_id);
+      if (s) *secret_obj = std::move(*s);
+    }
+    return {};
+  };
+  auto r = co_await ctx.store().catalog().read(std::move(op3));
+  if (!r) co_return outcome::permanent_failure(fmt::format("channel {}: {}", cid, r.error().message));
+  auto spec = parse_channel_doc(*channel);
+  if (!spec) co_return outcome::permanent_failure(spec.error().message);
+  std::string secret;
+  if (*secret_obj) {
+    if (!opt->key) co_return outcome::permanent_failure("no key-encryption key loaded");
+    auto s = open_credential(*opt->key, **secret_obj);
+    if (!s) co_return outcome::permanent_failure(s.error().message);
+    secret = s->password;
+  }
+  auto settings = co_await system_settings(ctx.store());
+  auto egress = delivery::parse_egress_allow_list(settings.text("egress_allow_list"));
+  delivery::webhook_request req;
+  req.url = spec->url;
+  req.body = ctx.payload();
+  req.headers.emplace_back("X-Certfleet-Event-Id", std::string(event_id->as_string()));
+  req.hmac_secret = secret;
+  req.egress = egress ? &*egress : nullptr;
+  req.ca_pem = opt->ca_pem;
+  req.resolve_pool = opt->cpu;
+  auto res = co_await delivery::post_json(std::move(req));
+  if (res.ok()) {
+    auto line5 = fmt::format("event {} delivered to channel {} (HTTP {})", event_id->as_string(),
+                                         channel->name, res.status);
+    co_await ctx.log("info", std::move(line5));
+    co_return outcome::ok();
+  }
+  auto line6 = fmt::format("event {} to channel {}: [{}] {}", event_id->as_string(), channel->name,
+                                        delivery::error_class_name(res.cls), res.error);
+  co_await ctx.log("error", std::move(line6));
+  if (res.cls == delivery::error_class::network || res.cls == delivery::error_class::io_transient)
+    co_return outcome::failure(res.error);
+  co_return outcome::permanent_failure(res.error);
+}
+
+}  // namespace
+
+void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_options> options) {
+  auto validate = [](const std::string& payload) -> result<void> {
+    auto p = parse_payload(payload);
+    if (!p) return std::move(p).error();
+    return {};
+  };
+  r.add("distribution_execute", [options](job_context& ctx) { return run_distribution(ctx, options); }, validate);
+  r.add("distribution_rollback", [options](job_context& ctx) { return run_distribution(ctx, options); }, validate);
+  r.add("notification.send", [options](job_context& ctx) { return send_notification(ctx, options); });
+}
+
+asio::awaitable<result<int>> reconcile(store::store& st, const clock_source& clock, int limit) {
+  auto running = std::make_shared<std::vector<store::distribution_record>>();
+  store::read_fn op4 = [running, limit](store::catalog_read& rd) -> result<void> {
+    auto d = rd.distributions_in_status("running", limit);
+    if (!d) return std::move(d).error();
+    *running = std::move(*d);
+    return {};
+  };
+  auto r = co_await st.catalog().read(std::move(op4));
+  if (!r) co_return std::move(r).error();
+  int changed = 0;
+  for (const auto& d : *running) {
+    auto touched = std::make_shared<bool>(false);
+    auto now = clock.now_ms();
+    auto id = d.id;
+    store::tx_fn op5 = [id, now, touched](store::catalog_tx& tx) -> result<void> {
+      auto dist = tx.get_distribution("", id);
+      if (!dist || dist->status != "running") return {};
+      auto kids = tx.children_of(id, dist->run_no);
+      if (!kids) return std::move(kids).error();
+      auto fin = tx.finalized_children(id, dist->run_no);
+      if (!fin) return std::move(fin).error();
+      std::set<std::string> done;
+      for (const auto& f : *fin) done.insert(f.job_id);
+      for (const auto& k : *kids) {
+        if (!store::is_terminal(k.status) || done.count(k.id)) continue;
+        if (auto rep = report_child(tx, k, now); !rep) return rep;
+        *touched = true;
+      }
+      auto again = tx.get_distribution("", id);
+      if (!again) return std::move(again).error();
+      auto completed = try_complete(tx, *again, now);
+      if (!completed) return std::move(completed).error();
+      if (*completed) *touched = true;
+      return {};
+    };
+    auto w = co_await st.catalog().transact(std::move(op5));
+    if (!w) co_return std::move(w).error();
+    if (*touched) ++changed;
+  }
+  co_return changed;
+}
+
+}  // namespace certfleet::distribution

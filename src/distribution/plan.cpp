@@ -1,0 +1,188 @@
+#include "certfleet/distribution/plan.hpp"
+
+#include "certfleet/core/json.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+
+namespace certfleet::distribution {
+
+namespace {
+constexpr std::array<std::string_view, 4> mode_names{"normal", "batch", "retry", "rollback"};
+constexpr std::size_t max_payload_targets = 100'000;
+
+error bad(std::string field, std::string message) {
+  return make_error(errc::invalid_argument, std::move(message), std::move(field));
+}
+}  // namespace
+
+std::string_view to_string(job_mode m) noexcept { return mode_names[static_cast<std::size_t>(m)]; }
+
+std::string to_payload(const job_plan& p) {
+  boost::json::array ids;
+  ids.reserve(p.target_ids.size());
+  for (const auto& t : p.target_ids) ids.emplace_back(t);
+  boost::json::object o{{"distribution_id", p.distribution_id},
+                        {"run_no", p.run_no},
+                        {"mode", to_string(p.mode)},
+                        {"target_ids", std::move(ids)}};
+  if (p.batch_no) o["batch_no"] = p.batch_no;
+  if (p.retry_attempt) o["retry_attempt"] = p.retry_attempt;
+  if (p.rollback_of_run) o["rollback_of_run"] = p.rollback_of_run;
+  return boost::json::serialize(o);
+}
+
+result<job_plan> parse_payload(std::string_view payload) {
+  boost::system::error_code ec;
+  auto v = boost::json::parse(payload, ec);
+  if (ec || !v.is_object()) return bad("payload", "payload must be a JSON object");
+  const auto& o = v.as_object();
+  job_plan p;
+  auto text = [&](std::string_view k, std::string& out) -> result<void> {
+    auto* f = o.if_contains(k);
+    if (!f || !f->is_string() || f->as_string().empty()) return bad(std::string(k), fmt::format("{} must be a non-empty string", k));
+    out = std::string(f->as_string());
+    return {};
+  };
+  auto integer = [&](std::string_view k, std::int64_t& out, bool required) -> result<void> {
+    auto* f = o.if_contains(k);
+    if (!f) {
+      if (required) return bad(std::string(k), fmt::format("{} is required", k));
+      return {};
+    }
+    if (!f->is_int64() || f->as_int64() < 0) return bad(std::string(k), fmt::format("{} must be a non-negative integer", k));
+    out = f->as_int64();
+    return {};
+  };
+  if (auto r = text("distribution_id", p.distribution_id); !r) return std::move(r).error();
+  if (auto r = integer("run_no", p.run_no, true); !r) return std::move(r).error();
+  std::string mode;
+  if (auto r = text("mode", mode); !r) return std::move(r).error();
+  auto m = std::find(mode_names.begin(), mode_names.end(), mode);
+  if (m == mode_names.end()) return bad("mode", "mode must be normal, batch, retry or rollback");
+  p.mode = static_cast<job_mode>(m - mode_names.begin());
+  auto* ids = o.if_contains("target_ids");
+  if (!ids || !ids->is_array()) return bad("target_ids", "target_ids must be an array of ids");
+  if (ids->as_array().size() > max_payload_targets) return bad("target_ids", "target_ids has too many entries");
+  for (const auto& e : ids->as_array()) {
+    if (!e.is_string() || e.as_string().empty()) return bad("target_ids", "target_ids must hold non-empty strings");
+    p.target_ids.emplace_back(e.as_string());
+  }
+  std::sort(p.target_ids.begin(), p.target_ids.end());
+  p.target_ids.erase(std::unique(p.target_ids.begin(), p.target_ids.end()), p.target_ids.end());
+  if (auto r = integer("batch_no", p.batch_no, false); !r) return std::move(r).error();
+  if (auto r = integer("retry_attempt", p.retry_attempt, false); !r) return std::move(r).error();
+  if (auto r = integer("rollback_of_run", p.rollback_of_run, false); !r) return std::move(r).error();
+  if (p.retry_attempt > max_retry_waves) return bad("retry_attempt", fmt::format("retry_attempt is at most {}", max_retry_waves));
+  return p;
+}
+
+std::string job_key(const job_plan& p, std::string_view parent_job_id) {
+  switch (p.mode) {
+    case job_mode::normal: return fmt::format("dist:{}:{}:normal", p.distribution_id, p.run_no);
+    case job_mode::batch: return fmt::format("dist:{}:{}:batch:{}", p.distribution_id, p.run_no, p.batch_no);
+    case job_mode::retry: return fmt::format("dist:{}:{}:retry:{}", p.distribution_id, p.run_no, parent_job_id);
+    case job_mode::rollback: return fmt::format("dist:{}:{}:rollback", p.distribution_id, p.run_no);
+  }
+  return {};
+}
+
+int effective_batch_size(std::int64_t setting) noexcept {
+  return setting <= 0 ? default_batch_size : static_cast<int>(setting);
+}
+int effective_ssh_concurrency(std::int64_t setting) noexcept {
+  return setting <= 0 ? default_ssh_concurrency : static_cast<int>(setting);
+}
+bool fans_out(std::size_t targets, std::int64_t threshold) noexcept {
+  return threshold > 0 && targets >= static_cast<std::size_t>(threshold);
+}
+
+std::vector<std::vector<std::string>> split_batches(std::vector<std::string> ids, int batch_size) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  auto size = static_cast<std::size_t>(effective_batch_size(batch_size));
+  std::vector<std::vector<std::string>> out;
+  for (std::size_t i = 0; i < ids.size(); i += size)
+    out.emplace_back(ids.begin() + static_cast<std::ptrdiff_t>(i),
+                     ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), i + size)));
+  return out;
+}
+
+bool retryable_class(std::string_view c) noexcept {
+  return c == "network" || c == "io_transient" || c == "worker_lost";
+}
+
+std::vector<store::target_result> outcomes(const std::vector<store::target_result>& results) {
+  std::map<std::string, const store::target_result*> best;
+  for (const auto& r : results) {
+    auto& b = best[r.target_id];
+    if (!b || std::tie(r.retry_attempt, r.fence) > std::tie(b->retry_attempt, b->fence)) b = &r;
+  }
+  std::vector<store::target_result> out;
+  out.reserve(best.size());
+  for (const auto& [id, r] : best) out.push_back(*r);
+  return out;
+}
+
+std::string child_outcome(const std::vector<store::target_result>& own, bool job_cancelled) {
+  if (job_cancelled) return "cancelled";
+  std::size_t ok = 0, failed = 0;
+  for (const auto& r : outcomes(own)) {
+    if (r.status == "succeeded" || r.status == "skipped") ++ok;
+    else ++failed;
+  }
+  if (failed == 0) return "succeeded";
+  return ok == 0 ? "failed" : "partial";
+}
+
+std::vector<std::string> retry_targets(const std::vector<store::target_result>& own, std::int64_t child_retry_attempt) {
+  std::vector<std::string> out;
+  if (child_retry_attempt >= max_retry_waves) return out;
+  for (const auto& r : outcomes(own))
+    if (r.status == "failed" && retryable_class(r.error_class)) out.push_back(r.target_id);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+bool over_failure_budget(std::size_t failed, std::size_t total, double tolerance) noexcept {
+  if (total == 0) return false;
+  return static_cast<double>(failed) > tolerance * static_cast<double>(total);
+}
+
+run_summary summarize(const std::vector<std::string>& run_targets, const std::vector<store::target_result>& outs) {
+  run_summary s;
+  s.targets = static_cast<std::int64_t>(run_targets.size());
+  std::map<std::string_view, std::string_view> by_target;
+  for (const auto& r : outs) by_target.emplace(r.target_id, r.status);
+  for (const auto& t : run_targets) {
+    auto it = by_target.find(t);
+    if (it == by_target.end()) ++s.pending;
+    else if (it->second == "succeeded") ++s.succeeded;
+    else if (it->second == "skipped") ++s.skipped;
+    else if (it->second == "cancelled") ++s.cancelled;
+    else ++s.failed;
+  }
+  return s;
+}
+
+final_verdict final_status(const store::distribution_record& d, const std::vector<store::finalized_child>& children,
+                           const run_summary& s, std::string_view first_error) {
+  bool all_cancelled = !children.empty();
+  for (const auto& c : children)
+    if (c.outcome != "cancelled") all_cancelled = false;
+  if (all_cancelled || d.cancel_requested) return {"cancelled", "cancelled on request"};
+  if (d.fail_fast_fired) return {"failed", "stopped: failure budget exceeded"};
+  auto non_skipped = s.targets - s.skipped;
+  if (s.succeeded == 0)
+    return {"failed", non_skipped == 0 ? std::string("no target left to deliver to (all were deleted)")
+                                       : fmt::format("all {} targets failed: {}", non_skipped, first_error)};
+  if (s.succeeded == non_skipped) return {"success", ""};
+  return {"partial", fmt::format("{} of {} targets failed, {} cancelled", s.failed, non_skipped, s.cancelled)};
+}
+
+}  // namespace certfleet::distribution

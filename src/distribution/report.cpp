@@ -1,0 +1,281 @@
+// Reporting finished children and completing runs: synchronous code that runs inside one store
+// write transaction, so every counter, guard, spawned retry child and notification commits with
+// the job transition that caused it, or not at all.
+#include "certfleet/core/crash.hpp"
+#include "certfleet/core/object_id.hpp"
+#include "certfleet/distribution/engine.hpp"
+#include "certfleet/distribution/plan.hpp"
+#include "certfleet/queue/job_types.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+namespace certfleet::distribution {
+
+namespace {
+
+bool is_distribution_job(std::string_view type) {
+  return type == "distribution_execute" || type == "distribution_rollback";
+}
+
+std::vector<store::target_result> own_results(const std::vector<store::target_result>& all, const std::string& job_id) {
+  std::vector<store::target_result> out;
+  for (const auto& r : all)
+    if (r.job_id == job_id) out.push_back(r);
+  return out;
+}
+
+void count(store::distribution_record& d, std::string_view outcome) {
+  if (outcome == "succeeded") ++d.fan_out_succeeded;
+  else if (outcome == "failed") ++d.fan_out_failed;
+  else if (outcome == "partial") ++d.fan_out_partial;
+  else ++d.fan_out_cancelled;
+}
+
+// Children cancelled by the engine itself (canary verdict, failure budget, distribution cancel)
+// do not pass through the terminal hook: they are accounted for here, in the same transaction.
+result<void> account_cancelled(store::catalog_tx& tx, store::distribution_record& d,
+                               const std::vector<store::job_record>& cancelled, time_ms now) {
+  for (const auto& c : cancelled) {
+    auto plan = parse_payload(c.payload);
+    bool batch = plan && plan->mode != job_mode::retry;
+    if (plan) {
+      for (const auto& t : plan->target_ids) {
+        store::target_result r;
+        r.distribution_id = d.id;
+        r.run_no = d.run_no;
+        r.target_id = t;
+        r.job_id = c.id;
+        r.retry_attempt = plan->retry_attempt;
+        r.fence = c.fence;
+        r.status = "cancelled";
+        r.error = c.error;
+        r.finished_at = now;
+        if (auto a = tx.add_result(r); !a) return a;
+      }
+      if (plan->mode == job_mode::retry) --d.fan_out_retrying;
+    }
+    auto added = tx.add_finalized(d.id, d.run_no, store::finalized_child{c.id, "cancelled", batch});
+    if (!added) return std::move(added).error();
+    if (*added) count(d, "cancelled");
+  }
+  return {};
+}
+
+result<void> stop_children(store::catalog_tx& tx, store::distribution_record& d, time_ms now) {
+  auto cancelled = tx.cancel_waiting_children(d.id, d.run_no, now);
+  if (!cancelled) return std::move(cancelled).error();
+  if (auto r = account_cancelled(tx, d, *cancelled, now); !r) return r;
+  auto asked = tx.request_cancel_children(d.id, d.run_no);
+  if (!asked) return std::move(asked).error();
+  return {};
+}
+
+result<void> enqueue_notifications(store::catalog_tx& tx, const store::distribution_record& d,
+                                   const run_summary& s, time_ms now) {
+  auto rules = tx.list_objects(d.project_id, store::kind_rule, 1, 1000);
+  if (!rules) return std::move(rules).error();
+  std::set<std::string> channels;
+  for (const auto& rule : rules->items) {
+    boost::system::error_code ec;
+    auto doc = boost::json::parse(rule.doc, ec);
+    if (ec || !doc.is_object()) continue;
+    auto* ev = doc.as_object().if_contains("event");
+    if (ev && ev->is_string() && ev->as_string() == "distribution.finished") channels.insert(rule.ref_id);
+  }
+  for (const auto& channel : channels) {
+    boost::json::object summary{{"targets", s.targets},     {"succeeded", s.succeeded}, {"failed", s.failed},
+                                {"skipped", s.skipped},     {"cancelled", s.cancelled + s.pending}};
+    boost::json::object payload{
+        {"event_id", fmt::format("distribution.finished:{}:{}", d.id, d.run_no)},
+        {"event", "distribution.finished"},
+        {"channel_id", channel},
+        {"data", boost::json::object{{"distribution_id", d.id},
+                                     {"name", d.name},
+                                     {"run_no", d.run_no},
+                                     {"status", d.status},
+                                     {"error", d.error},
+                                     {"summary", std::move(summary)}}}};
+    store::new_job j;
+    j.project_id = d.project_id;
+    j.type = "notification.send";
+    j.lane = std::string(queue::lane_main);
+    j.payload = boost::json::serialize(payload);
+    j.max_attempts = queue::find_job_type("notification.send")->max_attempts;
+    j.idempotency_key = fmt::format("notify:{}:{}:{}", d.id, d.run_no, channel);
+    j.distribution_id = d.id;
+    j.triggered_by = "distribution";
+    if (auto r = tx.jobs().enqueue(j, now); !r) return std::move(r).error();
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string run_backup_id(std::string_view distribution_id, std::int64_t run_no) {
+  return fmt::format("{}-r{}", distribution_id, run_no);
+}
+
+result<bool> try_complete(store::catalog_tx& tx, store::distribution_record& d, time_ms now) {
+  if (d.status != "running") return false;
+  auto children = tx.finalized_children(d.id, d.run_no);
+  if (!children) return std::move(children).error();
+  auto batches = std::count_if(children->begin(), children->end(), [](const auto& c) { return c.batch; });
+  if (batches < d.fan_out_total || d.fan_out_retrying > 0) return false;
+  // Recovery tests: the final write "fails", leaving a run whose children have all reported for
+  // the reconciliation pass to complete.
+  if (fault_point("distribution_final")) return false;
+  auto results = tx.run_results(d.id, d.run_no);
+  if (!results) return std::move(results).error();
+  auto outs = outcomes(*results);
+  auto summary = summarize(d.run_target_ids, outs);
+  std::string first_error;
+  for (const auto& o : outs)
+    if (o.status == "failed") {
+      first_error = o.error;
+      break;
+    }
+  auto verdict = final_status(d, *children, summary, first_error);
+  d.status = verdict.status;
+  d.error = verdict.error;
+  d.run_finished_at = now;
+  d.updated_at = now;
+  crash_point("distribution_before_final");
+  if (auto r = tx.update_distribution(d); !r) return std::move(r).error();
+  if (d.mode != "rollback")
+    if (auto r = enqueue_notifications(tx, d, summary, now); !r) return std::move(r).error();
+  return true;
+}
+
+result<void> report_child(store::catalog_tx& tx, const store::job_record& job, time_ms now) {
+  if (!is_distribution_job(job.type) || !store::is_terminal(job.status)) return {};
+  auto plan = parse_payload(job.payload);
+  if (!plan) {
+    spdlog::error("distribution job {} has a bad payload: {}", job.id, plan.error().message);
+    return {};
+  }
+  auto dr = tx.get_distribution("", plan->distribution_id);
+  if (!dr) return {};  // deleted meanwhile
+  auto& d = *dr;
+  if (d.run_no != plan->run_no) return {};  // a job of an older run: its run is closed
+
+  bool cancelled = job.status == store::job_status::cancelled;
+  auto all = tx.run_results(d.id, d.run_no);
+  if (!all) return std::move(all).error();
+  auto own = own_results(*all, job.id);
+  // Targets this job never reported: its worker died (a transient cause, retried in a wave) or
+  // it was cancelled before reaching them.
+  std::set<std::string> reported;
+  for (const auto& r : own) reported.insert(r.target_id);
+  for (const auto& t : plan->target_ids) {
+    if (reported.count(t)) continue;
+    store::target_result r;
+    r.distribution_id = d.id;
+    r.run_no = d.run_no;
+    r.target_id = t;
+    r.job_id = job.id;
+    r.retry_attempt = plan->retry_attempt;
+    r.fence = job.fence;
+    r.finished_at = now;
+    if (cancelled) {
+      r.status = "cancelled";
+      r.error = "cancelled before this target was delivered";
+    } else {
+      r.status = "failed";
+      r.error_class = "worker_lost";
+      r.error = job.error.empty() ? "the job ended before this target got a result" : job.error;
+    }
+    if (auto a = tx.add_result(r); !a) return a;
+    own.push_back(std::move(r));
+  }
+
+  bool batch = plan->mode != job_mode::retry;
+  auto outcome = child_outcome(own, cancelled);
+  auto added = tx.add_finalized(d.id, d.run_no, store::finalized_child{job.id, outcome, batch});
+  if (!added) return std::move(added).error();
+  if (!*added) return {};  // reported before: nothing changes
+  count(d, outcome);
+  if (plan->mode == job_mode::retry) --d.fan_out_retrying;
+  d.updated_at = now;
+
+  // Results that arrive after a terminal status never reopen it.
+  if (d.status == "running" && d.mode == "fan_out" && !d.cancel_requested) {
+    bool stopping = false;
+    if (d.canary && plan->mode == job_mode::batch && plan->batch_no == 1) {
+      std::size_t failed = 0;
+      for (const auto& r : outcomes(own))
+        if (r.status == "failed") ++failed;
+      if (over_failure_budget(failed, plan->target_ids.size(), d.failure_tolerance)) {
+        stopping = true;
+        d.error = fmt::format("canary batch failed {} of {} targets (tolerance {}): the other batches were cancelled",
+                              failed, plan->target_ids.size(), d.failure_tolerance);
+        if (auto r = stop_children(tx, d, now); !r) return r;
+      } else if (auto r = tx.release_held_children(d.id, d.run_no, now); !r) {
+        return std::move(r).error();
+      }
+    }
+    if (d.fail_fast && !d.fail_fast_fired) {
+      auto latest = tx.run_results(d.id, d.run_no);
+      if (!latest) return std::move(latest).error();
+      std::size_t failed = 0;
+      for (const auto& r : outcomes(*latest))
+        if (r.status == "failed") ++failed;
+      if (over_failure_budget(failed, d.run_target_ids.size(), d.failure_tolerance)) {
+        d.fail_fast_fired = true;
+        stopping = true;
+        if (auto r = stop_children(tx, d, now); !r) return r;
+      }
+    }
+    if (!stopping && !cancelled && (outcome == "failed" || outcome == "partial")) {
+      auto again = retry_targets(own, plan->retry_attempt);
+      if (!again.empty()) {
+        job_plan next;
+        next.distribution_id = d.id;
+        next.run_no = d.run_no;
+        next.mode = job_mode::retry;
+        next.target_ids = std::move(again);
+        next.batch_no = plan->batch_no;
+        next.retry_attempt = plan->retry_attempt + 1;
+        store::new_job j;
+        j.project_id = d.project_id;
+        j.type = "distribution_execute";
+        j.lane = std::string(queue::lane_dist);
+        j.payload = to_payload(next);
+        j.max_attempts = 1;
+        j.idempotency_key = job_key(next, job.id);
+        j.parent_job_id = job.id;
+        j.certificate_id = d.certificate_id;
+        j.distribution_id = d.id;
+        j.triggered_by = "retry_wave";
+        auto e = tx.jobs().enqueue(j, now);
+        if (!e) return std::move(e).error();
+        if (e->created) {
+          ++d.fan_out_retrying;
+          d.fan_out_retry_wave = std::max(d.fan_out_retry_wave, next.retry_attempt);
+        }
+      }
+    }
+  }
+  crash_point("child_counted");
+  auto done = try_complete(tx, d, now);
+  if (!done) return std::move(done).error();
+  if (!*done)
+    if (auto r = tx.update_distribution(d); !r) return r;
+  return {};
+}
+
+store::terminal_hook make_terminal_hook() {
+  return [](store::job_tx& tx, const store::job_record& job) {
+    if (!is_distribution_job(job.type)) return;
+    auto r = report_child(tx.catalog(), job, job.completed_at ? job.completed_at : system_clock().now_ms());
+    // An error here is a store failure inside the transaction: fail it, so the job's transition
+    // is retried (by its worker or the reaper) rather than committed without its report.
+    if (!r) throw std::runtime_error("distribution report failed: " + r.error().message);
+  };
+}
+
+}  // namespace certfleet::distribution

@@ -1,0 +1,568 @@
+#include "certfleet/distribution/service.hpp"
+
+#include "certfleet/core/crash.hpp"
+#include "certfleet/core/object_id.hpp"
+#include "certfleet/core/settings.hpp"
+#include "certfleet/delivery/ssh.hpp"
+#include "certfleet/distribution/catalog.hpp"
+#include "certfleet/distribution/engine.hpp"
+#include "certfleet/distribution/plan.hpp"
+#include "certfleet/queue/job_types.hpp"
+#include "certfleet/store/auth.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include <memory>
+#include <set>
+
+namespace certfleet::distribution {
+
+namespace json = boost::json;
+using store::catalog_object;
+
+namespace {
+
+error no_key() {
+  return make_error(errc::shutting_down, "no key-encryption key is loaded in this process: secrets cannot be sealed or opened",
+                    "key_file");
+}
+
+json::object page_view(json::array items, int page, int page_size, std::int64_t total) {
+  return json::object{{"items", std::move(items)}, {"page", page}, {"page_size", page_size}, {"total", total}};
+}
+
+json::object result_view(const store::target_result& r) {
+  json::object o{{"target_id", r.target_id},         {"status", r.status},         {"retry_attempt", r.retry_attempt},
+                 {"job_id", r.job_id},               {"started_at", r.started_at}, {"finished_at", r.finished_at},
+                 {"hash_skipped", r.hash_skipped}};
+  if (!r.error_class.empty()) o["error_class"] = r.error_class;
+  if (!r.error.empty()) o["error"] = r.error;
+  if (!r.fingerprint_sha256.empty()) o["fingerprint_sha256"] = r.fingerprint_sha256;
+  if (r.files_from_run) o["files_from_run"] = r.files_from_run;
+  boost::system::error_code ec;
+  auto detail = json::parse(r.detail, ec);
+  if (!ec && detail.is_object())
+    if (auto* t = detail.as_object().if_contains("timings_ms")) o["timings_ms"] = *t;
+  return o;
+}
+
+// A kind's missing referenced object is bad input naming the field that referenced it.
+result<void> check_ref(store::catalog_read& rd, const std::string& project, std::string_view kind,
+                       const std::string& id, std::string field) {
+  if (id.empty()) return {};
+  auto o = rd.get_object(project, kind, id);
+  if (!o) {
+    if (o.error().is(errc::not_found))
+      return make_error(errc::invalid_argument, fmt::format("unknown {} {}", kind, id), std::move(field));
+    return std::move(o).error();
+  }
+  return {};
+}
+
+}  // namespace
+
+service::service(store::store& st, queue::queue_service& queue, const clock_source& clock, const kek* key,
+                 boost::asio::thread_pool* cpu)
+    : st_(st), queue_(queue), clock_(clock), key_(key), cpu_(cpu) {}
+
+op<json::value> service::create(std::string_view kind_view, std::string project_id, std::string body) {
+  std::string kind(kind_view);
+  auto now = clock_.now_ms();
+  auto obj = std::make_shared<catalog_object>();
+  obj->project_id = project_id;
+  obj->kind = kind;
+  obj->created_at = now;
+  auto id = new_object_id();
+  std::vector<std::pair<std::string, std::string>> refs;  // (kind, id) -> field checked inside the transaction
+  std::vector<std::string> ref_fields;
+  if (kind == store::kind_certificate) {
+    if (!key_) co_return no_key();
+    auto c = parse_certificate_request(body, now);
+    if (!c) co_return std::move(c).error();
+    auto o = make_certificate_object(*c, *key_, id, project_id, now);
+    if (!o) co_return std::move(o).error();
+    *obj = std::move(*o);
+  } else if (kind == store::kind_credential) {
+    if (!key_) co_return no_key();
+    auto c = parse_credential_request(body);
+    if (!c) co_return std::move(c).error();
+    auto o = make_credential_object(*c, *key_, id, project_id, now);
+    if (!o) co_return std::move(o).error();
+    *obj = std::move(*o);
+  } else if (kind == store::kind_target) {
+    auto t = parse_target_request(body);
+    if (!t) co_return std::move(t).error();
+    obj->id = id;
+    obj->name = t->name;
+    obj->doc = t->doc;
+    obj->ref_id = t->spec.credential_id;
+    refs.emplace_back(std::string(store::kind_credential), t->spec.credential_id);
+    ref_fields.push_back(t->spec.module == "ssh" ? "ssh.credential_id" : "webhook.secret_credential_id");
+  } else if (kind == store::kind_channel) {
+    auto c = parse_channel_request(body);
+    if (!c) co_return std::move(c).error();
+    obj->id = id;
+    obj->name = c->first;
+    obj->doc = channel_doc_json(c->second);
+    obj->ref_id = c->second.secret_credential_id;
+    refs.emplace_back(std::string(store::kind_credential), c->second.secret_credential_id);
+    ref_fields.push_back("secret_credential_id");
+  } else if (kind == store::kind_rule) {
+    auto r = parse_rule_request(body);
+    if (!r) co_return std::move(r).error();
+    obj->id = id;
+    obj->name = fmt::format("{}->{}", r->event, r->channel_id);  // one rule per event and channel
+    obj->doc = json::serialize(json::object{{"event", r->event}, {"channel_id", r->channel_id}});
+    obj->ref_id = r->channel_id;
+    refs.emplace_back(std::string(store::kind_channel), r->channel_id);
+    ref_fields.push_back("channel_id");
+  } else {
+    co_return make_error(errc::not_found, fmt::format("no object kind {}", kind), "kind");
+  }
+  store::tx_fn op1 = [obj, refs, ref_fields, project_id](store::catalog_tx& tx) -> result<void> {
+    for (std::size_t i = 0; i < refs.size(); ++i)
+      if (auto r = check_ref(tx, project_id, refs[i].first, refs[i].second, ref_fields[i]); !r) return r;
+    auto ins = tx.insert_object(*obj);
+    if (!ins) return std::move(ins).error();
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op1));
+  if (!w) co_return std::move(w).error();
+  co_return json::value(object_view(*obj));
+}
+
+op<json::value> service::get(std::string_view kind_view, std::string project_id, std::string id) {
+  std::string kind(kind_view);
+  auto out = std::make_shared<catalog_object>();
+  store::read_fn op2 = [=](store::catalog_read& rd) -> result<void> {
+    auto o = rd.get_object(project_id, kind, id);
+    if (!o) return std::move(o).error();
+    *out = std::move(*o);
+    return {};
+  };
+  auto r = co_await st_.catalog().read(std::move(op2));
+  if (!r) co_return std::move(r).error();
+  co_return json::value(object_view(*out));
+}
+
+op<json::value> service::list(std::string_view kind_view, std::string project_id, int page, int page_size) {
+  std::string kind(kind_view);
+  auto out = std::make_shared<store::object_page>();
+  store::read_fn op3 = [=](store::catalog_read& rd) -> result<void> {
+    auto p = rd.list_objects(project_id, kind, page, page_size);
+    if (!p) return std::move(p).error();
+    *out = std::move(*p);
+    return {};
+  };
+  auto r = co_await st_.catalog().read(std::move(op3));
+  if (!r) co_return std::move(r).error();
+  json::array items;
+  for (const auto& o : out->items) {
+    auto v = object_view(o);
+    v.erase("cert_pem");
+    v.erase("chain_pem");
+    items.push_back(std::move(v));
+  }
+  co_return json::value(page_view(std::move(items), page, page_size, out->total));
+}
+
+op<json::value> service::remove(std::string_view kind_view, std::string project_id, std::string id) {
+  std::string kind(kind_view);
+  store::tx_fn op4 = [=](store::catalog_tx& tx) -> result<void> {
+    auto o = tx.get_object(project_id, kind, id);
+    if (!o) return std::move(o).error();
+    auto in_use = [&](std::string_view by_kind) -> result<void> {
+      auto users = tx.objects_referencing(project_id, by_kind, id);
+      if (!users) return std::move(users).error();
+      if (!users->empty())
+        return make_error(errc::conflict, fmt::format("{} {} is used by {} {} ({}); delete or change those first", kind,
+                                                      id, users->size(), by_kind, users->front().id), "id");
+      return {};
+    };
+    if (kind == store::kind_credential) {
+      if (auto u = in_use(store::kind_target); !u) return u;
+      if (auto u = in_use(store::kind_channel); !u) return u;
+    }
+    if (kind == store::kind_channel)
+      if (auto u = in_use(store::kind_rule); !u) return u;
+    if (kind == store::kind_certificate) {
+      auto d = tx.distributions_using(project_id, id);
+      if (!d) return std::move(d).error();
+      if (!d->empty())
+        return make_error(errc::conflict, fmt::format("certificate {} is used by distribution {}", id, d->front()), "id");
+    }
+    // A target may go while distributions name it: their next run skips it.
+    return tx.delete_object(project_id, kind, id);
+  };
+  auto r = co_await st_.catalog().transact(std::move(op4));
+  if (!r) co_return std::move(r).error();
+  co_return json::value(json::object{{"id", id}, {"deleted", true}});
+}
+
+json::object distribution_view(const store::distribution_record& d, const std::vector<store::target_result>& outs,
+                               const std::vector<store::finalized_child>& finalized) {
+  json::array targets;
+  for (const auto& t : d.target_ids) targets.emplace_back(t);
+  json::object v{{"id", d.id},
+                 {"name", d.name},
+                 {"status", d.status},
+                 {"run_no", d.run_no},
+                 {"certificate_id", d.certificate_id},
+                 {"target_ids", std::move(targets)},
+                 {"canary", d.canary},
+                 {"failure_tolerance", d.failure_tolerance},
+                 {"fail_fast", d.fail_fast},
+                 {"created_at", d.created_at},
+                 {"updated_at", d.updated_at}};
+  if (d.run_no > 0) {
+    v["mode"] = d.mode;
+    v["run_started_at"] = d.run_started_at;
+    if (d.run_finished_at) v["run_finished_at"] = d.run_finished_at;
+    if (!d.error.empty()) v["error"] = d.error;
+    json::array jobs;
+    for (const auto& j : d.job_ids) jobs.emplace_back(j);
+    v["job_ids"] = std::move(jobs);
+    auto s = summarize(d.run_target_ids, outs);
+    v["summary"] = json::object{{"targets", s.targets},     {"succeeded", s.succeeded}, {"failed", s.failed},
+                                {"skipped", s.skipped},     {"cancelled", s.cancelled}, {"pending", s.pending}};
+    if (d.mode == "fan_out") {
+      json::array fin;
+      for (const auto& f : finalized)
+        fin.push_back(json::object{{"job_id", f.job_id},
+                                   {"outcome", f.outcome},
+                                   {"kind", f.batch ? "batch" : "retry"},
+                                   {"job", fmt::format("jobs/{}", f.job_id)}});
+      v["fan_out"] = json::object{{"total", d.fan_out_total},         {"succeeded", d.fan_out_succeeded},
+                                  {"failed", d.fan_out_failed},       {"partial", d.fan_out_partial},
+                                  {"cancelled", d.fan_out_cancelled}, {"retrying", d.fan_out_retrying},
+                                  {"retry_wave", d.fan_out_retry_wave}, {"fail_fast_fired", d.fail_fast_fired},
+                                  {"finalized_jobs", std::move(fin)}};
+    }
+  }
+  return v;
+}
+
+op<json::value> service::create_distribution(std::string project_id, std::string body) {
+  auto d = parse_distribution_request(body);
+  if (!d) co_return std::move(d).error();
+  d->project_id = project_id;
+  d->created_at = clock_.now_ms();
+  auto rec = std::make_shared<store::distribution_record>(std::move(*d));
+  store::tx_fn op5 = [rec](store::catalog_tx& tx) -> result<void> {
+    if (auto r = check_ref(tx, rec->project_id, store::kind_certificate, rec->certificate_id, "certificate_id"); !r) return r;
+    auto found = tx.objects_by_ids(rec->project_id, store::kind_target, rec->target_ids);
+    if (!found) return std::move(found).error();
+    if (found->size() != rec->target_ids.size()) {
+      std::set<std::string> have;
+      for (const auto& o : *found) have.insert(o.id);
+      for (const auto& t : rec->target_ids)
+        if (!have.count(t)) return make_error(errc::invalid_argument, fmt::format("unknown target {}", t), "target_ids");
+    }
+    auto ins = tx.insert_distribution(*rec);
+    if (!ins) return std::move(ins).error();
+    *rec = std::move(*ins);
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op5));
+  if (!w) co_return std::move(w).error();
+  co_return json::value(distribution_view(*rec, {}, {}));
+}
+
+op<json::value> service::get_distribution(std::string project_id, std::string id) {
+  auto d = std::make_shared<store::distribution_record>();
+  auto outs = std::make_shared<std::vector<store::target_result>>();
+  auto fin = std::make_shared<std::vector<store::finalized_child>>();
+  store::read_fn op6 = [=](store::catalog_read& rd) -> result<void> {
+    auto x = rd.get_distribution(project_id, id);
+    if (!x) return std::move(x).error();
+    *d = std::move(*x);
+    auto o = rd.run_outcomes(id, d->run_no);
+    if (!o) return std::move(o).error();
+    *outs = std::move(*o);
+    auto f = rd.finalized_children(id, d->run_no);
+    if (!f) return std::move(f).error();
+    *fin = std::move(*f);
+    return {};
+  };
+  auto r = co_await st_.catalog().read(std::move(op6));
+  if (!r) co_return std::move(r).error();
+  co_return json::value(distribution_view(*d, *outs, *fin));
+}
+
+op<json::value> service::list_distributions(std::string project_id, int page, int page_size) {
+  auto out = std::make_shared<store::distribution_page>();
+  store::read_fn op7 = [=](store::catalog_read& rd) -> result<void> {
+    auto p = rd.list_distributions(project_id, page, page_size);
+    if (!p) return std::move(p).error();
+    *out = std::move(*p);
+    return {};
+  };
+  auto r = co_await st_.catalog().read(std::move(op7));
+  if (!r) co_return std::move(r).error();
+  json::array items;
+  for (const auto& d : out->items) {
+    auto v = distribution_view(d, {}, {});
+    v.erase("summary");
+    items.push_back(std::move(v));
+  }
+  co_return json::value(page_view(std::move(items), page, page_size, out->total));
+}
+
+op<json::value> service::remove_distribution(std::string project_id, std::string id) {
+  store::tx_fn op8 = [=](store::catalog_tx& tx) -> result<void> {
+    auto d = tx.get_distribution(project_id, id);
+    if (!d) return std::move(d).error();
+    if (d->status == "running")
+      return make_error(errc::conflict, "the distribution is running: cancel it first", "status");
+    return tx.delete_distribution(project_id, id);
+  };
+  auto r = co_await st_.catalog().transact(std::move(op8));
+  if (!r) co_return std::move(r).error();
+  co_return json::value(json::object{{"id", id}, {"deleted", true}});
+}
+
+op<json::value> service::execute(std::string project_id, std::string id, std::string actor) {
+  return open_run(std::move(project_id), std::move(id), std::move(actor), "execute", 0);
+}
+
+op<json::value> service::retry_failed(std::string project_id, std::string id, std::string actor) {
+  return open_run(std::move(project_id), std::move(id), std::move(actor), "retry_failed", 0);
+}
+
+op<json::value> service::rollback(std::string project_id, std::string id, std::string body, std::string actor) {
+  std::int64_t run = 0;
+  if (!body.empty()) {
+    boost::system::error_code ec;
+    auto v = json::parse(body, ec);
+    if (ec || !v.is_object())
+      co_return make_error(errc::invalid_argument, "body must be a JSON object like {\"run_no\": 3}", "body");
+    for (const auto& [k, val] : v.as_object()) {
+      if (k != "run_no") co_return make_error(errc::invalid_argument, fmt::format("unknown field \"{}\"", std::string_view(k)), std::string(k));
+      if (!val.is_int64() || val.as_int64() < 1)
+        co_return make_error(errc::invalid_argument, "run_no must be a run number (1 or more)", "run_no");
+      run = val.as_int64();
+    }
+  }
+  co_return co_await open_run(std::move(project_id), std::move(id), std::move(actor), "rollback", run);
+}
+
+op<json::value> service::open_run(std::string project_id, std::string id, std::string actor, std::string kind,
+                                  std::int64_t rollback_of) {
+  // Settings are read at execute time (DESIGN §4).
+  settings_map settings;
+  if (auto s = co_await st_.auth().system_settings(); s)
+    for (const auto& [k, v] : *s) (void)settings.set(k, v);
+  auto threshold = settings.integer("distribution_fanout_threshold");
+  auto batch_size = effective_batch_size(settings.integer("distribution_fanout_batch_size"));
+  auto now = clock_.now_ms();
+  auto out = std::make_shared<json::object>();
+  store::tx_fn op9 = [=](store::catalog_tx& tx) -> result<void> {
+    auto dr = tx.get_distribution(project_id, id);
+    if (!dr) return std::move(dr).error();
+    auto& d = *dr;
+    if (d.status == "running")
+      return make_error(errc::conflict, fmt::format("run {} of this distribution is still running", d.run_no), "status");
+    if (auto c = tx.get_object(project_id, store::kind_certificate, d.certificate_id); !c)
+      return make_error(errc::conflict, "the distribution's certificate was deleted", "certificate_id");
+
+    std::vector<std::string> targets;
+    std::int64_t files_run = 0;
+    job_mode mode = job_mode::normal;
+    if (kind == "execute") {
+      targets = d.target_ids;
+    } else if (kind == "retry_failed") {
+      if (d.run_no == 0 || d.mode == "rollback")
+        return make_error(errc::conflict, "retry-failed needs a finished delivery run", "run_no");
+      auto outs = tx.run_outcomes(id, d.run_no);
+      if (!outs) return std::move(outs).error();
+      std::set<std::string> done;
+      for (const auto& o : *outs) {
+        if (o.status == "failed" || o.status == "cancelled") targets.push_back(o.target_id);
+        done.insert(o.target_id);
+      }
+      for (const auto& t : d.run_target_ids)
+        if (!done.count(t)) targets.push_back(t);  // never got a result
+      std::sort(targets.begin(), targets.end());
+      if (targets.empty()) return make_error(errc::conflict, fmt::format("run {} has no failed targets", d.run_no), "run_no");
+    } else {
+      mode = job_mode::rollback;
+      files_run = rollback_of ? rollback_of : d.run_no;
+      // The last delivery run: skip over rollback runs.
+      if (!rollback_of && d.mode == "rollback") files_run = 0;
+      if (files_run <= 0 || files_run > d.run_no)
+        return make_error(errc::invalid_argument, "run_no must name a delivery run of this distribution", "run_no");
+      auto outs = tx.run_outcomes(id, files_run);
+      if (!outs) return std::move(outs).error();
+      for (const auto& o : *outs) targets.push_back(o.target_id);
+      if (targets.empty()) return make_error(errc::conflict, fmt::format("run {} delivered to no target", files_run), "run_no");
+    }
+
+    d.run_no += 1;
+    d.status = "running";
+    d.run_target_ids = targets;
+    d.job_ids.clear();
+    d.error.clear();
+    d.fan_out_total = d.fan_out_succeeded = d.fan_out_failed = d.fan_out_partial = d.fan_out_cancelled = 0;
+    d.fan_out_retrying = d.fan_out_retry_wave = 0;
+    d.fail_fast_fired = false;
+    d.cancel_requested = false;
+    d.run_started_at = now;
+    d.run_finished_at = 0;
+    d.updated_at = now;
+
+    std::vector<job_plan> plans;
+    bool fan = mode != job_mode::rollback && fans_out(targets.size(), threshold);
+    if (fan) {
+      d.mode = "fan_out";
+      auto batches = split_batches(targets, batch_size);
+      for (std::size_t i = 0; i < batches.size(); ++i) {
+        job_plan p{d.id, d.run_no, job_mode::batch, std::move(batches[i]), static_cast<std::int64_t>(i + 1), 0, 0};
+        plans.push_back(std::move(p));
+      }
+    } else {
+      d.mode = mode == job_mode::rollback ? "rollback" : "normal";
+      plans.push_back(job_plan{d.id, d.run_no, mode, targets, 0, 0, files_run});
+    }
+    d.fan_out_total = static_cast<std::int64_t>(plans.size());
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      store::new_job j;
+      j.project_id = project_id;
+      j.type = mode == job_mode::rollback ? "distribution_rollback" : "distribution_execute";
+      j.lane = std::string(queue::lane_dist);
+      j.payload = to_payload(plans[i]);
+      j.max_attempts = queue::find_job_type(j.type)->max_attempts;
+      j.idempotency_key = job_key(plans[i]);
+      j.certificate_id = d.certificate_id;
+      j.distribution_id = d.id;
+      j.triggered_by = actor;
+      // Canary: the first batch runs alone; the rest wait, held, for its verdict.
+      j.held = fan && d.canary && i > 0;
+      auto e = tx.jobs().enqueue(j, now);
+      if (!e) return std::move(e).error();
+      d.job_ids.push_back(e->job.id);
+      if (i == 0) crash_point("fanout_first_child_enqueued");
+    }
+    if (auto u = tx.update_distribution(d); !u) return u;
+    json::array ids;
+    for (const auto& j : d.job_ids) ids.emplace_back(j);
+    *out = json::object{{"distribution_id", d.id}, {"run_no", d.run_no}, {"mode", fan ? "fan_out" : d.mode},
+                        {"job_ids", std::move(ids)}, {"targets", static_cast<std::int64_t>(targets.size())}};
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op9));
+  if (!w) co_return std::move(w).error();
+  if (queue_.on_enqueued) queue_.on_enqueued(queue::lane_dist);
+  co_return json::value(std::move(*out));
+}
+
+op<json::value> service::cancel(std::string project_id, std::string id) {
+  auto now = clock_.now_ms();
+  auto asked = std::make_shared<std::vector<std::string>>();
+  auto out = std::make_shared<json::object>();
+  store::tx_fn op10 = [=](store::catalog_tx& tx) -> result<void> {
+    auto dr = tx.get_distribution(project_id, id);
+    if (!dr) return std::move(dr).error();
+    auto& d = *dr;
+    if (d.status != "running")
+      return make_error(errc::conflict, fmt::format("the distribution is not running (status {})", d.status), "status");
+    d.cancel_requested = true;
+    d.updated_at = now;
+    if (auto u = tx.update_distribution(d); !u) return u;
+    auto cancelled = tx.cancel_waiting_children(id, d.run_no, now);
+    if (!cancelled) return std::move(cancelled).error();
+    // The engine's own cancellations do not pass the terminal hook: report each here; each
+    // report reads and writes the distribution itself.
+    for (const auto& c : *cancelled)
+      if (auto r = report_child(tx, c, now); !r) return r;
+    auto req = tx.request_cancel_children(id, d.run_no);
+    if (!req) return std::move(req).error();
+    *asked = *req;
+    auto again = tx.get_distribution(project_id, id);
+    if (!again) return std::move(again).error();
+    d = std::move(*again);
+    if (req->empty()) {
+      auto done = try_complete(tx, d, now);
+      if (!done) return std::move(done).error();
+    }
+    *out = json::object{{"distribution_id", id},
+                        {"run_no", d.run_no},
+                        {"cancelled_jobs", static_cast<std::int64_t>(cancelled->size())},
+                        {"stop_requested_jobs", static_cast<std::int64_t>(req->size())},
+                        {"status", d.status}};
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op10));
+  if (!w) co_return std::move(w).error();
+  if (queue_.on_cancel_requested)
+    for (const auto& j : *asked) queue_.on_cancel_requested(j);
+  co_return json::value(std::move(*out));
+}
+
+op<json::value> service::results(std::string project_id, std::string id, std::int64_t run_no, int page, int page_size) {
+  auto outs = std::make_shared<std::vector<store::target_result>>();
+  auto run = std::make_shared<std::int64_t>(run_no);
+  auto targets = std::make_shared<std::vector<std::string>>();
+  store::read_fn op11 = [=](store::catalog_read& rd) -> result<void> {
+    auto d = rd.get_distribution(project_id, id);
+    if (!d) return std::move(d).error();
+    if (*run == 0) *run = d->run_no;
+    if (*run < 0 || *run > d->run_no) return make_error(errc::invalid_argument, "run is not a run of this distribution", "run");
+    auto o = rd.run_outcomes(id, *run);
+    if (!o) return std::move(o).error();
+    *outs = std::move(*o);
+    if (*run == d->run_no) *targets = d->run_target_ids;
+    return {};
+  };
+  auto r = co_await st_.catalog().read(std::move(op11));
+  if (!r) co_return std::move(r).error();
+  // Targets of the current run with no result yet show as pending.
+  std::set<std::string> have;
+  for (const auto& o : *outs) have.insert(o.target_id);
+  for (const auto& t : *targets)
+    if (!have.count(t)) {
+      store::target_result p;
+      p.target_id = t;
+      p.status = "pending";
+      outs->push_back(std::move(p));
+    }
+  std::sort(outs->begin(), outs->end(), [](const auto& a, const auto& b) { return a.target_id < b.target_id; });
+  json::array items;
+  auto begin = static_cast<std::size_t>(page - 1) * static_cast<std::size_t>(page_size);
+  for (std::size_t i = begin; i < outs->size() && i < begin + static_cast<std::size_t>(page_size); ++i)
+    items.push_back(result_view((*outs)[i]));
+  auto v = page_view(std::move(items), page, page_size, static_cast<std::int64_t>(outs->size()));
+  v["run"] = *run;
+  co_return json::value(std::move(v));
+}
+
+op<json::value> service::scan_host_key(std::string project_id, std::string target_id) {
+  auto obj = std::make_shared<catalog_object>();
+  store::read_fn op12 = [=](store::catalog_read& rd) -> result<void> {
+    auto o = rd.get_object(project_id, store::kind_target, target_id);
+    if (!o) return std::move(o).error();
+    *obj = std::move(*o);
+    return {};
+  };
+  auto r = co_await st_.catalog().read(std::move(op12));
+  if (!r) co_return std::move(r).error();
+  auto spec = parse_target_doc(*obj);
+  if (!spec) co_return std::move(spec).error();
+  if (spec->module != "ssh") co_return make_error(errc::invalid_argument, "only ssh targets have host keys", "module");
+  delivery::ssh_options so;
+  so.resolve_pool = cpu_;
+  std::string host = spec->ssh.host;
+  auto keys = co_await delivery::scan_host_key(host, spec->ssh.port, so);
+  if (!keys) co_return std::move(keys).error();
+  json::array arr;
+  for (const auto& k : *keys) arr.push_back(json::object{{"line", k.line}, {"fingerprint", k.fingerprint}});
+  co_return json::value(json::object{{"target_id", target_id},
+                                     {"host", host},
+                                     {"port", spec->ssh.port},
+                                     {"pinned", spec->ssh.pinned.to_line()},
+                                     {"offered", std::move(arr)},
+                                     {"trusted", false},
+                                     {"note", "compare the fingerprint out of band before pinning a key"}});
+}
+
+}  // namespace certfleet::distribution

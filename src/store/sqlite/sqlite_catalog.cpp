@@ -1,0 +1,554 @@
+// Catalog objects, distributions, target results and the fan-out guard set on SQLite.
+#include "sqlite_catalog.hpp"
+
+#include "certfleet/core/object_id.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+namespace certfleet::store::sqlite {
+
+namespace {
+
+#define OBJECT_COLS "id, project_id, kind, name, doc, sealed, ref_id, not_after, created_at"
+
+catalog_object read_object(stmt& s) {
+  catalog_object o;
+  o.id = s.text(0);
+  o.project_id = s.text(1);
+  o.kind = s.text(2);
+  o.name = s.text(3);
+  o.doc = s.text(4);
+  o.sealed = s.text(5);
+  o.ref_id = s.text(6);
+  o.not_after = s.int64(7);
+  o.created_at = s.int64(8);
+  return o;
+}
+
+std::string ids_to_json(const std::vector<std::string>& ids) {
+  boost::json::array a;
+  a.reserve(ids.size());
+  for (const auto& id : ids) a.emplace_back(id);
+  return boost::json::serialize(a);
+}
+
+std::vector<std::string> ids_from_json(const std::string& text) {
+  std::vector<std::string> out;
+  boost::system::error_code ec;
+  auto v = boost::json::parse(text, ec);
+  if (ec || !v.is_array()) return out;
+  for (const auto& e : v.as_array())
+    if (e.is_string()) out.emplace_back(e.as_string());
+  return out;
+}
+
+#define DIST_COLS                                                                                          \
+  "id, project_id, name, certificate_id, target_ids, canary, failure_tolerance, fail_fast, status, run_no, " \
+  "mode, run_target_ids, job_ids, error, fan_out_total, fan_out_succeeded, fan_out_failed, fan_out_partial, " \
+  "fan_out_cancelled, fan_out_retrying, fan_out_retry_wave, fail_fast_fired, cancel_requested, "             \
+  "run_started_at, run_finished_at, created_at, updated_at"
+
+distribution_record read_distribution(stmt& s) {
+  distribution_record d;
+  d.id = s.text(0);
+  d.project_id = s.text(1);
+  d.name = s.text(2);
+  d.certificate_id = s.text(3);
+  d.target_ids = ids_from_json(s.text(4));
+  d.canary = s.int64(5) != 0;
+  d.failure_tolerance = s.real(6);
+  d.fail_fast = s.int64(7) != 0;
+  d.status = s.text(8);
+  d.run_no = s.int64(9);
+  d.mode = s.text(10);
+  d.run_target_ids = ids_from_json(s.text(11));
+  d.job_ids = ids_from_json(s.text(12));
+  d.error = s.text(13);
+  d.fan_out_total = s.int64(14);
+  d.fan_out_succeeded = s.int64(15);
+  d.fan_out_failed = s.int64(16);
+  d.fan_out_partial = s.int64(17);
+  d.fan_out_cancelled = s.int64(18);
+  d.fan_out_retrying = s.int64(19);
+  d.fan_out_retry_wave = s.int64(20);
+  d.fail_fast_fired = s.int64(21) != 0;
+  d.cancel_requested = s.int64(22) != 0;
+  d.run_started_at = s.int64(23);
+  d.run_finished_at = s.int64(24);
+  d.created_at = s.int64(25);
+  d.updated_at = s.int64(26);
+  return d;
+}
+
+#define RESULT_COLS                                                                                   \
+  "distribution_id, run_no, target_id, job_id, retry_attempt, fence, status, error_class, error, " \
+  "started_at, finished_at, fingerprint, hash_skipped, files_from_run, detail"
+
+target_result read_result(stmt& s) {
+  target_result r;
+  r.distribution_id = s.text(0);
+  r.run_no = s.int64(1);
+  r.target_id = s.text(2);
+  r.job_id = s.text(3);
+  r.retry_attempt = s.int64(4);
+  r.fence = s.int64(5);
+  r.status = s.text(6);
+  r.error_class = s.text(7);
+  r.error = s.text(8);
+  r.started_at = s.int64(9);
+  r.finished_at = s.int64(10);
+  r.fingerprint_sha256 = s.text(11);
+  r.hash_skipped = s.int64(12) != 0;
+  r.files_from_run = s.int64(13);
+  r.detail = s.text(14);
+  return r;
+}
+
+// The jobs of one run share the idempotency-key prefix "dist:<id>:<run>:"; ';' sorts right
+// after ':', so the prefix is one range on the (project_id, idempotency_key) index.
+std::pair<std::string, std::string> run_key_range(std::string_view dist_id, std::int64_t run_no) {
+  auto lo = fmt::format("dist:{}:{}:", dist_id, run_no);
+  auto hi = lo;
+  hi.back() = ';';
+  return {lo, hi};
+}
+
+#define CHILD_COLS                                                                                             \
+  "id, project_id, type, lane, payload, status, result_status, attempts, max_attempts, fence, parent_job_id, " \
+  "idempotency_key, error, held, cancel_requested, distribution_id, created_at, completed_at"
+
+job_record read_child(stmt& s) {
+  job_record j;
+  j.id = s.text(0);
+  j.project_id = s.text(1);
+  j.type = s.text(2);
+  j.lane = s.text(3);
+  j.payload = s.text(4);
+  j.status = parse_job_status(s.text(5)).value_or(job_status::dead);
+  j.result_status = s.text(6);
+  j.attempts = static_cast<int>(s.int64(7));
+  j.max_attempts = static_cast<int>(s.int64(8));
+  j.fence = s.int64(9);
+  j.parent_job_id = s.text(10);
+  j.idempotency_key = s.text(11);
+  j.error = s.text(12);
+  j.held = s.int64(13) != 0;
+  j.cancel_requested = s.int64(14) != 0;
+  j.distribution_id = s.text(15);
+  j.created_at = s.int64(16);
+  j.completed_at = s.int64(17);
+  return j;
+}
+
+error object_not_found(std::string_view kind, std::string_view id) {
+  return make_error(errc::not_found, fmt::format("{} {} not found", kind, id), "id");
+}
+
+template <class Base>
+class reads : public Base {
+ public:
+  explicit reads(db& d) : d_(d) {}
+
+  result<catalog_object> get_object(std::string_view project_id, std::string_view kind, std::string_view id) override {
+    auto s = d_.prepare("SELECT " OBJECT_COLS " FROM objects WHERE id = ?1 AND project_id = ?2 AND kind = ?3");
+    s->bind(1, id).bind(2, project_id).bind(3, kind);
+    if (!s->step()) return object_not_found(kind, id);
+    return read_object(*s);
+  }
+
+  result<object_page> list_objects(std::string_view project_id, std::string_view kind, int page,
+                                   int page_size) override {
+    read_guard g(d_);
+    object_page out;
+    {
+      auto s = d_.prepare("SELECT " OBJECT_COLS " FROM objects WHERE project_id = ?1 AND kind = ?2 "
+                          "ORDER BY id DESC LIMIT ?3 OFFSET ?4");
+      s->bind(1, project_id).bind(2, kind).bind(3, page_size).bind(4, static_cast<std::int64_t>(page - 1) * page_size);
+      while (s->step()) out.items.push_back(read_object(*s));
+    }
+    auto c = d_.prepare("SELECT count(*) FROM objects WHERE project_id = ?1 AND kind = ?2");
+    c->bind(1, project_id).bind(2, kind);
+    if (c->step()) out.total = c->int64(0);
+    return out;
+  }
+
+  result<std::vector<catalog_object>> objects_by_ids(std::string_view project_id, std::string_view kind,
+                                                     const std::vector<std::string>& ids) override {
+    std::vector<catalog_object> out;
+    out.reserve(ids.size());
+    auto s = d_.prepare("SELECT " OBJECT_COLS " FROM objects WHERE project_id = ?1 AND kind = ?2 AND id IN "
+                        "(SELECT value FROM json_each(?3)) ORDER BY id");
+    s->bind(1, project_id).bind(2, kind).bind(3, ids_to_json(ids));
+    while (s->step()) out.push_back(read_object(*s));
+    return out;
+  }
+
+  result<std::vector<catalog_object>> objects_referencing(std::string_view project_id, std::string_view kind,
+                                                          std::string_view ref) override {
+    std::vector<catalog_object> out;
+    auto s = d_.prepare("SELECT " OBJECT_COLS " FROM objects WHERE project_id = ?1 AND kind = ?2 AND ref_id = ?3 "
+                        "ORDER BY id");
+    s->bind(1, project_id).bind(2, kind).bind(3, ref);
+    while (s->step()) out.push_back(read_object(*s));
+    return out;
+  }
+
+  result<std::vector<catalog_object>> certificates_expiring(time_ms before, int limit) override {
+    std::vector<catalog_object> out;
+    auto s = d_.prepare("SELECT " OBJECT_COLS " FROM objects WHERE kind = 'certificate' AND not_after < ?1 "
+                        "ORDER BY not_after LIMIT ?2");
+    s->bind(1, before).bind(2, limit);
+    while (s->step()) out.push_back(read_object(*s));
+    return out;
+  }
+
+  result<std::int64_t> count_sealed() override {
+    auto s = d_.prepare("SELECT count(*) FROM objects WHERE sealed IS NOT NULL");
+    return s->step() ? s->int64(0) : 0;
+  }
+
+  result<std::optional<std::string>> meta(std::string_view key) override {
+    auto s = d_.prepare("SELECT value FROM store_meta WHERE key = ?1");
+    s->bind(1, key);
+    if (!s->step()) return std::optional<std::string>{};
+    return std::optional<std::string>(s->text(0));
+  }
+
+  result<distribution_record> get_distribution(std::string_view project_id, std::string_view id) override {
+    auto s = d_.prepare("SELECT " DIST_COLS " FROM distributions WHERE id = ?1 "
+                        "AND (?2 = '' OR project_id = ?2)");
+    s->bind(1, id).bind(2, project_id);
+    if (!s->step()) return object_not_found("distribution", id);
+    return read_distribution(*s);
+  }
+
+  result<distribution_page> list_distributions(std::string_view project_id, int page, int page_size) override {
+    read_guard g(d_);
+    distribution_page out;
+    {
+      auto s = d_.prepare("SELECT " DIST_COLS " FROM distributions WHERE project_id = ?1 "
+                          "ORDER BY id DESC LIMIT ?2 OFFSET ?3");
+      s->bind(1, project_id).bind(2, page_size).bind(3, static_cast<std::int64_t>(page - 1) * page_size);
+      while (s->step()) out.items.push_back(read_distribution(*s));
+    }
+    auto c = d_.prepare("SELECT count(*) FROM distributions WHERE project_id = ?1");
+    c->bind(1, project_id);
+    if (c->step()) out.total = c->int64(0);
+    return out;
+  }
+
+  result<std::vector<std::string>> distributions_using(std::string_view project_id, std::string_view object_id) override {
+    std::vector<std::string> out;
+    auto s = d_.prepare("SELECT o.distribution_id FROM distribution_objects o JOIN distributions d "
+                        "ON d.id = o.distribution_id WHERE o.object_id = ?1 AND d.project_id = ?2 ORDER BY 1");
+    s->bind(1, object_id).bind(2, project_id);
+    while (s->step()) out.push_back(s->text(0));
+    return out;
+  }
+
+  result<std::vector<distribution_record>> distributions_in_status(std::string_view status, int limit) override {
+    std::vector<distribution_record> out;
+    auto s = d_.prepare("SELECT " DIST_COLS " FROM distributions WHERE status = ?1 "
+                        "ORDER BY updated_at LIMIT ?2");
+    s->bind(1, status).bind(2, limit);
+    while (s->step()) out.push_back(read_distribution(*s));
+    return out;
+  }
+
+  result<std::vector<target_result>> run_results(std::string_view distribution_id, std::int64_t run_no) override {
+    std::vector<target_result> out;
+    auto s = d_.prepare("SELECT " RESULT_COLS " FROM target_results WHERE distribution_id = ?1 AND run_no = ?2 "
+                        "ORDER BY target_id, retry_attempt, fence");
+    s->bind(1, distribution_id).bind(2, run_no);
+    while (s->step()) out.push_back(read_result(*s));
+    return out;
+  }
+
+  result<std::vector<target_result>> run_outcomes(std::string_view distribution_id, std::int64_t run_no) override {
+    auto all = run_results(distribution_id, run_no);
+    if (!all) return all;
+    std::vector<target_result> out;
+    for (auto& r : *all) {
+      // Ordered by (target, retry_attempt, fence): the last row of a target is its outcome.
+      if (!out.empty() && out.back().target_id == r.target_id) out.back() = std::move(r);
+      else out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  result<std::vector<finalized_child>> finalized_children(std::string_view distribution_id,
+                                                          std::int64_t run_no) override {
+    std::vector<finalized_child> out;
+    auto s = d_.prepare("SELECT job_id, outcome, batch FROM fanout_finalized WHERE distribution_id = ?1 AND run_no = ?2 "
+                        "ORDER BY job_id");
+    s->bind(1, distribution_id).bind(2, run_no);
+    while (s->step()) out.push_back(finalized_child{s->text(0), s->text(1), s->int64(2) != 0});
+    return out;
+  }
+
+  result<std::int64_t> last_files_run(std::string_view distribution_id, std::string_view target_id) override {
+    auto s = d_.prepare("SELECT coalesce(max(files_from_run), 0) FROM target_results WHERE distribution_id = ?1 "
+                        "AND target_id = ?2 AND status = 'succeeded'");
+    s->bind(1, distribution_id).bind(2, target_id);
+    return s->step() ? s->int64(0) : 0;
+  }
+
+  result<std::vector<job_record>> children_of(std::string_view distribution_id, std::int64_t run_no) override {
+    std::string project_id;
+    {
+      auto p = d_.prepare("SELECT project_id FROM distributions WHERE id = ?1");
+      p->bind(1, distribution_id);
+      if (!p->step()) return object_not_found("distribution", distribution_id);
+      project_id = p->text(0);
+    }
+    auto [lo, hi] = run_key_range(distribution_id, run_no);
+    std::vector<job_record> out;
+    auto s = d_.prepare("SELECT " CHILD_COLS " FROM jobs WHERE project_id = ?1 AND idempotency_key >= ?2 "
+                        "AND idempotency_key < ?3 ORDER BY id");
+    s->bind(1, project_id).bind(2, lo).bind(3, hi);
+    while (s->step()) out.push_back(read_child(*s));
+    return out;
+  }
+
+ protected:
+  // A consistent view over several statements on a reader; inside a write transaction the
+  // transaction already is one.
+  struct read_guard {
+    explicit read_guard(db& d) : d_(d), own_(sqlite3_get_autocommit(d.handle()) != 0) {
+      if (own_) d_.prepare("BEGIN")->run();
+    }
+    ~read_guard() {
+      if (!own_) return;
+      try {
+        d_.prepare("COMMIT")->run();
+      } catch (...) {
+        // Read-only: nothing to lose; the next BEGIN resets the connection.
+      }
+    }
+    db& d_;
+    bool own_;
+  };
+
+  
+  db& d_;
+};
+
+class read_impl final : public reads<catalog_read> {
+ public:
+  using reads::reads;
+};
+
+class tx_impl final : public reads<catalog_tx> {
+ public:
+  tx_impl(db& d, job_tx& jobs) : reads(d), jobs_(jobs) {}
+
+  job_tx& jobs() override { return jobs_; }
+
+  result<catalog_object> insert_object(catalog_object o) override {
+    if (o.id.empty()) o.id = new_object_id();
+    auto s = d_.prepare("INSERT INTO objects (" OBJECT_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+                        "ON CONFLICT (project_id, kind, name) DO NOTHING");
+    s->bind(1, o.id).bind(2, o.project_id).bind(3, o.kind).bind(4, o.name).bind(5, o.doc);
+    s->bind_or_null(6, o.sealed).bind_or_null(7, o.ref_id);
+    if (o.not_after) s->bind(8, o.not_after);
+    else s->bind_null(8);
+    s->bind(9, o.created_at);
+    s->run();
+    if (d_.changes() == 0)
+      return make_error(errc::conflict, fmt::format("a {} named \"{}\" already exists in this project", o.kind, o.name),
+                        "name");
+    return o;
+  }
+
+  result<void> update_object_doc(std::string_view id, std::string_view doc) override {
+    auto s = d_.prepare("UPDATE objects SET doc = ?2 WHERE id = ?1");
+    s->bind(1, id).bind(2, doc);
+    s->run();
+    if (d_.changes() == 0) return object_not_found("object", id);
+    return {};
+  }
+
+  result<void> delete_object(std::string_view project_id, std::string_view kind, std::string_view id) override {
+    auto s = d_.prepare("DELETE FROM objects WHERE id = ?1 AND project_id = ?2 AND kind = ?3");
+    s->bind(1, id).bind(2, project_id).bind(3, kind);
+    s->run();
+    if (d_.changes() == 0) return object_not_found(kind, id);
+    return {};
+  }
+
+  result<void> set_meta(std::string_view key, std::string_view value) override {
+    auto s = d_.prepare("INSERT INTO store_meta (key, value) VALUES (?1, ?2) "
+                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+    s->bind(1, key).bind(2, value);
+    s->run();
+    return {};
+  }
+
+  result<distribution_record> insert_distribution(distribution_record d) override {
+    if (d.id.empty()) d.id = new_object_id();
+    auto s = d_.prepare(
+        "INSERT INTO distributions (id, project_id, name, certificate_id, target_ids, canary, failure_tolerance, "
+        "fail_fast, status, run_no, run_target_ids, job_ids, created_at, updated_at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'idle', 0, '[]', '[]', ?9, ?9) "
+        "ON CONFLICT (project_id, name) DO NOTHING");
+    s->bind(1, d.id).bind(2, d.project_id).bind(3, d.name).bind(4, d.certificate_id).bind(5, ids_to_json(d.target_ids));
+    s->bind(6, d.canary ? 1 : 0).bind_real(7, d.failure_tolerance).bind(8, d.fail_fast ? 1 : 0).bind(9, d.created_at);
+    s->run();
+    if (d_.changes() == 0)
+      return make_error(errc::conflict, fmt::format("a distribution named \"{}\" already exists in this project", d.name),
+                        "name");
+    auto link = d_.prepare("INSERT OR IGNORE INTO distribution_objects (distribution_id, object_id) VALUES (?1, ?2)");
+    auto add = [&](const std::string& object_id) {
+      link->bind(1, d.id).bind(2, object_id);
+      link->run();
+      link->reset();
+    };
+    add(d.certificate_id);
+    for (const auto& t : d.target_ids) add(t);
+    d.status = "idle";
+    d.updated_at = d.created_at;
+    return d;
+  }
+
+  result<void> update_distribution(const distribution_record& d) override {
+    auto s = d_.prepare(
+        "UPDATE distributions SET status = ?2, run_no = ?3, mode = ?4, run_target_ids = ?5, job_ids = ?6, error = ?7, "
+        "fan_out_total = ?8, fan_out_succeeded = ?9, fan_out_failed = ?10, fan_out_partial = ?11, "
+        "fan_out_cancelled = ?12, fan_out_retrying = ?13, fan_out_retry_wave = ?14, fail_fast_fired = ?15, "
+        "cancel_requested = ?16, run_started_at = ?17, run_finished_at = ?18, updated_at = ?19 WHERE id = ?1");
+    s->bind(1, d.id).bind(2, d.status).bind(3, d.run_no).bind_or_null(4, d.mode).bind(5, ids_to_json(d.run_target_ids));
+    s->bind(6, ids_to_json(d.job_ids)).bind_or_null(7, d.error).bind(8, d.fan_out_total).bind(9, d.fan_out_succeeded);
+    s->bind(10, d.fan_out_failed).bind(11, d.fan_out_partial).bind(12, d.fan_out_cancelled);
+    s->bind(13, d.fan_out_retrying).bind(14, d.fan_out_retry_wave).bind(15, d.fail_fast_fired ? 1 : 0);
+    s->bind(16, d.cancel_requested ? 1 : 0).bind(17, d.run_started_at).bind(18, d.run_finished_at);
+    s->bind(19, d.updated_at);
+    s->run();
+    if (d_.changes() == 0) return object_not_found("distribution", d.id);
+    return {};
+  }
+
+  result<void> delete_distribution(std::string_view project_id, std::string_view id) override {
+    auto s = d_.prepare("DELETE FROM distributions WHERE id = ?1 AND project_id = ?2");
+    s->bind(1, id).bind(2, project_id);
+    s->run();
+    if (d_.changes() == 0) return object_not_found("distribution", id);
+    auto l = d_.prepare("DELETE FROM distribution_objects WHERE distribution_id = ?1");
+    l->bind(1, id);
+    l->run();
+    return {};
+  }
+
+  result<void> add_result(const target_result& r) override {
+    auto s = d_.prepare("INSERT OR REPLACE INTO target_results (" RESULT_COLS ") VALUES "
+                        "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+    s->bind(1, r.distribution_id).bind(2, r.run_no).bind(3, r.target_id).bind(4, r.job_id).bind(5, r.retry_attempt);
+    s->bind(6, r.fence).bind(7, r.status).bind_or_null(8, r.error_class).bind_or_null(9, r.error);
+    s->bind(10, r.started_at).bind(11, r.finished_at).bind_or_null(12, r.fingerprint_sha256);
+    s->bind(13, r.hash_skipped ? 1 : 0).bind(14, r.files_from_run).bind(15, r.detail.empty() ? "{}" : r.detail);
+    s->run();
+    return {};
+  }
+
+  result<bool> add_finalized(std::string_view distribution_id, std::int64_t run_no, const finalized_child& c) override {
+    auto s = d_.prepare("INSERT INTO fanout_finalized (distribution_id, run_no, job_id, outcome, batch) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING");
+    s->bind(1, distribution_id).bind(2, run_no).bind(3, c.job_id).bind(4, c.outcome).bind(5, c.batch ? 1 : 0);
+    s->run();
+    return d_.changes() > 0;
+  }
+
+  result<std::vector<job_record>> cancel_waiting_children(std::string_view distribution_id, std::int64_t run_no,
+                                                          time_ms now) override {
+    auto kids = children_of(distribution_id, run_no);
+    if (!kids) return std::move(kids).error();
+    std::vector<job_record> out;
+    auto s = d_.prepare("UPDATE jobs SET status = 'cancelled', completed_at = ?2, held = 0, "
+                        "error = 'cancelled with its distribution' WHERE id = ?1 AND status IN ('pending', 'failed') "
+                        "RETURNING " CHILD_COLS);
+    for (const auto& k : *kids) {
+      if (k.status != job_status::pending && k.status != job_status::failed) continue;
+      s->bind(1, k.id).bind(2, now);
+      if (s->step()) out.push_back(read_child(*s));
+      while (s->step()) {
+      }
+      s->reset();
+    }
+    return out;
+  }
+
+  result<std::vector<std::string>> request_cancel_children(std::string_view distribution_id,
+                                                           std::int64_t run_no) override {
+    auto kids = children_of(distribution_id, run_no);
+    if (!kids) return std::move(kids).error();
+    std::vector<std::string> out;
+    auto s = d_.prepare("UPDATE jobs SET cancel_requested = 1 WHERE id = ?1 AND status = 'active'");
+    for (const auto& k : *kids) {
+      if (k.status != job_status::active) continue;
+      s->bind(1, k.id);
+      s->run();
+      if (d_.changes() > 0) out.push_back(k.id);
+      s->reset();
+    }
+    return out;
+  }
+
+  result<int> release_held_children(std::string_view distribution_id, std::int64_t run_no, time_ms now) override {
+    auto kids = children_of(distribution_id, run_no);
+    if (!kids) return std::move(kids).error();
+    int n = 0;
+    auto s = d_.prepare("UPDATE jobs SET held = 0, ready_at = ?2 WHERE id = ?1 AND held = 1 AND status = 'pending'");
+    for (const auto& k : *kids) {
+      if (!k.held) continue;
+      s->bind(1, k.id).bind(2, now);
+      s->run();
+      n += static_cast<int>(d_.changes());
+      s->reset();
+    }
+    return n;
+  }
+
+  result<job_record> get_job(std::string_view id) override {
+    auto s = d_.prepare("SELECT " CHILD_COLS " FROM jobs WHERE id = ?1");
+    s->bind(1, id);
+    if (!s->step()) return make_error(errc::not_found, fmt::format("job {} not found", id), "id");
+    return read_child(*s);
+  }
+
+ private:
+  job_tx& jobs_;
+};
+
+class store_impl final : public catalog_store {
+ public:
+  store_impl(writer& w, reader_pool& r, job_tx_factory jobs) : w_(w), r_(r), jobs_(std::move(jobs)) {}
+
+  task<void> transact(std::function<result<void>(catalog_tx&)> fn) override {
+    return run_write<result<void>>(w_, [fn = std::move(fn), this](db& d) -> result<void> {
+      auto jobs = jobs_(d);
+      return fn(jobs->catalog());
+    });
+  }
+
+  task<void> read(std::function<result<void>(catalog_read&)> fn) override {
+    return run_read<result<void>>(r_, [fn = std::move(fn)](db& d) -> result<void> {
+      read_impl r(d);
+      return fn(r);
+    });
+  }
+
+ private:
+  writer& w_;
+  reader_pool& r_;
+  job_tx_factory jobs_;
+};
+
+}  // namespace
+
+std::unique_ptr<catalog_tx> make_catalog_tx(db& d, job_tx& jobs) { return std::make_unique<tx_impl>(d, jobs); }
+
+std::unique_ptr<catalog_store> make_catalog_store(writer& w, reader_pool& r, job_tx_factory jobs) {
+  return std::make_unique<store_impl>(w, r, std::move(jobs));
+}
+
+}  // namespace certfleet::store::sqlite

@@ -1,0 +1,297 @@
+// The `file` delivery module on the real file system (temp dirs): the target parser, delivery
+// with exact bytes and modes, hash-skip, per-run backups and rollback, unwritable destinations,
+// and post commands that fail or hang.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/thread_pool.hpp>
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "certfleet/delivery/file.hpp"
+#include "process.hpp"
+#include "run_sync.hpp"
+#include "temp_dir.hpp"
+
+using namespace certfleet::delivery;
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+void spit(const fs::path& p, const std::string& s) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f << s;
+}
+unsigned mode_of(const fs::path& p) {
+  struct stat st{};
+  ::stat(p.c_str(), &st);
+  return st.st_mode & 07777;
+}
+
+cert_bundle make_bundle(const fs::path& dir, const std::string& name) {
+  fs::create_directories(dir);
+  auto c = (dir / (name + ".crt")).string(), k = (dir / (name + ".key")).string();
+  auto [rc, out] = testbed::run_command({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                                         "ec_paramgen_curve:P-256", "-nodes", "-keyout", k, "-out", c, "-days", "2",
+                                         "-subj", "/CN=" + name + ".test"});
+  if (rc != 0) throw std::runtime_error("openssl req failed: " + out);
+  return {slurp(c), slurp(k), "chain of " + name + "\n"};
+}
+
+}  // namespace
+
+TEST(file_target_parse, accepts_a_full_spec) {
+  auto v = boost::json::parse(R"({"cert_path":"/etc/ssl/a.crt","key_path":"/etc/ssl/private/a.key",
+      "chain_path":"/etc/ssl/chain.pem","cert_mode":"0640","key_mode":"600","post_command":"systemctl reload nginx"})");
+  auto t = parse_file_target(v);
+  ASSERT_TRUE(t) << t.error().field << ": " << t.error().message;
+  EXPECT_EQ(t->cert_path, "/etc/ssl/a.crt");
+  EXPECT_EQ(t->key_path, "/etc/ssl/private/a.key");
+  EXPECT_EQ(t->chain_path, "/etc/ssl/chain.pem");
+  EXPECT_EQ(t->cert_mode, 0640u);
+  EXPECT_EQ(t->key_mode, 0600u);
+  EXPECT_EQ(t->post_command, "systemctl reload nginx");
+  auto minimal = parse_file_target(boost::json::parse(R"({"cert_path":"/a/c.pem","key_path":"/a/k.pem"})"));
+  ASSERT_TRUE(minimal);
+  EXPECT_EQ(minimal->cert_mode, 0644u);
+  EXPECT_EQ(minimal->key_mode, 0600u);
+  EXPECT_TRUE(minimal->chain_path.empty());
+}
+
+TEST(file_target_parse, errors_name_the_field) {
+  struct row {
+    const char* json;
+    const char* field;
+  };
+  for (auto [json, field] : {
+           row{R"([])", "file"},
+           row{R"({"key_path":"/a/k"})", "file.cert_path"},
+           row{R"({"cert_path":"/a/c"})", "file.key_path"},
+           row{R"({"cert_path":"a/c","key_path":"/a/k"})", "file.cert_path"},
+           row{R"({"cert_path":"/a/../c","key_path":"/a/k"})", "file.cert_path"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/./k"})", "file.key_path"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","chain_path":"rel"})", "file.chain_path"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/c"})", "file.key_path"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","key_mode":"0644"})", "file.key_mode"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","cert_mode":"rwx"})", "file.cert_mode"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","post_command":5})", "file.post_command"},
+           row{R"({"cert_path":7,"key_path":"/a/k"})", "file.cert_path"},
+       }) {
+    auto t = parse_file_target(boost::json::parse(json));
+    ASSERT_FALSE(t) << json;
+    EXPECT_EQ(t.error().field, field) << json;
+  }
+}
+
+class file_delivery : public ::testing::Test {
+ protected:
+  testbed::temp_dir dir{"certfleet-file"};
+  boost::asio::thread_pool pool{2};
+  cert_bundle a = make_bundle(dir.path() / "certs", "a");
+  cert_bundle b = make_bundle(dir.path() / "certs", "b");
+
+  ~file_delivery() override { pool.join(); }
+
+  file_target target(const std::string& name = "dest") {
+    auto d = dir.path() / name;
+    fs::create_directories(d);
+    file_target t;
+    t.cert_path = (d / "cert.pem").string();
+    t.key_path = (d / "key.pem").string();
+    t.chain_path = (d / "chain.pem").string();
+    return t;
+  }
+  delivery_result deliver(const file_target& t, const cert_bundle& bundle, const std::string& run) {
+    auto r = testbed::run_sync(deliver_file(t, bundle, run, pool));
+    std::cerr << "  -> " << delivery_status_name(r.status) << " [" << error_class_name(r.cls) << "] " << r.error << "\n";
+    return r;
+  }
+  delivery_result rollback(const file_target& t, const std::string& run) {
+    auto r = testbed::run_sync(rollback_file(t, run, pool));
+    std::cerr << "  <- " << delivery_status_name(r.status) << " [" << error_class_name(r.cls) << "] " << r.error << "\n";
+    return r;
+  }
+  void expect_holds(const file_target& t, const cert_bundle& bundle) {
+    EXPECT_EQ(slurp(t.cert_path), bundle.cert_pem);
+    EXPECT_EQ(slurp(t.key_path), bundle.key_pem);
+    EXPECT_EQ(slurp(t.chain_path), bundle.chain_pem);
+  }
+};
+
+TEST_F(file_delivery, writes_exact_bytes_and_modes) {
+  auto t = target();
+  auto r = deliver(t, a, "run-1");
+  ASSERT_EQ(r.status, delivery_status::succeeded) << r.error;
+  EXPECT_EQ(r.fingerprint_sha256.size(), 64u);
+  expect_holds(t, a);
+  EXPECT_EQ(mode_of(t.cert_path), 0644u);
+  EXPECT_EQ(mode_of(t.key_path), 0600u);
+  EXPECT_EQ(mode_of(t.chain_path), 0644u);
+  // No temp files left behind; the pre-run state (nothing) is recorded as absent markers.
+  for (const auto& e : fs::directory_iterator(fs::path(t.cert_path).parent_path()))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  EXPECT_TRUE(fs::exists(file_backup_path(t.key_path, "run-1") + ".absent"));
+  // Custom modes.
+  auto t2 = target("custom");
+  t2.cert_mode = 0640;
+  t2.key_mode = 0400;
+  ASSERT_TRUE(deliver(t2, a, "run-1").ok());
+  EXPECT_EQ(mode_of(t2.cert_path), 0640u);
+  EXPECT_EQ(mode_of(t2.key_path), 0400u);
+}
+
+TEST_F(file_delivery, hash_skip_touches_nothing) {
+  auto t = target();
+  ASSERT_TRUE(deliver(t, a, "run-1").ok());
+  auto r = deliver(t, a, "run-2");
+  EXPECT_EQ(r.status, delivery_status::skipped_by_hash);
+  EXPECT_TRUE(r.ok());
+  EXPECT_FALSE(fs::exists(file_backup_path(t.cert_path, "run-2")));
+  EXPECT_FALSE(fs::exists(file_backup_path(t.cert_path, "run-2") + ".absent"));
+  // One differing file is enough to deliver again.
+  spit(t.chain_path, "changed");
+  EXPECT_EQ(deliver(t, a, "run-3").status, delivery_status::succeeded);
+  expect_holds(t, a);
+}
+
+TEST_F(file_delivery, backup_and_rollback_restore_exact_bytes) {
+  auto t = target();
+  ASSERT_TRUE(deliver(t, a, "run-1").ok());
+  ASSERT_EQ(deliver(t, b, "run-2").status, delivery_status::succeeded);
+  expect_holds(t, b);
+  // The backup holds run-1's files, with the key still private.
+  EXPECT_EQ(slurp(file_backup_path(t.key_path, "run-2")), a.key_pem);
+  EXPECT_EQ(mode_of(file_backup_path(t.key_path, "run-2")), 0600u);
+  // A retried run-2 (with other bytes) keeps the pre-run backup, not its own files.
+  auto c = make_bundle(dir.path() / "certs", "c");
+  ASSERT_TRUE(deliver(t, c, "run-2").ok());
+  EXPECT_EQ(slurp(file_backup_path(t.cert_path, "run-2")), a.cert_pem);
+
+  auto r = rollback(t, "run-2");
+  ASSERT_EQ(r.status, delivery_status::succeeded) << r.error;
+  EXPECT_TRUE(r.restored);
+  expect_holds(t, a);
+  EXPECT_EQ(mode_of(t.key_path), 0600u);
+  auto a_fp = deliver(t, a, "run-probe");  // hash-skip: reports a's fingerprint
+  EXPECT_EQ(a_fp.status, delivery_status::skipped_by_hash);
+  EXPECT_EQ(r.fingerprint_sha256, a_fp.fingerprint_sha256);
+
+  // Rolling back run-1 returns to "nothing there".
+  auto r1 = rollback(t, "run-1");
+  ASSERT_EQ(r1.status, delivery_status::succeeded) << r1.error;
+  EXPECT_FALSE(fs::exists(t.cert_path));
+  EXPECT_FALSE(fs::exists(t.key_path));
+  EXPECT_FALSE(fs::exists(t.chain_path));
+}
+
+TEST_F(file_delivery, rollback_without_backup_is_io_permanent) {
+  auto t = target();
+  auto r = rollback(t, "never-ran");
+  EXPECT_EQ(r.status, delivery_status::failed);
+  EXPECT_EQ(r.cls, error_class::io_permanent);
+}
+
+TEST_F(file_delivery, unwritable_destination_is_io_permanent) {
+  file_target t;
+  if (::geteuid() == 0) {
+    // root writes through directory modes (CAP_DAC_OVERRIDE); sysfs refuses new files to anyone.
+    t.cert_path = "/sys/certfleet-test-cert.pem";
+    t.key_path = "/sys/certfleet-test-key.pem";
+  } else {
+    auto d = dir.path() / "readonly";
+    fs::create_directories(d);
+    fs::permissions(d, fs::perms::owner_read | fs::perms::owner_exec);
+    t.cert_path = (d / "cert.pem").string();
+    t.key_path = (d / "key.pem").string();
+  }
+  auto r = deliver(t, a, "run-1");
+  EXPECT_EQ(r.status, delivery_status::failed);
+  EXPECT_EQ(r.cls, error_class::io_permanent);
+  EXPECT_FALSE(retryable(r.cls));
+  EXPECT_NE(r.error.find("ermission denied"), std::string::npos) << r.error;
+  if (::geteuid() != 0) fs::permissions(dir.path() / "readonly", fs::perms::owner_all);
+}
+
+TEST_F(file_delivery, missing_directory_is_io_permanent) {
+  file_target t;
+  t.cert_path = (dir.path() / "no-such-dir" / "cert.pem").string();
+  t.key_path = (dir.path() / "no-such-dir" / "key.pem").string();
+  auto r = deliver(t, a, "run-1");
+  EXPECT_EQ(r.cls, error_class::io_permanent);
+}
+
+TEST_F(file_delivery, post_command_runs_with_paths_in_its_environment) {
+  auto t = target();
+  auto out = dir.file("post.out");
+  t.post_command = "echo \"$CERTFLEET_CERT_PATH $CERTFLEET_RUN_ID\" > " + out + "; cat \"$CERTFLEET_CERT_PATH\" >/dev/null";
+  auto r = deliver(t, a, "run-1");
+  ASSERT_EQ(r.status, delivery_status::succeeded) << r.error;
+  EXPECT_EQ(slurp(out), t.cert_path + " run-1\n");
+}
+
+TEST_F(file_delivery, post_command_failure_is_io_transient_and_restores) {
+  auto t = target();
+  ASSERT_TRUE(deliver(t, a, "run-1").ok());
+  t.post_command = "echo reload failed >&2; exit 1";
+  auto r = deliver(t, b, "run-2");
+  EXPECT_EQ(r.status, delivery_status::failed);
+  EXPECT_EQ(r.cls, error_class::io_transient);
+  EXPECT_EQ(r.phase, "post_command");
+  EXPECT_TRUE(r.restored);
+  EXPECT_NE(r.error.find("exited 1"), std::string::npos) << r.error;
+  EXPECT_NE(r.remote_stderr.find("reload failed"), std::string::npos) << r.remote_stderr;
+  expect_holds(t, a);  // the previous files are back
+}
+
+TEST_F(file_delivery, post_command_timeout_kills_it) {
+  auto t = target();
+  t.post_command = "sleep 30";
+  t.post_command_timeout = milliseconds(300);
+  auto started = std::chrono::steady_clock::now();
+  auto r = deliver(t, a, "run-1");
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(r.cls, error_class::io_transient);
+  EXPECT_NE(r.error.find("did not finish"), std::string::npos) << r.error;
+  // The restore after the failure runs the (still hanging) command once more: two timeouts.
+  EXPECT_LT(took, milliseconds(5000));
+  // Rolled back to "nothing there".
+  EXPECT_FALSE(fs::exists(t.cert_path));
+}
+
+TEST_F(file_delivery, bad_input_is_validation_and_writes_nothing) {
+  auto t = target();
+  auto mismatched = a;
+  mismatched.key_pem = b.key_pem;
+  auto r = deliver(t, mismatched, "run-1");
+  EXPECT_EQ(r.cls, error_class::validation);
+  EXPECT_FALSE(fs::exists(t.cert_path));
+  EXPECT_EQ(deliver(t, a, "../evil").cls, error_class::validation);
+  auto rel = t;
+  rel.cert_path = "relative/cert.pem";
+  EXPECT_EQ(deliver(rel, a, "run-1").cls, error_class::validation);
+  EXPECT_EQ(rollback(rel, "run-1").cls, error_class::validation);
+}
+
+TEST_F(file_delivery, replaces_atomically) {
+  auto t = target();
+  ASSERT_TRUE(deliver(t, a, "run-1").ok());
+  // A hard link to the old key still shows the old bytes: the file was replaced by rename,
+  // never rewritten in place (a reader never sees a half-written key).
+  auto link = dir.file("old-key-link");
+  fs::create_hard_link(t.key_path, link);
+  ASSERT_TRUE(deliver(t, b, "run-2").ok());
+  EXPECT_EQ(slurp(link), a.key_pem);
+  EXPECT_EQ(slurp(t.key_path), b.key_pem);
+}

@@ -1,0 +1,238 @@
+// Normal (single-job) distributions end to end: a real certfleet process, real sshd instances,
+// everything through the HTTP API.
+#include "dist_fixture.hpp"
+
+#include <sys/stat.h>
+
+namespace dist_test {
+namespace {
+
+TEST(normal_distribution, delivers_hash_skips_and_rolls_back_exactly) {
+  dist_env env(3);
+  env.start();
+  auto leaf = testbed::make_certificate({.common_name = "www.example.test", .dns_sans = {"www.example.test"}});
+  auto cert = env.create_certificate("www", leaf);
+  auto cred = env.create_credential();
+  std::vector<std::string> targets;
+  for (int i = 0; i < 6; ++i) {
+    auto name = fmt::format("web{}", i);
+    auto t = env.ssh_target_body(name, static_cast<std::size_t>(i), cred);
+    targets.push_back(env.create_target(t));
+    // What was there before: rollback must put exactly these bytes back.
+    write_file(env.target_dir(name) / "cert.pem", fmt::format("old certificate {}\n", i));
+    write_file(env.target_dir(name) / "key.pem", fmt::format("old key {}\n", i));
+  }
+  auto dist = env.create_distribution("web-fleet", cert, targets);
+
+  auto run1 = env.execute(dist);
+  EXPECT_EQ(str(run1, "mode"), "normal");
+  EXPECT_EQ(num(run1, "run_no"), 1);
+  auto d = env.wait_done(dist);
+  ASSERT_EQ(str(d, "status"), "success") << json::serialize(d);
+  EXPECT_EQ(num(d.at("summary"), "succeeded"), 6);
+  for (int i = 0; i < 6; ++i) {
+    auto base = env.target_dir(fmt::format("web{}", i));
+    EXPECT_EQ(slurp(base / "cert.pem"), leaf.cert_pem);
+    EXPECT_EQ(slurp(base / "key.pem"), leaf.key_pem);
+    struct stat st {};
+    ASSERT_EQ(::stat((base / "key.pem").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+  }
+  auto r1 = env.results(dist);
+  ASSERT_EQ(r1.size(), 6u);
+  for (auto& r : r1) {
+    EXPECT_EQ(r.at("status"), "succeeded");
+    EXPECT_FALSE(r.at("hash_skipped").as_bool());
+    EXPECT_EQ(r.at("retry_attempt").as_int64(), 0);
+    EXPECT_FALSE(str(r, "fingerprint_sha256").empty());
+  }
+  // The job is completed/ok and its log has one line per target step.
+  auto job_id = std::string(run1.at("job_ids").as_array().at(0).as_string());
+  auto job = env.ok("GET", "jobs/" + job_id);
+  EXPECT_EQ(str(job, "status"), "completed");
+  EXPECT_EQ(str(job, "result_status"), "ok");
+
+  // Run 2 changes nothing on the targets: every one is hash-skipped.
+  auto run2 = env.execute(dist);
+  EXPECT_EQ(num(run2, "run_no"), 2);
+  d = env.wait_done(dist);
+  ASSERT_EQ(str(d, "status"), "success");
+  for (auto& r : env.results(dist)) EXPECT_TRUE(r.at("hash_skipped").as_bool()) << json::serialize(r);
+
+  // Rolling back run 2 (which only hash-skipped) restores what was there before the certificate
+  // arrived in run 1: the run whose files are on the targets.
+  auto rb = env.ok("POST", "distributions/" + dist + "/rollback", R"({"run_no": 2})", 202);
+  EXPECT_EQ(str(rb, "mode"), "rollback");
+  d = env.wait_done(dist);
+  ASSERT_EQ(str(d, "status"), "success") << json::serialize(d);
+  for (int i = 0; i < 6; ++i) {
+    auto base = env.target_dir(fmt::format("web{}", i));
+    EXPECT_EQ(slurp(base / "cert.pem"), fmt::format("old certificate {}\n", i));
+    EXPECT_EQ(slurp(base / "key.pem"), fmt::format("old key {}\n", i));
+  }
+
+  // A job retry of a distribution job points at retry-failed.
+  auto retry = env.call("POST", "jobs/" + job_id + "/retry");
+  EXPECT_EQ(retry.status, 409) << retry.body;
+  EXPECT_NE(retry.body.find("retry-failed"), std::string::npos);
+
+  // No private key bytes anywhere an operator or attacker reads: API, job logs, the store file.
+  auto key_body = leaf.key_pem.substr(leaf.key_pem.find('\n') + 1, 40);
+  auto cred_body = env.client.private_key.substr(env.client.private_key.find('\n') + 1, 40);
+  for (const auto& path : {std::string("certificates/") + cert, std::string("credentials/") + cred,
+                           std::string("certificates"), std::string("jobs/") + job_id + "/logs?limit=1000",
+                           std::string("distributions/") + dist, std::string("distributions/") + dist + "/results"}) {
+    auto r = env.call("GET", path);
+    EXPECT_EQ(r.status, 200) << path;
+    EXPECT_EQ(r.body.find(key_body), std::string::npos) << path;
+    EXPECT_EQ(r.body.find(cred_body), std::string::npos) << path;
+    EXPECT_EQ(r.body.find("PRIVATE KEY"), std::string::npos) << path;
+  }
+  for (const auto& f : fs::directory_iterator(env.data())) {
+    auto bytes = slurp(f.path());
+    EXPECT_EQ(bytes.find(key_body), std::string::npos) << f.path();
+    EXPECT_EQ(bytes.find(cred_body), std::string::npos) << f.path();
+  }
+}
+
+TEST(normal_distribution, failures_are_classified_and_the_job_is_dead_when_none_succeeded) {
+  dist_env env(1);
+  env.start();
+  auto cert = env.create_certificate("c", testbed::make_certificate({}));
+  auto cred = env.create_credential();
+  auto closed = testbed::free_port();
+  auto t1 = env.create_target(env.ssh_target_body("closed", 0, cred, closed));
+  auto body = env.ssh_target_body("relative-denied", 0, cred);
+  // A directory nobody may write into: root ignores permissions, so use a path under a file.
+  write_file(env.dir.path() / "not-a-dir", "x");
+  body["ssh"].as_object()["cert_path"] = (env.dir.path() / "not-a-dir" / "cert.pem").string();
+  body["ssh"].as_object()["key_path"] = (env.dir.path() / "not-a-dir" / "key.pem").string();
+  auto t2 = env.create_target(body);
+  auto dist = env.create_distribution("broken", cert, {t1, t2});
+  auto run = env.execute(dist);
+  auto d = env.wait_done(dist);
+  EXPECT_EQ(str(d, "status"), "failed");
+  EXPECT_NE(str(d, "error").find("all 2 targets failed"), std::string::npos) << json::serialize(d);
+  std::map<std::string, std::string> cls;
+  for (auto& r : env.results(dist)) cls[str(r, "target_id")] = str(r, "error_class");
+  EXPECT_EQ(cls[t1], "network");
+  EXPECT_EQ(cls[t2], "io_permanent");
+  auto job = env.ok("GET", "jobs/" + std::string(run.at("job_ids").as_array().at(0).as_string()));
+  EXPECT_EQ(str(job, "status"), "dead");
+  EXPECT_NE(str(job, "error").find("all 2 targets failed"), std::string::npos);
+
+  // retry-failed opens run 2 over both; a deleted target is skipped, not an error.
+  ASSERT_EQ(env.call("DELETE", "targets/" + t1).status, 200);
+  auto again = env.ok("POST", "distributions/" + dist + "/retry-failed", "", 202);
+  EXPECT_EQ(num(again, "targets"), 2);
+  d = env.wait_done(dist);
+  std::map<std::string, std::string> st;
+  for (auto& r : env.results(dist)) st[str(r, "target_id")] = str(r, "status");
+  EXPECT_EQ(st[t1], "skipped");
+  EXPECT_EQ(st[t2], "failed");
+}
+
+TEST(catalog, bad_input_is_refused_naming_the_field_and_stores_nothing) {
+  dist_env env(1);
+  env.start();
+  auto good = testbed::make_certificate({});
+  auto other = testbed::make_certificate({});
+  auto ca = testbed::make_certificate({.common_name = "Test Root", .is_ca = true});
+  auto inter = testbed::make_certificate({.common_name = "Test Intermediate", .issuer = &ca, .is_ca = true});
+  auto leaf = testbed::make_certificate({.common_name = "leaf.test", .issuer = &inter});
+  auto expired = testbed::make_certificate({.not_before_ms = testbed::unix_now_ms() - 10 * 86400'000LL,
+                                            .not_after_ms = testbed::unix_now_ms() - 86400'000LL});
+  auto post_cert = [&](json::object b) { return env.call("POST", "certificates", json::serialize(b)); };
+  struct bad_case {
+    const char* what;
+    json::object body;
+    const char* field;
+  };
+  std::vector<bad_case> cases{
+      {"unparsable PEM", {{"name", "a"}, {"cert_pem", "-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----\n"}, {"key_pem", good.key_pem}}, "cert_pem"},
+      {"key of another certificate", {{"name", "a"}, {"cert_pem", good.cert_pem}, {"key_pem", other.key_pem}}, "key_pem"},
+      {"expired", {{"name", "a"}, {"cert_pem", expired.cert_pem}, {"key_pem", expired.key_pem}}, "cert_pem"},
+      {"chain out of order", {{"name", "a"}, {"cert_pem", leaf.cert_pem}, {"chain_pem", ca.cert_pem + inter.cert_pem}, {"key_pem", leaf.key_pem}}, "chain_pem"},
+      {"missing key", {{"name", "a"}, {"cert_pem", good.cert_pem}}, "key_pem"},
+      {"unknown field", {{"name", "a"}, {"cert_pem", good.cert_pem}, {"key_pem", good.key_pem}, {"pkey", "x"}}, "pkey"},
+  };
+  for (auto& c : cases) {
+    auto r = post_cert(c.body);
+    EXPECT_EQ(r.status, 400) << c.what << ": " << r.body;
+    EXPECT_EQ(str(r.json().at("error"), "field"), c.field) << c.what << ": " << r.body;
+  }
+  // The chain in order is accepted.
+  EXPECT_EQ(post_cert({{"name", "chained"}, {"cert_pem", leaf.cert_pem}, {"chain_pem", inter.cert_pem + ca.cert_pem},
+                       {"key_pem", leaf.key_pem}}).status, 201);
+  EXPECT_EQ(num(env.ok("GET", "certificates"), "total"), 1);
+
+  auto cred = env.create_credential();
+  auto bad_port = env.ssh_target_body("t", 0, cred);
+  bad_port["ssh"].as_object()["port"] = 70000;
+  auto unknown_cred = env.ssh_target_body("t", 0, "0123456789abcdef01234567");
+  auto relative = env.ssh_target_body("t", 0, cred);
+  relative["ssh"].as_object()["cert_path"] = "certs/cert.pem";
+  auto bad_key = env.ssh_target_body("t", 0, cred);
+  bad_key["ssh"].as_object()["host_key"] = "ssh-ed25519 notbase64!";
+  for (auto& [body, field] : std::vector<std::pair<json::object, std::string>>{
+           {bad_port, "ssh.port"}, {unknown_cred, "ssh.credential_id"}, {relative, "ssh.cert_path"},
+           {bad_key, "ssh.host_key"}}) {
+    auto r = env.call("POST", "targets", json::serialize(body));
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(str(r.json().at("error"), "field"), field) << r.body;
+  }
+  EXPECT_EQ(num(env.ok("GET", "targets"), "total"), 0);
+  auto rsa = env.call("POST", "credentials",
+                      json::serialize(json::object{{"name", "rsa"}, {"kind", "ssh_key"},
+                                                   {"private_key_pem", testbed::make_ssh_key(env.dir.path() / "k", "rsa", "rsa").private_key}}));
+  EXPECT_EQ(rsa.status, 400) << rsa.body;
+  EXPECT_EQ(str(rsa.json().at("error"), "field"), "private_key_pem");
+
+  auto d = env.call("POST", "distributions",
+                    json::serialize(json::object{{"name", "d"}, {"certificate_id", "0123456789abcdef01234567"},
+                                                 {"target_ids", json::array{}}}));
+  EXPECT_EQ(d.status, 400);
+  EXPECT_EQ(num(env.ok("GET", "distributions"), "total"), 0);
+  // A credential a target uses cannot be deleted; another project's token sees none of it.
+  auto t = env.create_target(env.ssh_target_body("t", 0, cred));
+  EXPECT_EQ(env.call("DELETE", "credentials/" + cred).status, 409);
+  EXPECT_EQ(env.call("GET", "targets/" + t).status, 200);
+}
+
+TEST(key_file, a_store_with_sealed_secrets_refuses_a_missing_or_wrong_key) {
+  dist_env env(0);
+  env.start();
+  env.create_credential();
+  env.servers.back()->signal(SIGTERM);
+  ASSERT_EQ(env.servers.back()->wait(10s), 0);
+  auto key = fs::path(env.data()) / "certfleet.key";
+  auto saved = slurp(key);
+  ASSERT_FALSE(saved.empty());
+
+  fs::remove(key);
+  auto [rc, out] = testbed::run_command(testbed::certfleet_command(env.data(), {"serve", "--listen", "127.0.0.1:0"}));
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("missing"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(key)) << "a new key must never be generated over existing secrets";
+
+  // Another valid key file (from another store) is refused too.
+  dist_env other(0);
+  other.start();
+  other.servers.back()->signal(SIGTERM);
+  other.servers.back()->wait(10s);
+  fs::copy_file(fs::path(other.data()) / "certfleet.key", key);
+  std::tie(rc, out) = testbed::run_command(testbed::certfleet_command(env.data(), {"serve", "--listen", "127.0.0.1:0"}));
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("key"), std::string::npos) << out;
+
+  // The right key starts again and opens the secret.
+  fs::remove(key);
+  write_file(key, saved);
+  fs::permissions(key, fs::perms::owner_read | fs::perms::owner_write);
+  env.http.reset();
+  env.start();
+  EXPECT_EQ(num(env.ok("GET", "credentials"), "total"), 1);
+}
+
+}  // namespace
+}  // namespace dist_test

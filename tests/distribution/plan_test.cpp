@@ -1,0 +1,117 @@
+// The protocol's decisions, without I/O.
+#include "certfleet/distribution/plan.hpp"
+
+#include <gtest/gtest.h>
+
+namespace certfleet::distribution {
+namespace {
+
+store::target_result res(std::string target, std::string status, std::string cls = {}, std::int64_t wave = 0,
+                         std::int64_t fence = 1, std::string job = "j1") {
+  store::target_result r;
+  r.target_id = std::move(target);
+  r.status = std::move(status);
+  r.error_class = std::move(cls);
+  r.retry_attempt = wave;
+  r.fence = fence;
+  r.job_id = std::move(job);
+  return r;
+}
+
+TEST(plan, payload_round_trips_and_bad_payloads_name_the_field) {
+  job_plan p{"d1", 3, job_mode::retry, {"t2", "t1", "t2"}, 4, 2, 0};
+  auto back = parse_payload(to_payload(p));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->distribution_id, "d1");
+  EXPECT_EQ(back->run_no, 3);
+  EXPECT_EQ(back->mode, job_mode::retry);
+  EXPECT_EQ(back->target_ids, (std::vector<std::string>{"t1", "t2"}));
+  EXPECT_EQ(back->batch_no, 4);
+  EXPECT_EQ(back->retry_attempt, 2);
+  for (auto [text, field] : std::vector<std::pair<const char*, const char*>>{
+           {"[]", "payload"},
+           {R"({"run_no":1,"mode":"normal","target_ids":[]})", "distribution_id"},
+           {R"({"distribution_id":"d","run_no":-1,"mode":"normal","target_ids":[]})", "run_no"},
+           {R"({"distribution_id":"d","run_no":1,"mode":"sideways","target_ids":[]})", "mode"},
+           {R"({"distribution_id":"d","run_no":1,"mode":"normal","target_ids":[1]})", "target_ids"},
+           {R"({"distribution_id":"d","run_no":1,"mode":"retry","target_ids":[],"retry_attempt":4})", "retry_attempt"}}) {
+    auto r = parse_payload(text);
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.error().field, field) << text;
+  }
+}
+
+TEST(plan, keys_share_one_prefix_per_run) {
+  job_plan b{"d", 2, job_mode::batch, {}, 7, 0, 0};
+  EXPECT_EQ(job_key(b), "dist:d:2:batch:7");
+  job_plan r{"d", 2, job_mode::retry, {}, 7, 1, 0};
+  EXPECT_EQ(job_key(r, "parent"), "dist:d:2:retry:parent");
+  EXPECT_EQ(job_key(job_plan{"d", 2, job_mode::normal, {}, 0, 0, 0}), "dist:d:2:normal");
+}
+
+TEST(plan, batches_are_sorted_unique_and_sized) {
+  std::vector<std::string> ids;
+  for (int i = 119; i >= 0; --i) ids.push_back(fmt::format("t{:03}", i));
+  ids.push_back("t000");
+  auto b = split_batches(ids, 50);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0].size(), 50u);
+  EXPECT_EQ(b[2].size(), 20u);
+  EXPECT_EQ(b[0].front(), "t000");
+  EXPECT_EQ(b[2].back(), "t119");
+  EXPECT_EQ(split_batches(ids, 0).size(), 3u);  // 0 -> 50
+  EXPECT_TRUE(fans_out(100, 100));
+  EXPECT_FALSE(fans_out(99, 100));
+  EXPECT_FALSE(fans_out(1000, 0));
+  EXPECT_EQ(effective_ssh_concurrency(0), 10);
+  EXPECT_EQ(effective_ssh_concurrency(50), 50);
+}
+
+TEST(plan, outcome_is_the_result_with_the_highest_wave_then_fence) {
+  auto o = outcomes({res("a", "failed", "network", 0, 1), res("a", "succeeded", "", 1, 1), res("b", "failed", "network", 0, 5),
+                     res("b", "succeeded", "", 0, 4)});
+  ASSERT_EQ(o.size(), 2u);
+  EXPECT_EQ(o[0].status, "succeeded");  // a: wave 1 beats wave 0
+  EXPECT_EQ(o[1].status, "failed");     // b: fence 5 beats fence 4
+}
+
+TEST(plan, only_transient_classes_are_retried_and_waves_end_at_three) {
+  std::vector<store::target_result> own{res("c", "failed", "io_transient"), res("a", "failed", "network"),
+                                        res("b", "failed", "auth"),         res("d", "failed", "worker_lost"),
+                                        res("e", "succeeded"),              res("f", "failed", "io_permanent"),
+                                        res("g", "failed", "validation"),   res("h", "failed", "unknown")};
+  EXPECT_EQ(retry_targets(own, 0), (std::vector<std::string>{"a", "c", "d"}));
+  EXPECT_EQ(retry_targets(own, 2), (std::vector<std::string>{"a", "c", "d"}));
+  EXPECT_TRUE(retry_targets(own, 3).empty());
+  EXPECT_EQ(child_outcome(own, false), "partial");
+  EXPECT_EQ(child_outcome({res("a", "succeeded"), res("b", "skipped")}, false), "succeeded");
+  EXPECT_EQ(child_outcome({res("a", "failed", "auth")}, false), "failed");
+  EXPECT_EQ(child_outcome({res("a", "succeeded")}, true), "cancelled");
+}
+
+TEST(plan, final_status_follows_design_section_4) {
+  store::distribution_record d;
+  std::vector<std::string> targets{"a", "b", "c"};
+  std::vector<store::finalized_child> kids{{"j1", "partial", true}};
+  auto verdict = [&](std::vector<store::target_result> rs) {
+    return final_status(d, kids, summarize(targets, outcomes(rs)), "boom");
+  };
+  EXPECT_EQ(verdict({res("a", "succeeded"), res("b", "succeeded"), res("c", "skipped")}).status, "success");
+  EXPECT_EQ(verdict({res("a", "succeeded"), res("b", "failed", "auth"), res("c", "skipped")}).status, "partial");
+  auto f = verdict({res("a", "failed", "auth"), res("b", "failed", "auth"), res("c", "skipped")});
+  EXPECT_EQ(f.status, "failed");
+  EXPECT_EQ(f.error, "all 2 targets failed: boom");
+  EXPECT_EQ(verdict({res("a", "skipped"), res("b", "skipped"), res("c", "skipped")}).status, "failed");
+  d.fail_fast_fired = true;
+  EXPECT_EQ(verdict({res("a", "succeeded"), res("b", "succeeded"), res("c", "succeeded")}).error,
+            "stopped: failure budget exceeded");
+  d.fail_fast_fired = false;
+  kids = {{"j1", "cancelled", true}, {"j2", "cancelled", true}};
+  EXPECT_EQ(verdict({res("a", "cancelled")}).status, "cancelled");
+  EXPECT_TRUE(over_failure_budget(1, 10, 0.0));
+  EXPECT_FALSE(over_failure_budget(1, 10, 0.1));
+  EXPECT_TRUE(over_failure_budget(2, 10, 0.1));
+}
+
+}  // namespace
+}  // namespace certfleet::distribution

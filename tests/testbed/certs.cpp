@@ -1,0 +1,136 @@
+#include "certs.hpp"
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <memory>
+#include <stdexcept>
+
+namespace testbed {
+namespace {
+
+template <auto fn>
+struct deleter {
+  template <class T>
+  void operator()(T* p) const { fn(p); }
+};
+using bio_ptr = std::unique_ptr<BIO, deleter<BIO_free_all>>;
+using pkey_ptr = std::unique_ptr<EVP_PKEY, deleter<EVP_PKEY_free>>;
+using x509_ptr = std::unique_ptr<X509, deleter<X509_free>>;
+
+[[noreturn]] void fail(const std::string& what) {
+  char buf[256] = {};
+  ERR_error_string_n(ERR_get_error(), buf, sizeof buf);
+  ERR_clear_error();
+  throw std::runtime_error("make_certificate: " + what + ": " + buf);
+}
+
+void check(bool ok, const char* what) {
+  if (!ok) fail(what);
+}
+
+std::string bio_text(BIO* b) {
+  char* data = nullptr;
+  long n = BIO_get_mem_data(b, &data);
+  return std::string(data, static_cast<std::size_t>(n));
+}
+
+pkey_ptr make_key(const std::string& type) {
+  EVP_PKEY* k = nullptr;
+  if (type == "ec") k = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
+  else if (type == "ed25519") k = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
+  else throw std::runtime_error("make_certificate: key_type must be \"ec\" or \"ed25519\", not \"" + type + "\"");
+  check(k != nullptr, "key generation");
+  return pkey_ptr(k);
+}
+
+void set_time(ASN1_TIME* t, std::int64_t ms) {
+  // Floor to seconds so a not_after of "now - 1 ms" is still in the past.
+  std::int64_t s = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+  check(ASN1_TIME_set(t, static_cast<time_t>(s)) != nullptr, "validity time");
+}
+
+void add_ext(X509* cert, X509V3_CTX* ctx, int nid, const std::string& value) {
+  X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, ctx, nid, value.c_str());
+  check(ext != nullptr, "extension");
+  int ok = X509_add_ext(cert, ext, -1);
+  X509_EXTENSION_free(ext);
+  check(ok == 1, "add extension");
+}
+
+}  // namespace
+
+pem_cert make_certificate(const cert_spec& spec) {
+  pkey_ptr key = make_key(spec.key_type);
+
+  // The issuer (for a chain) or the new certificate itself (self-signed) signs.
+  x509_ptr issuer_cert;
+  pkey_ptr issuer_key;
+  if (spec.issuer) {
+    bio_ptr cb(BIO_new_mem_buf(spec.issuer->cert_pem.data(), static_cast<int>(spec.issuer->cert_pem.size())));
+    issuer_cert.reset(PEM_read_bio_X509(cb.get(), nullptr, nullptr, nullptr));
+    bio_ptr kb(BIO_new_mem_buf(spec.issuer->key_pem.data(), static_cast<int>(spec.issuer->key_pem.size())));
+    issuer_key.reset(PEM_read_bio_PrivateKey(kb.get(), nullptr, nullptr, nullptr));
+    check(issuer_cert && issuer_key, "issuer PEM");
+  }
+
+  x509_ptr cert(X509_new());
+  check(cert != nullptr, "X509_new");
+  check(X509_set_version(cert.get(), X509_VERSION_3) == 1, "version");
+  // Random positive 63-bit serial: distinct certificates with the same name stay distinct.
+  std::uint64_t serial = 0;
+  check(RAND_bytes(reinterpret_cast<unsigned char*>(&serial), sizeof serial) == 1, "serial");
+  check(ASN1_INTEGER_set_uint64(X509_get_serialNumber(cert.get()), (serial >> 1) | 1) == 1, "serial");
+  set_time(X509_getm_notBefore(cert.get()), spec.not_before_ms);
+  set_time(X509_getm_notAfter(cert.get()), spec.not_after_ms);
+  check(X509_set_pubkey(cert.get(), key.get()) == 1, "public key");
+
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  check(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
+                                   reinterpret_cast<const unsigned char*>(spec.common_name.c_str()), -1, -1, 0) == 1,
+        "common name");
+  check(X509_set_issuer_name(cert.get(), issuer_cert ? X509_get_subject_name(issuer_cert.get()) : name) == 1, "issuer name");
+
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, issuer_cert ? issuer_cert.get() : cert.get(), cert.get(), nullptr, nullptr, 0);
+  if (spec.is_ca) {
+    add_ext(cert.get(), &ctx, NID_basic_constraints, "critical,CA:TRUE");
+    add_ext(cert.get(), &ctx, NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature");
+  } else {
+    add_ext(cert.get(), &ctx, NID_basic_constraints, "critical,CA:FALSE");
+    add_ext(cert.get(), &ctx, NID_key_usage, "critical,digitalSignature");
+    add_ext(cert.get(), &ctx, NID_ext_key_usage, "serverAuth,clientAuth");
+  }
+  add_ext(cert.get(), &ctx, NID_subject_key_identifier, "hash");
+  if (issuer_cert) add_ext(cert.get(), &ctx, NID_authority_key_identifier, "keyid:always");
+  if (!spec.dns_sans.empty()) {
+    std::string sans;
+    for (const auto& d : spec.dns_sans) sans += (sans.empty() ? "DNS:" : ",DNS:") + d;
+    add_ext(cert.get(), &ctx, NID_subject_alt_name, sans);
+  }
+
+  EVP_PKEY* signer = issuer_key ? issuer_key.get() : key.get();
+  // Ed25519 signs the message itself: no separate digest.
+  const EVP_MD* md = EVP_PKEY_get_id(signer) == EVP_PKEY_ED25519 ? nullptr : EVP_sha256();
+  check(X509_sign(cert.get(), signer, md) > 0, "sign");
+
+  pem_cert out;
+  bio_ptr cb(BIO_new(BIO_s_mem()));
+  check(PEM_write_bio_X509(cb.get(), cert.get()) == 1, "write certificate");
+  out.cert_pem = bio_text(cb.get());
+  bio_ptr kb(BIO_new(BIO_s_mem()));
+  int ok = spec.traditional_key && spec.key_type == "ec"
+               ? PEM_write_bio_PrivateKey_traditional(kb.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr)
+               : PEM_write_bio_PrivateKey(kb.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr);
+  check(ok == 1, "write key");
+  out.key_pem = bio_text(kb.get());
+  return out;
+}
+
+}  // namespace testbed

@@ -1,0 +1,35 @@
+#pragma once
+// X.509 test certificates made in-process with OpenSSL (no CLI, a few ms each): CA → intermediate
+// → leaf chains, expired leaves, chosen validity windows, keys that belong to another certificate.
+// Throws std::runtime_error when OpenSSL fails: a broken test set-up, not a case to test.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace testbed {
+
+struct pem_cert {
+  std::string cert_pem;  // "-----BEGIN CERTIFICATE-----…"
+  std::string key_pem;   // unencrypted PKCS#8 ("BEGIN PRIVATE KEY"), or traditional when asked
+};
+
+inline std::int64_t unix_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct cert_spec {
+  std::string common_name = "test.example";
+  std::vector<std::string> dns_sans = {};                    // subjectAltName DNS entries
+  std::int64_t not_before_ms = unix_now_ms() - 3600'000;     // unix ms (X.509 keeps whole seconds)
+  std::int64_t not_after_ms = unix_now_ms() + 90LL * 86400'000;
+  std::string key_type = "ec";                               // "ec" (P-256) or "ed25519"
+  const pem_cert* issuer = nullptr;                          // nullptr: self-signed
+  bool is_ca = false;                                        // basicConstraints CA:TRUE + keyCertSign
+  bool traditional_key = false;                              // "BEGIN EC PRIVATE KEY" instead of PKCS#8
+};
+
+pem_cert make_certificate(const cert_spec& spec);
+
+}  // namespace testbed
