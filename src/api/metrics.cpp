@@ -72,6 +72,27 @@ std::string api_metrics::render(const snapshot& s) const {
   head(out, "certfleet_store_up", "gauge", "Whether the last store reads for this scrape succeeded (1) or not (0).");
   out += fmt::format("certfleet_store_up {}\n", s.store_ok ? 1 : 0);
 
+  if (s.scheduler_leader >= 0) {
+    head(out, "certfleet_scheduler_leader", "gauge", "Whether this process's scheduler holds the leader lease (1) or not (0).");
+    out += fmt::format("certfleet_scheduler_leader {}\n", s.scheduler_leader);
+    head(out, "certfleet_scheduler_epoch", "gauge", "The leader lease's fencing epoch as this process last saw it.");
+    out += fmt::format("certfleet_scheduler_epoch {}\n", s.scheduler_epoch);
+  }
+  if (s.certificates_expiring_soon >= 0) {
+    head(out, "certfleet_certificates_expiring_soon", "gauge",
+         "Certificates whose not_after is within the largest certificate_expiry_thresholds_days, not yet expired.");
+    out += fmt::format("certfleet_certificates_expiring_soon {}\n", s.certificates_expiring_soon);
+    head(out, "certfleet_certificates_expired", "gauge", "Certificates past their not_after.");
+    out += fmt::format("certfleet_certificates_expired {}\n", s.certificates_expired);
+  }
+  if (s.distributions_running >= 0) {
+    head(out, "certfleet_distributions_running", "gauge", "Distributions with a run in progress.");
+    out += fmt::format("certfleet_distributions_running {}\n", s.distributions_running);
+    head(out, "certfleet_distributions_running_long", "gauge",
+         "Distributions whose current run started more than an hour ago and has not finished.");
+    out += fmt::format("certfleet_distributions_running_long {}\n", s.distributions_running_long);
+  }
+
   head(out, "certfleet_jobs", "gauge", "Jobs in the store by status and type.");
   for (const auto& c : s.jobs)
     out += fmt::format("certfleet_jobs{{status=\"{}\",type=\"{}\"}} {}\n", escape_label(c.status), escape_label(c.type),

@@ -45,6 +45,12 @@ class api_metrics {
     std::size_t connections = 0;
     time_ms now = 0;
     bool store_ok = true;
+    int scheduler_leader = -1;  // -1: no scheduler in this process
+    std::int64_t scheduler_epoch = 0;
+    std::int64_t certificates_expiring_soon = -1;  // -1: not read
+    std::int64_t certificates_expired = 0;
+    std::int64_t distributions_running = -1;
+    std::int64_t distributions_running_long = 0;
   };
   std::string render(const snapshot& s) const;
 

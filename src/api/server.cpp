@@ -7,12 +7,14 @@
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/core/settings.hpp"
+#include "certfleet/delivery/egress.hpp"
 #include "certfleet/distribution/service.hpp"
 #include "certfleet/queue/job_view.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/store.hpp"
+#include "certfleet/store/catalog.hpp"
 #include "log_hub.hpp"
 #include "metrics.hpp"
 
@@ -159,6 +161,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
   unsigned short bound_port = 0;
   bool stopping = false;
   const queue::worker* worker = nullptr;
+  std::function<std::pair<bool, std::int64_t>()> scheduler_probe;
   log_hub hub;
   api_metrics metrics;
   distribution::service catalog;
@@ -444,6 +447,38 @@ struct server::impl : std::enable_shared_from_this<impl> {
       s.worker = &worker->stats();
       s.worker_running = worker->running();
     }
+    if (scheduler_probe) {
+      auto [leader, epoch] = scheduler_probe();
+      s.scheduler_leader = leader ? 1 : 0;
+      s.scheduler_epoch = epoch;
+    }
+    {
+      (void)co_await setting_int("jobs_page_size_default");  // refreshes the cached system settings
+      auto thresholds = parse_expiry_thresholds(system_settings.text("certificate_expiry_thresholds_days"));
+      const time_ms window = (thresholds ? thresholds->front() : 30) * 86'400'000LL;
+      const time_ms now = s.now;
+      auto counts = std::make_shared<std::array<std::int64_t, 4>>();
+      store::read_fn fn = [counts, now, window](store::catalog_read& rd) -> result<void> {
+        auto certs = rd.certificates_expiring(now + window, 1'000'000);
+        if (!certs) return std::move(certs).error();
+        for (const auto& c : *certs) ++(*counts)[c.not_after <= now ? 1 : 0];
+        auto running = rd.distributions_in_status("running", 100'000);
+        if (!running) return std::move(running).error();
+        (*counts)[2] = static_cast<std::int64_t>(running->size());
+        for (const auto& d : *running)
+          if (d.run_started_at < now - 3'600'000) ++(*counts)[3];
+        return {};
+      };
+      auto r = co_await timed("catalog_gauges", st.catalog().read(std::move(fn)));
+      if (r) {
+        s.certificates_expiring_soon = (*counts)[0];
+        s.certificates_expired = (*counts)[1];
+        s.distributions_running = (*counts)[2];
+        s.distributions_running_long = (*counts)[3];
+      } else {
+        s.store_ok = false;
+      }
+    }
     s.ws_subscribers = hub.subscribers();
     s.ws_watched_jobs = hub.watched_jobs();
     s.connections = conns.size();
@@ -624,6 +659,11 @@ struct server::impl : std::enable_shared_from_this<impl> {
 
   asio::awaitable<reply> put_settings(const caller& c, const std::string& body) {
     auto values = parse_settings_body(body);
+    // The egress allow-list has a grammar of its own (CIDRs, names): refuse a bad one now, not at
+    // the first notification.
+    if (values)
+      if (auto it = values->find("egress_allow_list"); it != values->end())
+        if (auto e = delivery::parse_egress_allow_list(it->second); !e) values = std::move(e).error();
     if (!values) {
       boost::json::object d;
       d["message"] = values.error().message;
@@ -1073,6 +1113,9 @@ result<std::string> server::start() { return impl_->start(); }
 asio::awaitable<void> server::stop() { return impl_->stop(); }
 unsigned short server::port() const { return impl_->bound_port; }
 void server::attach_worker(const queue::worker* w) { impl_->worker = w; }
+void server::attach_scheduler_probe(std::function<std::pair<bool, std::int64_t>()> probe) {
+  impl_->scheduler_probe = std::move(probe);
+}
 
 queue::log_publisher server::log_publisher() {
   std::weak_ptr<impl> w = impl_;

@@ -109,7 +109,9 @@ result<kek> prepare_store(store::store& st, const settings_map& s) {
   if (auto ok = check_key_matches(f->fingerprint, static_cast<std::uint64_t>(f->sealed), loaded ? &*loaded : nullptr, path);
       !ok)
     return std::move(ok).error();
+  bool created = false;
   if (!loaded) {
+    created = true;
     auto k = create_key_file(path);
     // Another process starting on the same data directory may have created it first.
     if (!k && std::filesystem::exists(path, ec)) k = load_key_file(path);
@@ -117,13 +119,16 @@ result<kek> prepare_store(store::store& st, const settings_map& s) {
     loaded.emplace(std::move(*k));
     spdlog::info("created the key-encryption key file {} (mode 0600): back it up with the store", path.string());
   }
-  if (!f->fingerprint) {
+  // A new key (nothing was sealed under the old one) replaces whatever fingerprint was recorded.
+  if (!f->fingerprint || (created && *f->fingerprint != loaded->fingerprint())) {
     auto fp = loaded->fingerprint();
     auto w = run_sync([&] {
-      return st.catalog().transact([fp](store::catalog_tx& tx) -> result<void> {
+      return st.catalog().transact([fp, created](store::catalog_tx& tx) -> result<void> {
         auto cur = tx.meta("kek_fingerprint");
         if (!cur) return std::move(cur).error();
-        if (*cur && **cur != fp)
+        auto sealed = tx.count_sealed();
+        if (!sealed) return std::move(sealed).error();
+        if (*cur && **cur != fp && (!created || *sealed > 0))
           return make_error(errc::config_invalid, "another process recorded a different key-encryption key for this store "
                                                   "at the same time: check the key_file settings of both",
                             "key_file");
@@ -236,6 +241,7 @@ int serve(const settings_map& settings) {
     so.interval_ms = settings.integer("scheduler_interval_ms");
     sched = std::make_unique<scheduler::scheduler>(ioc.get_executor(), store, queue, clock, so);
     sched->start();
+    http.attach_scheduler_probe([s = sched.get()] { return std::pair{s->stats().leader, s->stats().epoch}; });
   }
 
   std::cout << fmt::format("certfleet {} serving: mode={} data={} store={}", CERTFLEET_VERSION, mode, data.string(),

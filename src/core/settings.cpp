@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <sstream>
@@ -16,7 +17,7 @@ namespace {
 using S = setting_scope;
 using T = setting_type;
 
-constexpr std::array<setting_def, 23> table{{
+constexpr std::array<setting_def, 24> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -58,6 +59,8 @@ constexpr std::array<setting_def, 23> table{{
     {"jobs_page_size_default", T::integer, S::system, 1, 200, "25", "", "Job list page size when none is asked."},
     {"job_retry_per_minute", T::integer, S::system, 1, 10'000, "20", "",
      "Manual job retries one project may make per minute."},
+    {"certificate_expiry_thresholds_days", T::string, S::system, 0, 0, "30,14,7,1", "",
+     "Days before not_after at which a certificate.expiring notification is sent (comma-separated, 1-3650, at most 10); the largest is the expiring-soon window."},
     {"egress_allow_list", T::string, S::system, 0, 0, "", "",
      "CIDRs and host names that webhook/notification destinations may use (comma-separated); empty refuses all."},
 }};
@@ -76,6 +79,31 @@ std::string upper(std::string_view s) {
 }  // namespace
 
 std::span<const setting_def> all_settings() noexcept { return table; }
+
+result<std::vector<std::int64_t>> parse_expiry_thresholds(std::string_view value) {
+  std::vector<std::int64_t> out;
+  auto bad = [&] {
+    return make_error(errc::invalid_argument,
+                      fmt::format("certificate_expiry_thresholds_days must be 1 to 10 comma-separated day counts from 1 "
+                                  "to 3650, like 30,14,7,1 (got \"{}\")", value.substr(0, 100)),
+                      "certificate_expiry_thresholds_days");
+  };
+  while (!value.empty()) {
+    auto comma = value.find(',');
+    auto part = value.substr(0, comma);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+    std::int64_t d = 0;
+    if (!parse_int(part, d) || d < 1 || d > 3650) return bad();
+    out.push_back(d);
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  if (out.empty() || out.size() > 10) return bad();
+  std::sort(out.begin(), out.end(), std::greater<>());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 const setting_def* find_setting(std::string_view name) noexcept {
   for (const auto& d : table)
@@ -120,6 +148,13 @@ result<std::string> validate_setting(const setting_def& def, std::string_view va
       }
       if (def.name == "data" && value.empty())
         return make_error(errc::invalid_argument, "data must not be empty", "data");
+      if (def.name == "certificate_expiry_thresholds_days") {
+        auto days = parse_expiry_thresholds(value);
+        if (!days) return std::move(days).error();
+        std::string canon;
+        for (auto d : *days) canon += (canon.empty() ? "" : ",") + std::to_string(d);
+        return canon;
+      }
       return std::string(value);
   }
   return std::string(value);

@@ -210,6 +210,31 @@ boost::json::object certificate_view(const store::catalog_object& o) {
   return v;
 }
 
+expiry_step plan_expiry(const certificate_doc& d, time_ms now, const std::vector<std::int64_t>& thresholds) {
+  expiry_step s;
+  auto notified = [&](std::int64_t t) {
+    return std::find(d.notified_days.begin(), d.notified_days.end(), t) != d.notified_days.end();
+  };
+  if (d.not_after <= now) {
+    s.mark_expired = !d.expired;
+    if (!notified(0)) {
+      s.newly_crossed.push_back(0);
+      s.notify_days = 0;
+    }
+    return s;
+  }
+  constexpr time_ms day = 86'400'000;
+  for (auto t : thresholds) {  // largest first: the last one crossed is the tightest
+    if (d.not_after - now > t * day) continue;
+    s.expiring_soon = true;
+    if (!notified(t)) {
+      s.newly_crossed.push_back(t);
+      s.notify_days = t;
+    }
+  }
+  return s;
+}
+
 // ---- credentials --------------------------------------------------------------------------
 
 result<new_credential> parse_credential_request(std::string_view body) {
@@ -234,6 +259,7 @@ result<new_credential> parse_credential_request(std::string_view body) {
     auto info = delivery::parse_ssh_private_key(*pem, *pass);
     if (!info) return std::move(info).error();
     c.public_key_fingerprint = info->fingerprint;
+    c.public_key = info->public_line;
     c.key_type = info->type;
     c.secret.private_key_pem = std::move(*pem);
     c.secret.passphrase = std::move(*pass);
@@ -257,6 +283,7 @@ result<store::catalog_object> make_credential_object(const new_credential& c, co
   json::object doc{{"kind", c.kind}};
   if (!c.public_key_fingerprint.empty()) {
     doc["public_key_fingerprint"] = c.public_key_fingerprint;
+    doc["public_key"] = c.public_key;
     doc["key_type"] = c.key_type;
   }
   o.doc = json::serialize(doc);
@@ -290,7 +317,7 @@ result<credential_secret> open_credential(const kek& key, const store::catalog_o
 boost::json::object credential_view(const store::catalog_object& o) {
   auto v = base_view(o);
   auto d = parse_doc(o);
-  for (const char* k : {"kind", "public_key_fingerprint", "key_type"})
+  for (const char* k : {"kind", "public_key_fingerprint", "public_key", "key_type"})
     if (auto* p = d.if_contains(k)) v[k] = *p;
   return v;
 }

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -222,9 +223,16 @@ class named_lock {
       if (l && l->held) {
         epoch_ = l->epoch;
         held_ = true;
+        renewed_at_ = ctx_.clock().now_ms();
         co_return true;
       }
       if (ctx_.interrupted() != queue::interrupt_reason::none) co_return false;
+      // The holder is "job:fence". A holder whose attempt is over (its worker died and the job
+      // was reaped, or retried with a new fence) will never release it: take it over now.
+      if (l && co_await holder_gone(l->holder)) {
+        (void)co_await ctx_.store().leases().release(name_, l->holder, l->epoch);
+        continue;
+      }
       if (!logged_wait && l) {
         logged_wait = true;
         co_await ctx_.log("info", fmt::format("waiting for the lock {} held by job {}", name_, l->holder));
@@ -232,6 +240,30 @@ class named_lock {
       asio::steady_timer t(co_await asio::this_coro::executor, opt_.lock_poll);
       co_await t.async_wait(asio::use_awaitable);
     }
+  }
+
+  asio::awaitable<bool> holder_gone(std::string holder) {
+    auto colon = holder.rfind(':');
+    if (colon == std::string::npos) co_return false;
+    std::string job_id = holder.substr(0, colon);
+    std::int64_t fence = std::atoll(holder.c_str() + colon + 1);
+    auto gone = std::make_shared<bool>(false);
+    store::tx_fn fn = [job_id, fence, gone](store::catalog_tx& tx) -> result<void> {
+      auto j = tx.get_job(job_id);
+      *gone = !j || j->fence != fence || j->status != store::job_status::active;
+      return {};
+    };
+    auto r = co_await ctx_.store().catalog().transact(std::move(fn));
+    co_return r && *gone;
+  }
+
+  // Extends the lock while the job holds it, at most every ttl/3 (a long run keeps it).
+  asio::awaitable<void> renew_if_due() {
+    auto now = ctx_.clock().now_ms();
+    if (!held_ || now - renewed_at_ < opt_.lock_ttl.count() / 3) co_return;
+    renewed_at_ = now;
+    auto l = co_await ctx_.store().leases().acquire(name_, holder_, now, opt_.lock_ttl.count());
+    if (l && !l->held) spdlog::warn("job {}: lost the lock {} to {}", ctx_.job().id, name_, l->holder);
   }
 
   asio::awaitable<void> release() {
@@ -246,6 +278,7 @@ class named_lock {
   std::string holder_;
   const engine_options& opt_;
   std::int64_t epoch_ = 0;
+  time_ms renewed_at_ = 0;
   bool held_ = false;
 };
 
@@ -402,6 +435,7 @@ asio::awaitable<outcome> run_distribution(job_context& ctx, std::shared_ptr<cons
             const auto& t = in.targets[st.next++];
             const delivery::egress_policy* policy = egress ? &*egress : nullptr;
             co_await deliver_target(ctx, *plan, in, t, *opt, policy, st, total);
+            if (dist_lock) co_await dist_lock->renew_if_due();
           }
         },
         [&](std::exception_ptr e) {
@@ -510,6 +544,7 @@ void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_
   r.add("distribution_execute", [options](job_context& ctx) { return run_distribution(ctx, options); }, validate);
   r.add("distribution_rollback", [options](job_context& ctx) { return run_distribution(ctx, options); }, validate);
   r.add("notification.send", [options](job_context& ctx) { return send_notification(ctx, options); });
+  register_expiration_check(r);
 }
 
 asio::awaitable<result<int>> reconcile(store::store& st, const clock_source& clock, int limit) {

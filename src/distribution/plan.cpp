@@ -178,9 +178,12 @@ final_verdict final_status(const store::distribution_record& d, const std::vecto
   if (all_cancelled || d.cancel_requested) return {"cancelled", "cancelled on request"};
   if (d.fail_fast_fired) return {"failed", "stopped: failure budget exceeded"};
   auto non_skipped = s.targets - s.skipped;
-  if (s.succeeded == 0)
-    return {"failed", non_skipped == 0 ? std::string("no target left to deliver to (all were deleted)")
-                                       : fmt::format("all {} targets failed: {}", non_skipped, first_error)};
+  if (s.succeeded == 0) {
+    if (non_skipped == 0) return {"failed", "no target left to deliver to (all were deleted)"};
+    if (s.cancelled + s.pending == 0) return {"failed", fmt::format("all {} targets failed: {}", non_skipped, first_error)};
+    return {"failed", fmt::format("no target succeeded ({} failed, {} cancelled){}{}", s.failed, s.cancelled + s.pending,
+                                  first_error.empty() ? "" : ": ", first_error)};
+  }
   if (s.succeeded == non_skipped) return {"success", ""};
   return {"partial", fmt::format("{} of {} targets failed, {} cancelled", s.failed, non_skipped, s.cancelled)};
 }

@@ -141,7 +141,8 @@ result<bool> try_complete(store::catalog_tx& tx, store::distribution_record& d, 
     }
   auto verdict = final_status(d, *children, summary, first_error);
   d.status = verdict.status;
-  d.error = verdict.error;
+  // A reason set during the run (the canary's verdict) stays in front of the summary.
+  d.error = d.error.empty() || verdict.status == "success" ? verdict.error : d.error + "; " + verdict.error;
   d.run_finished_at = now;
   d.updated_at = now;
   crash_point("distribution_before_final");
@@ -186,7 +187,10 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
       r.error = "cancelled before this target was delivered";
     } else {
       r.status = "failed";
-      r.error_class = "worker_lost";
+      // A lost lease is transient (another worker can do it); a job that failed on its own before
+      // reaching the target (its certificate gone, a secret that does not open) is not.
+      bool lost = job.error.empty() || job.error.find("lease") != std::string::npos;
+      r.error_class = lost ? "worker_lost" : "unknown";
       r.error = job.error.empty() ? "the job ended before this target got a result" : job.error;
     }
     if (auto a = tx.add_result(r); !a) return a;
@@ -230,7 +234,7 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
         if (auto r = stop_children(tx, d, now); !r) return r;
       }
     }
-    if (!stopping && !cancelled && (outcome == "failed" || outcome == "partial")) {
+    if (!stopping && !d.fail_fast_fired && !cancelled && (outcome == "failed" || outcome == "partial")) {
       auto again = retry_targets(own, plan->retry_attempt);
       if (!again.empty()) {
         job_plan next;

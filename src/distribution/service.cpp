@@ -47,7 +47,8 @@ json::object result_view(const store::target_result& r) {
   return o;
 }
 
-// A kind's missing referenced object is bad input naming the field that referenced it.
+// A kind's missing referenced object is bad input naming the field that referenced it. A webhook
+// signing secret must be a password credential: anything else would send unsigned requests.
 result<void> check_ref(store::catalog_read& rd, const std::string& project, std::string_view kind,
                        const std::string& id, std::string field) {
   if (id.empty()) return {};
@@ -57,6 +58,10 @@ result<void> check_ref(store::catalog_read& rd, const std::string& project, std:
       return make_error(errc::invalid_argument, fmt::format("unknown {} {}", kind, id), std::move(field));
     return std::move(o).error();
   }
+  if (field.find("secret_credential_id") != std::string::npos && o->doc.find(R"("kind":"password")") == std::string::npos)
+    return make_error(errc::invalid_argument,
+                      fmt::format("credential {} is not a password credential: a webhook secret must be one", id),
+                      std::move(field));
   return {};
 }
 

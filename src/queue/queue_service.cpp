@@ -84,7 +84,7 @@ store::task<store::job_record> queue_service::retry(std::string project_id, std:
   if (job && (job->type == "distribution_execute" || job->type == "distribution_rollback"))
     co_return make_error(errc::conflict,
                          fmt::format("job {} belongs to distribution {}: use POST /api/v1/projects/{{p}}/distributions/{}"
-                                     "/retry-failed (or `certfleet distributions retry-failed`) instead",
+                                     "/retry-failed instead (it opens a new run over the failed targets)",
                                      id, job->distribution_id, job->distribution_id),
                          "retry-failed");
   auto out = co_await store_.jobs().retry(std::move(project_id), std::move(id), clock_.now_ms(), retry_per_minute_);

@@ -14,14 +14,18 @@
 #include <array>
 #include <chrono>
 
+#include "certfleet/distribution/engine.hpp"
+
 namespace certfleet::scheduler {
 
 namespace asio = boost::asio;
 inline constexpr std::string_view lease_name = "scheduler";
 
 namespace {
-constexpr std::array<sweep_def, 2> sweeps{{
+constexpr std::array<sweep_def, 3> sweeps{{
     {"lost_leases", "active jobs past their lease with no attempts left become dead (terminal hooks run)"},
+    {"fanout_reconcile", "reports finished distribution children missing from their run's count and completes runs "
+                         "whose batches have all reported"},
     {"retention", "completed and cancelled jobs (and their logs) older than job_retention_s are deleted in batches"},
 }};
 }  // namespace
@@ -90,6 +94,17 @@ struct scheduler::impl : std::enable_shared_from_this<impl> {
       auto out = co_await q.enqueue(std::move(r), queue::caller::system);
       if (!out) spdlog::warn("scheduler: enqueue of sweep {} failed: {}", sw.name, out.error().message);
       else if (out->created) ++stats.sweeps_enqueued;
+    }
+    // The expiration check, once per hour whatever the cycle: a restart within the hour finds
+    // the hour's key taken.
+    if (clock.now_ms() < lease->expires_at) {
+      queue::enqueue_request r;
+      r.project_id = system_project;
+      r.type = "certificate_expiration_check";
+      r.idempotency_key = fmt::format("exp_check:{}", now / 3'600'000);
+      r.triggered_by = "scheduler:" + opt.holder_id;
+      auto out = co_await q.enqueue(std::move(r), queue::caller::system);
+      if (!out) spdlog::warn("scheduler: enqueue of certificate_expiration_check failed: {}", out.error().message);
     }
   }
 
@@ -162,6 +177,13 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms) {
             if (*n < 500) break;
           }
           co_await ctx.log("info", fmt::format("lost_leases: {} expired jobs with no attempts left are now dead", total));
+          co_return queue::outcome::ok();
+        }
+        if (*name == "fanout_reconcile") {
+          auto n = co_await distribution::reconcile(ctx.store(), ctx.clock());
+          if (!n) co_return queue::outcome::failure(n.error().message);
+          auto line = fmt::format("fanout_reconcile: {} distribution runs reported or completed", *n);
+          co_await ctx.log("info", std::move(line));
           co_return queue::outcome::ok();
         }
         if (*name == "retention") {

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -71,6 +72,8 @@ class server {
 
   // Worker counters for /metrics, when a worker runs in this process.
   void attach_worker(const queue::worker* w);
+  // Leader state (held, epoch) for /metrics, when a scheduler runs in this process.
+  void attach_scheduler_probe(std::function<std::pair<bool, std::int64_t>()> probe);
   // Give to worker::set_log_publisher: the in-process hub of the live log stream.
   queue::log_publisher log_publisher();
 

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace certfleet {
 
@@ -36,6 +37,9 @@ std::string settings_reference_markdown();
 
 // The canonical text of a valid value, or invalid_argument naming the setting and its range.
 result<std::string> validate_setting(const setting_def& def, std::string_view value);
+
+// certificate_expiry_thresholds_days: day counts, largest first, unique.
+result<std::vector<std::int64_t>> parse_expiry_thresholds(std::string_view value);
 
 // Setting values by name; every known setting has a value (its default when unset).
 class settings_map {

@@ -11,6 +11,7 @@
 
 #include <boost/json/value.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,18 @@ result<std::string> open_certificate_key(const kek& key, const store::catalog_ob
 // The API view: {id, name, subject, sans[], not_after, fingerprint_sha256, …} — never the key.
 boost::json::object certificate_view(const store::catalog_object& o);
 
+// What the expiration check does with one certificate (pure): mark it expired, record the
+// thresholds it has now crossed, and send at most one notification (the tightest threshold newly
+// crossed, or the expiry itself), never one it sent before.
+struct expiry_step {
+  bool mark_expired = false;
+  bool expiring_soon = false;             // within the largest threshold, not expired
+  std::vector<std::int64_t> newly_crossed;  // to add to notified_days (0 = expired)
+  std::optional<std::int64_t> notify_days;  // the notification to send: days threshold, 0 = expired
+};
+// `thresholds`: largest first.
+expiry_step plan_expiry(const certificate_doc& d, time_ms now, const std::vector<std::int64_t>& thresholds);
+
 // ---- credentials --------------------------------------------------------------------------
 
 struct credential_secret {
@@ -61,6 +74,7 @@ struct new_credential {
   std::string name;
   std::string kind;  // ssh_key | password
   std::string public_key_fingerprint;
+  std::string public_key;  // "type base64": what the targets' authorized_keys need
   std::string key_type;
   credential_secret secret;
 };

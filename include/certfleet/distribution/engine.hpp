@@ -46,6 +46,13 @@ struct engine_options {
 // distribution_execute, distribution_rollback and notification.send.
 void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_options> options);
 
+// certificate_expiration_check (DESIGN §3 type table; issue: expiration checks).
+struct expiry_report {
+  std::int64_t examined = 0, expiring_soon = 0, expired_marked = 0, notifications = 0;
+};
+boost::asio::awaitable<result<expiry_report>> check_expirations(store::store& st, time_ms now);
+void register_expiration_check(queue::handler_registry& r);
+
 // The backup name of a run on a target ([A-Za-z0-9._-]).
 std::string run_backup_id(std::string_view distribution_id, std::int64_t run_no);
 

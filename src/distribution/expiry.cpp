@@ -1,0 +1,135 @@
+// certificate_expiration_check: marks expired certificates and sends each certificate's
+// expiry notifications once per threshold crossed. Each certificate is one transaction: its
+// document (expired, notified_days) and its notification jobs commit together, and the
+// notification keys make a repeat harmless.
+#include "certfleet/core/settings.hpp"
+#include "certfleet/distribution/catalog.hpp"
+#include "certfleet/distribution/engine.hpp"
+#include "certfleet/queue/job_types.hpp"
+#include "certfleet/store/auth.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace certfleet::distribution {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+namespace {
+
+// The channels of a project's rules for `event`.
+result<std::set<std::string>> channels_for(store::catalog_read& rd, const std::string& project, std::string_view event) {
+  auto rules = rd.list_objects(project, store::kind_rule, 1, 1000);
+  if (!rules) return std::move(rules).error();
+  std::set<std::string> out;
+  for (const auto& r : rules->items) {
+    boost::system::error_code ec;
+    auto doc = json::parse(r.doc, ec);
+    if (ec || !doc.is_object()) continue;
+    auto* ev = doc.as_object().if_contains("event");
+    if (ev && ev->is_string() && ev->as_string() == event) out.insert(r.ref_id);
+  }
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<result<expiry_report>> check_expirations(store::store& st, time_ms now) {
+  settings_map settings;
+  if (auto s = co_await st.auth().system_settings(); s)
+    for (const auto& [k, v] : *s) (void)settings.set(k, v);
+  auto thresholds = parse_expiry_thresholds(settings.text("certificate_expiry_thresholds_days"));
+  if (!thresholds) co_return std::move(thresholds).error();
+  const time_ms window = thresholds->front() * 86'400'000LL;
+
+  auto certs = std::make_shared<std::vector<store::catalog_object>>();
+  store::read_fn read = [certs, now, window](store::catalog_read& rd) -> result<void> {
+    auto c = rd.certificates_expiring(now + window, 100'000);
+    if (!c) return std::move(c).error();
+    *certs = std::move(*c);
+    return {};
+  };
+  if (auto r = co_await st.catalog().read(std::move(read)); !r) co_return std::move(r).error();
+
+  expiry_report report;
+  for (const auto& cert : *certs) {
+    auto doc = parse_certificate_doc(cert);
+    if (!doc) continue;
+    ++report.examined;
+    auto step = plan_expiry(*doc, now, *thresholds);
+    if (step.expiring_soon) ++report.expiring_soon;
+    if (!step.mark_expired && step.newly_crossed.empty()) continue;
+    auto sent = std::make_shared<int>(0);
+    store::tx_fn fn = [cert, step, now, sent](store::catalog_tx& tx) -> result<void> {
+      // Re-read inside the transaction: another check may have recorded these thresholds.
+      auto fresh = tx.get_object(cert.project_id, store::kind_certificate, cert.id);
+      if (!fresh) return {};  // deleted meanwhile
+      auto d = parse_certificate_doc(*fresh);
+      if (!d) return std::move(d).error();
+      bool changed = false;
+      if (step.mark_expired && !d->expired) {
+        d->expired = true;
+        changed = true;
+      }
+      bool already = step.notify_days &&
+                     std::find(d->notified_days.begin(), d->notified_days.end(), *step.notify_days) != d->notified_days.end();
+      for (auto t : step.newly_crossed)
+        if (std::find(d->notified_days.begin(), d->notified_days.end(), t) == d->notified_days.end()) {
+          d->notified_days.push_back(t);
+          changed = true;
+        }
+      if (step.notify_days && !already) {
+        std::string event = *step.notify_days == 0 ? "certificate.expired" : "certificate.expiring";
+        auto channels = channels_for(tx, cert.project_id, event);
+        if (!channels) return std::move(channels).error();
+        for (const auto& channel : *channels) {
+          auto event_id = fmt::format("{}:{}:{}", event, cert.id, *step.notify_days);
+          json::object payload{{"event_id", event_id},
+                               {"event", event},
+                               {"channel_id", channel},
+                               {"data", json::object{{"certificate_id", cert.id},
+                                                     {"name", cert.name},
+                                                     {"subject", d->subject},
+                                                     {"not_after", d->not_after},
+                                                     {"days_threshold", *step.notify_days},
+                                                     {"fingerprint_sha256", d->fingerprint_sha256}}}};
+          store::new_job j;
+          j.project_id = cert.project_id;
+          j.type = "notification.send";
+          j.lane = std::string(queue::lane_main);
+          j.payload = json::serialize(payload);
+          j.max_attempts = queue::find_job_type("notification.send")->max_attempts;
+          j.idempotency_key = fmt::format("notify:cert:{}:{}:{}", cert.id, *step.notify_days, channel);
+          j.certificate_id = cert.id;
+          j.triggered_by = "certificate_expiration_check";
+          auto e = tx.jobs().enqueue(j, now);
+          if (!e) return std::move(e).error();
+          if (e->created) ++*sent;
+        }
+      }
+      if (changed) return tx.update_object_doc(cert.id, certificate_doc_json(*d));
+      return {};
+    };
+    if (auto w = co_await st.catalog().transact(std::move(fn)); !w) co_return std::move(w).error();
+    if (step.mark_expired) ++report.expired_marked;
+    report.notifications += *sent;
+  }
+  co_return report;
+}
+
+void register_expiration_check(queue::handler_registry& r) {
+  r.add("certificate_expiration_check", [](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
+    auto rep = co_await check_expirations(ctx.store(), ctx.clock().now_ms());
+    if (!rep) co_return queue::outcome::failure(rep.error().message);
+    auto line = fmt::format("examined {} certificates: {} expiring soon, {} newly marked expired, {} notifications enqueued",
+                            rep->examined, rep->expiring_soon, rep->expired_marked, rep->notifications);
+    co_await ctx.log("info", std::move(line));
+    co_return queue::outcome::ok();
+  });
+}
+
+}  // namespace certfleet::distribution
