@@ -1,0 +1,64 @@
+// Every catalog request body (targets, credentials, distributions, channels, rules, certificates)
+// and the distribution job payload: any input gets a value or an error naming a field, never a
+// crash; an accepted target reads back through the stored-document parser.
+#include "certfleet/distribution/catalog.hpp"
+#include "certfleet/distribution/plan.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <algorithm>
+#include <string_view>
+
+using namespace certfleet;
+using namespace certfleet::distribution;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  std::string_view in(reinterpret_cast<const char*>(data + 1), size - 1);
+  auto must_name_field = [](const error& e) {
+    if (e.field.empty()) std::abort();
+  };
+  switch (data[0] % 7) {
+    case 0: {
+      auto t = parse_target_request(in);
+      if (!t) {
+        must_name_field(t.error());
+        break;
+      }
+      store::catalog_object o;
+      o.kind = "target";
+      o.doc = t->doc;
+      auto back = parse_target_doc(o);
+      if (!back || back->module != t->spec.module || back->lock_key() != t->spec.lock_key()) std::abort();
+      break;
+    }
+    case 1:
+      if (auto c = parse_credential_request(in); !c) must_name_field(c.error());
+      break;
+    case 2:
+      if (auto d = parse_distribution_request(in); !d) must_name_field(d.error());
+      else if (d->target_ids.empty() || !std::is_sorted(d->target_ids.begin(), d->target_ids.end())) std::abort();
+      break;
+    case 3:
+      if (auto c = parse_channel_request(in); !c) must_name_field(c.error());
+      break;
+    case 4:
+      if (auto r = parse_rule_request(in); !r) must_name_field(r.error());
+      break;
+    case 5:
+      if (auto c = parse_certificate_request(in, 1'800'000'000'000); !c) must_name_field(c.error());
+      break;
+    case 6: {
+      auto p = parse_payload(in);
+      if (!p) {
+        must_name_field(p.error());
+        break;
+      }
+      auto again = parse_payload(to_payload(*p));
+      if (!again || again->target_ids != p->target_ids || again->run_no != p->run_no) std::abort();
+      break;
+    }
+  }
+  return 0;
+}
