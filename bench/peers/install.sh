@@ -1,23 +1,38 @@
 #!/usr/bin/env bash
 # Installs what bench/peers needs: redis-server, PostgreSQL 15, node + npm (apt, only
-# what is missing), then the npm packages from package-lock.json. Idempotent.
+# what is missing), then the npm packages from package-lock.json; and the SSH benchmark's peers
+# (bench/run_ssh_bench.sh): pssh (parallel-ssh, parallel-scp), ansible-core, openssh-server.
+# With --ssh only the SSH ones (no node/npm). Idempotent. Benchmarks only: tests need none of it.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ssh_only=0
+if [ "${1:-}" = "--ssh" ]; then ssh_only=1; fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 missing=()
-command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
-[ -x /usr/lib/postgresql/15/bin/initdb ] || missing+=(postgresql)
-command -v node >/dev/null 2>&1 || missing+=(nodejs)
-command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v parallel-ssh >/dev/null 2>&1 || missing+=(pssh)
+command -v ansible-playbook >/dev/null 2>&1 || missing+=(ansible-core)
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+command -v ssh >/dev/null 2>&1 || missing+=(openssh-client)
+if [ "$ssh_only" -eq 0 ]; then
+  command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+  [ -x /usr/lib/postgresql/15/bin/initdb ] || missing+=(postgresql)
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
+fi
 
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "install.sh: apt-get install ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+if [ "$ssh_only" -eq 1 ]; then
+  echo "install.sh: ok (pssh $(parallel-ssh --version 2>&1 | sed -n 1p), $(ansible-playbook --version 2>/dev/null | sed -n 1p))" >&2
+  exit 0
 fi
 
 # The Debian redis-server / postgresql packages start system-wide services on port

@@ -18,6 +18,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <fcntl.h>
+#include <malloc.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -167,6 +168,10 @@ result<std::optional<std::string>> bootstrap_owner_token(store::store& store, co
 }
 
 int serve(const settings_map& settings) {
+  // glibc gives every thread that allocates its own arena and keeps freed memory in each: with
+  // the store's reader/writer threads and the cpu pool that is most of the resident size. Two
+  // arenas are plenty for one event loop and a few store threads.
+  mallopt(M_ARENA_MAX, 2);
   log::init(settings.text("log_level"));
   raise_fd_limit();
   auto st = open_store(settings);

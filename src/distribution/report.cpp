@@ -22,13 +22,6 @@ bool is_distribution_job(std::string_view type) {
   return type == "distribution_execute" || type == "distribution_rollback";
 }
 
-std::vector<store::target_result> own_results(const std::vector<store::target_result>& all, const std::string& job_id) {
-  std::vector<store::target_result> out;
-  for (const auto& r : all)
-    if (r.job_id == job_id) out.push_back(r);
-  return out;
-}
-
 void count(store::distribution_record& d, std::string_view outcome) {
   if (outcome == "succeeded") ++d.fan_out_succeeded;
   else if (outcome == "failed") ++d.fan_out_failed;
@@ -165,9 +158,9 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
   if (d.run_no != plan->run_no) return {};  // a job of an older run: its run is closed
 
   bool cancelled = job.status == store::job_status::cancelled;
-  auto all = tx.run_results(d.id, d.run_no);
-  if (!all) return std::move(all).error();
-  auto own = own_results(*all, job.id);
+  auto mine = tx.job_results(d.id, d.run_no, job.id);
+  if (!mine) return std::move(mine).error();
+  auto own = std::move(*mine);
   // Targets this job never reported: its worker died (a transient cause, retried in a wave) or
   // it was cancelled before reaching them.
   std::set<std::string> reported;

@@ -102,8 +102,14 @@ class dist_env {
   }
   json::value ok(std::string_view method, const std::string& path, const std::string& body = {}, int want = 0) {
     auto r = call(method, path, body);
-    if (want ? r.status != want : (r.status < 200 || r.status >= 300))
-      ADD_FAILURE() << method << " " << path << " -> " << r.status << " " << r.body << r.error;
+    if (want ? r.status != want : (r.status < 200 || r.status >= 300)) {
+      std::string why;
+      // No answer at all: say what became of the server processes.
+      if (r.status == 0)
+        for (auto& p : servers)
+          why += fmt::format("\n[server pid {} running={}] {}", p->pid(), p->running(), p->stderr_text().substr(0, 2000));
+      ADD_FAILURE() << method << " " << path << " -> " << r.status << " " << r.body << r.error << why;
+    }
     return r.json();
   }
 

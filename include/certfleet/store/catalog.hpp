@@ -128,6 +128,9 @@ class catalog_read {
   virtual result<std::vector<distribution_record>> distributions_in_status(std::string_view status, int limit) = 0;
   // Every result row of a run (all attempts), ordered by target, retry_attempt, fence.
   virtual result<std::vector<target_result>> run_results(std::string_view distribution_id, std::int64_t run_no) = 0;
+  // The result rows one job of a run wrote (a child's report reads only its own).
+  virtual result<std::vector<target_result>> job_results(std::string_view distribution_id, std::int64_t run_no,
+                                                         std::string_view job_id) = 0;
   // The outcome (latest result) of each target of a run, by target id.
   virtual result<std::vector<target_result>> run_outcomes(std::string_view distribution_id, std::int64_t run_no) = 0;
   virtual result<std::vector<finalized_child>> finalized_children(std::string_view distribution_id,

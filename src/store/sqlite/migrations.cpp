@@ -6,7 +6,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 4> migrations{{
+constexpr std::array<const char*, 5> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -193,6 +193,10 @@ CREATE TABLE store_meta (
   key TEXT PRIMARY KEY,
   value TEXT NOT NULL
 ) WITHOUT ROWID;
+)sql",
+    // 5: a child's report reads only the results it wrote
+    R"sql(
+CREATE INDEX target_results_job ON target_results (distribution_id, run_no, job_id);
 )sql",
 }};
 }  // namespace

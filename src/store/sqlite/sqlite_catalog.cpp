@@ -265,6 +265,16 @@ class reads : public Base {
     return out;
   }
 
+  result<std::vector<target_result>> job_results(std::string_view distribution_id, std::int64_t run_no,
+                                                 std::string_view job_id) override {
+    std::vector<target_result> out;
+    auto s = d_.prepare("SELECT " RESULT_COLS " FROM target_results WHERE distribution_id = ?1 AND run_no = ?2 "
+                        "AND job_id = ?3 ORDER BY target_id, retry_attempt, fence");
+    s->bind(1, distribution_id).bind(2, run_no).bind(3, job_id);
+    while (s->step()) out.push_back(read_result(*s));
+    return out;
+  }
+
   result<std::vector<target_result>> run_outcomes(std::string_view distribution_id, std::int64_t run_no) override {
     auto all = run_results(distribution_id, run_no);
     if (!all) return all;
