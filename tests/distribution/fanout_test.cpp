@@ -375,6 +375,37 @@ TEST(fanout_stuck, a_run_left_open_by_a_failed_final_write_is_completed_by_recon
   EXPECT_EQ(str(env.ok("GET", "distributions/" + f.dist), "status"), "success");
 }
 
+TEST(fanout_stuck, the_scheduler_sweep_completes_a_run_left_open) {
+  dist_env env(1);
+  env.start("api");
+  env.set_settings({{"distribution_fanout_threshold", "2"}, {"distribution_fanout_batch_size", "2"}});
+  auto f = make_fleet_distribution(env, 4);
+  // This worker's final write "fails": its children all report, the run stays open.
+  auto& broken = env.start("worker", {}, {{"CERTFLEET_FAIL_AT", "distribution_final"}});
+  env.execute(f.dist);
+  for (int i = 0; i < 200; ++i) {
+    auto d = env.ok("GET", "distributions/" + f.dist);
+    if (d.at("fan_out").at("finalized_jobs").as_array().size() == 2) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(str(env.ok("GET", "distributions/" + f.dist), "status"), "running");
+  broken.signal(SIGTERM);
+  EXPECT_EQ(broken.wait(10s), 0);
+  // A healthy process with a scheduler: its next cycle's fanout_reconcile sweep closes the run.
+  env.start("all", {"scheduler_interval_ms=1000", "scheduler_lease_ms=1500"});
+  auto d = env.wait_done(f.dist, 30s);
+  EXPECT_EQ(str(d, "status"), "success") << json::serialize(d);
+  auto sweeps = env.ok("GET", "jobs?type=maintenance_sweep&page_size=100");
+  bool logged = false;
+  for (auto& j : sweeps.at("items").as_array()) {
+    if (str(j.at("payload"), "name") != "fanout_reconcile" || str(j, "status") != "completed") continue;
+    auto logs = env.ok("GET", "jobs/" + str(j, "id") + "/logs");
+    for (auto& l : logs.at("lines").as_array())
+      if (str(l, "message").find("fanout_reconcile: 1 distribution") != std::string::npos) logged = true;
+  }
+  EXPECT_TRUE(logged) << "the sweep's job log says what it did";
+}
+
 // A duplicate report of the same child changes nothing (in-process, on a real SQLite store).
 TEST(fanout_report, a_duplicate_report_changes_nothing) {
   using namespace certfleet;
