@@ -80,8 +80,9 @@ class dist_env {
       args.push_back("--set");
       args.push_back(s);
     }
-    servers.push_back(std::make_unique<testbed::process>(testbed::certfleet_command(data(), args), env,
-                                                         fmt::format("certfleet-{}", servers.size())));
+    // Logs inside this test's directory: tests run in parallel from one working directory.
+    auto log_prefix = (dir.path() / fmt::format("certfleet-{}", servers.size())).string();
+    servers.push_back(std::make_unique<testbed::process>(testbed::certfleet_command(data(), args), env, log_prefix));
     auto& p = *servers.back();
     auto line = p.wait_for_stdout(" serving: ", 20s);
     if (line.empty()) throw std::runtime_error("certfleet did not start: " + p.stderr_text() + p.stdout_text());
