@@ -29,7 +29,8 @@ result<json::object> body_object(std::string_view body, std::initializer_list<st
   if (!v.is_object()) return bad("body", "body must be a JSON object");
   for (const auto& [k, _] : v.as_object())
     if (std::find(allowed.begin(), allowed.end(), std::string_view(k)) == allowed.end())
-      return bad(std::string(k), fmt::format("unknown field \"{}\"", std::string_view(k)));
+      // A member named "" still gets a field to point at: the body.
+      return bad(k.empty() ? std::string("body") : std::string(k), fmt::format("unknown field \"{}\"", std::string_view(k)));
   return std::move(v.as_object());
 }
 
