@@ -364,18 +364,23 @@ int run_restore(common_flags& flags, const std::string& from, bool force) {
   return 0;
 }
 
-// Completes distributions whose children have all reported but whose run is not closed (the
-// scheduler runs the same pass every cycle).
+// Re-triggers runs whose jobs are gone, then completes distributions whose children have all
+// reported but whose run is not closed (the scheduler runs the same passes every cycle).
 int run_reconcile(common_flags& flags) {
   int exit = 0;
   auto cli = open_cli(flags, exit);
   if (!cli) return exit;
+  auto lost = run_sync([&] { return distribution::retrigger_lost(*cli->store, system_clock()); });
+  if (!lost) {
+    print_error(lost.error());
+    return exit_code(lost.error());
+  }
   auto r = run_sync([&] { return distribution::reconcile(*cli->store, system_clock()); });
   if (!r) {
     print_error(r.error());
     return exit_code(r.error());
   }
-  std::cout << boost::json::serialize(boost::json::object{{"reconciled", *r}}) << "\n";
+  std::cout << boost::json::serialize(boost::json::object{{"reconciled", *r}, {"retriggered", *lost}}) << "\n";
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "certfleet/delivery/webhook.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/plan.hpp"
+#include "certfleet/queue/job_types.hpp"
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/maintenance.hpp"
 
@@ -584,6 +585,111 @@ asio::awaitable<result<int>> reconcile(store::store& st, const clock_source& clo
       return {};
     };
     auto w = co_await st.catalog().transact(std::move(op5));
+    if (!w) co_return std::move(w).error();
+    if (*touched) ++changed;
+  }
+  co_return changed;
+}
+
+namespace {
+
+// One running run: re-enqueues the work no job holds (under the lost job's own key, so a job
+// that does exist is never doubled), or closes the run when nothing is left to do.
+result<void> retrigger_run(store::catalog_tx& tx, std::string_view id, time_ms now, bool& touched) {
+  auto dist = tx.get_distribution("", id);
+  if (!dist || dist->status != "running") return {};
+  auto& d = *dist;
+  auto kids = tx.children_of(id, d.run_no);
+  if (!kids) return std::move(kids).error();
+  std::vector<job_plan> present;
+  std::vector<std::string> batch_job_ids;
+  std::string canary_job;
+  for (const auto& k : *kids) {
+    auto p = parse_payload(k.payload);
+    if (!p) continue;
+    if (p->mode != job_mode::retry) batch_job_ids.push_back(k.id);
+    if (p->mode == job_mode::batch && p->batch_no == 1) canary_job = k.id;
+    present.push_back(std::move(*p));
+  }
+  // A batch that reported and whose job row has since gone (retention) is not lost work.
+  auto fin = tx.finalized_children(id, d.run_no);
+  if (!fin) return std::move(fin).error();
+  for (const auto& f : *fin)
+    if (f.batch && std::none_of(kids->begin(), kids->end(), [&](const auto& k) { return k.id == f.job_id; })) {
+      present.push_back(job_plan{d.id, d.run_no, job_mode::batch, {}, 0, 0, 0});
+      batch_job_ids.push_back(f.job_id);
+    }
+  auto results = tx.run_results(id, d.run_no);
+  if (!results) return std::move(results).error();
+  std::vector<std::string> with_results;
+  for (const auto& r : *results) with_results.push_back(r.target_id);
+  auto lost = find_lost_work(d, present, with_results);
+  if (lost.missing_batches == 0) return {};
+  touched = true;
+  d.updated_at = now;
+  if (d.mode == "rollback") {
+    // A rollback's job carries which run's backups it restores; with the job gone that choice
+    // is unknown, so the run ends and the operator starts the rollback again.
+    d.status = "failed";
+    d.error = "the rollback job of this run was lost before it ran; start the rollback again";
+    d.run_finished_at = now;
+    spdlog::warn("distribution {} run {}: rollback job lost, run closed as failed", d.id, d.run_no);
+    return tx.update_distribution(d);
+  }
+  d.fan_out_total -= lost.missing_batches;
+  d.job_ids = batch_job_ids;
+  if (!lost.uncovered.empty()) {
+    job_plan p{d.id, d.run_no, d.mode == "fan_out" ? job_mode::batch : job_mode::normal, lost.uncovered, lost.batch_no,
+               0, 0};
+    bool canary_pending = false;
+    if (d.canary && d.mode == "fan_out" && p.batch_no != 1) {
+      canary_pending = std::none_of(fin->begin(), fin->end(), [&](const auto& f) { return f.job_id == canary_job; });
+    }
+    store::new_job j;
+    j.project_id = d.project_id;
+    j.type = "distribution_execute";
+    j.lane = std::string(queue::lane_dist);
+    j.payload = to_payload(p);
+    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
+    j.idempotency_key = job_key(p);
+    j.certificate_id = d.certificate_id;
+    j.distribution_id = d.id;
+    j.triggered_by = "distribution_sweep";
+    j.held = canary_pending;
+    auto e = tx.jobs().enqueue(j, now);
+    if (!e) return std::move(e).error();
+    ++d.fan_out_total;
+    d.job_ids.push_back(e->job.id);
+    spdlog::warn("distribution {} run {}: {} lost job(s), {} targets re-triggered as job {}", d.id, d.run_no,
+                 lost.missing_batches, lost.uncovered.size(), e->job.id);
+  }
+  auto done = try_complete(tx, d, now);
+  if (!done) return std::move(done).error();
+  if (!*done) return tx.update_distribution(d);
+  return {};
+}
+
+}  // namespace
+
+asio::awaitable<result<int>> retrigger_lost(store::store& st, const clock_source& clock, int limit) {
+  auto running = std::make_shared<std::vector<store::distribution_record>>();
+  store::read_fn list = [running, limit](store::catalog_read& rd) -> result<void> {
+    auto d = rd.distributions_in_status("running", limit);
+    if (!d) return std::move(d).error();
+    *running = std::move(*d);
+    return {};
+  };
+  auto r = co_await st.catalog().read(std::move(list));
+  if (!r) co_return std::move(r).error();
+  int changed = 0;
+  for (const auto& d : *running) {
+    auto touched = std::make_shared<bool>(false);
+    auto now = clock.now_ms();
+    auto id = d.id;
+    store::tx_fn one = [id, now, touched](store::catalog_tx& tx) -> result<void> {
+      return retrigger_run(tx, id, now, *touched);
+    };
+    auto w = co_await st.catalog().transact(std::move(one));
     if (!w) co_return std::move(w).error();
     if (*touched) ++changed;
   }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <set>
 
 namespace certfleet::distribution {
 
@@ -186,6 +187,32 @@ final_verdict final_status(const store::distribution_record& d, const std::vecto
   }
   if (s.succeeded == non_skipped) return {"success", ""};
   return {"partial", fmt::format("{} of {} targets failed, {} cancelled", s.failed, non_skipped, s.cancelled)};
+}
+
+lost_work find_lost_work(const store::distribution_record& d, const std::vector<job_plan>& present,
+                         const std::vector<std::string>& with_results) {
+  lost_work w;
+  std::set<std::string> covered(with_results.begin(), with_results.end());
+  std::set<std::int64_t> batch_nos;
+  std::int64_t counted = 0;
+  for (const auto& p : present) {
+    if (p.distribution_id != d.id || p.run_no != d.run_no) continue;
+    covered.insert(p.target_ids.begin(), p.target_ids.end());
+    if (p.mode == job_mode::retry) continue;
+    ++counted;
+    batch_nos.insert(p.batch_no);
+  }
+  w.missing_batches = std::max<std::int64_t>(d.fan_out_total - counted, 0);
+  if (w.missing_batches == 0) return w;
+  if (d.mode == "fan_out") {
+    w.batch_no = 1;
+    while (batch_nos.count(w.batch_no)) ++w.batch_no;
+  }
+  for (const auto& t : d.run_target_ids)
+    if (!covered.count(t)) w.uncovered.push_back(t);
+  std::sort(w.uncovered.begin(), w.uncovered.end());
+  w.uncovered.erase(std::unique(w.uncovered.begin(), w.uncovered.end()), w.uncovered.end());
+  return w;
 }
 
 }  // namespace certfleet::distribution

@@ -430,6 +430,10 @@ op<json::value> service::open_run(std::string project_id, std::string id, std::s
       plans.push_back(job_plan{d.id, d.run_no, mode, targets, 0, 0, files_run});
     }
     d.fan_out_total = static_cast<std::int64_t>(plans.size());
+    // Recovery tests: the run opens but its jobs are not stored, as when an execute is aborted
+    // between the two on a store without multi-document transactions; the distribution sweep
+    // re-triggers it.
+    if (fault_point("distribution_enqueue")) plans.clear();
     for (std::size_t i = 0; i < plans.size(); ++i) {
       store::new_job j;
       j.project_id = project_id;

@@ -22,8 +22,10 @@ namespace asio = boost::asio;
 inline constexpr std::string_view lease_name = "scheduler";
 
 namespace {
-constexpr std::array<sweep_def, 3> sweeps{{
+constexpr std::array<sweep_def, 4> sweeps{{
     {"lost_leases", "active jobs past their lease with no attempts left become dead (terminal hooks run)"},
+    {"distributions", "re-triggers running distribution runs whose jobs are gone (an execute aborted before its jobs "
+                      "were stored): their targets without a job or a result are enqueued again"},
     {"fanout_reconcile", "reports finished distribution children missing from their run's count and completes runs "
                          "whose batches have all reported"},
     {"retention", "completed and cancelled jobs (and their logs) older than job_retention_s are deleted in batches"},
@@ -177,6 +179,13 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms) {
             if (*n < 500) break;
           }
           co_await ctx.log("info", fmt::format("lost_leases: {} expired jobs with no attempts left are now dead", total));
+          co_return queue::outcome::ok();
+        }
+        if (*name == "distributions") {
+          auto n = co_await distribution::retrigger_lost(ctx.store(), ctx.clock());
+          if (!n) co_return queue::outcome::failure(n.error().message);
+          auto line = fmt::format("distributions: {} runs with lost jobs re-triggered or closed", *n);
+          co_await ctx.log("info", std::move(line));
           co_return queue::outcome::ok();
         }
         if (*name == "fanout_reconcile") {

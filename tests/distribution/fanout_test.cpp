@@ -447,6 +447,44 @@ TEST(fanout_stuck, the_scheduler_sweep_completes_a_run_left_open) {
   EXPECT_TRUE(logged) << "the sweep's job log says what it did";
 }
 
+// An execute aborted between opening the run and storing its jobs (injected: the API process
+// opens the run and enqueues nothing) leaves the run `running` with no job. The distribution
+// sweep re-triggers it: every target delivered once, one notification.
+class retrigger : public ::testing::TestWithParam<int> {};
+
+TEST_P(retrigger, a_run_whose_jobs_were_never_stored_is_retriggered_by_the_sweep) {
+  const int threshold = GetParam();  // 0: one normal job; 2: fan-out in batches of 2
+  dist_env env(1);
+  env.start("api", {}, {{"CERTFLEET_FAIL_AT", "distribution_enqueue"}});
+  testbed::webhook_sink sink;
+  wire_notifications(env, sink, {{"distribution_fanout_threshold", std::to_string(threshold)},
+                                 {"distribution_fanout_batch_size", "2"}});
+  auto f = make_fleet_distribution(env, 5);
+  auto r = env.ok("POST", "distributions/" + f.dist + "/execute");
+  EXPECT_TRUE(r.at("job_ids").as_array().empty()) << json::serialize(r);
+  EXPECT_EQ(str(env.ok("GET", "distributions/" + f.dist), "status"), "running");
+  EXPECT_EQ(num(env.ok("GET", "jobs?type=distribution_execute"), "total"), 0);
+  // A healthy process with a scheduler: its next cycle's `distributions` sweep re-enqueues.
+  env.start("all", {"scheduler_interval_ms=1000", "scheduler_lease_ms=1500"});
+  auto d = env.wait_done(f.dist, 60s);
+  EXPECT_EQ(str(d, "status"), "success") << json::serialize(d);
+  auto results = env.results(f.dist);
+  ASSERT_EQ(results.size(), 5u);
+  for (auto& res : results) EXPECT_EQ(res.at("status"), "succeeded") << json::serialize(res);
+  auto jobs = env.ok("GET", "jobs?type=distribution_execute&page_size=50");
+  EXPECT_EQ(num(jobs, "total"), 1) << "one re-triggered job, whatever the number of sweeps: " << json::serialize(jobs);
+  EXPECT_EQ(str(jobs.at("items").as_array().at(0), "triggered_by"), "distribution_sweep") << json::serialize(jobs);
+  expect_one_notification(sink, f.dist, 1);
+  // Later cycles (and the CLI pass) find nothing more to do.
+  auto [rc, out] = testbed::run_command(testbed::certfleet_command(env.data(), {"distributions", "reconcile"}));
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\"retriggered\":0"), std::string::npos) << out;
+  EXPECT_EQ(num(env.ok("GET", "jobs?type=distribution_execute&page_size=50"), "total"), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(modes, retrigger, ::testing::Values(0, 2),
+                         [](const auto& info) { return info.param ? std::string("fan_out") : std::string("normal"); });
+
 // A duplicate report of the same child changes nothing (in-process, on a real SQLite store).
 TEST(fanout_report, a_duplicate_report_changes_nothing) {
   using namespace certfleet;

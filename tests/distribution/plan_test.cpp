@@ -113,5 +113,42 @@ TEST(plan, final_status_follows_design_section_4) {
   EXPECT_TRUE(over_failure_budget(2, 10, 0.1));
 }
 
+TEST(plan, lost_work_is_the_run_targets_no_job_holds) {
+  store::distribution_record d;
+  d.id = "d1";
+  d.run_no = 2;
+  d.mode = "fan_out";
+  d.run_target_ids = {"a", "b", "c", "d", "e", "f"};
+  d.fan_out_total = 3;
+  auto plan = [&](job_mode m, std::vector<std::string> t, std::int64_t batch, std::int64_t run = 2) {
+    return job_plan{"d1", run, m, std::move(t), batch, m == job_mode::retry ? 1 : 0, 0};
+  };
+  // Every batch present: nothing lost, whatever the results say.
+  auto none = find_lost_work(d, {plan(job_mode::batch, {"a", "b"}, 1), plan(job_mode::batch, {"c", "d"}, 2),
+                                 plan(job_mode::batch, {"e", "f"}, 3)},
+                             {});
+  EXPECT_EQ(none.missing_batches, 0);
+  EXPECT_TRUE(none.uncovered.empty());
+  // Batch 2 lost; "d" already has a result, a retry child of batch 1 holds "b".
+  auto lost = find_lost_work(d, {plan(job_mode::batch, {"a", "b"}, 1), plan(job_mode::retry, {"b"}, 1),
+                                 plan(job_mode::batch, {"e", "f"}, 3)},
+                             {"a", "d"});
+  EXPECT_EQ(lost.missing_batches, 1);
+  EXPECT_EQ(lost.batch_no, 2);
+  EXPECT_EQ(lost.uncovered, (std::vector<std::string>{"c"}));
+  // Every job gone (execute aborted before enqueuing): all targets, under batch 1.
+  auto all = find_lost_work(d, {plan(job_mode::batch, {"a", "b"}, 1, 1)}, {});
+  EXPECT_EQ(all.missing_batches, 3) << "a job of an older run does not count";
+  EXPECT_EQ(all.batch_no, 1);
+  EXPECT_EQ(all.uncovered, d.run_target_ids);
+  // A normal run: batch number 0 (its key is dist:<id>:<run>:normal).
+  d.mode = "normal";
+  d.fan_out_total = 1;
+  auto normal = find_lost_work(d, {}, {"f"});
+  EXPECT_EQ(normal.missing_batches, 1);
+  EXPECT_EQ(normal.batch_no, 0);
+  EXPECT_EQ(normal.uncovered.size(), 5u);
+}
+
 }  // namespace
 }  // namespace certfleet::distribution

@@ -35,6 +35,12 @@ store::terminal_hook make_terminal_hook();
 // all finalized. Returns how many runs it changed.
 boost::asio::awaitable<result<int>> reconcile(store::store& st, const clock_source& clock, int limit = 500);
 
+// The distribution sweep (scheduler, `certfleet distributions reconcile`): a running run whose
+// jobs are gone (an execute aborted between opening the run and enqueuing its jobs, job rows
+// deleted by hand) gets its uncovered targets re-enqueued under the lost job's key, so they run
+// exactly once; a lost rollback job closes its run as failed. Returns how many runs it changed.
+boost::asio::awaitable<result<int>> retrigger_lost(store::store& st, const clock_source& clock, int limit = 500);
+
 struct engine_options {
   const kek* key = nullptr;  // opens sealed certificate keys and credentials
   boost::asio::thread_pool* cpu = nullptr;  // resolution, file I/O

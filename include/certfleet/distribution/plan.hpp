@@ -81,4 +81,15 @@ struct final_verdict {
 final_verdict final_status(const store::distribution_record& d, const std::vector<store::finalized_child>& children,
                            const run_summary& s, std::string_view first_error);
 
+// Work of a running run that no job holds (its job rows lost: an execute aborted between opening
+// the run and enqueuing, a store edited by hand). `present` are the plans of the run's jobs that
+// exist; `with_results` the targets that have a result in the run.
+struct lost_work {
+  std::int64_t missing_batches = 0;  // fan_out_total minus the normal/batch jobs present
+  std::int64_t batch_no = 0;         // the re-triggered job's: the lowest batch number not present (0: normal run)
+  std::vector<std::string> uncovered;  // run targets in no present job and without a result, sorted
+};
+lost_work find_lost_work(const store::distribution_record& d, const std::vector<job_plan>& present,
+                         const std::vector<std::string>& with_results);
+
 }  // namespace certfleet::distribution
