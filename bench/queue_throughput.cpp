@@ -4,6 +4,7 @@
 // index but not ready) are in the table first, to show claim latency stays flat as it grows.
 // The store is durable as shipped: WAL with synchronous=NORMAL (--synchronous full for FULL).
 #include "certfleet/core/clock.hpp"
+#include "certfleet/distribution/engine.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/queue/worker.hpp"
@@ -86,6 +87,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto& st = **opened;
+  // As `certfleet serve` runs it: distribution jobs report to their run when they end.
+  st.jobs().set_terminal_hook(distribution::make_terminal_hook());
   const auto& clock = system_clock();
   asio::io_context ioc(1);
   auto project = run(ioc, st.projects().ensure("default", clock.now_ms()))->first.id;

@@ -7,8 +7,11 @@
 #   ansible     ansible-playbook, two `copy` tasks (cert 0644, key 0600, backup: true), forks = C
 #   raw-*       bare `ssh host true` logins, xargs -P C: curve25519-sha256 (what libssh2 1.10
 #               negotiates) and sntrup761x25519-sha512 (OpenSSH 9's default): the floor
-#   certfleet-e2e (--e2e) a running `certfleet serve`, driven over the HTTP API (DESIGN §6);
-#               skipped when the distribution routes are not there (404)
+#   certfleet-e2e (--e2e) a running `certfleet serve`, driven over the HTTP API (DESIGN §6),
+#               one normal job; skipped when the distribution routes are not there (404)
+#   certfleet-e2e-fanout (--e2e, named in --tools) the same, fanned out: threshold 100, batches
+#               of 50 (issue 5: e.g. --targets 2000 --concurrency 10
+#               --tools "certfleet-e2e certfleet-e2e-fanout" --e2e)
 #
 # Usage: bench/run_ssh_bench.sh [--targets "100 500"] [--concurrency "10 50"] [--runs 3]
 #          [--instances 10] [--tools "certfleet pssh-2 pssh-1 ansible raw-curve25519 raw-sntrup761"]

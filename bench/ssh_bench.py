@@ -294,6 +294,10 @@ def tool_steps(a, tool, n, c, run):
 
 
 # --------------------------------------------------------------- certfleet end-to-end (optional)
+# Driven through a running server: one normal job, or fanned out (threshold 100, batches of 50).
+E2E_TOOLS = ("certfleet-e2e", "certfleet-e2e-fanout")
+
+
 class E2E:
     """A running `certfleet serve` driven over the HTTP API (DESIGN §6). Optional: disabled when
     the distribution routes answer 404 (they are not built yet)."""
@@ -360,8 +364,12 @@ class E2E:
         fields = s[s.rindex(")") + 2:].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def run(self, n, c, run):
-        self.call("PUT", "/api/v1/settings", {"distribution_ssh_max_concurrency": c})
+    def run(self, n, c, run, fanout=False):
+        # Fan-out as the issue measures it: threshold 100, batches of 50 (children in parallel on
+        # the dist lane, worker_dist_concurrency 16 by default, each with C sessions).
+        self.call("PUT", "/api/v1/settings", {"distribution_ssh_max_concurrency": c,
+                                              "distribution_fanout_threshold": 100 if fanout else 0,
+                                              "distribution_fanout_batch_size": 50})
         _, d = self.call("POST", "/api/v1/projects/default/distributions",
                          {"name": f"bench-{run}-{n}-{c}", "certificate_id": self.cert_id, "target_ids": self.target_ids[:n]})
         load = os.getloadavg()[0]
@@ -431,13 +439,14 @@ def main():
             for n in a.targets:
                 for c in a.concurrency:
                     tools = [t for t in a.tools if t != "ansible" or n in ansible_ns]
-                    if e2e and e2e.ok:
+                    tools = [t for t in tools if t not in E2E_TOOLS or (e2e and e2e.ok)]
+                    if e2e and e2e.ok and not any(t in E2E_TOOLS for t in tools):
                         tools.append("certfleet-e2e")
                     for tool in tools:
                         reset(a, n)
-                        if tool == "certfleet-e2e":
+                        if tool in E2E_TOOLS:
                             try:
-                                m = e2e.run(n, c, run)
+                                m = e2e.run(n, c, run, fanout=tool == "certfleet-e2e-fanout")
                             except (RuntimeError, OSError, KeyError, TypeError) as e:
                                 rc = e2e.proc.poll()
                                 log(f"  !! certfleet-e2e n={n} c={c}: {e}"

@@ -389,7 +389,7 @@ delivery_result deliver_sync(const file_target& t, const cert_bundle& bundle, co
   rec.begin("check");
   if (!valid_run_id(run_id)) return rec.fail({error_class::validation, "run id must be 1-64 characters of [A-Za-z0-9._-]"});
   if (auto ok = check_file_target(t); !ok) return rec.fail({error_class::validation, ok.error().field + ": " + ok.error().message});
-  auto fp = check_bundle(bundle);
+  auto fp = bundle_fingerprint(bundle);
   if (!fp) return rec.fail({error_class::validation, fp.error().message});
   rec.r.fingerprint_sha256 = *fp;
   rec.end();

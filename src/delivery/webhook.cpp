@@ -440,7 +440,7 @@ awaitable<delivery_result> deliver_webhook(std::string url_text, std::string sec
     wipe();
     co_return fail_check("webhook.url: the delivery carries the private key, so the url must be https://");
   }
-  auto fp = check_bundle(bundle);
+  auto fp = bundle_fingerprint(bundle);
   if (!fp) {
     wipe();
     co_return fail_check(fp.error().message);

@@ -116,6 +116,9 @@ asio::awaitable<result<run_inputs>> load_inputs(job_context& ctx, const job_plan
     auto key = open_certificate_key(*opt.key, *cert);
     if (!key) co_return std::move(key).error();
     in->bundle.key_pem = std::move(*key);
+    // Once per job, not once per target; a bundle that fails is left unchecked so that each
+    // target reports the reason.
+    if (auto fp = delivery::check_bundle(in->bundle)) in->bundle.checked_fingerprint = std::move(*fp);
   }
 
   std::map<std::string, const store::catalog_object*> by_id;

@@ -266,13 +266,14 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
 }
 
 store::terminal_hook make_terminal_hook() {
-  return [](store::job_tx& tx, const store::job_record& job) {
+  auto report = [](store::job_tx& tx, const store::job_record& job) {
     if (!is_distribution_job(job.type)) return;
     auto r = report_child(tx.catalog(), job, job.completed_at ? job.completed_at : system_clock().now_ms());
     // An error here is a store failure inside the transaction: fail it, so the job's transition
     // is retried (by its worker or the reaper) rather than committed without its report.
     if (!r) throw std::runtime_error("distribution report failed: " + r.error().message);
   };
+  return {report, {"distribution_execute", "distribution_rollback"}};
 }
 
 }  // namespace certfleet::distribution

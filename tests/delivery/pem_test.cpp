@@ -23,6 +23,8 @@ const std::int64_t now = testbed::unix_now_ms();
 
 // Root CA → intermediate → leaf, made once (a few ms each).
 struct chain_fixture {
+  // When the certificates were made (the first test that asks, possibly long after start-up).
+  std::int64_t made_at = testbed::unix_now_ms();
   testbed::pem_cert root = testbed::make_certificate({.common_name = "Test Root", .is_ca = true});
   testbed::pem_cert inter = testbed::make_certificate({.common_name = "Test Intermediate", .issuer = &root, .is_ca = true});
   testbed::pem_cert leaf = testbed::make_certificate(
@@ -104,8 +106,8 @@ TEST(pem_bundle, leaf_with_chain) {
   EXPECT_EQ(r->issuer, "CN=Test Intermediate");
   EXPECT_EQ(r->sans, (std::vector<std::string>{"www.example.test", "example.test"}));
   EXPECT_EQ(r->chain_length, 2u);
-  EXPECT_NEAR(static_cast<double>(r->not_after_ms), static_cast<double>(now + 90LL * 86400'000), 5000);
-  EXPECT_NEAR(static_cast<double>(r->not_before_ms), static_cast<double>(now - 3600'000), 5000);
+  EXPECT_NEAR(static_cast<double>(r->not_after_ms), static_cast<double>(p.made_at + 90LL * 86400'000), 5000);
+  EXPECT_NEAR(static_cast<double>(r->not_before_ms), static_cast<double>(p.made_at - 3600'000), 5000);
   EXPECT_EQ(r->not_after_ms % 1000, 0);
 
   // The fingerprint is the one openssl prints for the leaf (SHA-256 of the DER).

@@ -307,18 +307,19 @@ TEST_P(store_conformance, expired_lease_is_reclaimed_and_the_stale_worker_refuse
 
 TEST_P(store_conformance, reaper_kills_expired_leases_without_attempts_and_runs_the_hook_in_the_transaction) {
   std::vector<std::string> hooked;
-  st->jobs().set_terminal_hook([&](job_tx& tx, const job_record& j) {
-    hooked.push_back(j.id + ":" + std::string(to_string(j.status)));
-    if (j.type == "child") {
-      new_job follow;
-      follow.project_id = j.project_id;
-      follow.type = "noop";
-      follow.lane = "main";
-      follow.max_attempts = 1;
-      follow.idempotency_key = "after:" + j.id;
-      ASSERT_TRUE(tx.enqueue(follow, j.completed_at));
-    }
-  });
+  st->jobs().set_terminal_hook({[&](job_tx& tx, const job_record& j) {
+                                  hooked.push_back(j.id + ":" + std::string(to_string(j.status)));
+                                  if (j.type == "child") {
+                                    new_job follow;
+                                    follow.project_id = j.project_id;
+                                    follow.type = "noop";
+                                    follow.lane = "main";
+                                    follow.max_attempts = 1;
+                                    follow.idempotency_key = "after:" + j.id;
+                                    ASSERT_TRUE(tx.enqueue(follow, j.completed_at));
+                                  }
+                                },
+                                {}});
   auto j = job("child");
   j.max_attempts = 1;
   auto a = enqueue(j);
@@ -338,8 +339,21 @@ TEST_P(store_conformance, reaper_kills_expired_leases_without_attempts_and_runs_
   EXPECT_EQ(*run_sync(st->jobs().reap_expired(t0 + 2 * lease, 100)), 0);  // once
 }
 
+TEST_P(store_conformance, a_hook_for_some_types_sees_only_those) {
+  std::vector<std::string> hooked;
+  st->jobs().set_terminal_hook({[&](job_tx&, const job_record& j) { hooked.push_back(j.type + ":" + j.id); }, {"child"}});
+  auto other = enqueue(job("noop"));
+  auto mine = enqueue(job("child"));
+  auto c = claim("w", t0);
+  ASSERT_EQ(c.size(), 2u);
+  for (const auto& j : c) ASSERT_TRUE(finish(j, "w", finish_kind::completed, t0 + 1));
+  ASSERT_EQ(hooked.size(), 1u);
+  EXPECT_EQ(hooked[0], "child:" + mine.id);
+  EXPECT_EQ(get(other.id).status, job_status::completed);
+}
+
 TEST_P(store_conformance, a_failing_hook_rolls_back_the_transition) {
-  st->jobs().set_terminal_hook([](job_tx&, const job_record&) { throw std::runtime_error("hook bug"); });
+  st->jobs().set_terminal_hook({[](job_tx&, const job_record&) { throw std::runtime_error("hook bug"); }, {}});
   auto a = enqueue(job());
   auto c = claim("w", t0);
   finish_request f;

@@ -27,6 +27,9 @@ struct cert_bundle {
   std::string cert_pem;   // the leaf
   std::string key_pem;    // its private key
   std::string chain_pem;  // intermediates; written only when the target has a chain_path
+  // check_bundle's answer for this very bundle, when the caller (a job delivering one bundle to
+  // many targets) already ran it: the PEM decoding is most of the client's CPU per target.
+  std::string checked_fingerprint;
 };
 
 // Deadlines per phase (milliseconds) and limits; DESIGN §1: every network await has one.
@@ -68,6 +71,8 @@ struct delivery_result {
 // Pre-flight checks of a bundle without any I/O: PEM parses, the key belongs to the leaf.
 // Returns the leaf's SHA-256 fingerprint (lower-case hex of the DER).
 result<std::string> check_bundle(const cert_bundle& b);
+// checked_fingerprint when set, else check_bundle.
+result<std::string> bundle_fingerprint(const cert_bundle& b);
 
 // One delivery, DESIGN §4 step by step. `run_id` names the backup ([A-Za-z0-9._-]{1,64}).
 // Arguments are taken by value: the coroutine may outlive the caller's temporaries (co_spawn).

@@ -6,6 +6,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,7 +33,16 @@ class job_tx {
 
 // Called, inside the write transaction, each time a job reaches a terminal status
 // (completed, dead, cancelled) by any operation. Runs on a store thread: no awaiting.
-using terminal_hook = std::function<void(job_tx&, const job_record&)>;
+struct terminal_hook {
+  std::function<void(job_tx&, const job_record&)> fn;
+  // The job types it acts on (empty: every type). A job of another type skips the hook and the
+  // read of its whole document: a worker finishing thousands of no-op jobs a second pays nothing.
+  std::vector<std::string> types;
+
+  bool wants(std::string_view type) const {
+    return fn && (types.empty() || std::find(types.begin(), types.end(), type) != types.end());
+  }
+};
 
 class job_store {
  public:

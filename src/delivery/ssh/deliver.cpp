@@ -234,6 +234,11 @@ result<std::string> check_bundle(const cert_bundle& b) {
   return x509_fingerprint(cert.get());
 }
 
+result<std::string> bundle_fingerprint(const cert_bundle& b) {
+  if (!b.checked_fingerprint.empty()) return b.checked_fingerprint;
+  return check_bundle(b);
+}
+
 awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_bundle bundle, std::string run_id,
                                        ssh_options opts) {
   recorder rec;
@@ -241,7 +246,7 @@ awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_b
   if (!valid_run_id(run_id))
     co_return rec.fail({error_class::validation, "run id must be 1-64 characters of [A-Za-z0-9._-]"});
   if (auto ok = check_ssh_target(t); !ok) co_return rec.fail({error_class::validation, ok.error().field + ": " + ok.error().message});
-  auto fp = check_bundle(bundle);
+  auto fp = bundle_fingerprint(bundle);
   if (!fp) co_return rec.fail({error_class::validation, fp.error().message});
   rec.r.fingerprint_sha256 = *fp;
   rec.end();

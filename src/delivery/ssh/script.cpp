@@ -1,5 +1,6 @@
 #include "delivery/ssh/script.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -62,15 +63,25 @@ std::string install_script(const std::vector<remote_file>& files, const std::str
   std::ostringstream s;
   s << prelude(rm_temps);
   auto step = [](remote_step st) { return std::to_string(static_cast<int>(st)); };
-  // 1. Back up what is there now, once per run: a retried run keeps the pre-run state.
+  // 1. Back up what is there now, once per run: a retried run keeps the pre-run state. Every
+  // process costs the target ~1 ms of CPU, so: one mkdir for all backup directories, and the
+  // backup is a hard link (step 3's mv gives the path a new inode, the link keeps the old bytes);
+  // cp -p where linking is refused (fs.protected_hardlinks, a filesystem without links).
+  std::vector<std::string> backup_dirs;
+  for (const auto& f : files) {
+    auto bd = shell_quote(dir_of(backup_path_for(f.path, run_id)));
+    if (std::find(backup_dirs.begin(), backup_dirs.end(), bd) == backup_dirs.end()) backup_dirs.push_back(bd);
+  }
+  s << "mkdir -p";
+  for (const auto& bd : backup_dirs) s << " " << bd;
+  s << " || fail " << step(remote_step::backup) << " cannot create the backup directory\n";
   for (const auto& f : files) {
     std::string b = shell_quote(backup_path_for(f.path, run_id));
-    std::string bd = shell_quote(dir_of(backup_path_for(f.path, run_id)));
     std::string p = shell_quote(f.path);
-    s << "mkdir -p " << bd << " || fail " << step(remote_step::backup) << " cannot create " << bd << "\n";
     s << "if [ ! -e " << b << " ] && [ ! -e " << b << ".absent ]; then\n"
-      << "  if [ -e " << p << " ]; then cp -p " << p << " " << b << ".part && mv -f " << b << ".part " << b
-      << " || fail " << step(remote_step::backup) << " cannot back up " << p << "\n"
+      << "  if [ -e " << p << " ]; then { ln -f " << p << " " << b << ".part 2>/dev/null || cp -p " << p << " " << b
+      << ".part; } && mv -f " << b << ".part " << b << " || fail " << step(remote_step::backup) << " cannot back up " << p
+      << "\n"
       << "  else : > " << b << ".absent || fail " << step(remote_step::backup) << " cannot write " << b << ".absent; fi\n"
       << "fi\n";
   }
@@ -80,9 +91,12 @@ std::string install_script(const std::vector<remote_file>& files, const std::str
       s << "cp " << shell_quote(f.staged) << " " << shell_quote(f.temp) << " && rm -f " << shell_quote(f.staged)
         << " || fail " << step(remote_step::install) << " cannot copy the staged file to " << shell_quote(f.temp) << "\n";
   // 2. Owner and mode on the temps, so a file never appears at its final path with the wrong ones.
+  // An upload straight to the temp got its mode over SFTP; a staged copy was made under umask 077.
   for (const auto& f : files) {
     std::string t = shell_quote(f.temp);
-    s << "chmod " << octal(f.mode) << " " << t << " || fail " << step(remote_step::owner_mode) << " chmod failed on " << t << "\n";
+    if (!f.staged.empty())
+      s << "chmod " << octal(f.mode) << " " << t << " || fail " << step(remote_step::owner_mode) << " chmod failed on " << t
+        << "\n";
     if (!owner.empty())
       s << "chown " << shell_quote(owner) << " " << t << " || fail " << step(remote_step::owner_mode) << " chown "
         << shell_quote(owner) << " failed\n";

@@ -1,5 +1,8 @@
 #include "delivery/ssh/session.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
 #include <libssh2.h>
 #include <libssh2_sftp.h>
 #include <netdb.h>
@@ -172,6 +175,15 @@ awaitable<step> session::connect(const std::vector<tcp::endpoint>& eps) {
 awaitable<bool> session::wait_socket(steady::time_point deadline) {
   if (steady::now() >= deadline) co_return false;
   int dir = libssh2_session_block_directions(s_);
+#ifdef TCP_QUICKACK
+  // sshd leaves Nagle on for non-interactive sessions, so some of its replies wait for our ACK
+  // of the previous packet; Linux delays that ACK by up to 40 ms while we only wait to read
+  // (measured: ~45 ms of every SFTP phase). Quick-ack mode is not sticky: set it before each wait.
+  if (dir & LIBSSH2_SESSION_BLOCK_INBOUND) {
+    int one = 1;
+    (void)::setsockopt(sock_.native_handle(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+  }
+#endif
   timer_.expires_at(deadline);
   if ((dir & LIBSSH2_SESSION_BLOCK_INBOUND) && (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND)) {
     auto r = co_await (sock_.async_wait(tcp::socket::wait_read, tuple_awaitable) ||
@@ -364,6 +376,15 @@ awaitable<step> session::write_file(const std::string& path, const std::string& 
       break;
     }
     off += static_cast<std::size_t>(n);
+  }
+  if (!result) {
+    // The mode exactly, whatever the server's umask: the install script then needs no chmod
+    // (one process fewer per file on the target).
+    LIBSSH2_SFTP_ATTRIBUTES attrs{};
+    attrs.flags = LIBSSH2_SFTP_ATTR_PERMISSIONS;
+    attrs.permissions = mode;
+    long long src = co_await call([&] { return static_cast<long long>(libssh2_sftp_fsetstat(h, &attrs)); }, deadline, to);
+    if (src != 0) result = fail_from(src, to, "setting the mode of " + path, opts_.transfer_timeout, true);
   }
   auto close_deadline = result ? steady::now() + opts_.shutdown_timeout : deadline;
   long long crc = co_await call([&] { return static_cast<long long>(libssh2_sftp_close_handle(h)); }, close_deadline, to);

@@ -23,7 +23,7 @@ namespace {
 
 // What finish returns: enough for the worker's accounting and the caller's checks. The full
 // document is read only when a terminal hook needs it, off the hot path.
-#define FINISH_COLS "id, status, result_status, attempts, fence, ready_at, completed_at, error, max_attempts"
+#define FINISH_COLS "id, status, result_status, attempts, fence, ready_at, completed_at, error, max_attempts, type"
 
 // What a claim returns: what a handler reads. The rest of an active job's document follows from the
 // claim itself (status active, locked_by the caller, ready_at = locked_until, not held, no cancel
@@ -101,6 +101,7 @@ job_record read_finished(stmt& s) {
   j.completed_at = s.int64(6);
   j.error = s.text(7);
   j.max_attempts = static_cast<int>(s.int64(8));
+  j.type = s.text(9);
   return j;
 }
 
@@ -203,9 +204,9 @@ class sqlite_store final : public store, public job_store, public project_store 
 
   // Runs the terminal hook for a job that just became terminal, in the current transaction.
   void terminal(db& d, const job_record& j) {
-    if (!hook_) return;
+    if (!hook_.wants(j.type)) return;
     tx_impl tx(d);
-    hook_(tx, j);
+    hook_.fn(tx, j);
   }
 
   task<enqueue_outcome> enqueue(new_job j, time_ms now) override {
@@ -326,7 +327,7 @@ class sqlite_store final : public store, public job_store, public project_store 
     auto j = read_finished(**s);
     (*s)->run();
     s.reset();
-    if (is_terminal(j.status) && hook_) {
+    if (is_terminal(j.status) && hook_.wants(j.type)) {
       auto full = d.prepare("SELECT " JOB_COLS " FROM jobs WHERE id = ?1");
       full->bind(1, j.id);
       if (!full->step()) throw db_error(0, "finished job vanished inside the write transaction");
