@@ -371,7 +371,7 @@ class E2E:
                                               "distribution_fanout_threshold": 100 if fanout else 0,
                                               "distribution_fanout_batch_size": 50})
         _, d = self.call("POST", "/api/v1/projects/default/distributions",
-                         {"name": f"bench-{run}-{n}-{c}", "certificate_id": self.cert_id, "target_ids": self.target_ids[:n]})
+                         {"name": f"bench-{run}-{n}-{c}-{'fan-out' if fanout else 'normal'}", "certificate_id": self.cert_id, "target_ids": self.target_ids[:n]})
         load = os.getloadavg()[0]
         server0 = server_cpu(self.a)
         cpu0, t0 = self.cpu(), time.monotonic()

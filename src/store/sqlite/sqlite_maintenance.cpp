@@ -55,8 +55,9 @@ class impl final : public maintenance_stores, public lease_store, public mainten
       std::vector<std::string> ids;
       {
         auto s = d.prepare(
+            // `<> 'active'` lets SQLite use the partial jobs_project_status index (migration 6).
             "SELECT j.id FROM projects p JOIN jobs j ON j.project_id = p.id AND j.status IN ('completed', 'cancelled') "
-            "AND j.id < ?1 WHERE j.completed_at < ?2 LIMIT ?3");
+            "AND j.status <> 'active' AND j.id < ?1 WHERE j.completed_at < ?2 LIMIT ?3");
         s->bind(1, std::string(cutoff)).bind(2, before).bind(3, limit);
         while (s->step()) ids.push_back(s->text(0));
       }
