@@ -2,6 +2,7 @@
 // public coroutines only hop onto the caller's pool and back; the steps themselves are plain
 // functions returning a failure value.
 #include "certfleet/delivery/file.hpp"
+#include "delivery/recorder.hpp"
 
 #include <fcntl.h>
 #include <openssl/crypto.h>
@@ -39,11 +40,9 @@ namespace {
 constexpr std::size_t max_read = 4 * 1024 * 1024;  // larger files are "different", never loaded
 constexpr std::size_t max_output = 4096;            // post command output kept for the job log
 
-struct failure {
-  error_class cls = error_class::unknown;
-  std::string message;
-};
-using step = std::optional<failure>;
+using detail::failure;
+using detail::recorder;
+using detail::step;
 
 failure errno_failure(int e, const std::string& what) {
   cause c{cause_kind::posix_errno, e};
@@ -348,28 +347,6 @@ std::string leaf_fingerprint(const std::string& pem) {
 }
 
 // The phase clock, as in the SSH module.
-struct recorder {
-  delivery_result r;
-  steady::time_point started = steady::now();
-  std::string current;
-
-  void begin(std::string phase) {
-    current = std::move(phase);
-    started = steady::now();
-  }
-  void end() {
-    r.timings.push_back({current, std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count()});
-  }
-  delivery_result& fail(const failure& f) {
-    end();
-    r.status = delivery_status::failed;
-    r.cls = f.cls;
-    r.phase = current;
-    r.error = current + ": " + f.message;
-    return r;
-  }
-};
-
 // After a failure that may have changed files: put the backup back and reload with it.
 void restore_after_failure(recorder& rec, const file_target& t, const std::string& run_id) {
   auto started = steady::now();
@@ -380,7 +357,7 @@ void restore_after_failure(recorder& rec, const file_target& t, const std::strin
     rf = post_command(t, run_id, rec.r);
     if (rf) rf->message += " after restore";
   }
-  rec.r.timings.push_back({"restore", std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count()});
+  rec.add_timing("restore", started);
   if (rf) rec.r.error += "; restore: " + rf->message;
 }
 

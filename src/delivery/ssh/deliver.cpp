@@ -26,6 +26,7 @@ using asio::awaitable;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 using detail::failure;
+using detail::recorder;
 using detail::step;
 using detail::steady;
 
@@ -65,28 +66,6 @@ std::optional<std::string> leaf_fingerprint(const std::string& pem) {
 }
 
 // The result being built, with the phase clock.
-struct recorder {
-  delivery_result r;
-  steady::time_point started = steady::now();
-  std::string current;
-
-  void begin(std::string phase) {
-    current = std::move(phase);
-    started = steady::now();
-  }
-  void end() {
-    r.timings.push_back({current, std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count()});
-  }
-  delivery_result& fail(const failure& f) {
-    end();
-    r.status = delivery_status::failed;
-    r.cls = f.cls;
-    r.phase = current;
-    r.error = current + ": " + f.message;
-    return r;
-  }
-};
-
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
   if (s.size() > 2000) s = s.substr(s.size() - 2000);
@@ -338,7 +317,7 @@ awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_b
       if (rep.installed || rep.failed_step == static_cast<int>(remote_step::install)) {
         auto started = steady::now();
         auto rf = co_await run_restore(s, t, run_id, rec.r);
-        rec.r.timings.push_back({"restore", std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count()});
+        rec.add_timing("restore", started);
         if (rf) rec.r.error += "; restore: " + rf->message;
       }
       co_return;
@@ -373,7 +352,7 @@ awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_b
         rec.fail(*vf);
         auto started = steady::now();
         auto rf = co_await run_restore(s, t, run_id, rec.r);
-        rec.r.timings.push_back({"restore", std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count()});
+        rec.add_timing("restore", started);
         if (rf) rec.r.error += "; restore: " + rf->message;
         co_return;
       }

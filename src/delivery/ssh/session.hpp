@@ -14,6 +14,7 @@
 
 #include "certfleet/delivery/error_class.hpp"
 #include "certfleet/delivery/ssh.hpp"
+#include "delivery/recorder.hpp"
 
 struct _LIBSSH2_SESSION;
 struct _LIBSSH2_SFTP;
@@ -21,13 +22,6 @@ struct _LIBSSH2_SFTP;
 namespace certfleet::delivery::detail {
 
 using steady = std::chrono::steady_clock;
-
-// A failed step: its class and a message for operators (never secret material).
-struct failure {
-  error_class cls = error_class::unknown;
-  std::string message;
-};
-using step = std::optional<failure>;  // nullopt: the step succeeded
 
 struct exec_output {
   int exit_status = -1;  // -1: killed by a signal or unknown
