@@ -25,6 +25,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -551,46 +552,66 @@ void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_
   register_expiration_check(r);
 }
 
-asio::awaitable<result<int>> reconcile(store::store& st, const clock_source& clock, int limit) {
+namespace {
+
+using run_pass = std::function<result<void>(store::catalog_tx&, const std::string& id, time_ms now, bool& touched)>;
+
+// Runs `pass` on each running distribution (up to `limit`, oldest update first), each in its own
+// write transaction; returns how many it changed.
+asio::awaitable<result<int>> for_each_running(store::store& st, const clock_source& clock, int limit, run_pass pass) {
   auto running = std::make_shared<std::vector<store::distribution_record>>();
-  store::read_fn op4 = [running, limit](store::catalog_read& rd) -> result<void> {
+  store::read_fn list = [running, limit](store::catalog_read& rd) -> result<void> {
     auto d = rd.distributions_in_status("running", limit);
     if (!d) return std::move(d).error();
     *running = std::move(*d);
     return {};
   };
-  auto r = co_await st.catalog().read(std::move(op4));
+  auto r = co_await st.catalog().read(std::move(list));
   if (!r) co_return std::move(r).error();
   int changed = 0;
   for (const auto& d : *running) {
     auto touched = std::make_shared<bool>(false);
     auto now = clock.now_ms();
     auto id = d.id;
-    store::tx_fn op5 = [id, now, touched](store::catalog_tx& tx) -> result<void> {
-      auto dist = tx.get_distribution("", id);
-      if (!dist || dist->status != "running") return {};
-      auto kids = tx.children_of(id, dist->run_no);
-      if (!kids) return std::move(kids).error();
-      auto fin = tx.finalized_children(id, dist->run_no);
-      if (!fin) return std::move(fin).error();
-      std::set<std::string> done;
-      for (const auto& f : *fin) done.insert(f.job_id);
-      for (const auto& k : *kids) {
-        if (!store::is_terminal(k.status) || done.count(k.id)) continue;
-        if (auto rep = report_child(tx, k, now); !rep) return rep;
-        *touched = true;
-      }
-      auto again = tx.get_distribution("", id);
-      if (!again) return std::move(again).error();
-      auto completed = try_complete(tx, *again, now);
-      if (!completed) return std::move(completed).error();
-      if (*completed) *touched = true;
-      return {};
+    store::tx_fn one = [id, now, touched, pass](store::catalog_tx& tx) -> result<void> {
+      return pass(tx, id, now, *touched);
     };
-    auto w = co_await st.catalog().transact(std::move(op5));
+    auto w = co_await st.catalog().transact(std::move(one));
     if (!w) co_return std::move(w).error();
     if (*touched) ++changed;
   }
+  co_return changed;
+}
+
+// One running run: reports its terminal children missing from the finalized set, then completes
+// it when every batch is in.
+result<void> reconcile_run(store::catalog_tx& tx, const std::string& id, time_ms now, bool& touched) {
+  auto dist = tx.get_distribution("", id);
+  if (!dist || dist->status != "running") return {};
+  auto kids = tx.children_of(id, dist->run_no);
+  if (!kids) return std::move(kids).error();
+  auto fin = tx.finalized_children(id, dist->run_no);
+  if (!fin) return std::move(fin).error();
+  std::set<std::string> done;
+  for (const auto& f : *fin) done.insert(f.job_id);
+  for (const auto& k : *kids) {
+    if (!store::is_terminal(k.status) || done.count(k.id)) continue;
+    if (auto rep = report_child(tx, k, now); !rep) return rep;
+    touched = true;
+  }
+  auto again = tx.get_distribution("", id);
+  if (!again) return std::move(again).error();
+  auto completed = try_complete(tx, *again, now);
+  if (!completed) return std::move(completed).error();
+  if (*completed) touched = true;
+  return {};
+}
+
+}  // namespace
+
+asio::awaitable<result<int>> reconcile(store::store& st, const clock_source& clock, int limit) {
+  run_pass pass = reconcile_run;  // named: GCC 12 destroys a temporary built in a co_await expression twice
+  auto changed = co_await for_each_running(st, clock, limit, std::move(pass));
   co_return changed;
 }
 
@@ -598,7 +619,7 @@ namespace {
 
 // One running run: re-enqueues the work no job holds (under the lost job's own key, so a job
 // that does exist is never doubled), or closes the run when nothing is left to do.
-result<void> retrigger_run(store::catalog_tx& tx, std::string_view id, time_ms now, bool& touched) {
+result<void> retrigger_run(store::catalog_tx& tx, const std::string& id, time_ms now, bool& touched) {
   auto dist = tx.get_distribution("", id);
   if (!dist || dist->status != "running") return {};
   auto& d = *dist;
@@ -675,27 +696,8 @@ result<void> retrigger_run(store::catalog_tx& tx, std::string_view id, time_ms n
 }  // namespace
 
 asio::awaitable<result<int>> retrigger_lost(store::store& st, const clock_source& clock, int limit) {
-  auto running = std::make_shared<std::vector<store::distribution_record>>();
-  store::read_fn list = [running, limit](store::catalog_read& rd) -> result<void> {
-    auto d = rd.distributions_in_status("running", limit);
-    if (!d) return std::move(d).error();
-    *running = std::move(*d);
-    return {};
-  };
-  auto r = co_await st.catalog().read(std::move(list));
-  if (!r) co_return std::move(r).error();
-  int changed = 0;
-  for (const auto& d : *running) {
-    auto touched = std::make_shared<bool>(false);
-    auto now = clock.now_ms();
-    auto id = d.id;
-    store::tx_fn one = [id, now, touched](store::catalog_tx& tx) -> result<void> {
-      return retrigger_run(tx, id, now, *touched);
-    };
-    auto w = co_await st.catalog().transact(std::move(one));
-    if (!w) co_return std::move(w).error();
-    if (*touched) ++changed;
-  }
+  run_pass pass = retrigger_run;  // named: GCC 12 destroys a temporary built in a co_await expression twice
+  auto changed = co_await for_each_running(st, clock, limit, std::move(pass));
   co_return changed;
 }
 
