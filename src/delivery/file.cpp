@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "delivery/codec.hpp"
+#include "delivery/json_fields.hpp"
 
 namespace certfleet::delivery {
 
@@ -541,16 +542,8 @@ result<file_target> parse_file_target(const boost::json::value& v) {
   if (!v.is_object()) return make_error(errc::invalid_argument, "file must be an object", "file");
   const auto& o = v.as_object();
   file_target t;
-  auto str = [&](const char* key, std::string& out, bool required) -> result<void> {
-    const std::string field = std::string("file.") + key;
-    auto* p = o.if_contains(key);
-    if (!p || p->is_null()) {
-      if (required) return make_error(errc::invalid_argument, "missing", field);
-      return {};
-    }
-    if (!p->is_string()) return make_error(errc::invalid_argument, "must be a string", field);
-    out = std::string(p->as_string());
-    return {};
+  auto str = [&](const char* key, std::string& out, bool required) {
+    return string_member(o, "file", key, out, required);
   };
   std::string cert_mode = "0644", key_mode = "0600";
   for (auto r : {str("cert_path", t.cert_path, true), str("key_path", t.key_path, true),

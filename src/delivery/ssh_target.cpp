@@ -8,6 +8,7 @@
 #include <array>
 
 #include "delivery/codec.hpp"
+#include "delivery/json_fields.hpp"
 
 namespace certfleet::delivery {
 namespace {
@@ -175,16 +176,8 @@ result<ssh_target> parse_ssh_target(const boost::json::value& v, const boost::js
   if (!v.is_object()) return make_error(errc::invalid_argument, "ssh must be an object", "ssh");
   const auto& o = v.as_object();
   ssh_target t;
-  auto str = [&](const char* key, std::string& out, bool required) -> result<void> {
-    const std::string field = std::string("ssh.") + key;
-    auto* p = o.if_contains(key);
-    if (!p || p->is_null()) {
-      if (required) return make_error(errc::invalid_argument, "missing", field);
-      return {};
-    }
-    if (!p->is_string()) return make_error(errc::invalid_argument, "must be a string", field);
-    out = std::string(p->as_string());
-    return {};
+  auto str = [&](const char* key, std::string& out, bool required) {
+    return string_member(o, "ssh", key, out, required);
   };
   auto port_of = [](const json::value* p, std::uint16_t& out, const std::string& field) -> result<void> {
     if (!p || p->is_null()) return {};

@@ -29,6 +29,21 @@ void count(store::distribution_record& d, std::string_view outcome) {
   else ++d.fan_out_cancelled;
 }
 
+// The result row a job's target gets when the job ended before reporting it (status and error
+// filled in by the caller).
+store::target_result unreported_result(const store::distribution_record& d, const job_plan& plan,
+                                       const store::job_record& job, const std::string& target_id, time_ms now) {
+  store::target_result r;
+  r.distribution_id = d.id;
+  r.run_no = d.run_no;
+  r.target_id = target_id;
+  r.job_id = job.id;
+  r.retry_attempt = plan.retry_attempt;
+  r.fence = job.fence;
+  r.finished_at = now;
+  return r;
+}
+
 // Children cancelled by the engine itself (canary verdict, failure budget, distribution cancel)
 // do not pass through the terminal hook: they are accounted for here, in the same transaction.
 result<void> account_cancelled(store::catalog_tx& tx, store::distribution_record& d,
@@ -38,16 +53,9 @@ result<void> account_cancelled(store::catalog_tx& tx, store::distribution_record
     bool batch = plan && plan->mode != job_mode::retry;
     if (plan) {
       for (const auto& t : plan->target_ids) {
-        store::target_result r;
-        r.distribution_id = d.id;
-        r.run_no = d.run_no;
-        r.target_id = t;
-        r.job_id = c.id;
-        r.retry_attempt = plan->retry_attempt;
-        r.fence = c.fence;
+        auto r = unreported_result(d, *plan, c, t, now);
         r.status = "cancelled";
         r.error = c.error;
-        r.finished_at = now;
         if (auto a = tx.add_result(r); !a) return a;
       }
       if (plan->mode == job_mode::retry) --d.fan_out_retrying;
@@ -167,14 +175,7 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
   for (const auto& r : own) reported.insert(r.target_id);
   for (const auto& t : plan->target_ids) {
     if (reported.count(t)) continue;
-    store::target_result r;
-    r.distribution_id = d.id;
-    r.run_no = d.run_no;
-    r.target_id = t;
-    r.job_id = job.id;
-    r.retry_attempt = plan->retry_attempt;
-    r.fence = job.fence;
-    r.finished_at = now;
+    auto r = unreported_result(d, *plan, job, t, now);
     if (cancelled) {
       r.status = "cancelled";
       r.error = "cancelled before this target was delivered";

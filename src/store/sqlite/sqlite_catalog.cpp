@@ -1,5 +1,6 @@
 // Catalog objects, distributions, target results and the fan-out guard set on SQLite.
 #include "sqlite_catalog.hpp"
+#include "job_row.hpp"
 
 #include "certfleet/core/object_id.hpp"
 
@@ -114,32 +115,6 @@ std::pair<std::string, std::string> run_key_range(std::string_view dist_id, std:
   return {lo, hi};
 }
 
-#define CHILD_COLS                                                                                             \
-  "id, project_id, type, lane, payload, status, result_status, attempts, max_attempts, fence, parent_job_id, " \
-  "idempotency_key, error, held, cancel_requested, distribution_id, created_at, completed_at"
-
-job_record read_child(stmt& s) {
-  job_record j;
-  j.id = s.text(0);
-  j.project_id = s.text(1);
-  j.type = s.text(2);
-  j.lane = s.text(3);
-  j.payload = s.text(4);
-  j.status = parse_job_status(s.text(5)).value_or(job_status::dead);
-  j.result_status = s.text(6);
-  j.attempts = static_cast<int>(s.int64(7));
-  j.max_attempts = static_cast<int>(s.int64(8));
-  j.fence = s.int64(9);
-  j.parent_job_id = s.text(10);
-  j.idempotency_key = s.text(11);
-  j.error = s.text(12);
-  j.held = s.int64(13) != 0;
-  j.cancel_requested = s.int64(14) != 0;
-  j.distribution_id = s.text(15);
-  j.created_at = s.int64(16);
-  j.completed_at = s.int64(17);
-  return j;
-}
 
 error object_not_found(std::string_view kind, std::string_view id) {
   return make_error(errc::not_found, fmt::format("{} {} not found", kind, id), "id");
@@ -314,10 +289,10 @@ class reads : public Base {
     }
     auto [lo, hi] = run_key_range(distribution_id, run_no);
     std::vector<job_record> out;
-    auto s = d_.prepare("SELECT " CHILD_COLS " FROM jobs WHERE project_id = ?1 AND idempotency_key >= ?2 "
+    auto s = d_.prepare("SELECT " JOB_COLS " FROM jobs WHERE project_id = ?1 AND idempotency_key >= ?2 "
                         "AND idempotency_key < ?3 ORDER BY id");
     s->bind(1, project_id).bind(2, lo).bind(3, hi);
-    while (s->step()) out.push_back(read_child(*s));
+    while (s->step()) out.push_back(read_job(*s));
     return out;
   }
 
@@ -475,11 +450,11 @@ class tx_impl final : public reads<catalog_tx> {
     std::vector<job_record> out;
     auto s = d_.prepare("UPDATE jobs SET status = 'cancelled', completed_at = ?2, held = 0, "
                         "error = 'cancelled with its distribution' WHERE id = ?1 AND status IN ('pending', 'failed') "
-                        "RETURNING " CHILD_COLS);
+                        "RETURNING " JOB_COLS);
     for (const auto& k : *kids) {
       if (k.status != job_status::pending && k.status != job_status::failed) continue;
       s->bind(1, k.id).bind(2, now);
-      if (s->step()) out.push_back(read_child(*s));
+      if (s->step()) out.push_back(read_job(*s));
       while (s->step()) {
       }
       s->reset();
@@ -519,10 +494,10 @@ class tx_impl final : public reads<catalog_tx> {
   }
 
   result<job_record> get_job(std::string_view id) override {
-    auto s = d_.prepare("SELECT " CHILD_COLS " FROM jobs WHERE id = ?1");
+    auto s = d_.prepare("SELECT " JOB_COLS " FROM jobs WHERE id = ?1");
     s->bind(1, id);
     if (!s->step()) return make_error(errc::not_found, fmt::format("job {} not found", id), "id");
-    return read_child(*s);
+    return read_job(*s);
   }
 
  private:

@@ -2,6 +2,7 @@
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/store/store.hpp"
 #include "executor.hpp"
+#include "job_row.hpp"
 #include "migrations.hpp"
 #include "sqlite_auth.hpp"
 #include "sqlite_catalog.hpp"
@@ -14,23 +15,6 @@
 
 namespace certfleet::store {
 namespace sqlite {
-namespace {
-
-#define JOB_COLS                                                                                     \
-  "id, project_id, type, lane, payload, status, result_status, attempts, max_attempts, fence, "     \
-  "ready_at, held, locked_by, locked_until, idempotency_key, parent_job_id, certificate_id, "       \
-  "distribution_id, triggered_by, created_at, started_at, completed_at, error, progress_current, " \
-  "progress_total, cancel_requested"
-
-// What a claim returns: what a handler reads. The rest of an active job's document follows from the
-// claim itself (status active, locked_by the caller, ready_at = locked_until, not held, no cancel
-// request) and is filled in without asking SQLite to copy it: RETURNING costs per column.
-#define CLAIM_COLS                                                                                 \
-  "id, project_id, type, lane, payload, attempts, max_attempts, fence, locked_until, started_at, " \
-  "idempotency_key, parent_job_id, certificate_id, distribution_id, triggered_by, created_at"
-
-// The claimable set; the text must match the partial index jobs_claim for SQLite to use it.
-#define CLAIMABLE "status IN ('pending', 'failed') AND held = 0"
 
 job_record read_job(stmt& s) {
   job_record j;
@@ -62,6 +46,18 @@ job_record read_job(stmt& s) {
   j.cancel_requested = s.int64(25) != 0;
   return j;
 }
+
+namespace {
+
+// What a claim returns: what a handler reads. The rest of an active job's document follows from the
+// claim itself (status active, locked_by the caller, ready_at = locked_until, not held, no cancel
+// request) and is filled in without asking SQLite to copy it: RETURNING costs per column.
+#define CLAIM_COLS                                                                                 \
+  "id, project_id, type, lane, payload, attempts, max_attempts, fence, locked_until, started_at, " \
+  "idempotency_key, parent_job_id, certificate_id, distribution_id, triggered_by, created_at"
+
+// The claimable set; the text must match the partial index jobs_claim for SQLite to use it.
+#define CLAIMABLE "status IN ('pending', 'failed') AND held = 0"
 
 job_record read_claimed(stmt& s, const std::string& worker_id) {
   job_record j;
