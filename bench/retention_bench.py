@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Retention under steady load (issue 6): the store's size stays flat.
 
-Starts `certfleet serve --mode all` on a temp data dir with job_retention_s = 60 and a 10 s
+Starts `certfleet serve --mode all` on a temp data dir with job_retention_s = audit_retention_s =
+60 (each API enqueue also writes an audit entry) and a 10 s
 scheduler cycle, enqueues no-op jobs through the API at a steady rate for a while, and samples
 every 10 s: jobs stored (the job list's total), and the sizes of certfleet.db and its WAL. The
 retention sweep deletes completed jobs 60 s after they finished, so after the first minute the
@@ -30,7 +31,7 @@ def main():
     work = tempfile.mkdtemp(prefix="cf-retention-bench.")
     data = os.path.join(work, "data")
     srv = subprocess.Popen([a.bin, "serve", "--mode", "all", "--data", data, "--listen", "127.0.0.1:0",
-                            "--set", "log_level=warn", "--set", "job_retention_s=60",
+                            "--set", "log_level=warn", "--set", "job_retention_s=60", "--set", "audit_retention_s=60",
                             "--set", "scheduler_interval_ms=10000"], stdout=subprocess.PIPE, text=True)
     port = None
     for line in srv.stdout:
@@ -73,7 +74,7 @@ def main():
     rows = []
     try:
         t0 = time.monotonic()
-        print(f"retention_bench: {a.rate} no-op jobs/s for {a.seconds} s, job_retention_s 60, scheduler cycle 10 s")
+        print(f"retention_bench: {a.rate} no-op jobs/s for {a.seconds} s, job and audit retention 60 s, scheduler cycle 10 s")
         print("| t (s) | jobs enqueued | jobs stored | certfleet.db MiB | WAL MiB |")
         print("|---:|---:|---:|---:|---:|")
         while time.monotonic() - t0 < a.seconds:

@@ -67,7 +67,7 @@ queue::worker_options worker_options_from(const settings_map& s) {
 
 void register_handlers(queue::handler_registry& r, const settings_map& s, const kek* key, asio::thread_pool* cpu) {
   queue::register_noop(r);
-  scheduler::register_sweep_handler(r, s.integer("job_retention_s") * 1000);
+  scheduler::register_sweep_handler(r, s.integer("job_retention_s") * 1000, s.integer("audit_retention_s") * 1000);
   auto o = std::make_shared<distribution::engine_options>();
   o->key = key;
   o->cpu = cpu;

@@ -17,7 +17,7 @@ namespace {
 using S = setting_scope;
 using T = setting_type;
 
-constexpr std::array<setting_def, 24> table{{
+constexpr std::array<setting_def, 25> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -50,6 +50,8 @@ constexpr std::array<setting_def, 24> table{{
      "The scheduler leader's lease: a dead leader is replaced within this."},
     {"job_retention_s", T::integer, S::process, 60, 315'360'000, "2592000", "",
      "Completed and cancelled jobs (and their logs) older than this are deleted by the retention sweep."},
+    {"audit_retention_s", T::integer, S::process, 60, 315'360'000, "31536000", "",
+     "Audit log entries older than this are deleted by the retention sweep; keep them as long as your audits need."},
     {"distribution_fanout_threshold", T::integer, S::system, 0, 500, "0", "",
      "Targets from which a distribution fans out into batch child jobs; 0 = never."},
     {"distribution_fanout_batch_size", T::integer, S::system, 0, 200, "0", "",

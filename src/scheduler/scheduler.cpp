@@ -28,7 +28,8 @@ constexpr std::array<sweep_def, 4> sweeps{{
                       "were stored): their targets without a job or a result are enqueued again"},
     {"fanout_reconcile", "reports finished distribution children missing from their run's count and completes runs "
                          "whose batches have all reported"},
-    {"retention", "completed and cancelled jobs (and their logs) older than job_retention_s are deleted in batches"},
+    {"retention", "completed and cancelled jobs (and their logs) older than job_retention_s, and audit entries older "
+                  "than audit_retention_s, are deleted in batches"},
 }};
 }  // namespace
 
@@ -161,10 +162,10 @@ asio::awaitable<void> scheduler::stop() {
 const scheduler_stats& scheduler::stats() const { return impl_->stats; }
 const std::string& scheduler::holder_id() const { return impl_->opt.holder_id; }
 
-void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms) {
+void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, time_ms audit_retention_ms) {
   r.add(
       "maintenance_sweep",
-      [retention_ms](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
+      [retention_ms, audit_retention_ms](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
         auto p = json::object_reader::parse(ctx.payload(), "payload");
         if (!p) co_return queue::outcome::permanent_failure(p.error().message);
         auto name = p->required_string("name");
@@ -206,8 +207,18 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms) {
             total += *n;
             if (*n < 500) break;
           }
-          co_await ctx.log("info", fmt::format("retention: deleted {} completed/cancelled jobs finished before {}", total,
-                                               format_iso8601(before)));
+          auto audit_before = ctx.clock().now_ms() - audit_retention_ms;
+          int audit = 0;
+          for (int batch = 0; batch < 1000; ++batch) {
+            ctx.checkpoint();
+            auto n = co_await ctx.store().maintenance().purge_audit(audit_before, 500);
+            if (!n) co_return queue::outcome::failure(n.error().message);
+            audit += *n;
+            if (*n < 500) break;
+          }
+          co_await ctx.log("info", fmt::format("retention: deleted {} completed/cancelled jobs finished before {} and {} "
+                                               "audit entries written before {}",
+                                               total, format_iso8601(before), audit, format_iso8601(audit_before)));
           co_return queue::outcome::ok();
         }
         co_return queue::outcome::permanent_failure(fmt::format("unknown sweep \"{}\"", *name));

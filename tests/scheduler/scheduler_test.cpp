@@ -1,6 +1,7 @@
 // The leader lease and the sweeps, in-process on a real SQLite file, and across real processes.
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/scheduler/scheduler.hpp"
+#include "certfleet/store/auth.hpp"
 #include "certfleet/store/maintenance.hpp"
 #include "process.hpp"
 #include "run_sync.hpp"
@@ -102,6 +103,29 @@ TEST_F(lease_test, retention_deletes_old_completed_and_cancelled_jobs_with_their
   EXPECT_EQ(run_sync(st->jobs().get(project, dead_old.id))->status, store::job_status::dead);
   EXPECT_EQ(run_sync(st->jobs().get(project, recent.id))->status, store::job_status::pending);
   EXPECT_TRUE(run_sync(st->jobs().read_logs(done_old.id, 0, 10))->lines.empty());
+}
+
+TEST_F(lease_test, retention_deletes_audit_entries_written_before_the_cutoff_oldest_first) {
+  auto project = run_sync(st->projects().ensure("default", t0))->first.id;
+  for (int i = 0; i < 7; ++i) {
+    store::audit_entry e;
+    e.project_id = project;
+    e.actor = "cli";
+    e.action = "job.enqueue";
+    e.object = "job/" + std::to_string(i);
+    e.outcome = "ok";
+    e.at = t0 + i * 1000;
+    ASSERT_TRUE(run_sync(st->auth().append_audit(e)));
+  }
+  EXPECT_EQ(*run_sync(st->maintenance().purge_audit(t0, 100)), 0) << "nothing before the first entry";
+  // Bounded: at most `limit` per call, oldest first.
+  EXPECT_EQ(*run_sync(st->maintenance().purge_audit(t0 + 3500, 2)), 2);
+  EXPECT_EQ(*run_sync(st->maintenance().purge_audit(t0 + 3500, 100)), 2);
+  EXPECT_EQ(*run_sync(st->maintenance().purge_audit(t0 + 3500, 100)), 0);
+  auto left = run_sync(st->auth().list_audit(project, 1, 50));
+  ASSERT_TRUE(left);
+  ASSERT_EQ(left->items.size(), 3u);
+  for (const auto& e : left->items) EXPECT_GE(e.at, t0 + 4000) << e.object;
 }
 
 TEST_F(lease_test, backup_is_a_consistent_copy_and_never_overwrites) {

@@ -57,6 +57,6 @@ class scheduler {
 
 // The `maintenance_sweep` job handler (payload {"name", "cycle"}): runs one sweep and logs
 // what it did. Registered in every process that runs workers.
-void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms);
+void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, time_ms audit_retention_ms);
 
 }  // namespace certfleet::scheduler

@@ -30,6 +30,8 @@ class maintenance_store {
   // Deletes up to `limit` completed and cancelled jobs that finished before `before`, with their
   // log lines (dead and failed jobs stay until retried or deleted). Returns how many.
   virtual task<int> purge_finished(time_ms before, int limit) = 0;
+  // Deletes up to `limit` of the oldest audit entries written before `before`. Returns how many.
+  virtual task<int> purge_audit(time_ms before, int limit) = 0;
   // A consistent copy of the whole store, taken online, written to `path` (which must not exist).
   virtual task<void> backup_to(std::string path) = 0;
 };

@@ -71,6 +71,28 @@ class impl final : public maintenance_stores, public lease_store, public mainten
     });
   }
 
+  task<int> purge_audit(time_ms before, int limit) override {
+    return run_write<result<int>>(writer_, [before, limit](db& d) -> result<int> {
+      // Entries are appended in time order: look at the oldest `limit` only (a bounded read of
+      // the primary key) and delete those before the cutoff, up to the first that is not.
+      std::int64_t last = -1;
+      int n = 0;
+      {
+        auto s = d.prepare("SELECT seq, at FROM audit_log ORDER BY seq LIMIT ?1");
+        s->bind(1, limit);
+        while (s->step()) {
+          if (s->int64(1) >= before) break;
+          last = s->int64(0);
+          ++n;
+        }
+      }
+      if (n == 0) return 0;
+      auto del = d.prepare("DELETE FROM audit_log WHERE seq <= ?1");
+      del->bind(1, last).run();
+      return n;
+    });
+  }
+
   task<void> backup_to(std::string path) override {
     return run_read<result<void>>(readers_, [path = std::move(path)](db& d) -> result<void> {
       if (std::filesystem::exists(path))
