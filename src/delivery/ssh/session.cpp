@@ -99,7 +99,9 @@ awaitable<step> resolve_on_pool(const ssh_options& opts, const std::string& host
       }
       freeaddrinfo(res);
     }
-    asio::post(guard.get_executor(), [st, rc, err, eps = std::move(eps)]() mutable {
+    // The state (and its timer) moves to the loop: this pool task must not hold the last
+    // reference, or the timer would be destroyed here, possibly after its io_context.
+    asio::post(guard.get_executor(), [st = std::move(st), rc, err, eps = std::move(eps)]() mutable {
       st->rc = rc;
       st->sys_errno = err;
       st->eps = std::move(eps);
