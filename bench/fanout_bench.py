@@ -8,6 +8,7 @@ and the server's peak RSS (VmHWM). Only the Python standard library; targets liv
   bench/fanout_bench.py --bin build/certfleet --targets 2000 --mode normal
 """
 import argparse, json, os, subprocess, sys, tempfile, time, urllib.request
+from cf_serve import start_serve
 
 
 def call(port, token, method, path, body=None):
@@ -44,15 +45,7 @@ def main():
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                     "-keyout", f"{work}/k.pem", "-out", f"{work}/c.pem", "-days", "30", "-subj", "/CN=bench"],
                    check=True, capture_output=True)
-    srv = subprocess.Popen([a.bin, "serve", "--data", data, "--listen", "127.0.0.1:0", "--set", "log_level=warn",
-                            "--set", f"worker_dist_concurrency={a.dist_lane}", "--set", "worker_poll_ms=20"],
-                           stdout=subprocess.PIPE, text=True)
-    port = None
-    for line in srv.stdout:
-        if " serving: " in line:
-            port = int(line.rsplit(":", 1)[1])
-            break
-    token = open(os.path.join(data, "owner-token")).read().strip()
+    srv, port, token = start_serve(a.bin, data, {"worker_dist_concurrency": a.dist_lane, "worker_poll_ms": 20})
     P = "/api/v1/projects/default"
     try:
         threshold = 100 if a.mode == "fan_out" else 0

@@ -15,10 +15,11 @@ import argparse
 import http.client
 import json
 import os
-import subprocess
 import tempfile
 import threading
 import time
+
+from cf_serve import start_serve
 
 
 def main():
@@ -30,15 +31,8 @@ def main():
 
     work = tempfile.mkdtemp(prefix="cf-retention-bench.")
     data = os.path.join(work, "data")
-    srv = subprocess.Popen([a.bin, "serve", "--mode", "all", "--data", data, "--listen", "127.0.0.1:0",
-                            "--set", "log_level=warn", "--set", "job_retention_s=60", "--set", "audit_retention_s=60",
-                            "--set", "scheduler_interval_ms=10000"], stdout=subprocess.PIPE, text=True)
-    port = None
-    for line in srv.stdout:
-        if " serving: " in line:
-            port = int(line.rsplit(":", 1)[1])
-            break
-    token = open(os.path.join(data, "owner-token")).read().strip()
+    srv, port, token = start_serve(a.bin, data, {"job_retention_s": 60, "audit_retention_s": 60,
+                                                 "scheduler_interval_ms": 10000})
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     path = "/api/v1/projects/default/jobs"
     stop = threading.Event()

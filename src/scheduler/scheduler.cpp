@@ -13,6 +13,7 @@
 
 #include <array>
 #include <chrono>
+#include <functional>
 
 #include "certfleet/distribution/engine.hpp"
 
@@ -162,6 +163,28 @@ asio::awaitable<void> scheduler::stop() {
 const scheduler_stats& scheduler::stats() const { return impl_->stats; }
 const std::string& scheduler::holder_id() const { return impl_->opt.holder_id; }
 
+namespace {
+
+constexpr int batch_size = 500;
+using batch_op = std::function<store::task<int>()>;
+
+// Runs `op` (one bounded batch, its own short transaction, so writers never wait long) until a
+// batch comes back short, at most 1000 times; checks for cancellation between batches. Returns
+// how many rows the batches handled.
+asio::awaitable<result<int>> in_batches(queue::job_context& ctx, batch_op op) {
+  int total = 0;
+  for (int batch = 0; batch < 1000; ++batch) {
+    ctx.checkpoint();
+    auto n = co_await op();
+    if (!n) co_return std::move(n).error();
+    total += *n;
+    if (*n < batch_size) break;
+  }
+  co_return total;
+}
+
+}  // namespace
+
 void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, time_ms audit_retention_ms) {
   r.add(
       "maintenance_sweep",
@@ -171,15 +194,10 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
         auto name = p->required_string("name");
         if (!name) co_return queue::outcome::permanent_failure(name.error().message);
         if (*name == "lost_leases") {
-          int total = 0;
-          for (;;) {
-            ctx.checkpoint();
-            auto n = co_await ctx.store().jobs().reap_expired(ctx.clock().now_ms(), 500);
-            if (!n) co_return queue::outcome::failure(n.error().message);
-            total += *n;
-            if (*n < 500) break;
-          }
-          co_await ctx.log("info", fmt::format("lost_leases: {} expired jobs with no attempts left are now dead", total));
+          batch_op reap = [&ctx] { return ctx.store().jobs().reap_expired(ctx.clock().now_ms(), batch_size); };
+          auto total = co_await in_batches(ctx, std::move(reap));
+          if (!total) co_return queue::outcome::failure(total.error().message);
+          co_await ctx.log("info", fmt::format("lost_leases: {} expired jobs with no attempts left are now dead", *total));
           co_return queue::outcome::ok();
         }
         if (*name == "distributions") {
@@ -198,27 +216,16 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
         }
         if (*name == "retention") {
           auto before = ctx.clock().now_ms() - retention_ms;
-          int total = 0;
-          // Bounded batches, each its own short transaction, so writers never wait long.
-          for (int batch = 0; batch < 1000; ++batch) {
-            ctx.checkpoint();
-            auto n = co_await ctx.store().maintenance().purge_finished(before, 500);
-            if (!n) co_return queue::outcome::failure(n.error().message);
-            total += *n;
-            if (*n < 500) break;
-          }
+          batch_op jobs = [&ctx, before] { return ctx.store().maintenance().purge_finished(before, batch_size); };
+          auto total = co_await in_batches(ctx, std::move(jobs));
+          if (!total) co_return queue::outcome::failure(total.error().message);
           auto audit_before = ctx.clock().now_ms() - audit_retention_ms;
-          int audit = 0;
-          for (int batch = 0; batch < 1000; ++batch) {
-            ctx.checkpoint();
-            auto n = co_await ctx.store().maintenance().purge_audit(audit_before, 500);
-            if (!n) co_return queue::outcome::failure(n.error().message);
-            audit += *n;
-            if (*n < 500) break;
-          }
+          batch_op entries = [&ctx, audit_before] { return ctx.store().maintenance().purge_audit(audit_before, batch_size); };
+          auto audit = co_await in_batches(ctx, std::move(entries));
+          if (!audit) co_return queue::outcome::failure(audit.error().message);
           co_await ctx.log("info", fmt::format("retention: deleted {} completed/cancelled jobs finished before {} and {} "
                                                "audit entries written before {}",
-                                               total, format_iso8601(before), audit, format_iso8601(audit_before)));
+                                               *total, format_iso8601(before), *audit, format_iso8601(audit_before)));
           co_return queue::outcome::ok();
         }
         co_return queue::outcome::permanent_failure(fmt::format("unknown sweep \"{}\"", *name));
