@@ -77,10 +77,10 @@ TEST_F(api_authz, every_route_every_role) {
   const std::string cred_id = put_object(store::kind_credential);
   const std::string chan_id = put_object(store::kind_channel, R"({"kind":"webhook","url":"https://127.0.0.1:9/"})");
   auto ssh_key = testbed::make_ssh_key(dir.path() / "hostkey", "host");
-  auto closed = testbed::free_port();
+  testbed::closed_port closed;
   const std::string scan_doc = boost::json::serialize(boost::json::object{
       {"module", "ssh"},
-      {"ssh", boost::json::object{{"host", "127.0.0.1"}, {"port", closed}, {"user", "u"}, {"credential_id", cred_id},
+      {"ssh", boost::json::object{{"host", "127.0.0.1"}, {"port", closed.port()}, {"user", "u"}, {"credential_id", cred_id},
                                   {"host_key", ssh_key.public_line}, {"cert_path", "/srv/c.pem"}, {"key_path", "/srv/k.pem"}}}});
   const std::string target_body = boost::json::serialize(boost::json::object{
       {"name", "t"},

@@ -170,7 +170,8 @@ TEST_F(delivery_ssh, scan_host_key_offers_every_key_for_pinning) {
   EXPECT_NE(std::find(lines.begin(), lines.end(), s.ed25519_host_key()), lines.end());
   EXPECT_NE(std::find(lines.begin(), lines.end(), s.ecdsa_host_key()), lines.end());
   for (auto& k : *keys) EXPECT_EQ(k.fingerprint, parse_host_key(k.line)->fingerprint());
-  auto closed = testbed::run_sync(scan_host_key("127.0.0.1", testbed::free_port(), quick()));
+  testbed::closed_port port;
+  auto closed = testbed::run_sync(scan_host_key("127.0.0.1", port.port(), quick()));
   EXPECT_FALSE(closed);
 }
 
@@ -223,7 +224,8 @@ TEST_F(delivery_ssh, delivers_to_several_targets_on_several_servers_then_hash_sk
 
 TEST_F(delivery_ssh, closed_port_is_network) {
   auto& s = start_sshd();
-  auto t = target_on(s, "closed", testbed::free_port());
+  testbed::closed_port port;
+  auto t = target_on(s, "closed", port.port());
   auto r = deliver(t, bundle(cert_a), "r1");
   EXPECT_EQ(r.status, delivery_status::failed);
   EXPECT_EQ(r.cls, error_class::network) << r.error;

@@ -342,7 +342,8 @@ TEST_F(webhook_post, hanging_receiver_times_out_as_network) {
 }
 
 TEST_F(webhook_post, closed_port_is_network) {
-  auto r = post(request("http://127.0.0.1:" + std::to_string(testbed::free_port()) + "/hook"));
+  testbed::closed_port closed;
+  auto r = post(request("http://127.0.0.1:" + std::to_string(closed.port()) + "/hook"));
   EXPECT_EQ(r.cls, error_class::network);
   EXPECT_EQ(r.phase, "connect");
   EXPECT_NE(r.error.find("refused"), std::string::npos) << r.error;
@@ -519,8 +520,9 @@ TEST_F(webhook_delivery, timeout_and_closed_port_are_network) {
   o.timeout = milliseconds(500);
   auto r = testbed::run_sync(deliver_webhook(sink.url(), "s", bundle, "run-1", o));
   EXPECT_EQ(r.cls, error_class::network);
+  testbed::closed_port port;
   auto closed = testbed::run_sync(
-      deliver_webhook("https://127.0.0.1:" + std::to_string(testbed::free_port()) + "/", "s", bundle, "run-1", o));
+      deliver_webhook("https://127.0.0.1:" + std::to_string(port.port()) + "/", "s", bundle, "run-1", o));
   EXPECT_EQ(closed.cls, error_class::network);
   EXPECT_TRUE(retryable(closed.cls));
 }

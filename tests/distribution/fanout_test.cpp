@@ -128,7 +128,7 @@ TEST(fanout, transient_targets_go_through_waves_permanent_ones_never_and_a_late_
   env.start();
   testbed::webhook_sink sink;
   wire_notifications(env, sink, {{"distribution_fanout_threshold", "2"}, {"distribution_fanout_batch_size", "2"}});
-  auto closed = testbed::free_port();
+  testbed::closed_port closed;
   // host000, host001: fine. host002: post command fails once (transient, then succeeds).
   // host003: nothing listens (network: retried, never succeeds). host004: destination under a
   // file (io_permanent: never retried). host005: fine.
@@ -138,7 +138,7 @@ TEST(fanout, transient_targets_go_through_waves_permanent_ones_never_and_a_late_
       auto marker = env.target_dir("host002") / "flaky-once";
       ssh["post_command"] = fmt::format("test -f {0} || {{ touch {0}; exit 1; }}", marker.string());
     }
-    if (i == 3) ssh["port"] = closed;
+    if (i == 3) ssh["port"] = closed.port();
     if (i == 4) {
       write_file(env.dir.path() / "a-file", "x");
       ssh["cert_path"] = (env.dir.path() / "a-file" / "cert.pem").string();
@@ -184,12 +184,12 @@ TEST(fanout, waves_are_counted_per_lineage) {
   dist_env env(2);
   env.start();
   env.set_settings({{"distribution_fanout_threshold", "2"}, {"distribution_fanout_batch_size", "2"}});
-  auto closed = testbed::free_port();
+  testbed::closed_port closed;
   // 10 batches of 2: batches 1-3 have a dead port (they exhaust their waves), batches 4-10 a
   // target that fails once: each still gets its own retry.
   auto f = make_fleet_distribution(env, 20, {}, [&](json::object& b, int i) {
     auto& ssh = b["ssh"].as_object();
-    if (i % 2 == 1 && i < 6) ssh["port"] = closed;
+    if (i % 2 == 1 && i < 6) ssh["port"] = closed.port();
     if (i % 2 == 1 && i >= 6) {
       auto marker = env.target_dir(fmt::format("host{:03}", i)) / "flaky-once";
       ssh["post_command"] = fmt::format("test -f {0} || {{ touch {0}; exit 1; }}", marker.string());
@@ -210,20 +210,27 @@ TEST(fanout, waves_are_counted_per_lineage) {
   }
 }
 
+// Every target's result, for a failure message: which target failed and why.
+static std::string results_text(const std::vector<json::object>& results) {
+  std::string out;
+  for (auto& r : results) out += json::serialize(r) + "\n";
+  return out;
+}
+
 TEST(fanout, canary_failure_cancels_the_held_batches_and_success_releases_them) {
   dist_env env(2);
   env.start();
   env.set_settings({{"distribution_fanout_threshold", "2"}, {"distribution_fanout_batch_size", "2"}});
-  auto closed = testbed::free_port();
+  testbed::closed_port closed;
   // Sorted ids: the first batch holds the first two targets created.
   auto bad = make_fleet_distribution(env, 6, {{"canary", true}}, [&](json::object& b, int i) {
-    if (i == 0) b["ssh"].as_object()["port"] = closed;
+    if (i == 0) b["ssh"].as_object()["port"] = closed.port();
   });
   auto run = env.execute(bad.dist);
   ASSERT_EQ(run.at("job_ids").as_array().size(), 3u);
   auto held = env.ok("GET", "jobs/" + std::string(run.at("job_ids").as_array().at(1).as_string()));
   auto d = env.wait_done(bad.dist, 120s);
-  EXPECT_EQ(str(d, "status"), "partial") << json::serialize(d);
+  EXPECT_EQ(str(d, "status"), "partial") << json::serialize(d) << "\n" << results_text(env.results(bad.dist));
   EXPECT_NE(str(d, "error").find("canary"), std::string::npos) << json::serialize(d);
   EXPECT_EQ(num(d.at("fan_out"), "cancelled"), 2);
   auto r = by_target(env.results(bad.dist));
@@ -240,7 +247,7 @@ TEST(fanout, canary_failure_cancels_the_held_batches_and_success_releases_them) 
                   "id");
   env.execute(good);
   d = env.wait_done(good, 120s);
-  EXPECT_EQ(str(d, "status"), "success") << json::serialize(d);
+  EXPECT_EQ(str(d, "status"), "success") << json::serialize(d) << "\n" << results_text(env.results(good));
 }
 
 TEST(fanout, fail_fast_stops_the_run_once_the_budget_is_exceeded) {
@@ -248,10 +255,10 @@ TEST(fanout, fail_fast_stops_the_run_once_the_budget_is_exceeded) {
   // One dist job at a time, so the later batches are still pending when the budget runs out.
   env.start("all", {"worker_dist_concurrency=1"});
   env.set_settings({{"distribution_fanout_threshold", "2"}, {"distribution_fanout_batch_size", "2"}});
-  auto closed = testbed::free_port();
+  testbed::closed_port closed;
   auto f = make_fleet_distribution(env, 8, {{"fail_fast", true}, {"failure_tolerance", 0.1}},
                                    [&](json::object& b, int i) {
-                                     if (i < 2) b["ssh"].as_object()["port"] = closed;
+                                     if (i < 2) b["ssh"].as_object()["port"] = closed.port();
                                    });
   env.execute(f.dist);
   auto d = env.wait_done(f.dist, 120s);

@@ -100,8 +100,8 @@ TEST(normal_distribution, failures_are_classified_and_the_job_is_dead_when_none_
   env.start();
   auto cert = env.create_certificate("c", testbed::make_certificate({}));
   auto cred = env.create_credential();
-  auto closed = testbed::free_port();
-  auto t1 = env.create_target(env.ssh_target_body("closed", 0, cred, closed));
+  testbed::closed_port closed;
+  auto t1 = env.create_target(env.ssh_target_body("closed", 0, cred, closed.port()));
   auto body = env.ssh_target_body("relative-denied", 0, cred);
   // A directory nobody may write into: root ignores permissions, so use a path under a file.
   write_file(env.dir.path() / "not-a-dir", "x");

@@ -55,6 +55,23 @@ std::uint16_t free_port() {
   return ntohs(a.sin_port);
 }
 
+closed_port::closed_port() {
+  fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    if (fd_ >= 0) ::close(fd_);
+    throw std::runtime_error("closed_port: bind failed");
+  }
+  socklen_t len = sizeof a;
+  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+  port_ = ntohs(a.sin_port);
+}
+
+closed_port::~closed_port() { ::close(fd_); }
+
 bool wait_for_banner(std::uint16_t port, const std::string& banner, int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -124,13 +141,28 @@ sshd::sshd(const std::filesystem::path& dir, const std::vector<std::string>& aut
         << (o.readonly_sftp ? "internal-sftp -R" : o.internal_sftp ? "internal-sftp" : "/usr/lib/openssh/sftp-server")
         << "\n";
     }
+    std::filesystem::remove(dir_ / "sshd.pid", ec);
     proc_ = std::make_unique<process>(std::vector<std::string>{"/usr/sbin/sshd", "-D", "-e", "-f", cfg.string()},
                                       std::map<std::string, std::string>{}, (dir_ / "sshd").string());
-    if (wait_for_banner(port_, "SSH-2.0-", 10000)) return;
+    // The banner alone could come from another test's server that took the port between
+    // free_port() and sshd's bind (sshd then exits "Cannot bind"): ours writes its pid file only
+    // once it listens.
+    if (wait_for_banner(port_, "SSH-2.0-", 10000) && owns_port()) return;
     std::string err = proc_->stderr_text();
     proc_.reset();
     if (attempt == 4) throw std::runtime_error("sshd did not start: " + err);
   }
+}
+
+bool sshd::owns_port() {
+  const auto want = std::to_string(proc_->pid());
+  for (int i = 0; i < 500 && proc_->running(); ++i) {
+    auto pid = slurp(dir_ / "sshd.pid");
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    if (pid == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
 }
 
 std::vector<std::unique_ptr<sshd>> start_fleet(const std::filesystem::path& dir, int n,

@@ -44,6 +44,8 @@ class sshd {
   std::string log() const { return proc_ ? proc_->stderr_text() : ""; }
 
  private:
+  bool owns_port();
+
   std::filesystem::path dir_;
   std::uint16_t port_ = 0;
   std::string ed25519_, ecdsa_;
@@ -60,6 +62,21 @@ std::vector<std::unique_ptr<sshd>> start_fleet(const std::filesystem::path& dir,
 std::string current_user();
 // A TCP port on 127.0.0.1 that nothing listens on right now.
 std::uint16_t free_port();
+// A port on 127.0.0.1 that refuses connections for as long as this object lives: the socket is
+// bound but never listens, so no server started meanwhile (by this test or one running beside it)
+// can take the port — a `free_port()` picked for "nothing listens here" could be reused.
+class closed_port {
+ public:
+  closed_port();
+  ~closed_port();
+  closed_port(const closed_port&) = delete;
+  closed_port& operator=(const closed_port&) = delete;
+  std::uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+};
 // Waits until something on 127.0.0.1:port accepts and sends a line starting with `banner`.
 bool wait_for_banner(std::uint16_t port, const std::string& banner, int timeout_ms);
 
