@@ -1,7 +1,10 @@
 // Live log stream fan-out: N WebSocket subscribers on one job whose handler (in this process, so
 // lines go through the in-process hub) appends a burst of L lines. Reports lines/s delivered,
 // append-to-receive latency p50/p99 (append time = the line's ts, in ms) and the process RSS.
-// `ws_fanout [SUBSCRIBERS=1000] [LINES=10000]`; the clients run on a second thread.
+// `ws_fanout [SUBSCRIBERS=1000] [LINES=10000] [raw|beast]`; the clients run on a second thread:
+// `raw` (default) is a minimal epoll WebSocket client (real handshake, frame parsing, pong), so
+// the clients — on the same two cores as the server — cost as little as a client can; `beast`
+// is one Beast coroutine per subscriber, several times the CPU per frame.
 #include "certfleet/api/server.hpp"
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/queue/queue_service.hpp"
@@ -21,8 +24,16 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -58,9 +69,204 @@ long rss_kib() {
   return 0;
 }
 
+using steady = std::chrono::steady_clock;
+
+// What the clients saw. Written by the client thread only; read after it is joined.
+struct tally {
+  std::vector<std::int64_t> latencies_ms;
+  std::int64_t received = 0, bad_order = 0;
+  steady::time_point first_rx{}, last_rx{};
+  std::atomic<int> connected{0}, finished{0};
+  std::atomic<bool> gave_up{false};
+  std::FILE* dump = std::getenv("WS_FANOUT_DUMP") ? std::fopen(std::getenv("WS_FANOUT_DUMP"), "w") : nullptr;
+
+  // One lines message: a scan, not a JSON parse (the client must cost far less than the server
+  // it measures). False for the end message.
+  bool take(std::string_view text, std::int64_t& last, std::int64_t now_ms) {
+    if (text.starts_with(R"({"type":"end")")) return false;
+    auto now = steady::now();
+    if (first_rx == steady::time_point{}) first_rx = now;
+    last_rx = now;
+    std::size_t pos = 0;
+    while ((pos = text.find(R"("seq":)", pos)) != std::string_view::npos) {
+      pos += 6;
+      std::int64_t seq = 0;
+      std::from_chars(text.data() + pos, text.data() + text.size(), seq);
+      if (seq != last + 1) ++bad_order;
+      last = seq;
+      ++received;
+      // ts is the append time (ms): sample every 10th line of every subscriber.
+      if (seq % 10 != 0) continue;
+      auto tp = text.find(R"("ts":")", pos);
+      if (tp == std::string_view::npos || tp + 6 + 24 > text.size()) continue;
+      auto ts = text.substr(tp + 6, 24);  // 2026-11-29T09:05:18.123Z
+      auto num = [&](std::size_t at, std::size_t len) {
+        int v = 0;
+        std::from_chars(ts.data() + at, ts.data() + at + len, v);
+        return v;
+      };
+      std::int64_t day_ms = ((num(11, 2) * 60 + num(14, 2)) * 60 + num(17, 2)) * 1000 + num(20, 3);
+      latencies_ms.push_back(now_ms % 86'400'000 - day_ms);
+      if (dump) std::fprintf(dump, "%lld %lld %lld\n", static_cast<long long>(seq), static_cast<long long>(now_ms % 86'400'000 - day_ms), static_cast<long long>(day_ms));
+    }
+    return true;
+  }
+};
+
+// One Beast coroutine per subscriber on one io_context.
+void run_beast_clients(int n, std::uint16_t port, const std::string& path, const std::string& token, tally& t) {
+  asio::io_context cioc(1);
+  const auto& clock = system_clock();
+  for (int i = 0; i < n; ++i) {
+    asio::co_spawn(
+        cioc,
+        [&]() -> asio::awaitable<void> {
+          websocket::stream<beast::tcp_stream> ws(cioc.get_executor());
+          auto [cec] = co_await beast::get_lowest_layer(ws).async_connect(
+              tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), tuple_awaitable);
+          if (cec) co_return;
+          ws.set_option(websocket::stream_base::decorator(
+              [&](websocket::request_type& r) { r.set(beast::http::field::authorization, "Bearer " + token); }));
+          auto [hec] = co_await ws.async_handshake("127.0.0.1", path, tuple_awaitable);
+          if (hec) co_return;
+          ++t.connected;
+          std::int64_t last = 0;
+          beast::flat_buffer buf;
+          for (;;) {
+            auto [ec, bytes] = co_await ws.async_read(buf, tuple_awaitable);
+            if (ec) break;
+            auto text = beast::buffers_to_string(buf.data());
+            buf.consume(buf.size());
+            if (!t.take(text, last, clock.now_ms())) break;
+          }
+          ++t.finished;
+          co_await ws.async_close(websocket::close_code::normal, tuple_awaitable);
+        },
+        asio::detached);
+  }
+  cioc.run();
+}
+
+// A minimal WebSocket client per socket, all on one epoll loop: the real handshake, server frames
+// parsed by their headers, pings answered, a close frame sent at the end.
+void run_raw_clients(int n, std::uint16_t port, const std::string& path, const std::string& token, tally& t) {
+  struct conn {
+    int fd = -1;
+    std::string buf;
+    std::int64_t last = 0;
+  };
+  const auto& clock = system_clock();
+  int ep = ::epoll_create1(0);
+  std::vector<conn> conns(static_cast<std::size_t>(n));
+  const std::string request = fmt::format(
+      "GET {} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer {}\r\n\r\n",
+      path, token);
+  // A client frame is masked (RFC 6455 §5.3); the zero mask keeps the payload as is.
+  auto send_control = [](int fd, unsigned char opcode, std::string_view payload) {
+    std::string f;
+    f.push_back(static_cast<char>(0x80 | opcode));
+    f.push_back(static_cast<char>(0x80 | payload.size()));
+    f.append(4, '\0');
+    f.append(payload);
+    (void)!::send(fd, f.data(), f.size(), MSG_NOSIGNAL);
+  };
+  for (int i = 0; i < n; ++i) {
+    auto& c = conns[static_cast<std::size_t>(i)];
+    c.fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::send(c.fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
+      t.gave_up = true;
+      return;
+    }
+    char tmp[4096];
+    while (c.buf.find("\r\n\r\n") == std::string::npos) {
+      auto r = ::recv(c.fd, tmp, sizeof tmp, 0);
+      if (r <= 0) {
+        t.gave_up = true;
+        return;
+      }
+      c.buf.append(tmp, static_cast<std::size_t>(r));
+    }
+    if (!c.buf.starts_with("HTTP/1.1 101")) {
+      std::cerr << "handshake refused: " << c.buf.substr(0, c.buf.find("\r\n")) << std::endl;
+      t.gave_up = true;
+      return;
+    }
+    c.buf.erase(0, c.buf.find("\r\n\r\n") + 4);
+    ::fcntl(c.fd, F_SETFL, ::fcntl(c.fd, F_GETFL) | O_NONBLOCK);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = static_cast<std::uint32_t>(i);
+    ::epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
+    ++t.connected;
+  }
+  std::vector<char> rx(256 * 1024);
+  int open = n;
+  while (open > 0) {
+    epoll_event evs[64];
+    int k = ::epoll_wait(ep, evs, 64, 60'000);
+    if (k <= 0) {
+      t.gave_up = true;
+      break;
+    }
+    for (int e = 0; e < k; ++e) {
+      auto& c = conns[evs[e].data.u32];
+      bool gone = false;
+      for (;;) {
+        auto r = ::recv(c.fd, rx.data(), rx.size(), 0);
+        if (r > 0) c.buf.append(rx.data(), static_cast<std::size_t>(r));
+        if (r == 0 || (r < 0 && errno != EAGAIN)) gone = true;
+        if (r < static_cast<ssize_t>(rx.size())) break;
+      }
+      const auto now_ms = clock.now_ms();
+      bool done = false;
+      std::size_t pos = 0;
+      while (!done && c.buf.size() - pos >= 2) {
+        auto b0 = static_cast<unsigned char>(c.buf[pos]), b1 = static_cast<unsigned char>(c.buf[pos + 1]);
+        std::uint64_t len = b1 & 0x7f;
+        std::size_t header = 2;
+        if (len == 126 || len == 127) {
+          header = len == 126 ? 4 : 10;
+          if (c.buf.size() - pos < header) break;
+          len = 0;
+          for (std::size_t b = 2; b < header; ++b) len = (len << 8) | static_cast<unsigned char>(c.buf[pos + b]);
+        }
+        if (c.buf.size() - pos < header + len) break;
+        std::string_view payload(c.buf.data() + pos + header, len);
+        switch (b0 & 0x0f) {
+          case 0x0:
+          case 0x1:
+            if (!t.take(payload, c.last, now_ms)) done = true;
+            break;
+          case 0x8: gone = true; done = true; break;
+          case 0x9: send_control(c.fd, 0xA, payload); break;
+          default: break;
+        }
+        pos += header + len;
+      }
+      c.buf.erase(0, pos);
+      if (done || gone) {
+        if (!gone) send_control(c.fd, 0x8, std::string_view("\x03\xe8", 2));  // 1000, normal
+        ::epoll_ctl(ep, EPOLL_CTL_DEL, c.fd, nullptr);
+        ::close(c.fd);
+        c.fd = -1;
+        --open;
+        ++t.finished;
+      }
+    }
+  }
+  ::close(ep);
+}
+
 int main(int argc, char** argv) {
   int subscribers = argc > 1 ? std::atoi(argv[1]) : 1000;
   int lines = argc > 2 ? std::atoi(argv[2]) : 10000;
+  bool beast_clients = argc > 3 && std::string_view(argv[3]) == "beast";
   spdlog::set_level(spdlog::level::warn);
   auto dir = std::filesystem::temp_directory_path() / fmt::format("certfleet-wsbench-{}", ::getpid());
   std::filesystem::create_directories(dir);
@@ -94,73 +300,28 @@ int main(int argc, char** argv) {
   std::thread server_thread([&] { ioc.run(); });
   long rss_before = rss_kib();
 
-  asio::io_context cioc(1);
-  std::vector<std::int64_t> latencies_ms;
-  latencies_ms.reserve(static_cast<std::size_t>(subscribers) * lines / 10);
-  std::atomic<int> connected{0}, finished{0};
-  std::int64_t received = 0, bad_order = 0;
-  std::chrono::steady_clock::time_point first_rx{}, last_rx{};
-  auto port = srv.port();
-  for (int i = 0; i < subscribers; ++i) {
-    asio::co_spawn(
-        cioc,
-        [&, i]() -> asio::awaitable<void> {
-          websocket::stream<beast::tcp_stream> ws(cioc.get_executor());
-          auto [cec] = co_await beast::get_lowest_layer(ws).async_connect(
-              tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), tuple_awaitable);
-          if (cec) co_return;
-          ws.set_option(websocket::stream_base::decorator(
-              [&](websocket::request_type& r) { r.set(beast::http::field::authorization, "Bearer " + token); }));
-          auto [hec] = co_await ws.async_handshake("127.0.0.1", "/api/v1/projects/default/jobs/" + job + "/logs/stream",
-                                                   tuple_awaitable);
-          if (hec) co_return;
-          ++connected;
-          std::int64_t last = 0;
-          beast::flat_buffer buf;
-          for (;;) {
-            auto [ec, n] = co_await ws.async_read(buf, tuple_awaitable);
-            if (ec) break;
-            auto now_ms = clock.now_ms();
-            // A scan, not a JSON parse: the client must cost far less than the server it measures.
-            auto text = beast::buffers_to_string(buf.data());
-            buf.consume(buf.size());
-            if (text.rfind(R"({"type":"end")", 0) == 0) break;
-            if (first_rx == std::chrono::steady_clock::time_point{}) first_rx = std::chrono::steady_clock::now();
-            last_rx = std::chrono::steady_clock::now();
-            std::size_t pos = 0;
-            while ((pos = text.find(R"("seq":)", pos)) != std::string::npos) {
-              pos += 6;
-              std::int64_t seq = std::strtoll(text.c_str() + pos, nullptr, 10);
-              if (seq != last + 1) ++bad_order;
-              last = seq;
-              ++received;
-              // ts is the append time (ms): sample every 10th line of every subscriber.
-              if (seq % 10 == 0) {
-                auto tp = text.find(R"("ts":")", pos);
-                if (tp == std::string::npos) continue;
-                auto ts = std::string_view(text).substr(tp + 6, 24);  // 2026-11-29T09:05:18.123Z
-                auto num = [&](std::size_t at, std::size_t len) { return std::stoi(std::string(ts.substr(at, len))); };
-                std::int64_t day_ms = ((num(11, 2) * 60 + num(14, 2)) * 60 + num(17, 2)) * 1000 + num(20, 3);
-                latencies_ms.push_back(now_ms % 86'400'000 - day_ms);
-              }
-            }
-          }
-          ++finished;
-          co_await ws.async_close(websocket::close_code::normal, tuple_awaitable);
-        },
-        asio::detached);
-  }
-  std::thread client_thread([&] { cioc.run(); });
-  while (connected < subscribers) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  tally t;
+  t.latencies_ms.reserve(static_cast<std::size_t>(subscribers) * lines / 10);
+  const std::string path = "/api/v1/projects/default/jobs/" + job + "/logs/stream";
+  std::thread client_thread([&] {
+    if (beast_clients) run_beast_clients(subscribers, srv.port(), path, token, t);
+    else run_raw_clients(subscribers, srv.port(), path, token, t);
+  });
+  while (t.connected < subscribers && !t.gave_up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   long rss_connected = rss_kib();
   long rss_peak = rss_connected;
   go = true;
-  while (finished < subscribers) {
+  while (t.finished < subscribers && !t.gave_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     rss_peak = std::max(rss_peak, rss_kib());
   }
   client_thread.join();
+  auto& latencies_ms = t.latencies_ms;
+  auto received = t.received;
+  auto bad_order = t.bad_order;
+  auto first_rx = t.first_rx;
+  auto last_rx = t.last_rx;
   std::sort(latencies_ms.begin(), latencies_ms.end());
   auto pct = [&](double p) {
     return latencies_ms.empty() ? -1 : latencies_ms[std::min(latencies_ms.size() - 1, static_cast<std::size_t>(p * latencies_ms.size()))];
@@ -168,10 +329,10 @@ int main(int argc, char** argv) {
   double secs = std::chrono::duration<double>(last_rx - first_rx).count();
   auto stats = srv.current_stats();
   std::cout << fmt::format(
-                   "ws_fanout: {} subscribers x {} lines: {} lines delivered ({} out of order) in {:.2f} s = {:.0f} "
-                   "lines/s; append-to-receive p50 {} ms p99 {} ms; RSS (server and clients in one process) before "
+                   "ws_fanout ({} clients): {} subscribers x {} lines: {} lines delivered ({} out of order) in {:.2f} s = {:.0f} "
+                   "lines/s; append-to-receive p50 {} ms p90 {} ms p99 {} ms max {} ms; RSS (server and clients in one process) before "
                    "{} MiB, {} subscribers connected {} MiB, peak during the burst {} MiB; dropped subscribers {}",
-                   subscribers, lines, received, bad_order, secs, secs > 0 ? received / secs : 0.0, pct(0.5), pct(0.99),
+                   beast_clients ? "beast" : "raw", subscribers, lines, received, bad_order, secs, secs > 0 ? received / secs : 0.0, pct(0.5), pct(0.9), pct(0.99), pct(1.0),
                    rss_before / 1024, subscribers, rss_connected / 1024, rss_peak / 1024, stats.subscribers_dropped)
             << std::endl;
   std::promise<void> stopped;

@@ -1,5 +1,6 @@
 #include "log_hub.hpp"
 
+#include "certfleet/api/ws_frame.hpp"
 #include "certfleet/queue/job_view.hpp"
 #include "certfleet/store/auth.hpp"
 
@@ -59,16 +60,22 @@ std::string end_frame_text(store::job_status status) {
 log_subscriber::log_subscriber(asio::any_io_executor ex, std::size_t max_frames, std::size_t max_bytes)
     : max_frames_(max_frames), max_bytes_(max_bytes), signal_(ex, asio::steady_timer::time_point::max()) {}
 
+void log_subscriber::mark_overflowed() {
+  if (overflowed_) return;
+  overflowed_ = true;
+  q_.clear();
+  bytes_ = 0;
+  signal_.cancel();
+  if (on_overflow) asio::post(signal_.get_executor(), [cb = on_overflow] { cb(); });
+}
+
 void log_subscriber::push(const log_frame& f) {
   if (overflowed_) return;
+  if (live && q_.empty() && direct && f.wire && direct(f)) return;
   std::size_t sz = f.text ? f.text->size() : 0;
   // An end frame always fits: it is the last one and tells the client the job is over.
   if (!f.end && !f.sync && (q_.size() >= max_frames_ || bytes_ + sz > max_bytes_)) {
-    overflowed_ = true;
-    q_.clear();
-    bytes_ = 0;
-    signal_.cancel();
-    if (on_overflow) asio::post(signal_.get_executor(), [cb = on_overflow] { cb(); });
+    mark_overflowed();
     return;
   }
   bytes_ += sz;
@@ -174,6 +181,7 @@ void log_hub::emit_lines(topic& t, const std::vector<store::log_line>& lines) {
   f.first_seq = lines[from].seq;
   f.last_seq = lines[to - 1].seq;
   f.text = std::make_shared<const std::string>(lines_frame_text(lines, from, to));
+  f.wire = std::make_shared<const std::string>(ws_text_frame(*f.text));
   t.last_seq = f.last_seq;
   broadcast(t, f);
 }

@@ -29,6 +29,9 @@ struct log_frame {
   // from the store first, so a line the topic counted before this subscriber joined is never lost.
   bool sync = false;
   std::shared_ptr<const std::string> text;
+  // For a lines frame: `text` as one whole WebSocket frame (header + payload), built once and
+  // written as-is to every subscriber that is caught up (see log_subscriber::direct).
+  std::shared_ptr<const std::string> wire;
 };
 
 // {"type":"lines","lines":[…]} and {"type":"end","status":"completed"}
@@ -50,7 +53,15 @@ class log_subscriber {
   // Waits until a frame is queued, the queue overflows or notify() is called.
   boost::asio::awaitable<void> wait();
   void notify() { signal_.cancel(); }
-  std::function<void()> on_overflow;  // called once, on the loop
+  // Past the bounds (of this queue, or of what the connection still holds): drops what is queued
+  // and has on_overflow called once, on the loop.
+  void mark_overflowed();
+  std::function<void()> on_overflow;
+  // The fast path: while the session is caught up and waiting (`live`), a lines frame goes
+  // straight to the connection through `direct` — no queueing, no wake-up. `direct` returns
+  // false when it cannot take the frame (a gap, a closing connection): it is queued as usual.
+  std::function<bool(const log_frame&)> direct;
+  bool live = false;
 
  private:
   std::deque<log_frame> q_;

@@ -16,6 +16,7 @@
 #include "certfleet/store/store.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "log_hub.hpp"
+#include "queued_socket.hpp"
 #include "metrics.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -828,8 +829,8 @@ struct server::impl : std::enable_shared_from_this<impl> {
   // ---- live log stream -----------------------------------------------------------------
 
   struct ws_conn {
-    explicit ws_conn(beast::tcp_stream&& s) : ws(std::move(s)) {}
-    websocket::stream<beast::tcp_stream> ws;
+    explicit ws_conn(tcp::socket&& s) : ws(std::move(s)) {}
+    websocket::stream<queued_socket> ws;
     bool closed = false;   // the read side ended: the connection is gone or closed
     bool closing = false;  // a close was started
     std::int64_t sent = 0; // the cursor: last seq sent
@@ -855,8 +856,8 @@ struct server::impl : std::enable_shared_from_this<impl> {
           deadline.async_wait([c](boost::system::error_code ec) {
             if (!ec && !c->closed) {
               boost::system::error_code ignored;
-              beast::get_lowest_layer(c->ws).socket().shutdown(tcp::socket::shutdown_both, ignored);
-              beast::get_lowest_layer(c->ws).close();
+              beast::get_lowest_layer(c->ws).shutdown(tcp::socket::shutdown_both, ignored);
+              beast::get_lowest_layer(c->ws).close(ignored);
             }
           });
           co_await c->ws.async_close(websocket::close_reason(code, reason), tuple_awaitable);
@@ -866,11 +867,16 @@ struct server::impl : std::enable_shared_from_this<impl> {
         asio::detached);
   }
 
+  // The session's own sends (backlog, catch-up, merged frames, the end): queued behind whatever
+  // the hub sent directly, then paced by the peer — the next one waits until the connection holds
+  // at most ws_send_low_water bytes, so a long backlog never piles up in memory.
+  static constexpr std::size_t ws_send_low_water = 256 * 1024;
   asio::awaitable<bool> ws_send(const std::shared_ptr<ws_conn>& c, const std::string& text) {
     if (c->closing || c->closed) co_return false;
     c->ws.text(true);
     auto [ec, n] = co_await c->ws.async_write(asio::buffer(text), tuple_awaitable);
-    co_return !ec;
+    if (ec) co_return false;
+    co_return co_await c->ws.next_layer().wait_below(ws_send_low_water);
   }
 
   // Sends the store's lines after c->sent up to `upto` (0: to the end); returns false on a
@@ -923,9 +929,9 @@ struct server::impl : std::enable_shared_from_this<impl> {
     if (stopping)
       co_return co_await reject_upgrade(stream, error_reply(errc::shutting_down, "the server is shutting down"), req.version());
 
-    auto conn = std::make_shared<ws_conn>(std::move(stream));
+    stream.expires_never();  // the WebSocket timeouts take over
+    auto conn = std::make_shared<ws_conn>(stream.release_socket());
     conn->sent = lq->after;
-    beast::get_lowest_layer(conn->ws).expires_never();  // the WebSocket timeouts take over
     websocket::stream_base::timeout to{};
     to.handshake_timeout = std::chrono::seconds(10);
     to.idle_timeout = opt.ws_idle_timeout;
@@ -948,6 +954,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
     sub->on_overflow = [this, self, weak, max = opt.ws_queue_frames] {
       if (auto cc = weak.lock()) {
         metrics.subscriber_dropped();
+        cc->ws.next_layer().drop_unsent();  // the close frame goes next, not behind megabytes
         start_close(cc, websocket::close_code::try_again_later,
                     fmt::format("too slow: more than {} frames queued; reconnect with after={}", max, cc->sent));
       }
@@ -971,13 +978,29 @@ struct server::impl : std::enable_shared_from_this<impl> {
         },
         asio::detached);
 
+    sub->direct = [weak, subscriber = sub.get(), max_frames = opt.ws_queue_frames,
+                   max_bytes = opt.ws_queue_bytes](const log_frame& f) {
+      auto cc = weak.lock();
+      if (!cc || cc->closing || cc->closed || f.first_seq != cc->sent + 1) return false;
+      auto& out = cc->ws.next_layer();
+      // The connection's queue is this subscriber's bound now: frames the peer has not taken.
+      if (out.queued_frames() >= max_frames || out.queued_bytes() + f.wire->size() > max_bytes) {
+        subscriber->mark_overflowed();
+        return true;
+      }
+      if (!out.send_frame(f.wire)) return false;
+      cc->sent = f.last_seq;
+      return true;
+    };
     const std::string job_id = m.id;
     hub.subscribe(job_id, sub);  // first, so no line falls between the backlog and the live frames
     bool ended = false;
     bool ok = co_await ws_catch_up(conn, job_id, 0, ended);
     while (ok && !ended && !conn->closed && !conn->closing && !sub->overflowed()) {
       if (sub->empty()) {
+        sub->live = true;  // caught up: the hub may send straight to the socket
         co_await sub->wait();
+        sub->live = false;
         continue;
       }
       auto f = sub->pop();
@@ -1016,15 +1039,21 @@ struct server::impl : std::enable_shared_from_this<impl> {
       }
     }
     hub.unsubscribe(job_id, sub.get());
+    sub->direct = nullptr;
     if (ended) start_close(conn, websocket::close_code::normal, "job finished");
-    else if (!conn->closing && !conn->closed) start_close(conn, websocket::close_code::going_away, "stream ended");
+    // An overflowed subscriber is closed by on_overflow, with the reason.
+    else if (!sub->overflowed() && !conn->closing && !conn->closed)
+      start_close(conn, websocket::close_code::going_away, "stream ended");
     // Wait for the read side to finish (close handshake or hard close by start_close's deadline).
     asio::steady_timer t(ex);
     for (int i = 0; i < 400 && !conn->closed; ++i) {
       t.expires_after(std::chrono::milliseconds(10));
       co_await t.async_wait(tuple_awaitable);
     }
-    if (!conn->closed) beast::get_lowest_layer(conn->ws).close();
+    if (!conn->closed) {
+      boost::system::error_code ignored;
+      beast::get_lowest_layer(conn->ws).close(ignored);
+    }
   }
 
   // ---- accept loop ---------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include "certfleet/api/requests.hpp"
 #include "certfleet/api/router.hpp"
 #include "certfleet/api/tokens.hpp"
+#include "certfleet/api/ws_frame.hpp"
 
 #include <gtest/gtest.h>
 
@@ -103,6 +104,24 @@ TEST(api_requests, settings_body) {
   EXPECT_FALSE(parse_settings_body(R"({"mode":"api"})"));
   EXPECT_FALSE(parse_settings_body(R"({"jobs_page_size_default":{"a":1}})"));
   EXPECT_FALSE(parse_settings_body(std::string(20, '[') + std::string(20, ']')));
+}
+
+// The hub's frames go to subscribers byte for byte: the length encoding at each boundary.
+TEST(api_ws_frame, header_at_each_length_boundary) {
+  auto header = [](std::size_t n) {
+    auto f = ws_text_frame(std::string(n, 'x'));
+    EXPECT_EQ(f.size() - n, n < 126 ? 2u : n <= 0xffff ? 4u : 10u) << n;
+    EXPECT_EQ(f.substr(f.size() - n), std::string(n, 'x'));
+    std::vector<unsigned> out;
+    for (std::size_t i = 0; i < f.size() - n; ++i) out.push_back(static_cast<unsigned char>(f[i]));
+    return out;
+  };
+  auto bytes = [](std::initializer_list<unsigned> b) { return std::vector<unsigned>(b); };
+  EXPECT_EQ(header(0), bytes({0x81, 0}));
+  EXPECT_EQ(header(125), bytes({0x81, 125}));
+  EXPECT_EQ(header(126), bytes({0x81, 126, 0, 126}));
+  EXPECT_EQ(header(65535), bytes({0x81, 126, 0xff, 0xff}));
+  EXPECT_EQ(header(65536), bytes({0x81, 127, 0, 0, 0, 0, 0, 1, 0, 0}));
 }
 
 TEST(api_tokens, shape_and_hash) {
