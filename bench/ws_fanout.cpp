@@ -5,6 +5,8 @@
 // `raw` (default) is a minimal epoll WebSocket client (real handshake, frame parsing, pong), so
 // the clients — on the same two cores as the server — cost as little as a client can; `beast`
 // is one Beast coroutine per subscriber, several times the CPU per frame.
+// WS_FANOUT_DUMP=FILE writes every latency sample as "seq latency_ms append_ms_of_day" (to see
+// whether a tail is one slow start or a steady backlog).
 #include "certfleet/api/server.hpp"
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/queue/queue_service.hpp"
