@@ -36,6 +36,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -89,9 +90,19 @@ struct tally {
     auto now = steady::now();
     if (first_rx == steady::time_point{}) first_rx = now;
     last_rx = now;
+    // Each line object starts with {"seq": — found by memchr on '{' (about once a line), where a
+    // search for the quoted key stops at every '"'.
+    constexpr std::string_view key = R"({"seq":)";
     std::size_t pos = 0;
-    while ((pos = text.find(R"("seq":)", pos)) != std::string_view::npos) {
-      pos += 6;
+    for (;;) {
+      const void* hit = std::memchr(text.data() + pos, '{', text.size() - pos);
+      if (!hit) break;
+      pos = static_cast<std::size_t>(static_cast<const char*>(hit) - text.data());
+      if (text.compare(pos, key.size(), key) != 0) {
+        ++pos;
+        continue;
+      }
+      pos += key.size();
       std::int64_t seq = 0;
       std::from_chars(text.data() + pos, text.data() + text.size(), seq);
       if (seq != last + 1) ++bad_order;

@@ -871,6 +871,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
   // the hub sent directly, then paced by the peer — the next one waits until the connection holds
   // at most ws_send_low_water bytes, so a long backlog never piles up in memory.
   static constexpr std::size_t ws_send_low_water = 256 * 1024;
+  static constexpr int ws_send_buffer = 1 << 20;
   asio::awaitable<bool> ws_send(const std::shared_ptr<ws_conn>& c, const std::string& text) {
     if (c->closing || c->closed) co_return false;
     c->ws.text(true);
@@ -930,7 +931,14 @@ struct server::impl : std::enable_shared_from_this<impl> {
       co_return co_await reject_upgrade(stream, error_reply(errc::shutting_down, "the server is shutting down"), req.version());
 
     stream.expires_never();  // the WebSocket timeouts take over
-    auto conn = std::make_shared<ws_conn>(stream.release_socket());
+    auto socket = stream.release_socket();
+    {
+      // A burst is one large message per subscriber: the default 16 KiB send buffer (grown only
+      // by sustained traffic) would take it in pieces, a wait for writability each.
+      boost::system::error_code ignored;
+      socket.set_option(asio::socket_base::send_buffer_size(ws_send_buffer), ignored);
+    }
+    auto conn = std::make_shared<ws_conn>(std::move(socket));
     conn->sent = lq->after;
     websocket::stream_base::timeout to{};
     to.handshake_timeout = std::chrono::seconds(10);
