@@ -36,6 +36,9 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <functional>
+#include <sstream>
+#include <sys/wait.h>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -81,12 +84,17 @@ struct tally {
   steady::time_point first_rx{}, last_rx{};
   std::atomic<int> connected{0}, finished{0};
   std::atomic<bool> gave_up{false};
-  std::FILE* dump = std::getenv("WS_FANOUT_DUMP") ? std::fopen(std::getenv("WS_FANOUT_DUMP"), "w") : nullptr;
+  std::FILE* dump = nullptr;  // WS_FANOUT_DUMP, opened by the first take() (in the process that reads)
+  bool dump_checked = false;
 
   // One lines message: a scan, not a JSON parse (the client must cost far less than the server
   // it measures). False for the end message.
   bool take(std::string_view text, std::int64_t& last, std::int64_t now_ms) {
     if (text.starts_with(R"({"type":"end")")) return false;
+    if (!dump_checked) {
+      dump_checked = true;
+      if (const char* f = std::getenv("WS_FANOUT_DUMP")) dump = std::fopen(f, "w");
+    }
     auto now = steady::now();
     if (first_rx == steady::time_point{}) first_rx = now;
     last_rx = now;
@@ -162,7 +170,8 @@ void run_beast_clients(int n, std::uint16_t port, const std::string& path, const
 
 // A minimal WebSocket client per socket, all on one epoll loop: the real handshake, server frames
 // parsed by their headers, pings answered, a close frame sent at the end.
-void run_raw_clients(int n, std::uint16_t port, const std::string& path, const std::string& token, tally& t) {
+void run_raw_clients(int n, std::uint16_t port, const std::string& path, const std::string& token, tally& t,
+                     const std::function<void()>& all_connected) {
   struct conn {
     int fd = -1;
     std::string buf;
@@ -218,6 +227,7 @@ void run_raw_clients(int n, std::uint16_t port, const std::string& path, const s
     ::epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
     ++t.connected;
   }
+  all_connected();
   std::vector<char> rx(256 * 1024);
   int open = n;
   while (open > 0) {
@@ -276,10 +286,77 @@ void run_raw_clients(int n, std::uint16_t port, const std::string& path, const s
   ::close(ep);
 }
 
+// The raw clients run in a child process, forked before any thread exists, so the parent's RSS
+// is the server's. Parent → child: "port path token\n"; child → parent: 'C' once connected (or
+// 'G' when it gave up), then the tally.
+struct client_process {
+  pid_t pid = -1;
+  int to_child = -1, from_child = -1;
+};
+
+bool read_all(int fd, void* p, std::size_t n) {
+  auto* c = static_cast<char*>(p);
+  while (n > 0) {
+    auto r = ::read(fd, c, n);
+    if (r <= 0) return false;
+    c += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+void write_all(int fd, const void* p, std::size_t n) {
+  const auto* c = static_cast<const char*>(p);
+  while (n > 0) {
+    auto r = ::write(fd, c, n);
+    if (r <= 0) return;
+    c += r;
+    n -= static_cast<std::size_t>(r);
+  }
+}
+
+client_process fork_raw_clients(int subscribers) {
+  int down[2], up[2];
+  if (::pipe(down) != 0 || ::pipe(up) != 0) std::abort();
+  client_process cp;
+  cp.pid = ::fork();
+  if (cp.pid != 0) {
+    ::close(down[0]);
+    ::close(up[1]);
+    cp.to_child = down[1];
+    cp.from_child = up[0];
+    return cp;
+  }
+  ::close(down[1]);
+  ::close(up[0]);
+  std::string line;
+  char ch;
+  while (::read(down[0], &ch, 1) == 1 && ch != '\n') line.push_back(ch);
+  std::istringstream in(line);
+  int port = 0;
+  std::string path, token;
+  in >> port >> path >> token;
+  tally t;
+  bool connected = false;
+  run_raw_clients(subscribers, static_cast<std::uint16_t>(port), path, token, t, [&] {
+    connected = true;
+    write_all(up[1], "C", 1);
+  });
+  if (!connected) write_all(up[1], "G", 1);
+  std::int64_t head[6] = {t.received, t.bad_order, t.first_rx.time_since_epoch().count(),
+                          t.last_rx.time_since_epoch().count(), static_cast<std::int64_t>(t.latencies_ms.size()),
+                          t.gave_up ? 1 : 0};
+  write_all(up[1], head, sizeof head);
+  write_all(up[1], t.latencies_ms.data(), t.latencies_ms.size() * sizeof(std::int64_t));
+  ::_exit(0);
+}
+
 int main(int argc, char** argv) {
   int subscribers = argc > 1 ? std::atoi(argv[1]) : 1000;
   int lines = argc > 2 ? std::atoi(argv[2]) : 10000;
   bool beast_clients = argc > 3 && std::string_view(argv[3]) == "beast";
+  client_process child;
+  if (!beast_clients) child = fork_raw_clients(subscribers);
   spdlog::set_level(spdlog::level::warn);
   auto dir = std::filesystem::temp_directory_path() / fmt::format("certfleet-wsbench-{}", ::getpid());
   std::filesystem::create_directories(dir);
@@ -316,16 +393,37 @@ int main(int argc, char** argv) {
   tally t;
   t.latencies_ms.reserve(static_cast<std::size_t>(subscribers) * lines / 10);
   const std::string path = "/api/v1/projects/default/jobs/" + job + "/logs/stream";
+  std::atomic<bool> clients_done{false};
   std::thread client_thread([&] {
-    if (beast_clients) run_beast_clients(subscribers, srv.port(), path, token, t);
-    else run_raw_clients(subscribers, srv.port(), path, token, t);
+    if (beast_clients) {
+      run_beast_clients(subscribers, srv.port(), path, token, t);
+    } else {
+      auto hello = fmt::format("{} {} {}\n", srv.port(), path, token);
+      write_all(child.to_child, hello.data(), hello.size());
+      char c = 0;
+      if (!read_all(child.from_child, &c, 1) || c != 'C') t.gave_up = true;
+      t.connected = subscribers;
+      std::int64_t head[6];
+      if (read_all(child.from_child, head, sizeof head)) {
+        if (head[5]) t.gave_up = true;
+        if (head[4] < 0 || head[4] > (std::int64_t{1} << 32)) head[4] = 0;
+        t.received = head[0];
+        t.bad_order = head[1];
+        t.first_rx = steady::time_point(steady::duration(head[2]));
+        t.last_rx = steady::time_point(steady::duration(head[3]));
+        t.latencies_ms.resize(static_cast<std::size_t>(head[4]));
+        read_all(child.from_child, t.latencies_ms.data(), t.latencies_ms.size() * sizeof(std::int64_t));
+      }
+      ::waitpid(child.pid, nullptr, 0);
+    }
+    clients_done = true;
   });
   while (t.connected < subscribers && !t.gave_up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   long rss_connected = rss_kib();
   long rss_peak = rss_connected;
   go = true;
-  while (t.finished < subscribers && !t.gave_up) {
+  while (!clients_done && (beast_clients ? t.finished < subscribers && !t.gave_up : true)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     rss_peak = std::max(rss_peak, rss_kib());
   }
@@ -343,9 +441,10 @@ int main(int argc, char** argv) {
   auto stats = srv.current_stats();
   std::cout << fmt::format(
                    "ws_fanout ({} clients): {} subscribers x {} lines: {} lines delivered ({} out of order) in {:.2f} s = {:.0f} "
-                   "lines/s; append-to-receive p50 {} ms p90 {} ms p99 {} ms max {} ms; RSS (server and clients in one process) before "
+                   "lines/s; append-to-receive p50 {} ms p90 {} ms p99 {} ms max {} ms; RSS ({}) before "
                    "{} MiB, {} subscribers connected {} MiB, peak during the burst {} MiB; dropped subscribers {}",
                    beast_clients ? "beast" : "raw", subscribers, lines, received, bad_order, secs, secs > 0 ? received / secs : 0.0, pct(0.5), pct(0.9), pct(0.99), pct(1.0),
+                   beast_clients ? "server and clients in one process" : "server; the clients run in a child process",
                    rss_before / 1024, subscribers, rss_connected / 1024, rss_peak / 1024, stats.subscribers_dropped)
             << std::endl;
   std::promise<void> stopped;
