@@ -3,7 +3,10 @@
 // subscribers, a stalled subscriber, keepalive pings, shutdown.
 #include "api_fixture.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 using namespace api_test;
 using namespace std::chrono_literals;
@@ -198,6 +201,62 @@ TEST_F(api_log_stream, two_hundred_subscribers_get_every_line_in_order) {
   }
   auto st_now = on_loop([&] { return srv->current_stats(); });
   EXPECT_EQ(st_now.subscribers_dropped, 0u);
+}
+
+// The hub writes its frames straight to the socket while Beast answers the client's pings on the
+// same socket: a pong cut into a frame (or a frame into a pong) would break the client's parse.
+TEST_F(api_log_stream, pongs_and_hub_frames_never_interleave) {
+  auto o = test_options();
+  o.ws_queue_frames = 100000;  // the slow reader below must not be dropped as too slow
+  o.ws_queue_bytes = 64u << 20;
+  start(o, true);
+  auto c = client();
+  constexpr int lines = 2000;
+  auto r = c.post(jobs_path(),
+                  fmt::format(R"({{"type":"noop","payload":{{"lines":{},"line_bytes":3000,"wait_ms":500}}}})", lines),
+                  tok["admin"]);
+  ASSERT_EQ(r.status, 201);
+  auto id = std::string(r.json().at("id").as_string());
+  asio::io_context cioc;
+  testbed::ws_stream ws(cioc.get_executor());
+  seen s;
+  int status = 0, pings = 0;
+  bool done = false;
+  asio::co_spawn(
+      cioc,
+      [&]() -> asio::awaitable<void> {
+        // A small receive buffer and a reader that pauses: the server's queue holds frames partly
+        // written while the pongs are queued behind them.
+        status = co_await ws.connect("127.0.0.1", port, stream_path(id), tok["viewer"], 16384);
+        if (status != 101) co_return;
+        asio::co_spawn(
+            cioc,
+            [&]() -> asio::awaitable<void> {
+              asio::steady_timer t(cioc.get_executor());
+              while (!done && co_await ws.ping()) {
+                ++pings;
+                t.expires_after(std::chrono::microseconds(200));
+                co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+              }
+            },
+            asio::detached);
+        asio::steady_timer pause(cioc.get_executor());
+        for (;;) {
+          if (!s.take(co_await ws.read()) || !s.end_status.empty()) break;
+          pause.expires_after(std::chrono::milliseconds(2));
+          co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        done = true;
+        co_await ws.close();
+      },
+      asio::detached);
+  cioc.run_for(60s);
+  ASSERT_EQ(status, 101);
+  EXPECT_TRUE(s.in_order_from(1, lines)) << s.seqs.size() << " lines; " << s.error << " " << s.close_code << " "
+                                          << s.close_reason;
+  EXPECT_EQ(s.end_status, "completed");
+  EXPECT_GT(pings, 50);
+  EXPECT_GT(ws.pongs(), 50);
 }
 
 // A subscriber that stops reading is closed with a reason; the others get every line on time.

@@ -200,6 +200,9 @@ asio::awaitable<int> ws_stream::connect(std::string host, unsigned short port, s
   ws_->set_option(websocket::stream_base::decorator([token](websocket::request_type& req) {
     if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
   }));
+  ws_->control_callback([pongs = pongs_](websocket::frame_type kind, beast::string_view) {
+    if (kind == websocket::frame_type::pong) ++*pongs;
+  });
   websocket::response_type res;
   auto [hec] = co_await ws_->async_handshake(res, host + ":" + std::to_string(port), target, tuple_awaitable);
   lowest.expires_never();
@@ -231,6 +234,12 @@ asio::awaitable<ws_message> ws_stream::read() {
   }
   m.text = beast::buffers_to_string(buf.data());
   co_return m;
+}
+
+asio::awaitable<bool> ws_stream::ping() {
+  if (!ws_ || !ws_->is_open()) co_return false;
+  auto [ec] = co_await ws_->async_ping({}, tuple_awaitable);
+  co_return !ec;
 }
 
 asio::awaitable<void> ws_stream::close() {

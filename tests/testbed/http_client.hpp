@@ -75,11 +75,16 @@ class ws_stream {
                                       int receive_buffer = 0);
   boost::asio::awaitable<ws_message> read();
   boost::asio::awaitable<void> close();
+  // Sends a ping (may run beside read()); false when the connection is gone.
+  boost::asio::awaitable<bool> ping();
+  // Pongs the read side has seen so far.
+  int pongs() const { return *pongs_; }
   const std::string& rejection() const { return rejection_; }
   void hard_close();
 
  private:
   std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>> ws_;
+  std::shared_ptr<int> pongs_ = std::make_shared<int>(0);
   boost::asio::any_io_executor ex_;
   std::string rejection_;
 };
