@@ -53,10 +53,7 @@ class log_subscriber {
   // Waits until a frame is queued, the queue overflows or notify() is called.
   boost::asio::awaitable<void> wait();
   void notify() { signal_.cancel(); }
-  // Past the bounds (of this queue, or of what the connection still holds): drops what is queued
-  // and has on_overflow called once, on the loop.
-  void mark_overflowed();
-  std::function<void()> on_overflow;
+  std::function<void()> on_overflow;  // called once, on the loop
   // The fast path: while the session is caught up and waiting (`live`), a lines frame goes
   // straight to the connection through `direct` — no queueing, no wake-up. `direct` returns
   // false when it cannot take the frame (a gap, a closing connection): it is queued as usual.
@@ -64,6 +61,9 @@ class log_subscriber {
   bool live = false;
 
  private:
+  // Past the bounds: drops what is queued and has on_overflow called once, on the loop.
+  void mark_overflowed();
+
   std::deque<log_frame> q_;
   std::size_t bytes_ = 0;
   std::size_t max_frames_;

@@ -149,7 +149,6 @@ bool queued_socket::send_frame(std::shared_ptr<const std::string> frame) {
 }
 
 std::size_t queued_socket::queued_bytes() const noexcept { return st_->bytes; }
-std::size_t queued_socket::queued_frames() const noexcept { return st_->q.size(); }
 bool queued_socket::failed() const noexcept { return st_->failed; }
 
 void queued_socket::drop_unsent() {

@@ -7,8 +7,8 @@
 // coroutine wakes, no handler is posted per subscriber, which is what a burst to a thousand
 // subscribers costs otherwise. Frames never interleave because both paths append whole frames.
 //
-// A write "completes" when queued; the owner bounds the queue (queued_bytes/queued_frames) and
-// closes a subscriber that lets it grow. Not thread-safe: one event loop, like everything else.
+// A write "completes" when queued; the owner keeps the queue short (the hub writes only to an
+// empty one, the session waits in wait_below). Not thread-safe: one event loop, like everything else.
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -75,9 +75,8 @@ class queued_socket {
   // The hub's path: a whole, already framed WebSocket data frame, shared with other subscribers.
   // False when no data frame may go any more (a close frame was queued, or the socket failed).
   bool send_frame(std::shared_ptr<const std::string> frame);
-  // Bytes and frames queued and not yet taken by the kernel.
+  // Bytes queued and not yet taken by the kernel.
   std::size_t queued_bytes() const noexcept;
-  std::size_t queued_frames() const noexcept;
   bool failed() const noexcept;
   // Drops the frames not yet started (the subscriber is being closed as too slow); a frame
   // partly written stays, so the close frame that follows still parses.

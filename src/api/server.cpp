@@ -986,16 +986,13 @@ struct server::impl : std::enable_shared_from_this<impl> {
         },
         asio::detached);
 
-    sub->direct = [weak, subscriber = sub.get(), max_frames = opt.ws_queue_frames,
-                   max_bytes = opt.ws_queue_bytes](const log_frame& f) {
+    sub->direct = [weak](const log_frame& f) {
       auto cc = weak.lock();
       if (!cc || cc->closing || cc->closed || f.first_seq != cc->sent + 1) return false;
       auto& out = cc->ws.next_layer();
-      // The connection's queue is this subscriber's bound now: frames the peer has not taken.
-      if (out.queued_frames() >= max_frames || out.queued_bytes() + f.wire->size() > max_bytes) {
-        subscriber->mark_overflowed();
-        return true;
-      }
+      // Behind (the kernel has not taken all we wrote): the frame waits in the subscriber's
+      // bounded queue, and the session sends what gathered there as one message.
+      if (out.queued_bytes() != 0) return false;
       if (!out.send_frame(f.wire)) return false;
       cc->sent = f.last_seq;
       return true;

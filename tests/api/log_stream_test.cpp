@@ -18,6 +18,13 @@ class api_log_stream : public api_fixture {
   std::string stream_path(const std::string& id, std::int64_t after = 0) {
     return job_path(id) + "/logs/stream?after=" + std::to_string(after);
   }
+  // Enqueues a noop job (as admin) whose handler writes log lines as `payload` says; its id, or
+  // "" (with a test failure) when refused.
+  std::string enqueue_noop(const std::string& payload) {
+    auto r = client().post(jobs_path(), R"({"type":"noop","payload":)" + payload + "}", tok["admin"]);
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.status == 201 ? std::string(r.json().at("id").as_string()) : "";
+  }
 };
 
 // What one subscriber saw.
@@ -152,10 +159,8 @@ TEST_F(api_log_stream, in_process_lines_come_through_the_hub) {
   auto o = test_options();
   o.log_poll_interval = 10s;  // a poll would be far too late: only the hub can deliver in time
   start(o, true);
-  auto c = client();
-  auto r = c.post(jobs_path(), R"({"type":"noop","payload":{"lines":50,"wait_ms":500,"gap_ms":2}})", tok["admin"]);
-  ASSERT_EQ(r.status, 201);
-  auto id = std::string(r.json().at("id").as_string());
+  auto id = enqueue_noop(R"({"lines":50,"wait_ms":500,"gap_ms":2})");
+  ASSERT_FALSE(id.empty());
   testbed::ws_client ws("127.0.0.1", port);
   ASSERT_EQ(ws.connect(stream_path(id), tok["viewer"]), 101);
   auto t0 = std::chrono::steady_clock::now();
@@ -170,13 +175,9 @@ TEST_F(api_log_stream, in_process_lines_come_through_the_hub) {
 // 200 subscribers on one job, connected while it runs: each gets every line once, in order.
 TEST_F(api_log_stream, two_hundred_subscribers_get_every_line_in_order) {
   start(test_options(), true);
-  auto c = client();
   constexpr int lines = 300, subscribers = 200;
-  auto r = c.post(jobs_path(),
-                  fmt::format(R"({{"type":"noop","payload":{{"lines":{},"wait_ms":1000,"gap_ms":1}}}})", lines),
-                  tok["admin"]);
-  ASSERT_EQ(r.status, 201);
-  auto id = std::string(r.json().at("id").as_string());
+  auto id = enqueue_noop(fmt::format(R"({{"lines":{},"wait_ms":1000,"gap_ms":1}})", lines));
+  ASSERT_FALSE(id.empty());
   asio::io_context cioc;
   std::vector<seen> results(subscribers);
   std::vector<int> handshakes(subscribers, 0);
@@ -210,13 +211,9 @@ TEST_F(api_log_stream, pongs_and_hub_frames_never_interleave) {
   o.ws_queue_frames = 100000;  // the slow reader below must not be dropped as too slow
   o.ws_queue_bytes = 64u << 20;
   start(o, true);
-  auto c = client();
   constexpr int lines = 2000;
-  auto r = c.post(jobs_path(),
-                  fmt::format(R"({{"type":"noop","payload":{{"lines":{},"line_bytes":3000,"wait_ms":500}}}})", lines),
-                  tok["admin"]);
-  ASSERT_EQ(r.status, 201);
-  auto id = std::string(r.json().at("id").as_string());
+  auto id = enqueue_noop(fmt::format(R"({{"lines":{},"line_bytes":3000,"wait_ms":500}})", lines));
+  ASSERT_FALSE(id.empty());
   asio::io_context cioc;
   testbed::ws_stream ws(cioc.get_executor());
   seen s;
@@ -264,13 +261,9 @@ TEST_F(api_log_stream, stalled_subscriber_is_closed_and_others_are_not_slowed) {
   auto o = test_options();
   o.ws_queue_frames = 64;
   start(o, true);
-  auto c = client();
   constexpr int lines = 1500;
-  auto r = c.post(jobs_path(),
-                  fmt::format(R"({{"type":"noop","payload":{{"lines":{},"line_bytes":4000,"wait_ms":800}}}})", lines),
-                  tok["admin"]);
-  ASSERT_EQ(r.status, 201);
-  auto id = std::string(r.json().at("id").as_string());
+  auto id = enqueue_noop(fmt::format(R"({{"lines":{},"line_bytes":4000,"wait_ms":800}})", lines));
+  ASSERT_FALSE(id.empty());
 
   asio::io_context cioc;
   testbed::ws_stream stalled(cioc.get_executor());

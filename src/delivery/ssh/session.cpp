@@ -458,6 +458,12 @@ awaitable<step> session::exec(const std::string& command, exec_output& out) {
     if (n2 < 0 && n2 != LIBSSH2_ERROR_EAGAIN) { result = fail_from(n2, false, "reading the remote command's output", opts_.exec_timeout); break; }
     // Both streams drained: done once the remote side sent EOF, else wait for more.
     if (libssh2_channel_eof(ch)) break;
+    // Reading stderr may have pulled stdout data (and the EOF behind it) off the socket into
+    // libssh2's queue: then nothing more arrives to wake a socket wait, and the command would
+    // "time out" after it finished (seen once in ~200 CI runs of a fan-out test, under ASan).
+    unsigned long queued = 0;
+    libssh2_channel_window_read_ex(ch, &queued, nullptr);
+    if (queued > 0) continue;
     if (!co_await wait_socket(deadline)) {
       result = failure{classify(cause_kind::deadline), "the remote command took longer than " + ms_text(opts_.exec_timeout)};
       break;
