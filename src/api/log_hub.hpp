@@ -56,7 +56,8 @@ class log_subscriber {
   std::function<void()> on_overflow;  // called once, on the loop
   // The fast path: while the session is caught up and waiting (`live`), a lines frame goes
   // straight to the connection through `direct` — no queueing, no wake-up. `direct` returns
-  // false when it cannot take the frame (a gap, a closing connection): it is queued as usual.
+  // false when it cannot take the frame (a gap, a closing connection, a connection still
+  // holding bytes the kernel has not taken): it is queued here as usual and sent merged.
   std::function<bool(const log_frame&)> direct;
   bool live = false;
 
