@@ -280,6 +280,46 @@ TEST_F(delivery_ssh, post_command_exit_1_is_io_transient_and_restores) {
   EXPECT_EQ(slurp(t.key_path), cert_a.key);
 }
 
+// The CI flake "install took longer than 60000 ms" was the login shell, not the channel: sshd runs
+// every command as `SHELL -c …`, and root's ~/.bashrc on these machines ran `pyenv rehash`, which
+// waits up to 60 s for a lock file a hundred concurrent test shells fight over. Here the login
+// shell itself waits before it runs anything: deterministic, and the error says where the time went.
+TEST_F(delivery_ssh, a_login_shell_slower_than_the_deadline_is_reported_as_not_started) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: the testbed sets the login shell in sshd's own mount namespace";
+  auto shell = dir.path() / "slow-shell";
+  spit(shell, "#!/bin/sh\n# the startup files of a slow login shell\nsleep 3\nexec /bin/sh \"$@\"\n");
+  fs::permissions(shell, fs::perms::owner_all);
+  testbed::sshd_options o;
+  o.login_shell = shell.string();
+  auto& s = start_sshd(o);
+  auto t = target_on(s, "slow-shell");
+  auto opts = quick();
+  opts.exec_timeout = std::chrono::milliseconds(1500);
+  auto r = deliver(t, bundle(cert_a), "r1", opts);
+  EXPECT_EQ(r.status, delivery_status::failed);
+  EXPECT_EQ(r.phase, "install");
+  EXPECT_EQ(r.cls, error_class::network) << r.error;  // a deadline: retried by a wave, as before
+  EXPECT_NE(r.error.find("had not started after 1500 ms: the login shell of " + t.user), std::string::npos) << r.error;
+  // With the deadline above the shell's delay the same target delivers: nothing else was wrong.
+  opts.exec_timeout = std::chrono::milliseconds(8000);
+  auto ok = deliver(t, bundle(cert_a), "r2", opts);
+  EXPECT_EQ(ok.status, delivery_status::succeeded) << ok.error;
+  EXPECT_EQ(slurp(t.cert_path), cert_a.cert);
+}
+
+TEST_F(delivery_ssh, a_script_that_started_and_hangs_is_reported_as_still_running) {
+  auto& s = start_sshd();
+  auto t = target_on(s, "hang");
+  t.post_command = "sleep 5";
+  auto opts = quick();
+  opts.exec_timeout = std::chrono::milliseconds(1500);
+  auto r = deliver(t, bundle(cert_a), "r1", opts);
+  EXPECT_EQ(r.status, delivery_status::failed);
+  EXPECT_EQ(r.phase, "install");
+  EXPECT_NE(r.error.find("took longer than 1500 ms (the script had started and was still running)"), std::string::npos)
+      << r.error;
+}
+
 TEST_F(delivery_ssh, read_only_destination_is_io_permanent) {
   testbed::sshd_options o;
   o.readonly_sftp = true;

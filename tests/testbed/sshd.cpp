@@ -32,6 +32,34 @@ std::string first_two_words(std::string line) {
   return b == std::string::npos ? line : line.substr(0, b);
 }
 
+// A copy of /etc/passwd in `dir` in which the current user's login shell is `shell`, for sshd's
+// private mount namespace; empty when that cannot be done (not root, no unshare): sshd then runs
+// commands with the user's real shell.
+std::filesystem::path passwd_with_shell(const std::filesystem::path& dir, const std::string& shell) {
+  if (shell.empty() || ::geteuid() != 0 || ::access("/usr/bin/unshare", X_OK) != 0) return {};
+  std::ifstream in("/etc/passwd");
+  auto out_path = dir / "passwd";
+  std::ofstream out(out_path);
+  const std::string uid = std::to_string(::geteuid());
+  for (std::string line; std::getline(in, line);) {
+    // name:password:uid:gid:gecos:home:shell
+    std::vector<std::string> f;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= line.size(); ++i)
+      if (i == line.size() || line[i] == ':') {
+        f.push_back(line.substr(start, i - start));
+        start = i + 1;
+      }
+    if (f.size() == 7 && f[2] == uid) {
+      f[6] = shell;
+      line.clear();
+      for (std::size_t i = 0; i < f.size(); ++i) line += (i ? ":" : "") + f[i];
+    }
+    out << line << "\n";
+  }
+  return out ? out_path : std::filesystem::path{};
+}
+
 }  // namespace
 
 std::string current_user() {
@@ -142,8 +170,13 @@ sshd::sshd(const std::filesystem::path& dir, const std::vector<std::string>& aut
         << "\n";
     }
     std::filesystem::remove(dir_ / "sshd.pid", ec);
-    proc_ = std::make_unique<process>(std::vector<std::string>{"/usr/sbin/sshd", "-D", "-e", "-f", cfg.string()},
-                                      std::map<std::string, std::string>{}, (dir_ / "sshd").string());
+    std::vector<std::string> argv{"/usr/sbin/sshd", "-D", "-e", "-f", cfg.string()};
+    if (auto pw = passwd_with_shell(dir_, o.login_shell); !pw.empty()) {
+      // unshare execs (no fork) and so does the shell: the pid we hold is sshd's own.
+      argv.insert(argv.begin(), {"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+                                 "mount --bind \"$1\" /etc/passwd && shift && exec \"$@\"", "sh", pw.string()});
+    }
+    proc_ = std::make_unique<process>(argv, std::map<std::string, std::string>{}, (dir_ / "sshd").string());
     // The banner alone could come from another test's server that took the port between
     // free_port() and sshd's bind (sshd then exits "Cannot bind"): ours writes its pid file only
     // once it listens.

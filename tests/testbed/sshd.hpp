@@ -27,6 +27,13 @@ struct sshd_options {
   // slow, like root's with pyenv here, costs 200+ ms per session otherwise).
   bool internal_sftp = false;
   bool ecdsa_host_key = true;
+  // The login shell sshd runs every remote command with (`SHELL -c COMMAND`). As root, sshd runs
+  // in a private mount namespace whose /etc/passwd gives the login user this shell, so a command
+  // never goes through the machine's own rc files: root's ~/.bashrc here runs `pyenv init`,
+  // whose `pyenv rehash` waits up to 60 s for a global lock file that a hundred concurrent test
+  // shells contend for (and that a killed shell leaves behind) — that wait was the "install took
+  // longer than 60000 ms" flake. A test may point this at a script to model a slow shell.
+  std::string login_shell = "/bin/sh";
 };
 
 class sshd {

@@ -5,10 +5,12 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
 #include <atomic>
+#include <string>
 #include <thread>
 
 namespace testbed {
@@ -44,6 +46,38 @@ struct tcp_proxy::impl {
     }
   };
 
+  // Server -> client shaping for coalesce and byte_split: returns false when the client is gone.
+  asio::awaitable<bool> shaped_write(tcp::socket& from, tcp::socket& to, const char* data, std::size_t n) {
+    if (m == mode::byte_split) {
+      for (std::size_t i = 0; i < n; ++i) {
+        auto [wec, wn] = co_await asio::async_write(to, asio::buffer(data + i, 1), tuple_awaitable);
+        if (wec) co_return false;
+      }
+      co_return true;
+    }
+    // coalesce: keep reading while more arrives within the quiet gap, then write it all at once.
+    std::string held(data, n);
+    asio::steady_timer quiet(ioc);
+    for (;;) {
+      boost::system::error_code ec;
+      std::size_t avail = from.available(ec);
+      if (ec) break;
+      if (avail == 0) {
+        quiet.expires_after(std::chrono::milliseconds(20));
+        co_await quiet.async_wait(tuple_awaitable);
+        avail = from.available(ec);
+        if (ec || avail == 0) break;
+      }
+      std::size_t old = held.size();
+      held.resize(old + avail);
+      auto got = from.read_some(asio::buffer(held.data() + old, avail), ec);
+      held.resize(old + got);
+      if (ec) break;
+    }
+    auto [wec, wn] = co_await asio::async_write(to, asio::buffer(held), tuple_awaitable);
+    co_return !wec;
+  }
+
   asio::awaitable<void> pump(std::shared_ptr<conn> c, bool upward) {
     auto& from = upward ? c->client : c->server;
     auto& to = upward ? c->server : c->client;
@@ -51,6 +85,10 @@ struct tcp_proxy::impl {
     for (;;) {
       auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), tuple_awaitable);
       if (ec || c->dead) break;
+      if (!upward && (m == mode::coalesce || m == mode::byte_split)) {
+        if (!co_await shaped_write(from, to, buf, n)) break;
+        continue;
+      }
       std::size_t give = n;
       bool cut = false;
       if (upward && m == mode::reset_after) {
@@ -90,6 +128,10 @@ struct tcp_proxy::impl {
     if (ec) {
       c->reset();
       co_return;
+    }
+    if (m == mode::byte_split) {
+      // One byte per segment: Nagle would merge them again.
+      c->client.set_option(tcp::no_delay(true), ec);
     }
     asio::co_spawn(ioc, pump(c, true), asio::detached);
     asio::co_spawn(ioc, pump(c, false), asio::detached);

@@ -72,6 +72,22 @@ std::string trim(std::string s) {
   return s;
 }
 
+// A script that timed out before printing its first marker never began: the time went into the
+// login shell, which runs the user's startup files (~/.bashrc, ~/.profile …) before any command.
+// Saying so points the operator at the target's shell instead of at the network or at certfleet.
+void explain_timeout(step& f, const detail::exec_output& out, const detail::script_report& rep, const ssh_target& t,
+                     const ssh_options& opts) {
+  if (!f || !out.timed_out) return;
+  if (rep.started) {
+    f->message += " (the script had started and was still running)";
+    return;
+  }
+  f->message = "the remote command had not started after " + detail::ms_text(opts.exec_timeout) + ": the login shell of " +
+               t.user + " on " + t.host + ":" + std::to_string(t.port) +
+               " took that long before running it (it runs the user's startup files, such as ~/.bashrc, first; time "
+               "`ssh " + t.user + "@" + t.host + " true` to see it)";
+}
+
 // A leaf certificate served on host:port (with SNI) once; its fingerprint or the failure.
 awaitable<step> fetch_served_fingerprint(const ssh_options& opts, const tls_validation& tv, steady::time_point deadline,
                                          std::string& fingerprint) {
@@ -169,7 +185,8 @@ awaitable<step> open_session(detail::session& s, recorder& rec, const ssh_target
 }
 
 // Runs the restore script for `run_id`; fills restored/stderr; returns the failure, if any.
-awaitable<step> run_restore(detail::session& s, const ssh_target& t, const std::string& run_id, delivery_result& r) {
+awaitable<step> run_restore(detail::session& s, const ssh_target& t, const std::string& run_id, delivery_result& r,
+                            const ssh_options& opts) {
   std::vector<std::string> paths;
   for (auto& [p, m] : target_files(t)) paths.push_back(p);
   detail::exec_output out;
@@ -177,6 +194,7 @@ awaitable<step> run_restore(detail::session& s, const ssh_target& t, const std::
   auto rep = detail::parse_report(out.out);
   r.restored = rep.restored;
   if (!out.err.empty()) r.remote_stderr = trim(r.remote_stderr.empty() ? out.err : r.remote_stderr + "\n" + out.err);
+  explain_timeout(f, out, rep, t, opts);
   if (f) co_return f;
   if (out.exit_status == 0) co_return std::nullopt;
   if (rep.failed_step != 0) {
@@ -290,6 +308,7 @@ awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_b
     auto f = co_await s.exec(detail::wrap_command(detail::install_script(remote, run_id, t.owner, t.post_command), t.sudo), out);
     auto rep = detail::parse_report(out.out);
     rec.r.remote_stderr = trim(out.err);
+    explain_timeout(f, out, rep, t, opts);
     if (!f && out.exit_status != 0) {
       if (rep.failed_step != 0) {
         cause c{cause_kind::remote_step, rep.failed_step};
@@ -316,7 +335,7 @@ awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_b
       // leaves nothing to restore through.
       if (rep.installed || rep.failed_step == static_cast<int>(remote_step::install)) {
         auto started = steady::now();
-        auto rf = co_await run_restore(s, t, run_id, rec.r);
+        auto rf = co_await run_restore(s, t, run_id, rec.r, opts);
         rec.add_timing("restore", started);
         if (rf) rec.r.error += "; restore: " + rf->message;
       }
@@ -351,7 +370,7 @@ awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_b
       if (vf) {
         rec.fail(*vf);
         auto started = steady::now();
-        auto rf = co_await run_restore(s, t, run_id, rec.r);
+        auto rf = co_await run_restore(s, t, run_id, rec.r, opts);
         rec.add_timing("restore", started);
         if (rf) rec.r.error += "; restore: " + rf->message;
         co_return;
@@ -391,7 +410,7 @@ awaitable<delivery_result> rollback_ssh(ssh_target t, ssh_credential cred, std::
     }
     rec.end();
     rec.begin("restore");
-    if (auto f = co_await run_restore(s, t, run_id, rec.r)) { rec.fail(*f); co_return; }
+    if (auto f = co_await run_restore(s, t, run_id, rec.r, opts)) { rec.fail(*f); co_return; }
     rec.end();
     const auto& cert_backup = backups.front().second;
     if (!cert_backup.missing && !cert_backup.too_big && !cert_backup.unreadable)

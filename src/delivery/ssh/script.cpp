@@ -26,7 +26,7 @@ std::string octal(unsigned m) {
 
 // Shared prelude: fail STEP MESSAGE prints the step marker, removes the temps, exits non-zero.
 std::string prelude(const std::string& cleanup) {
-  std::string s = "umask 077\n";
+  std::string s = "echo " + std::string(marker_started) + "\numask 077\n";
   s += "fail() { echo \"" + std::string(marker_step) + "$1\"; shift; echo \"certfleet: $*\" >&2; " + cleanup + " exit 1; }\n";
   return s;
 }
@@ -140,7 +140,8 @@ script_report parse_report(const std::string& out) {
   script_report r;
   std::istringstream in(out);
   for (std::string line; std::getline(in, line);) {
-    if (line == marker_installed) r.installed = true;
+    if (line == marker_started) r.started = true;
+    else if (line == marker_installed) r.installed = true;
     else if (line == marker_restored) r.restored = true;
     else if (line.rfind(marker_step, 0) == 0) r.failed_step = std::atoi(line.c_str() + std::strlen(marker_step));
     else if (line.rfind(marker_post, 0) == 0) r.post_exit = std::atoi(line.c_str() + std::strlen(marker_post));

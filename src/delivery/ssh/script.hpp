@@ -22,6 +22,9 @@ std::string backup_path_for(const std::string& path, const std::string& run_id);
 std::string staging_dir_for(const std::string& home, const std::string& run_id);
 
 // Markers the scripts print on stdout (the post command's stdout goes to stderr).
+// `started` is the first thing a script prints: a command that timed out without it never began,
+// its time went into the login shell (which runs the user's startup files before any command).
+inline constexpr const char* marker_started = "certfleet-started";
 inline constexpr const char* marker_installed = "certfleet-installed";
 inline constexpr const char* marker_restored = "certfleet-restored";
 inline constexpr const char* marker_step = "certfleet-step-failed ";   // + remote_step number
@@ -35,7 +38,7 @@ std::string restore_script(const std::vector<std::string>& paths, const std::str
 std::string wrap_command(const std::string& script, bool sudo);
 
 struct script_report {
-  bool installed = false, restored = false;
+  bool started = false, installed = false, restored = false;
   int failed_step = 0;   // remote_step, 0: none
   int post_exit = -2;    // -2: the post command did not run
 };

@@ -466,6 +466,7 @@ awaitable<step> session::exec(const std::string& command, exec_output& out) {
     if (queued > 0) continue;
     if (!co_await wait_socket(deadline)) {
       result = failure{classify(cause_kind::deadline), "the remote command took longer than " + ms_text(opts_.exec_timeout)};
+      out.timed_out = true;
       break;
     }
   }

@@ -25,6 +25,7 @@ using steady = std::chrono::steady_clock;
 
 struct exec_output {
   int exit_status = -1;  // -1: killed by a signal or unknown
+  bool timed_out = false;  // the exec deadline passed before the command finished
   std::string out, err;
 };
 
