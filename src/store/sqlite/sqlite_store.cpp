@@ -385,12 +385,27 @@ class sqlite_store final : public store, public job_store, public project_store 
       std::vector<job_record> expired;
       {
         auto s = d.prepare("SELECT " JOB_COLS " FROM jobs WHERE status = 'active' AND locked_until <= ?1 "
-                           "AND (attempts >= max_attempts OR cancel_requested = 1) ORDER BY locked_until LIMIT ?2");
+                           "ORDER BY locked_until LIMIT ?2");
         s->bind(1, now).bind(2, limit);
         while (s->step()) expired.push_back(read_job(*s));
       }
       int n = 0;
       for (const auto& j : expired) {
+        if (j.attempts < j.max_attempts && !j.cancel_requested) {
+          // Attempts left: back to pending, so the job list shows a waiting job rather than a
+          // dead worker's "active" one. The lost attempt stays counted and the fence is kept
+          // (the next claim raises both); ready_at keeps the lease's end, the place in line a
+          // claim of the expired lease would have given it. locked_by is cleared: the lost
+          // worker's heartbeat and finish are refused.
+          auto p = d.prepare(
+              "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
+              "error = 'lease expired: worker lost; returned to pending' "
+              "WHERE id = ?1 AND fence = ?2 AND status = 'active'");
+          p->bind(1, j.id).bind(2, j.fence);
+          p->run();
+          if (d.changes() > 0) ++n;
+          continue;
+        }
         auto s = d.prepare(
             "UPDATE jobs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'dead' END, "
             "error = CASE WHEN cancel_requested = 1 THEN 'cancelled on request (worker lost)' "
