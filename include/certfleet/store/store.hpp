@@ -67,8 +67,9 @@ class job_store {
   // ready_at, completed_at, error, max_attempts — not the whole document), or lease_lost when the caller no longer
   // holds it (its fence moved on or its status changed) — then nothing changed for that job.
   virtual task<std::vector<result<job_record>>> finish(std::vector<finish_request> reqs, time_ms now) = 0;
-  // Active jobs whose lease expired with no attempts left become dead ("lease expired: worker
-  // lost"); those with a cancel request, cancelled. Terminal hooks run. Returns how many.
+  // Active jobs whose lease expired: with attempts left, back to pending (attempt still counted,
+  // fence kept, lock cleared); with none left, dead ("lease expired: worker lost"); those with a
+  // cancel request, cancelled. Terminal hooks run. Returns how many.
   virtual task<int> reap_expired(time_ms now, int limit) = 0;
 
   virtual task<job_record> get(std::string project_id, std::string id) = 0;
