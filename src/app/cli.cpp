@@ -347,8 +347,11 @@ int run_restore(common_flags& flags, const std::string& from, bool force) {
                            "force"));
     return 4;
   }
+  if (auto made = make_data_dir(dir); !made) {
+    print_error(made.error());
+    return 4;
+  }
   std::error_code ec;
-  fs::create_directories(dir, ec);
   auto tmp = db.string() + ".restore";
   fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
   if (!ec) {

@@ -8,7 +8,14 @@
 #include "sqlite_catalog.hpp"
 #include "sqlite_maintenance.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <tuple>
@@ -667,10 +674,39 @@ class sqlite_store final : public store, public job_store, public project_store 
 }  // namespace
 }  // namespace sqlite
 
+namespace {
+// The database holds sealed secrets, token hashes, target definitions and the audit log: only
+// the service user reads it (docs/secrets.md). SQLite creates files 0644 less the umask and
+// gives -wal and -shm the database file's mode, so the database file is created 0600 here
+// before SQLite opens it; files left by an older version (0644) are tightened.
+result<void> private_db_files(const std::string& path) {
+  if (path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0) return {};
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) {
+    ::close(fd);
+    return {};
+  }
+  if (errno != EEXIST)
+    return make_error(errc::store_failure, fmt::format("cannot create {}: {}", path, std::strerror(errno)), "data");
+  for (const auto& f : {path, path + "-wal", path + "-shm"}) {
+    struct stat sb {};
+    if (::lstat(f.c_str(), &sb) != 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & 077) == 0) continue;
+    if (::chmod(f.c_str(), 0600) != 0)
+      return make_error(errc::store_failure,
+                        fmt::format("{} has mode {:04o} and cannot be made 0600: {}", f, sb.st_mode & 07777,
+                                    std::strerror(errno)),
+                        "data");
+    spdlog::warn("{} had mode {:04o}: group and others could read the store; changed to 0600", f, sb.st_mode & 07777);
+  }
+  return {};
+}
+}  // namespace
+
 result<std::unique_ptr<store>> open_sqlite(const sqlite_options& options) {
   // Memory statistics take a global mutex on every allocation; nothing here reads them.
   static const int configured = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
   (void)configured;
+  if (auto ok = private_db_files(options.path); !ok) return std::move(ok).error();
   try {
     return std::unique_ptr<store>(std::make_unique<sqlite::sqlite_store>(options));
   } catch (const sqlite::db_error& e) {
