@@ -120,7 +120,14 @@ class store {
   virtual lease_store& leases() = 0;              // the scheduler's leader lease
   virtual maintenance_store& maintenance() = 0;  // retention, backup
   virtual catalog_store& catalog() = 0;          // certificates, targets, distributions
-  virtual task<void> ping() = 0;  // a round trip to the store (/readyz)
+  // A round trip to the store (/readyz); while writes are refused for a full disk, a small
+  // write, failing with store_disk_full until space is freed.
+  virtual task<void> ping() = 0;
+  struct write_health {
+    bool disk_full = false;                 // the last write failed for a full disk, none succeeded since
+    std::int64_t disk_full_refusals = 0;    // operations refused for a full disk since the start
+  };
+  virtual write_health write_state() const { return {}; }
   // Stops the store threads after the work queued so far; later calls fail with shutting_down.
   virtual void close() = 0;
 };

@@ -179,11 +179,24 @@ class sqlite_store final : public store, public job_store, public project_store 
   }
 
   task<void> ping() override {
-    return run_read<result<void>>(readers_, [](db& d) -> result<void> {
+    if (writer_.disk_full()) {
+      // Ready again only once a write goes through: the probe needs a new WAL frame, as an
+      // enqueue does.
+      auto probe = co_await run_write<result<void>>(writer_, [](db& d) -> result<void> {
+        auto s = d.prepare("INSERT INTO store_meta (key, value) VALUES ('write_probe', hex(randomblob(16))) "
+                           "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+        s->run();
+        return {};
+      });
+      if (!probe) co_return std::move(probe).error();
+    }
+    co_return co_await run_read<result<void>>(readers_, [](db& d) -> result<void> {
       d.prepare("SELECT 1")->run();
       return {};
     });
   }
+
+  write_health write_state() const override { return {writer_.disk_full(), writer_.disk_full_refusals()}; }
 
   void set_terminal_hook(terminal_hook hook) override { hook_ = std::move(hook); }
 
