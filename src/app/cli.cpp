@@ -2,6 +2,7 @@
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/app/app.hpp"
 #include "certfleet/core/json.hpp"
+#include "certfleet/core/log.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/queue/job_view.hpp"
 #include "certfleet/queue/queue_service.hpp"
@@ -347,7 +348,7 @@ int run_restore(common_flags& flags, const std::string& from, bool force) {
                            "force"));
     return 4;
   }
-  if (auto made = make_data_dir(dir); !made) {
+  if (auto made = make_data_dir(dir, false); !made) {
     print_error(made.error());
     return 4;
   }
@@ -493,6 +494,9 @@ int run_cli(int argc, char** argv) {
     }
     return serve(*settings);
   }
+  // The other commands print JSON on stdout for scripts: log lines (a data directory's mode,
+  // a store file tightened) go to stderr, not spdlog's default stdout.
+  log::init("info");
   if (jobs->parsed()) return run_jobs(jobs_cmd, flags, ja);
   if (backup->parsed()) return run_backup(flags, backup_to);
   if (restore->parsed()) return run_restore(flags, restore_from, restore_force);
