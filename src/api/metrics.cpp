@@ -71,6 +71,12 @@ std::string api_metrics::render(const snapshot& s) const {
   out.reserve(8192);
   head(out, "certfleet_store_up", "gauge", "Whether the last store reads for this scrape succeeded (1) or not (0).");
   out += fmt::format("certfleet_store_up {}\n", s.store_ok ? 1 : 0);
+  head(out, "certfleet_store_disk_full", "gauge",
+       "Whether the store refuses writes because its disk is full (1) or not (0); /readyz is 503 meanwhile.");
+  out += fmt::format("certfleet_store_disk_full {}\n", s.store_writes.disk_full ? 1 : 0);
+  head(out, "certfleet_store_disk_full_refusals_total", "counter",
+       "Store write operations of this process refused because the disk was full.");
+  out += fmt::format("certfleet_store_disk_full_refusals_total {}\n", s.store_writes.disk_full_refusals);
 
   if (s.scheduler_leader >= 0) {
     head(out, "certfleet_scheduler_leader", "gauge", "Whether this process's scheduler holds the leader lease (1) or not (0).");

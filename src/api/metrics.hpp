@@ -2,6 +2,7 @@
 // In-process counters of the API and the Prometheus text rendering of /metrics.
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/store/auth.hpp"
+#include "certfleet/store/store.hpp"
 
 #include <cstdint>
 #include <map>
@@ -45,6 +46,7 @@ class api_metrics {
     std::size_t connections = 0;
     time_ms now = 0;
     bool store_ok = true;
+    store::store::write_health store_writes;
     int scheduler_leader = -1;  // -1: no scheduler in this process
     std::int64_t scheduler_epoch = 0;
     std::int64_t certificates_expiring_soon = -1;  // -1: not read

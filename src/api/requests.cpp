@@ -116,6 +116,10 @@ result<enqueue_body> parse_enqueue_body(std::string_view body) {
   if (type->empty() || type->size() > 100)
     return make_error(errc::invalid_argument, "type must be 1 to 100 characters", "type");
   out.type = std::move(*type);
+  // Absent means {} (DESIGN §6 lists payload without "?", but every type's fields are optional);
+  // null is neither an object nor absent: refused rather than guessed at.
+  if (r->is_null("payload"))
+    return make_error(errc::invalid_argument, "payload must be an object, not null (leave it out for {})", "payload");
   auto payload = r->optional_raw("payload", true);
   if (!payload) return std::move(payload).error();
   if (*payload) out.payload = std::move(**payload);
@@ -149,11 +153,9 @@ result<enqueue_body> parse_enqueue_body(std::string_view body) {
 result<std::map<std::string, std::string>> parse_settings_body(std::string_view body) {
   if (body.size() > json::max_payload_bytes)
     return make_error(errc::payload_too_large, "body is larger than 1 MiB", "body");
-  boost::system::error_code ec;
-  boost::json::parse_options opts;
-  opts.max_depth = 8;
-  auto v = boost::json::parse(boost::json::string_view(body.data(), body.size()), ec, {}, opts);
-  if (ec) return make_error(errc::invalid_argument, fmt::format("body is not valid JSON: {}", ec.message()), "body");
+  auto parsed = json::parse_value(body, "body", 8);
+  if (!parsed) return std::move(parsed).error();
+  const auto& v = *parsed;
   if (!v.is_object()) return make_error(errc::invalid_argument, "body must be a JSON object of settings", "body");
   const auto& o = v.get_object();
   if (o.empty()) return make_error(errc::invalid_argument, "body names no setting", "body");
@@ -181,7 +183,6 @@ result<std::map<std::string, std::string>> parse_settings_body(std::string_view 
       return make_error(errc::invalid_argument, fmt::format("{} must be a string", name), name);
     auto canon = validate_setting(*def, text);
     if (!canon) return std::move(canon).error();
-    if (out.contains(name)) return make_error(errc::invalid_argument, fmt::format("{} is given twice", name), name);
     out.emplace(std::move(name), std::move(*canon));
   }
   return out;

@@ -73,6 +73,7 @@ unsigned status_for(errc e) {
     case errc::store_busy:
     case errc::shutting_down: return 503;
     case errc::timeout: return 504;
+    case errc::store_disk_full: return 507;
     default: return 500;
   }
 }
@@ -327,6 +328,11 @@ struct server::impl : std::enable_shared_from_this<impl> {
       case route_id::healthz: co_return json_reply(200, boost::json::object{{"status", "ok"}});
       case route_id::readyz: {
         auto r = co_await timed("ping", st.ping());
+        if (!r && r.error().is(errc::store_disk_full)) {
+          auto full = error_reply(r.error());
+          full.status = 503;  // not ready: load balancers know 503, not 507
+          co_return full;
+        }
         if (!r) co_return error_reply(make_error(errc::store_busy, "store unreachable: " + r.error().message));
         co_return json_reply(200, boost::json::object{{"status", "ready"}});
       }
@@ -441,6 +447,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
     std::vector<double> bounds{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600};
     auto durations = co_await timed("job_durations", st.observe().job_durations(bounds));
     s.store_ok = jobs && lanes && durations;
+    s.store_writes = st.write_state();
     if (jobs) s.jobs = std::move(*jobs);
     if (lanes) s.lanes = std::move(*lanes);
     if (durations) s.durations = std::move(*durations);

@@ -2,6 +2,7 @@
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/app/app.hpp"
 #include "certfleet/core/json.hpp"
+#include "certfleet/core/log.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/queue/job_view.hpp"
 #include "certfleet/queue/queue_service.hpp"
@@ -347,8 +348,11 @@ int run_restore(common_flags& flags, const std::string& from, bool force) {
                            "force"));
     return 4;
   }
+  if (auto made = make_data_dir(dir, false); !made) {
+    print_error(made.error());
+    return 4;
+  }
   std::error_code ec;
-  fs::create_directories(dir, ec);
   auto tmp = db.string() + ".restore";
   fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
   if (!ec) {
@@ -490,6 +494,9 @@ int run_cli(int argc, char** argv) {
     }
     return serve(*settings);
   }
+  // The other commands print JSON on stdout for scripts: log lines (a data directory's mode,
+  // a store file tightened) go to stderr, not spdlog's default stdout.
+  log::init("info");
   if (jobs->parsed()) return run_jobs(jobs_cmd, flags, ja);
   if (backup->parsed()) return run_backup(flags, backup_to);
   if (restore->parsed()) return run_restore(flags, restore_from, restore_force);

@@ -21,8 +21,10 @@
 #include <malloc.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -40,12 +42,30 @@ void raise_fd_limit() {
   }
 }
 
-result<std::unique_ptr<store::store>> open_store(const settings_map& s) {
+result<void> make_data_dir(const std::filesystem::path& dir, bool warn_if_open) {
+  // 0700: the directory holds the store, the key file and the owner token (docs/secrets.md).
+  // Parents are made as any directory; an existing data directory is left as the operator set
+  // it (its files are 0600 either way), with a warning when others may list it.
   std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    if (dir.has_parent_path()) std::filesystem::create_directories(dir.parent_path(), ec);
+    if (!ec && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) ec = std::error_code(errno, std::generic_category());
+    if (!ec && ::chmod(dir.c_str(), 0700) != 0) ec = std::error_code(errno, std::generic_category());
+    if (ec)
+      return make_error(errc::config_invalid, fmt::format("data: cannot create {}: {}", dir.string(), ec.message()),
+                        "data");
+    return {};
+  }
+  struct stat sb {};
+  if (warn_if_open && ::stat(dir.c_str(), &sb) == 0 && (sb.st_mode & 077) != 0)
+    spdlog::warn("data directory {} has mode {:04o}: others can list it; certfleet creates it 0700 (chmod 700 {})",
+                 dir.string(), sb.st_mode & 07777, dir.string());
+  return {};
+}
+
+result<std::unique_ptr<store::store>> open_store(const settings_map& s) {
   std::filesystem::path dir(s.text("data"));
-  std::filesystem::create_directories(dir, ec);
-  if (ec)
-    return make_error(errc::config_invalid, fmt::format("data: cannot create {}: {}", dir.string(), ec.message()), "data");
+  if (auto ok = make_data_dir(dir, false); !ok) return std::move(ok).error();
   store::sqlite_options o;
   o.path = (dir / "certfleet.db").string();
   o.readers = static_cast<int>(s.integer("store_readers"));
@@ -174,6 +194,11 @@ int serve(const settings_map& settings) {
   mallopt(M_ARENA_MAX, 2);
   log::init(settings.text("log_level"));
   raise_fd_limit();
+  // The warning about an open data directory goes to the server's log, not every CLI command.
+  if (auto made = make_data_dir(settings.text("data"), true); !made) {
+    std::cerr << "certfleet: " << made.error().message << "\n";
+    return 1;
+  }
   auto st = open_store(settings);
   if (!st) {
     spdlog::error("{}", st.error().message);

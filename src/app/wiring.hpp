@@ -9,10 +9,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <filesystem>
 #include <optional>
 
 namespace certfleet::app {
 
+// The data directory, created 0700 when missing (an existing one is left as it is; with
+// warn_if_open, a warning when group or others have access).
+result<void> make_data_dir(const std::filesystem::path& dir, bool warn_if_open);
 result<std::unique_ptr<store::store>> open_store(const settings_map& s);
 queue::worker_options worker_options_from(const settings_map& s);
 // Every handler this build has; a type missing here is refused at enqueue. `key` and `cpu` are

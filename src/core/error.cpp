@@ -19,6 +19,7 @@ class category_impl final : public std::error_category {
       case errc::rate_limited: return "rate limited";
       case errc::store_busy: return "store busy";
       case errc::store_failure: return "store failure";
+      case errc::store_disk_full: return "the store's disk is full";
       case errc::unauthorized: return "unauthorized";
       case errc::forbidden: return "forbidden";
       case errc::shutting_down: return "shutting down";
@@ -49,6 +50,7 @@ const char* errc_name(errc e) noexcept {
     case errc::rate_limited: return "rate_limited";
     case errc::store_busy: return "store_busy";
     case errc::store_failure: return "store_failure";
+    case errc::store_disk_full: return "store_disk_full";
     case errc::unauthorized: return "unauthorized";
     case errc::forbidden: return "forbidden";
     case errc::shutting_down: return "shutting_down";

@@ -1,7 +1,10 @@
 #include "certfleet/core/json.hpp"
 
+#include <boost/json/parse.hpp>
 #include <fmt/format.h>
 #include <simdjson.h>
+
+#include <unordered_set>
 
 namespace certfleet::json {
 
@@ -20,6 +23,46 @@ const char* type_name(simdjson::dom::element_type t) {
   }
   return "unknown";
 }
+
+// A member's name in errors: a request body's members are named bare ("type"), any other
+// document's after the document ("payload.ms"), so the client can find it in what it sent.
+std::string member_path(std::string_view root, std::string_view key) {
+  if (root.empty()) return std::string(key);
+  return fmt::format("{}.{}", root, key);
+}
+
+std::string root_path(std::string_view what) { return what == "body" ? std::string() : std::string(what); }
+
+// The first key given twice in one object, at any depth, as its path from the document. JSON
+// leaves duplicates undefined and our readers disagree on them (simdjson finds the first,
+// Boost.JSON keeps the last, the stored text keeps both), so a document with one is refused
+// before anything reads it.
+std::optional<std::string> first_duplicate_key(simdjson::dom::element e, const std::string& path) {
+  if (e.type() == simdjson::dom::element_type::OBJECT) {
+    simdjson::dom::object o = e.get_object().value_unsafe();
+    std::unordered_set<std::string_view> seen;
+    seen.reserve(o.size());
+    for (auto field : o)
+      if (!seen.insert(field.key).second) return member_path(path, field.key);
+    for (auto field : o)
+      if (auto d = first_duplicate_key(field.value, member_path(path, field.key))) return d;
+  } else if (e.type() == simdjson::dom::element_type::ARRAY) {
+    simdjson::dom::array a = e.get_array().value_unsafe();
+    std::size_t i = 0;
+    for (auto item : a) {
+      if (auto d = first_duplicate_key(item, fmt::format("{}[{}]", path.empty() ? "body" : path, i))) return d;
+      ++i;
+    }
+  }
+  return std::nullopt;
+}
+
+result<void> refuse_duplicate_keys(simdjson::dom::element root, std::string_view what) {
+  if (auto d = first_duplicate_key(root, root_path(what)))
+    return make_error(errc::invalid_argument,
+                      fmt::format("{} is given twice; each member of an object must be named once", *d), *d);
+  return {};
+}
 }  // namespace
 
 result<void> check_object(std::string_view text, std::string_view field, std::size_t max_bytes) {
@@ -37,12 +80,33 @@ result<void> check_object(std::string_view text, std::string_view field, std::si
     return make_error(errc::invalid_argument,
                       fmt::format("{} must be a JSON object, not {}", field, type_name(root.type())),
                       std::string(field));
-  return {};
+  return refuse_duplicate_keys(root, field);
+}
+
+result<boost::json::value> parse_value(std::string_view text, std::string_view what, std::size_t max_depth) {
+  boost::system::error_code ec;
+  boost::json::parse_options opts;
+  opts.max_depth = max_depth;
+  auto v = boost::json::parse(boost::json::string_view(text.data(), text.size()), ec, {}, opts);
+  if (ec)
+    return make_error(errc::invalid_argument, fmt::format("{} is not valid JSON: {}", what, ec.message()),
+                      std::string(what));
+  // Boost.JSON has already kept only the last of duplicate keys: look at the text again.
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (auto err = parser.parse(text.data(), text.size(), true).get(root); err)
+    return make_error(errc::invalid_argument,
+                      fmt::format("{} is not valid JSON: {}", what, simdjson::error_message(err)), std::string(what));
+  if (auto ok = refuse_duplicate_keys(root, what); !ok) return std::move(ok).error();
+  return v;
 }
 
 struct object_reader::impl {
   simdjson::dom::parser parser;
   simdjson::dom::object object;
+  std::string root;  // what members' names in errors start with ("" for a body)
+
+  std::string path(std::string_view key) const { return member_path(root, key); }
 
   // The member, or nullopt when absent or JSON null.
   std::optional<simdjson::dom::element> find(std::string_view key) const {
@@ -69,21 +133,27 @@ result<object_reader> object_reader::parse(std::string_view text, std::string_vi
     return make_error(errc::invalid_argument,
                       fmt::format("{} must be a JSON object, not {}", what, type_name(root.type())),
                       std::string(what));
+  if (auto ok = refuse_duplicate_keys(root, what); !ok) return std::move(ok).error();
+  p->root = root_path(what);
   return object_reader(std::move(p));
 }
 
 bool object_reader::has(std::string_view key) const { return p_->find(key).has_value(); }
 
-static error wrong_type(std::string_view key, const char* want, simdjson::dom::element e) {
-  return make_error(errc::invalid_argument,
-                    fmt::format("{} must be {}, not {}", key, want, type_name(e.type())), std::string(key));
+bool object_reader::is_null(std::string_view key) const {
+  simdjson::dom::element e;
+  return p_->object.at_key(key).get(e) == simdjson::SUCCESS && e.is_null();
+}
+
+static error wrong_type(const std::string& field, const char* want, simdjson::dom::element e) {
+  return make_error(errc::invalid_argument, fmt::format("{} must be {}, not {}", field, want, type_name(e.type())), field);
 }
 
 result<std::string> object_reader::required_string(std::string_view key) const {
   auto e = p_->find(key);
-  if (!e) return make_error(errc::invalid_argument, fmt::format("{} is required", key), std::string(key));
+  if (!e) return make_error(errc::invalid_argument, fmt::format("{} is required", p_->path(key)), p_->path(key));
   std::string_view s;
-  if (e->get_string().get(s) != simdjson::SUCCESS) return wrong_type(key, "a string", *e);
+  if (e->get_string().get(s) != simdjson::SUCCESS) return wrong_type(p_->path(key), "a string", *e);
   return std::string(s);
 }
 
@@ -91,7 +161,7 @@ result<std::optional<std::string>> object_reader::optional_string(std::string_vi
   auto e = p_->find(key);
   if (!e) return std::optional<std::string>{};
   std::string_view s;
-  if (e->get_string().get(s) != simdjson::SUCCESS) return wrong_type(key, "a string", *e);
+  if (e->get_string().get(s) != simdjson::SUCCESS) return wrong_type(p_->path(key), "a string", *e);
   return std::optional<std::string>(std::string(s));
 }
 
@@ -99,7 +169,7 @@ result<std::optional<std::int64_t>> object_reader::optional_int(std::string_view
   auto e = p_->find(key);
   if (!e) return std::optional<std::int64_t>{};
   std::int64_t v;
-  if (e->get_int64().get(v) != simdjson::SUCCESS) return wrong_type(key, "an integer", *e);
+  if (e->get_int64().get(v) != simdjson::SUCCESS) return wrong_type(p_->path(key), "an integer", *e);
   return std::optional<std::int64_t>(v);
 }
 
@@ -107,7 +177,7 @@ result<std::optional<double>> object_reader::optional_number(std::string_view ke
   auto e = p_->find(key);
   if (!e) return std::optional<double>{};
   double v;
-  if (e->get_double().get(v) != simdjson::SUCCESS) return wrong_type(key, "a number", *e);
+  if (e->get_double().get(v) != simdjson::SUCCESS) return wrong_type(p_->path(key), "a number", *e);
   return std::optional<double>(v);
 }
 
@@ -115,14 +185,14 @@ result<std::optional<bool>> object_reader::optional_bool(std::string_view key) c
   auto e = p_->find(key);
   if (!e) return std::optional<bool>{};
   bool v;
-  if (e->get_bool().get(v) != simdjson::SUCCESS) return wrong_type(key, "a boolean", *e);
+  if (e->get_bool().get(v) != simdjson::SUCCESS) return wrong_type(p_->path(key), "a boolean", *e);
   return std::optional<bool>(v);
 }
 
 result<std::optional<std::string>> object_reader::optional_raw(std::string_view key, bool object_only) const {
   auto e = p_->find(key);
   if (!e) return std::optional<std::string>{};
-  if (object_only && e->type() != simdjson::dom::element_type::OBJECT) return wrong_type(key, "an object", *e);
+  if (object_only && e->type() != simdjson::dom::element_type::OBJECT) return wrong_type(p_->path(key), "an object", *e);
   return std::optional<std::string>(simdjson::minify(*e));
 }
 
@@ -131,8 +201,8 @@ result<void> object_reader::only(std::initializer_list<std::string_view> allowed
     bool ok = false;
     for (auto a : allowed) ok = ok || a == field.key;
     if (!ok)
-      return make_error(errc::invalid_argument, fmt::format("unknown field {}", field.key),
-                        std::string(field.key));
+      return make_error(errc::invalid_argument, fmt::format("unknown field {}", p_->path(field.key)),
+                        p_->path(field.key));
   }
   return {};
 }

@@ -1,5 +1,6 @@
 #include "certfleet/distribution/catalog.hpp"
 
+#include "certfleet/core/json.hpp"
 #include "certfleet/delivery/pem.hpp"
 #include "certfleet/delivery/webhook.hpp"
 
@@ -21,11 +22,9 @@ error bad(std::string field, std::string message) {
 
 // A request body: one JSON object whose members are all known.
 result<json::object> body_object(std::string_view body, std::initializer_list<std::string_view> allowed) {
-  boost::system::error_code ec;
-  json::parse_options po;
-  po.max_depth = 16;
-  auto v = json::parse(body, ec, {}, po);
-  if (ec) return bad("body", fmt::format("body is not valid JSON: {}", ec.message()));
+  auto parsed = certfleet::json::parse_value(body, "body", 16);
+  if (!parsed) return std::move(parsed).error();
+  auto& v = *parsed;
   if (!v.is_object()) return bad("body", "body must be a JSON object");
   for (const auto& [k, _] : v.as_object())
     if (std::find(allowed.begin(), allowed.end(), std::string_view(k)) == allowed.end())

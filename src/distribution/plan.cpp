@@ -19,6 +19,16 @@ constexpr std::size_t max_payload_targets = 100'000;
 error bad(std::string field, std::string message) {
   return make_error(errc::invalid_argument, std::move(message), std::move(field));
 }
+
+// DESIGN §4 names a batch child's targets `target_id_batch` and a retry child's
+// `retry_target_ids`; normal and rollback jobs keep `target_ids`.
+std::string_view target_ids_field(job_mode m) noexcept {
+  switch (m) {
+    case job_mode::batch: return "target_id_batch";
+    case job_mode::retry: return "retry_target_ids";
+    default: return "target_ids";
+  }
+}
 }  // namespace
 
 std::string_view to_string(job_mode m) noexcept { return mode_names[static_cast<std::size_t>(m)]; }
@@ -29,8 +39,8 @@ std::string to_payload(const job_plan& p) {
   for (const auto& t : p.target_ids) ids.emplace_back(t);
   boost::json::object o{{"distribution_id", p.distribution_id},
                         {"run_no", p.run_no},
-                        {"mode", to_string(p.mode)},
-                        {"target_ids", std::move(ids)}};
+                        {"mode", to_string(p.mode)}};
+  o[std::string(target_ids_field(p.mode))] = std::move(ids);
   if (p.batch_no) o["batch_no"] = p.batch_no;
   if (p.retry_attempt) o["retry_attempt"] = p.retry_attempt;
   if (p.rollback_of_run) o["rollback_of_run"] = p.rollback_of_run;
@@ -66,11 +76,17 @@ result<job_plan> parse_payload(std::string_view payload) {
   auto m = std::find(mode_names.begin(), mode_names.end(), mode);
   if (m == mode_names.end()) return bad("mode", "mode must be normal, batch, retry or rollback");
   p.mode = static_cast<job_mode>(m - mode_names.begin());
-  auto* ids = o.if_contains("target_ids");
-  if (!ids || !ids->is_array()) return bad("target_ids", "target_ids must be an array of ids");
-  if (ids->as_array().size() > max_payload_targets) return bad("target_ids", "target_ids has too many entries");
+  // Jobs stored before the contract's names carry `target_ids` in every mode: still read them.
+  std::string ids_key(target_ids_field(p.mode));
+  auto* ids = o.if_contains(ids_key);
+  if (!ids && ids_key != "target_ids") {
+    ids = o.if_contains("target_ids");
+    if (ids) ids_key = "target_ids";
+  }
+  if (!ids || !ids->is_array()) return bad(ids_key, fmt::format("{} must be an array of ids", ids_key));
+  if (ids->as_array().size() > max_payload_targets) return bad(ids_key, fmt::format("{} has too many entries", ids_key));
   for (const auto& e : ids->as_array()) {
-    if (!e.is_string() || e.as_string().empty()) return bad("target_ids", "target_ids must hold non-empty strings");
+    if (!e.is_string() || e.as_string().empty()) return bad(ids_key, fmt::format("{} must hold non-empty strings", ids_key));
     p.target_ids.emplace_back(e.as_string());
   }
   std::sort(p.target_ids.begin(), p.target_ids.end());

@@ -1,6 +1,7 @@
 #include "certfleet/distribution/service.hpp"
 
 #include "certfleet/core/crash.hpp"
+#include "certfleet/core/json.hpp"
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/core/settings.hpp"
 #include "certfleet/delivery/ssh.hpp"
@@ -338,9 +339,10 @@ op<json::value> service::retry_failed(std::string project_id, std::string id, st
 op<json::value> service::rollback(std::string project_id, std::string id, std::string body, std::string actor) {
   std::int64_t run = 0;
   if (!body.empty()) {
-    boost::system::error_code ec;
-    auto v = json::parse(body, ec);
-    if (ec || !v.is_object())
+    auto parsed = certfleet::json::parse_value(body, "body", 8);
+    if (!parsed) co_return std::move(parsed).error();
+    auto& v = *parsed;
+    if (!v.is_object())
       co_return make_error(errc::invalid_argument, "body must be a JSON object like {\"run_no\": 3}", "body");
     for (const auto& [k, val] : v.as_object()) {
       if (k != "run_no") co_return make_error(errc::invalid_argument, fmt::format("unknown field \"{}\"", std::string_view(k)), std::string(k));

@@ -120,6 +120,11 @@ TEST_F(api_routes, enqueue_refusals_change_nothing) {
       {R"({"type":"no_such_type"})", "unknown_job_type", "type"},
       {R"({"type":"issue_certificate"})", "unknown_job_type", "type"},  // no handler in this build
       {R"({"type":""})", "invalid_argument", "type"},
+      // Duplicate keys, at any depth: refused naming the key's path.
+      {R"({"type":"noop","payload":{"ms":1,"ms":-5}})", "invalid_argument", "payload.ms"},
+      {R"({"type":"noop","type":"noop"})", "invalid_argument", "type"},
+      {R"({"type":"noop","payload":{"a":{"b":[1,{"c":1,"c":1}]}}})", "invalid_argument", "payload.a.b[1].c"},
+      {R"({"type":"noop","payload":null})", "invalid_argument", "payload"},
   };
   for (const auto& bc : cases) {
     auto r = c.post(jobs_path(), bc.body, tok["admin"]);
@@ -312,6 +317,8 @@ TEST_F(api_routes, settings_get_put_all_or_nothing) {
       {R"({})", "body"},
       {R"([1])", "body"},
       {R"({"a":)", "body"},
+      // A setting given twice (Boost.JSON would keep the last silently).
+      {R"({"job_retry_per_minute":5,"job_retry_per_minute":7})", "job_retry_per_minute"},
   };
   for (const auto& bc : cases) {
     auto r = c.put("/api/v1/settings", bc.body, tok["system"]);

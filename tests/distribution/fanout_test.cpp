@@ -174,6 +174,26 @@ TEST(fanout, transient_targets_go_through_waves_permanent_ones_never_and_a_late_
   EXPECT_EQ(d.at("summary").at("failed").as_int64(), 2);
   expect_one_notification(sink, f.dist, 1);
 
+  // The stored children carry DESIGN §4's field names: batches `target_id_batch`, retry waves
+  // `retry_target_ids` with `retry_attempt`, never the old `target_ids`.
+  auto jobs = env.ok("GET", "jobs?type=distribution_execute&page_size=200");
+  int batch_children = 0, retry_children = 0;
+  for (auto& jv : jobs.at("items").as_array()) {
+    auto& payload = jv.at("payload").as_object();
+    auto mode = str(payload, "mode");
+    EXPECT_FALSE(payload.contains("target_ids")) << json::serialize(payload);
+    if (mode == "batch") {
+      ++batch_children;
+      EXPECT_TRUE(payload.contains("target_id_batch")) << json::serialize(payload);
+    } else if (mode == "retry") {
+      ++retry_children;
+      EXPECT_TRUE(payload.contains("retry_target_ids")) << json::serialize(payload);
+      EXPECT_GE(num(payload, "retry_attempt"), 1);
+    }
+  }
+  EXPECT_EQ(batch_children, 3);
+  EXPECT_GE(retry_children, 3);
+
   // retry-failed opens run 2 over exactly the two failed targets.
   auto again = env.ok("POST", "distributions/" + f.dist + "/retry-failed", "", 202);
   EXPECT_EQ(num(again, "targets"), 2);
@@ -548,6 +568,15 @@ TEST(fanout_report, a_duplicate_report_changes_nothing) {
   EXPECT_EQ(thrice.fan_out_succeeded, once.fan_out_succeeded);
   EXPECT_EQ(thrice.fan_out_retrying, once.fan_out_retrying);
   EXPECT_EQ(thrice.status, "running");  // one of two batches reported
+  // A child stored before the contract's names (`target_ids`) is still read and reported (a
+  // payload that does not parse fails the report's transaction).
+  child.id = "child-old-format";
+  child.fence = 1;
+  child.payload = json::serialize(json::object{{"distribution_id", dist->id}, {"run_no", 1}, {"mode", "batch"},
+                                               {"target_ids", json::array{"t2"}}, {"batch_no", 2}});
+  report();
+  auto both = counters();
+  EXPECT_EQ(both.fan_out_failed + both.fan_out_succeeded + both.fan_out_partial, 2);
   s.close();
 }
 

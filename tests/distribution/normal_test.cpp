@@ -181,6 +181,15 @@ TEST(catalog, bad_input_is_refused_naming_the_field_and_stores_nothing) {
     EXPECT_EQ(r.status, 400) << r.body;
     EXPECT_EQ(str(r.json().at("error"), "field"), field) << r.body;
   }
+  // A key given twice inside a target document: the delivery module would read one host, the
+  // stored text hold both. Refused naming the path, nothing stored.
+  auto twice = json::serialize(env.ssh_target_body("t", 0, cred));
+  auto at = twice.find("\"ssh\":{");
+  ASSERT_NE(at, std::string::npos) << twice;
+  twice.insert(at + 7, "\"host\":\"other.example\",");
+  auto dup = env.call("POST", "targets", twice);
+  EXPECT_EQ(dup.status, 400) << twice << " -> " << dup.body;
+  EXPECT_EQ(str(dup.json().at("error"), "field"), "ssh.host") << dup.body;
   EXPECT_EQ(num(env.ok("GET", "targets"), "total"), 0);
   auto rsa = env.call("POST", "credentials",
                       json::serialize(json::object{{"name", "rsa"}, {"kind", "ssh_key"},

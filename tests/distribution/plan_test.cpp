@@ -1,6 +1,7 @@
 // The protocol's decisions, without I/O.
 #include "certfleet/distribution/plan.hpp"
 
+#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
 namespace certfleet::distribution {
@@ -39,6 +40,40 @@ TEST(plan, payload_round_trips_and_bad_payloads_name_the_field) {
     ASSERT_FALSE(r) << text;
     EXPECT_EQ(r.error().field, field) << text;
   }
+}
+
+// DESIGN §4's names for a child's targets: `target_id_batch` (batch), `retry_target_ids` and
+// `retry_attempt` (retry); jobs stored with the old `target_ids` still parse.
+TEST(plan, children_use_the_contract_field_names_and_old_payloads_still_parse) {
+  auto batch = boost::json::parse(to_payload({"d1", 1, job_mode::batch, {"t1", "t2"}, 2, 0, 0})).as_object();
+  EXPECT_TRUE(batch.contains("target_id_batch")) << boost::json::serialize(batch);
+  EXPECT_FALSE(batch.contains("target_ids")) << boost::json::serialize(batch);
+  auto retry = boost::json::parse(to_payload({"d1", 1, job_mode::retry, {"t2"}, 2, 1, 0})).as_object();
+  EXPECT_TRUE(retry.contains("retry_target_ids")) << boost::json::serialize(retry);
+  EXPECT_EQ(retry.at("retry_attempt").as_int64(), 1);
+  EXPECT_FALSE(retry.contains("target_ids")) << boost::json::serialize(retry);
+  auto normal = boost::json::parse(to_payload({"d1", 1, job_mode::normal, {"t1"}, 0, 0, 0})).as_object();
+  EXPECT_TRUE(normal.contains("target_ids"));
+
+  auto old_batch = parse_payload(R"({"distribution_id":"d","run_no":1,"mode":"batch","target_ids":["b","a"],"batch_no":3})");
+  ASSERT_TRUE(old_batch) << old_batch.error().message;
+  EXPECT_EQ(old_batch->target_ids, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(old_batch->batch_no, 3);
+  auto old_retry =
+      parse_payload(R"({"distribution_id":"d","run_no":1,"mode":"retry","target_ids":["c"],"batch_no":3,"retry_attempt":2})");
+  ASSERT_TRUE(old_retry) << old_retry.error().message;
+  EXPECT_EQ(old_retry->target_ids, (std::vector<std::string>{"c"}));
+  EXPECT_EQ(old_retry->retry_attempt, 2);
+  auto new_retry = parse_payload(R"({"distribution_id":"d","run_no":1,"mode":"retry","retry_target_ids":["c"],"retry_attempt":1})");
+  ASSERT_TRUE(new_retry) << new_retry.error().message;
+  EXPECT_EQ(new_retry->target_ids, (std::vector<std::string>{"c"}));
+  // A new-style payload's errors name the new field.
+  auto bad = parse_payload(R"({"distribution_id":"d","run_no":1,"mode":"batch","target_id_batch":[7]})");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "target_id_batch");
+  auto missing = parse_payload(R"({"distribution_id":"d","run_no":1,"mode":"retry","retry_attempt":1})");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().field, "retry_target_ids");
 }
 
 TEST(plan, keys_share_one_prefix_per_run) {

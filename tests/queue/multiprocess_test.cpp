@@ -1,6 +1,7 @@
 // Real certfleet processes on one SQLite file: exactly-once claiming, SIGKILL recovery, a stale
 // worker refused, idempotent enqueue races. Crash points are armed through the environment.
 #include "certfleet/store/store.hpp"
+#include "http_client.hpp"
 #include "process.hpp"
 #include "run_sync.hpp"
 #include "temp_dir.hpp"
@@ -125,6 +126,38 @@ TEST_F(multiprocess, a_worker_killed_mid_job_loses_nothing_the_job_is_reclaimed_
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   b->signal(SIGTERM);
   EXPECT_EQ(b->wait(20s), 0);
+}
+
+// A SIGKILLed worker's job does not stay "active" while the survivors are busy: their reaper
+// (every lease/2) puts it back to pending, counted in certfleet_worker_reaped_total.
+TEST_F(multiprocess, a_dead_workers_job_goes_back_to_pending_while_the_survivor_is_busy) {
+  auto lost = enqueue(R"({"ms":200})");
+  auto a = std::make_unique<testbed::process>(
+      cli({"serve", "--mode", "worker", "--listen", "127.0.0.1:0", "--set", "lease_ms=2000", "--set", "worker_poll_ms=20"}),
+      std::map<std::string, std::string>{{"CERTFLEET_CRASH_AT", "job_started"}}, dir.file("a"));
+  EXPECT_EQ(a->wait(20s), 128 + SIGKILL) << a->stderr_text();
+  // The survivor's one slot is taken by a long job (enqueued after the crash, so it is first in
+  // line: the lost job's place is its lease's end).
+  auto busy = enqueue(R"({"ms":30000})");
+  auto b = worker({}, {"lease_ms=2000", "worker_poll_ms=20", "worker_main_concurrency=1"});
+  auto s = open();
+  ASSERT_EQ(wait_status(*s, busy, store::job_status::active, 10s).status, store::job_status::active);
+  auto j = wait_status(*s, lost, store::job_status::pending, 10s);
+  ASSERT_EQ(j.status, store::job_status::pending) << "still " << store::to_string(j.status) << " after 10 s";
+  EXPECT_EQ(j.attempts, 1);
+  EXPECT_EQ(j.fence, 1);
+  EXPECT_EQ(get(*s, busy).status, store::job_status::active);  // the survivor never claimed it
+  std::smatch m;
+  auto line = b->wait_for_stdout("listen=", 1s);
+  ASSERT_TRUE(std::regex_search(line, m, std::regex("listen=127\\.0\\.0\\.1:(\\d+)"))) << line;
+  testbed::http_client http("127.0.0.1", static_cast<unsigned short>(std::stoi(m[1])));
+  auto metrics = http.get("/metrics");
+  ASSERT_EQ(metrics.status, 200) << metrics.body;
+  ASSERT_TRUE(std::regex_search(metrics.body, m, std::regex("\ncertfleet_worker_reaped_total (\\d+)")))
+      << metrics.body;
+  EXPECT_GE(std::stoi(m[1]), 1);
+  b->signal(SIGKILL);
+  b->wait(20s);
 }
 
 TEST_F(multiprocess, a_frozen_worker_that_wakes_after_its_lease_is_refused) {

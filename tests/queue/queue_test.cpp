@@ -78,10 +78,18 @@ TEST_F(enqueue_validation, bad_input_names_the_field_and_stores_nothing) {
 
   e = refused({"", "noop", "{\"ms\":-1}"});
   EXPECT_EQ(e.field, "payload.ms");
+  // Payload fields are named by their path from the request, as payload.ms is above.
   e = refused({"", "noop", "{\"ms\":\"fast\"}"});
-  EXPECT_EQ(e.field, "ms");
+  EXPECT_EQ(e.field, "payload.ms");
+  EXPECT_NE(e.message.find("payload.ms must be an integer"), std::string::npos) << e.message;
   e = refused({"", "noop", "{\"unexpected\":1}"});
-  EXPECT_EQ(e.field, "unexpected");
+  EXPECT_EQ(e.field, "payload.unexpected");
+  // A key given twice: the validator would see the first, the API the last; refused instead.
+  e = refused({"", "noop", R"({"ms":1,"ms":-5})"});
+  EXPECT_TRUE(e.is(errc::invalid_argument));
+  EXPECT_EQ(e.field, "payload.ms");
+  e = refused({"", "noop", R"({"ms":1,"extra":{"a":[{"b":1,"b":2}]}})"});
+  EXPECT_EQ(e.field, "payload.extra.a[0].b");
 
   enqueue_request r{"", "noop"};
   r.idempotency_key = "";

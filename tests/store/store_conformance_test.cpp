@@ -339,6 +339,47 @@ TEST_P(store_conformance, reaper_kills_expired_leases_without_attempts_and_runs_
   EXPECT_EQ(*run_sync(st->jobs().reap_expired(t0 + 2 * lease, 100)), 0);  // once
 }
 
+// A dead worker's job with attempts left does not stay "active" until some claim reaches it:
+// the reaper puts it back to pending, keeping the used attempt and the fence, and the lost
+// worker's heartbeat and finish are refused.
+TEST_P(store_conformance, reaper_returns_expired_leases_with_attempts_left_to_pending) {
+  auto a = enqueue(job());
+  auto c = claim("w1", t0);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(*run_sync(st->jobs().reap_expired(t0 + lease - 1, 100)), 0);
+  EXPECT_EQ(get(a.id).status, job_status::active);
+  EXPECT_EQ(*run_sync(st->jobs().reap_expired(t0 + lease, 100)), 1);
+  auto back = get(a.id);
+  EXPECT_EQ(back.status, job_status::pending);
+  EXPECT_EQ(back.attempts, 1);
+  EXPECT_EQ(back.fence, 1);
+  EXPECT_TRUE(back.locked_by.empty()) << back.locked_by;
+  auto active = run_sync(st->jobs().list({project, job_status::active, "", 1, 10}));
+  EXPECT_EQ(active->total, 0);
+  auto hb = run_sync(st->jobs().heartbeat({{a.id, c[0].fence}}, "w1", t0 + lease + 1, lease));
+  EXPECT_EQ((*hb)[0].state, lease_state::lost);
+  auto late = finish(c[0], "w1", finish_kind::completed, t0 + lease + 1);
+  ASSERT_FALSE(late);
+  EXPECT_TRUE(late.error().is(errc::lease_lost));
+  EXPECT_EQ(*run_sync(st->jobs().reap_expired(t0 + 2 * lease, 100)), 0);  // once
+  auto again = claim("w2", t0 + lease + 2);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].attempts, 2);
+  EXPECT_EQ(again[0].fence, 2);
+  ASSERT_TRUE(finish(again[0], "w2", finish_kind::completed, t0 + lease + 3));
+  EXPECT_EQ(get(a.id).status, job_status::completed);
+  // The last attempt's lease expiring still ends the job dead, as before.
+  auto b = job();
+  b.max_attempts = 2;
+  auto bj = enqueue(b, t0 + 3 * lease);
+  ASSERT_EQ(claim("w1", t0 + 3 * lease).size(), 1u);
+  EXPECT_EQ(*run_sync(st->jobs().reap_expired(t0 + 4 * lease, 100)), 1);
+  EXPECT_EQ(get(bj.id).status, job_status::pending);
+  ASSERT_EQ(claim("w2", t0 + 4 * lease).size(), 1u);
+  EXPECT_EQ(*run_sync(st->jobs().reap_expired(t0 + 5 * lease, 100)), 1);
+  EXPECT_EQ(get(bj.id).status, job_status::dead);
+}
+
 TEST_P(store_conformance, a_hook_for_some_types_sees_only_those) {
   std::vector<std::string> hooked;
   st->jobs().set_terminal_hook({[&](job_tx&, const job_record& j) { hooked.push_back(j.type + ":" + j.id); }, {"child"}});

@@ -22,6 +22,7 @@ enum class errc {
   rate_limited,
   store_busy,         // the store stayed locked past its busy timeout
   store_failure,      // the store reported an error
+  store_disk_full,    // the store's file system is full: nothing was written (HTTP 507)
   unauthorized,
   forbidden,
   shutting_down,

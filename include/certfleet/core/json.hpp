@@ -3,6 +3,8 @@
 // Every reading error names the field it is about.
 #include "certfleet/core/error.hpp"
 
+#include <boost/json/value.hpp>
+
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -18,7 +20,16 @@ inline constexpr std::size_t max_payload_bytes = 1u << 20;  // 1 MiB
 result<void> check_object(std::string_view text, std::string_view field,
                           std::size_t max_bytes = max_payload_bytes);
 
-// Reads the members of one JSON object (a request body) by name.
+// The one parse of a document into a Boost.JSON value, for readers that walk it themselves
+// (settings and catalog bodies): invalid JSON, nesting deeper than max_depth, or a key given
+// twice in any object (at any depth) is invalid_argument naming the field. Every body, payload
+// and stored document certfleet reads from a client goes through this, check_object or
+// object_reader::parse, which all refuse duplicate keys the same way.
+result<boost::json::value> parse_value(std::string_view text, std::string_view what, std::size_t max_depth);
+
+// Reads the members of one JSON object (a request body) by name. Errors name a member by its
+// path from what the client sent: bare in a "body" ("type"), else after the document's name
+// ("payload.ms").
 class object_reader {
  public:
   // `what` names the whole document in errors ("body").
@@ -27,7 +38,10 @@ class object_reader {
   object_reader& operator=(object_reader&&) noexcept;
   ~object_reader();
 
+  // Present and not JSON null (the typed readers treat null as absent).
   bool has(std::string_view key) const;
+  // Present as JSON null.
+  bool is_null(std::string_view key) const;
   result<std::string> required_string(std::string_view key) const;
   result<std::optional<std::string>> optional_string(std::string_view key) const;
   result<std::optional<std::int64_t>> optional_int(std::string_view key) const;

@@ -2,7 +2,8 @@
 // The worker: per lane, a dispatcher coroutine claims jobs (in small batches, one transaction
 // each) up to the lane's concurrency and runs their handlers as coroutines on the one event loop.
 // One heartbeat loop extends every lease this process holds; one finisher writes the ends of
-// attempts in batches; a reaper turns expired leases with no attempts left into dead jobs.
+// attempts in batches; a reaper returns expired leases to pending (attempts left) or ends them
+// dead (none left) or cancelled (cancel requested).
 #include "certfleet/core/clock.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/store/store.hpp"

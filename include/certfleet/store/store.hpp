@@ -67,8 +67,9 @@ class job_store {
   // ready_at, completed_at, error, max_attempts — not the whole document), or lease_lost when the caller no longer
   // holds it (its fence moved on or its status changed) — then nothing changed for that job.
   virtual task<std::vector<result<job_record>>> finish(std::vector<finish_request> reqs, time_ms now) = 0;
-  // Active jobs whose lease expired with no attempts left become dead ("lease expired: worker
-  // lost"); those with a cancel request, cancelled. Terminal hooks run. Returns how many.
+  // Active jobs whose lease expired: with attempts left, back to pending (attempt still counted,
+  // fence kept, lock cleared); with none left, dead ("lease expired: worker lost"); those with a
+  // cancel request, cancelled. Terminal hooks run. Returns how many.
   virtual task<int> reap_expired(time_ms now, int limit) = 0;
 
   virtual task<job_record> get(std::string project_id, std::string id) = 0;
@@ -119,7 +120,14 @@ class store {
   virtual lease_store& leases() = 0;              // the scheduler's leader lease
   virtual maintenance_store& maintenance() = 0;  // retention, backup
   virtual catalog_store& catalog() = 0;          // certificates, targets, distributions
-  virtual task<void> ping() = 0;  // a round trip to the store (/readyz)
+  // A round trip to the store (/readyz); while writes are refused for a full disk, a small
+  // write, failing with store_disk_full until space is freed.
+  virtual task<void> ping() = 0;
+  struct write_health {
+    bool disk_full = false;                 // the last write failed for a full disk, none succeeded since
+    std::int64_t disk_full_refusals = 0;    // operations refused for a full disk since the start
+  };
+  virtual write_health write_state() const { return {}; }
   // Stops the store threads after the work queued so far; later calls fail with shutting_down.
   virtual void close() = 0;
 };

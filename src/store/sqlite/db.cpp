@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+
 namespace certfleet::store::sqlite {
 
 void stmt::check(int rc) {
@@ -11,12 +13,22 @@ void stmt::check(int rc) {
   }
 }
 
+namespace {
+// SQLite reports most short writes as SQLITE_FULL, but some paths (growing -shm, fsync) as an
+// I/O error with errno ENOSPC: one code for "the disk is full" either way.
+int failure_code(sqlite3* h) {
+  int code = sqlite3_extended_errcode(h);
+  if ((code & 0xff) == SQLITE_IOERR && sqlite3_system_errno(h) == ENOSPC) return SQLITE_FULL;
+  return code;
+}
+}  // namespace
+
 bool stmt::step() {
   int rc = sqlite3_step(s_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   sqlite3* h = sqlite3_db_handle(s_);
-  throw db_error(sqlite3_extended_errcode(h), fmt::format("sqlite: {} (in: {})", sqlite3_errmsg(h), sqlite3_sql(s_)));
+  throw db_error(failure_code(h), fmt::format("sqlite: {} (in: {})", sqlite3_errmsg(h), sqlite3_sql(s_)));
 }
 
 sqlite3_stmt* stmt_scope::raw() const { return st_.s_; }
@@ -45,7 +57,7 @@ void db::exec(const char* sql) {
   if (rc != SQLITE_OK) {
     std::string msg = err ? err : sqlite3_errmsg(h_);
     sqlite3_free(err);
-    throw db_error(sqlite3_extended_errcode(h_), fmt::format("sqlite: {} (in: {:.80})", msg, sql));
+    throw db_error(failure_code(h_), fmt::format("sqlite: {} (in: {:.80})", msg, sql));
   }
 }
 
@@ -62,9 +74,23 @@ stmt_scope db::prepare(const char* sql) {
 
 bool is_busy(int code) noexcept { return (code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED; }
 
+bool is_disk_full(int code) noexcept { return (code & 0xff) == SQLITE_FULL; }
+
 error to_error(const db_error& e) {
   if (is_busy(e.code())) return make_error(errc::store_busy, fmt::format("store busy: {}", e.what()));
+  // Said to the client as is (HTTP 507): no SQL in it. The writer logs the statement.
+  if (is_disk_full(e.code()))
+    return make_error(errc::store_disk_full,
+                      "the store's disk is full: nothing was written; free space on the file system of the data "
+                      "directory (the store recovers by itself)");
   return make_error(errc::store_failure, e.what());
+}
+
+error to_error(db& d, const db_error& e) {
+  if (is_disk_full(e.code())) {
+    d.note_disk_full(e.what());
+  }
+  return to_error(e);
 }
 
 }  // namespace certfleet::store::sqlite

@@ -97,10 +97,20 @@ class db {
   // A cached prepared statement; reset and unbound when the returned scope ends.
   stmt_scope prepare(const char* sql);
   std::int64_t changes() const { return sqlite3_changes64(h_); }
+  std::int64_t total_changes() const { return sqlite3_total_changes64(h_); }
+  // Failures for a full disk on this connection so far (the writer's readiness and metric).
+  void note_disk_full(const char* what) {
+    ++disk_full_errors_;
+    last_disk_full_ = what;
+  }
+  std::int64_t disk_full_errors() const { return disk_full_errors_; }
+  const std::string& last_disk_full() const { return last_disk_full_; }
   sqlite3* handle() const { return h_; }
 
  private:
   sqlite3* h_ = nullptr;
+  std::int64_t disk_full_errors_ = 0;
+  std::string last_disk_full_;
   std::unordered_map<const char*, sqlite3_stmt*> cache_;  // keyed by the literal's address
 };
 
@@ -123,6 +133,9 @@ class read_snapshot {
 };
 
 bool is_busy(int code) noexcept;
+bool is_disk_full(int code) noexcept;
 error to_error(const db_error& e);
+// The same, and a full disk is noted on `d` (the writer's connection).
+error to_error(db& d, const db_error& e);
 
 }  // namespace certfleet::store::sqlite

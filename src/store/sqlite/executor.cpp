@@ -1,5 +1,7 @@
 #include "executor.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 
 
@@ -65,22 +67,37 @@ void writer::loop() {
       }
     }
     std::optional<error> failure;
+    const auto full_before = db_->disk_full_errors();
+    const auto changes_before = db_->total_changes();
     try {
       db_->prepare("BEGIN IMMEDIATE")->run();
     } catch (const db_error& e) {
-      failure = to_error(e);
+      failure = to_error(*db_, e);
     }
     if (!failure) {
       for (auto& t : batch) t->execute(*db_);
       try {
         db_->prepare("COMMIT")->run();
       } catch (const db_error& e) {
-        failure = to_error(e);
+        failure = to_error(*db_, e);
+        // An operation that hit a full disk may have made SQLite roll the transaction back, so
+        // COMMIT fails with "no transaction is active": the cause the client must hear is the disk.
+        if (!failure->is(errc::store_disk_full) && db_->disk_full_errors() > full_before)
+          failure = to_error(db_error(SQLITE_FULL, db_->last_disk_full()));
         try {
           db_->exec("ROLLBACK");
         } catch (...) {
         }
       }
+    }
+    if (auto full = db_->disk_full_errors() - full_before; full > 0) {
+      // A failed BEGIN/COMMIT refuses every operation of the batch; else only those that failed.
+      bool all = failure && failure->is(errc::store_disk_full);
+      disk_full_refusals_ += all ? static_cast<std::int64_t>(batch.size()) : full;
+      if (!disk_full_.exchange(true))
+        spdlog::error("store: the disk is full ({}): writes are refused until space is freed", db_->last_disk_full());
+    } else if (!failure && db_->total_changes() > changes_before && disk_full_.exchange(false)) {
+      spdlog::info("store: writes succeed again (disk space was freed)");
     }
     for (auto& t : batch) t->complete(failure);
     batch.clear();

@@ -12,6 +12,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -49,9 +50,15 @@ class writer {
   ~writer();
   void submit(std::unique_ptr<write_task> t);
   void close();
+  // Set when a write failed for a full disk; cleared by the next commit that writes something.
+  bool disk_full() const noexcept { return disk_full_.load(std::memory_order_relaxed); }
+  // Operations refused for a full disk since the start.
+  std::int64_t disk_full_refusals() const noexcept { return disk_full_refusals_.load(std::memory_order_relaxed); }
 
  private:
   void loop();
+  std::atomic<bool> disk_full_{false};
+  std::atomic<std::int64_t> disk_full_refusals_{0};
   std::unique_ptr<db> db_;
   int max_batch_;
   std::mutex m_;
@@ -95,7 +102,7 @@ class write_op final : public write_task {
     try {
       d.prepare("SAVEPOINT op")->run();
     } catch (const db_error& e) {
-      r_.emplace(to_error(e));
+      r_.emplace(to_error(d, e));
       return;
     }
     try {
@@ -105,7 +112,7 @@ class write_op final : public write_task {
         return;
       }
     } catch (const db_error& e) {
-      r_.emplace(to_error(e));
+      r_.emplace(to_error(d, e));
     } catch (...) {
       ep_ = std::current_exception();
     }

@@ -8,7 +8,14 @@
 #include "sqlite_catalog.hpp"
 #include "sqlite_maintenance.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <tuple>
@@ -172,11 +179,24 @@ class sqlite_store final : public store, public job_store, public project_store 
   }
 
   task<void> ping() override {
-    return run_read<result<void>>(readers_, [](db& d) -> result<void> {
+    if (writer_.disk_full()) {
+      // Ready again only once a write goes through: the probe needs a new WAL frame, as an
+      // enqueue does.
+      auto probe = co_await run_write<result<void>>(writer_, [](db& d) -> result<void> {
+        auto s = d.prepare("INSERT INTO store_meta (key, value) VALUES ('write_probe', hex(randomblob(16))) "
+                           "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+        s->run();
+        return {};
+      });
+      if (!probe) co_return std::move(probe).error();
+    }
+    co_return co_await run_read<result<void>>(readers_, [](db& d) -> result<void> {
       d.prepare("SELECT 1")->run();
       return {};
     });
   }
+
+  write_health write_state() const override { return {writer_.disk_full(), writer_.disk_full_refusals()}; }
 
   void set_terminal_hook(terminal_hook hook) override { hook_ = std::move(hook); }
 
@@ -385,12 +405,27 @@ class sqlite_store final : public store, public job_store, public project_store 
       std::vector<job_record> expired;
       {
         auto s = d.prepare("SELECT " JOB_COLS " FROM jobs WHERE status = 'active' AND locked_until <= ?1 "
-                           "AND (attempts >= max_attempts OR cancel_requested = 1) ORDER BY locked_until LIMIT ?2");
+                           "ORDER BY locked_until LIMIT ?2");
         s->bind(1, now).bind(2, limit);
         while (s->step()) expired.push_back(read_job(*s));
       }
       int n = 0;
       for (const auto& j : expired) {
+        if (j.attempts < j.max_attempts && !j.cancel_requested) {
+          // Attempts left: back to pending, so the job list shows a waiting job rather than a
+          // dead worker's "active" one. The lost attempt stays counted and the fence is kept
+          // (the next claim raises both); ready_at keeps the lease's end, the place in line a
+          // claim of the expired lease would have given it. locked_by is cleared: the lost
+          // worker's heartbeat and finish are refused.
+          auto p = d.prepare(
+              "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
+              "error = 'lease expired: worker lost; returned to pending' "
+              "WHERE id = ?1 AND fence = ?2 AND status = 'active'");
+          p->bind(1, j.id).bind(2, j.fence);
+          p->run();
+          if (d.changes() > 0) ++n;
+          continue;
+        }
         auto s = d.prepare(
             "UPDATE jobs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'dead' END, "
             "error = CASE WHEN cancel_requested = 1 THEN 'cancelled on request (worker lost)' "
@@ -652,10 +687,39 @@ class sqlite_store final : public store, public job_store, public project_store 
 }  // namespace
 }  // namespace sqlite
 
+namespace {
+// The database holds sealed secrets, token hashes, target definitions and the audit log: only
+// the service user reads it (docs/secrets.md). SQLite creates files 0644 less the umask and
+// gives -wal and -shm the database file's mode, so the database file is created 0600 here
+// before SQLite opens it; files left by an older version (0644) are tightened.
+result<void> private_db_files(const std::string& path) {
+  if (path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0) return {};
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) {
+    ::close(fd);
+    return {};
+  }
+  if (errno != EEXIST)
+    return make_error(errc::store_failure, fmt::format("cannot create {}: {}", path, std::strerror(errno)), "data");
+  for (const auto& f : {path, path + "-wal", path + "-shm"}) {
+    struct stat sb {};
+    if (::lstat(f.c_str(), &sb) != 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & 077) == 0) continue;
+    if (::chmod(f.c_str(), 0600) != 0)
+      return make_error(errc::store_failure,
+                        fmt::format("{} has mode {:04o} and cannot be made 0600: {}", f, sb.st_mode & 07777,
+                                    std::strerror(errno)),
+                        "data");
+    spdlog::warn("{} had mode {:04o}: group and others could read the store; changed to 0600", f, sb.st_mode & 07777);
+  }
+  return {};
+}
+}  // namespace
+
 result<std::unique_ptr<store>> open_sqlite(const sqlite_options& options) {
   // Memory statistics take a global mutex on every allocation; nothing here reads them.
   static const int configured = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
   (void)configured;
+  if (auto ok = private_db_files(options.path); !ok) return std::move(ok).error();
   try {
     return std::unique_ptr<store>(std::make_unique<sqlite::sqlite_store>(options));
   } catch (const sqlite::db_error& e) {
