@@ -154,6 +154,13 @@ std::string api_metrics::render(const snapshot& s) const {
     h.render(out, "certfleet_http_request_duration_seconds", fmt::format("route=\"{}\",", escape_label(route)));
   head(out, "certfleet_http_connections", "gauge", "Open HTTP and WebSocket connections.");
   out += fmt::format("certfleet_http_connections {}\n", s.connections);
+  head(out, "certfleet_http_connections_refused_total", "counter",
+       "Connections answered 503 too_many_connections, by the limit that was reached.");
+  out += fmt::format("certfleet_http_connections_refused_total{{limit=\"per_client\"}} {}\n", refused_client_);
+  out += fmt::format("certfleet_http_connections_refused_total{{limit=\"total\"}} {}\n", refused_total_);
+  head(out, "certfleet_audit_refusals_unaudited_total", "counter",
+       "Refused (401/403) state-changing calls beyond the per-minute audit bound: counted, not written.");
+  out += fmt::format("certfleet_audit_refusals_unaudited_total {}\n", refusals_unaudited_);
 
   head(out, "certfleet_websocket_subscribers", "gauge", "Live job-log stream subscribers.");
   out += fmt::format("certfleet_websocket_subscribers {}\n", s.ws_subscribers);

@@ -33,6 +33,8 @@ class api_metrics {
   void store_call(std::string_view op, double seconds);
   void subscriber_dropped() { ++ws_dropped_; }
   std::uint64_t subscribers_dropped() const { return ws_dropped_; }
+  void connection_refused(bool per_client) { ++(per_client ? refused_client_ : refused_total_); }
+  void refusal_unaudited() { ++refusals_unaudited_; }
 
   // What /metrics shows besides these counters, gathered from the store and the worker.
   struct snapshot {
@@ -61,6 +63,8 @@ class api_metrics {
   std::map<std::string, histogram, std::less<>> latency_;
   std::map<std::string, histogram, std::less<>> store_latency_;
   std::uint64_t ws_dropped_ = 0;
+  std::uint64_t refused_client_ = 0, refused_total_ = 0;
+  std::uint64_t refusals_unaudited_ = 0;
 };
 
 // "a\"b" with \, " and newline escaped, for a label value.

@@ -47,11 +47,19 @@ struct queued_state : std::enable_shared_from_this<queued_state> {
   void fail() {
     failed = true;
     q.clear();
+    q.shrink_to_fit();
     bytes = 0;
     error_code ignored;
     // The reading side (Beast) sees the end and the session winds down.
-    sock.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+    if (sock.is_open()) sock.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
     if (progress_waiters) progress.cancel();
+  }
+
+  // The socket may be closed under us without a call here (Beast closes the lowest layer on a
+  // timeout): then the queue is dead too.
+  bool usable() {
+    if (!failed && !sock.is_open()) fail();
+    return !failed;
   }
 
   // Writes while the kernel takes bytes; when it does not, waits for writability (one wait at a
@@ -70,9 +78,12 @@ struct queued_state : std::enable_shared_from_this<queued_state> {
         waiting_writable = true;
         sock.async_wait(asio::ip::tcp::socket::wait_write, [self = shared_from_this()](error_code wec) {
           self->waiting_writable = false;
+          // Any error ends the queue, also operation_aborted: it means someone closed the socket
+          // (Beast's idle timeout, the close deadline, the destructor), and a closed socket never
+          // drains. Marking only "progress" here left a session in wait_below for good, holding
+          // its connection slot and the megabytes queued.
           if (wec) {
-            if (!self->failed && self->sock.is_open()) self->fail();
-            else if (self->progress_waiters) self->progress.cancel();
+            self->fail();
             return;
           }
           self->drain();
@@ -134,7 +145,7 @@ queued_socket::executor_type queued_socket::get_executor() noexcept { return st_
 queued_socket::tcp::socket& queued_socket::next_layer() noexcept { return st_->sock; }
 
 error_code queued_socket::append_copy(std::string bytes) {
-  if (st_->failed) return asio::error::broken_pipe;
+  if (!st_->usable()) return asio::error::broken_pipe;
   // Beast writes each frame in one call; a close frame starts with FIN + opcode 8 (0x88), and an
   // HTTP response (the handshake reply, also written here) never does.
   if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x88) st_->data_closed = true;
@@ -143,13 +154,13 @@ error_code queued_socket::append_copy(std::string bytes) {
 }
 
 bool queued_socket::send_frame(std::shared_ptr<const std::string> frame) {
-  if (st_->failed || st_->data_closed) return false;
+  if (!st_->usable() || st_->data_closed) return false;
   st_->append(std::move(frame));
   return !st_->failed;
 }
 
 std::size_t queued_socket::queued_bytes() const noexcept { return st_->bytes; }
-bool queued_socket::failed() const noexcept { return st_->failed; }
+bool queued_socket::failed() const noexcept { return st_->failed || !st_->sock.is_open(); }
 
 void queued_socket::drop_unsent() {
   auto& q = st_->q;
@@ -163,7 +174,7 @@ void queued_socket::drop_unsent() {
 
 asio::awaitable<bool> queued_socket::wait_below(std::size_t bytes) {
   auto st = st_;
-  while (!st->failed && st->bytes > bytes) {
+  while (st->usable() && st->bytes > bytes) {
     ++st->progress_waiters;
     st->progress.expires_at(asio::steady_timer::time_point::max());
     co_await st->progress.async_wait(asio::as_tuple(asio::use_awaitable));

@@ -7,6 +7,7 @@
 #include <boost/json/value.hpp>
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
 
 namespace certfleet::api {
@@ -253,6 +254,22 @@ result<page_query> parse_audit_query(const query_params& q) {
     if (!*paged) return unknown_param(k, "page, page_size");
   }
   return out;
+}
+
+std::optional<std::string> transfer_encoding_problem(unsigned version, std::string_view values) {
+  if (version < 11) return std::string("Transfer-Encoding is not allowed in an HTTP/1.0 request; send Content-Length");
+  auto v = values;
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  constexpr std::string_view chunked = "chunked";
+  bool lone_chunked = v.size() == chunked.size();
+  for (std::size_t i = 0; lone_chunked && i < chunked.size(); ++i)
+    lone_chunked = std::tolower(static_cast<unsigned char>(v[i])) == chunked[i];
+  if (lone_chunked) return std::nullopt;
+  // The client's text, bounded and without control characters, so the message stays one line.
+  std::string shown;
+  for (char c : values.substr(0, 100)) shown += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  return fmt::format("unsupported Transfer-Encoding \"{}\": only chunked is accepted", shown);
 }
 
 }  // namespace certfleet::api

@@ -71,6 +71,7 @@ unsigned status_for(errc e) {
     case errc::unauthorized: return 401;
     case errc::forbidden: return 403;
     case errc::store_busy:
+    case errc::too_many_connections:
     case errc::shutting_down: return 503;
     case errc::timeout: return 504;
     case errc::store_disk_full: return 507;
@@ -94,7 +95,7 @@ reply error_reply(const error& e) {
   } else {
     r.body = error_body(errc_name(e.value()), e.message, e.field);
   }
-  if (e.is(errc::rate_limited))
+  if (e.is(errc::rate_limited) || e.is(errc::too_many_connections))
     r.headers.emplace_back("Retry-After", std::to_string(std::max<std::int64_t>(1, e.retry_after_s)));
   return r;
 }
@@ -147,6 +148,32 @@ struct caller {
 
 using request_t = http::request<http::string_body>;
 
+// Whom the per-client connection limit counts: an IPv4 address (also IPv4-mapped IPv6), or an
+// IPv6 client's /64 (one host is usually given a whole /64, so counting single addresses would
+// not limit it).
+std::string client_key(const tcp::socket& s) {
+  boost::system::error_code ec;
+  auto ep = s.remote_endpoint(ec);
+  if (ec) return "?";
+  auto a = ep.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  if (a.is_v4()) return a.to_string();
+  auto b = a.to_v6().to_bytes();
+  std::fill(b.begin() + 8, b.end(), 0);
+  return asio::ip::address_v6(b).to_string() + "/64";
+}
+
+// The Transfer-Encoding fields of a request, as one list.
+std::string transfer_encodings(const request_t& h) {
+  std::string all;
+  for (auto it = h.find(http::field::transfer_encoding); it != h.end() && it->name() == http::field::transfer_encoding;
+       ++it) {
+    if (!all.empty()) all += ", ";
+    all.append(it->value().data(), it->value().size());
+  }
+  return all;
+}
+
 }  // namespace
 
 struct server::impl : std::enable_shared_from_this<impl> {
@@ -175,6 +202,11 @@ struct server::impl : std::enable_shared_from_this<impl> {
   };
   std::uint64_t next_conn = 0;
   std::unordered_map<std::uint64_t, conn> conns;
+  std::unordered_map<std::string, int> conns_per_client;  // by client_key()
+  // Refusal audit entries of the current minute, and refusals not written since the last one.
+  steady::time_point refusal_window{};
+  int refusals_in_window = 0;
+  std::int64_t refusals_unaudited = 0;
 
   struct cached_token {
     store::token_record rec;
@@ -247,10 +279,44 @@ struct server::impl : std::enable_shared_from_this<impl> {
     if (!r) spdlog::error("audit entry not stored: {}", r.error().message);
   }
 
+  // A refused (401/403) state-changing call. Entries are bounded per minute: anyone can send 401s
+  // as fast as the network allows, and each would be a row kept for audit_retention_s. Beyond the
+  // bound the refusals are counted, and the next entry written says how many were not.
+  asio::awaitable<void> audit_refusal(caller c, const route_match& m, std::string_view path, const error& e) {
+    const auto now = steady::now();
+    if (now - refusal_window >= std::chrono::minutes(1)) {
+      refusal_window = now;
+      refusals_in_window = 0;
+    }
+    if (refusals_in_window >= opt.refusal_audit_per_minute) {
+      ++refusals_unaudited;
+      metrics.refusal_unaudited();
+      co_return;
+    }
+    ++refusals_in_window;
+    // An anonymous caller of a project route: the project's own log, when the project exists.
+    if (!c.project && !c.token && !m.project.empty()) {
+      auto p = co_await project_by_name(m.project);
+      if (p) c.project = std::move(*p);
+    }
+    boost::json::object d;
+    d["message"] = e.message;
+    if (refusals_unaudited > 0) d["unaudited_refusals_before"] = refusals_unaudited;
+    refusals_unaudited = 0;
+    auto detail = boost::json::serialize(d);
+    const auto action = fmt::format("{} {}", m.route->method, m.route->pattern);
+    co_await audit(c, action, path.substr(0, 300), errc_name(e.value()), detail);
+  }
+
   // Who is calling and may they use this route on this project? The error is the reply.
-  asio::awaitable<result<caller>> authorize(const request_t& req, const route_match& m) {
+  // `known`, when given, gets who the caller is as far as it was learnt (for auditing a refusal).
+  asio::awaitable<result<caller>> authorize(const request_t& req, const route_match& m, caller* known = nullptr) {
     caller c;
     const auto& r = *m.route;
+    // Which of two would count is ambiguous (a proxy in front may have checked the other).
+    if (req.count(http::field::authorization) > 1)
+      co_return make_error(errc::invalid_argument, "the request has more than one Authorization header; send one",
+                           "authorization");
     if (r.need == access::none) co_return c;
     auto h = req[http::field::authorization];
     std::string_view hv(h.data(), h.size());
@@ -284,6 +350,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
       if (!c.token->system && c.token->project_id != p->id) co_return not_found;
       c.project = std::move(*p);
     }
+    if (known) *known = c;
     if (r.need == access::system_admin) {
       if (!c.token->system) co_return make_error(errc::forbidden, "this route needs a system-admin token", "authorization");
     } else if (r.need != access::any_token && c.token->token_role < role_for(r.need)) {
@@ -318,8 +385,13 @@ struct server::impl : std::enable_shared_from_this<impl> {
     if (!q) co_return error_reply(q.error());
     if (m->route->websocket)
       co_return error_reply(make_error(errc::invalid_argument, "this route is a WebSocket: send an Upgrade request", "upgrade"));
-    auto c = co_await authorize(req, *m);
-    if (!c) co_return error_reply(c.error());
+    caller known;
+    auto c = co_await authorize(req, *m, &known);
+    if (!c) {
+      if (m->route->changes_state && (c.error().is(errc::unauthorized) || c.error().is(errc::forbidden)))
+        co_await audit_refusal(known, *m, parts->path, c.error());
+      co_return error_reply(c.error());
+    }
     if (!m->id.empty() && !is_object_id(m->id))
       co_return error_reply(errc::invalid_argument, "id must be a 24-character hex object id", "id");
 
@@ -726,10 +798,10 @@ struct server::impl : std::enable_shared_from_this<impl> {
   // Closing with unread request bytes makes the kernel send a reset, which can destroy the error
   // response before the client reads it (a client still sending a too-large body). So: stop
   // sending, then read and discard for a short while (bounded in time and bytes), then close.
-  asio::awaitable<void> linger(beast::tcp_stream& stream) {
+  asio::awaitable<void> linger(beast::tcp_stream& stream, std::chrono::milliseconds for_at_most = std::chrono::seconds(1)) {
     boost::system::error_code ec;
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream.expires_after(std::chrono::seconds(1));
+    stream.expires_after(for_at_most);
     std::size_t drained = 0;
     std::array<char, 16384> sink;
     while (drained < (8u << 20)) {
@@ -739,27 +811,60 @@ struct server::impl : std::enable_shared_from_this<impl> {
     }
   }
 
+  // Over a connection limit: 503 too_many_connections, then close. Such a connection is never
+  // counted (a flood of refused ones must not take the slots of others) and lives briefly: a
+  // short write deadline and a short linger, so the response is not reset away.
+  asio::awaitable<void> refuse_connection(beast::tcp_stream& stream, bool per_client) {
+    metrics.connection_refused(per_client);
+    auto e = make_error(errc::too_many_connections,
+                        per_client ? fmt::format("this client address already has {} connections open, the most allowed "
+                                                 "(http_max_connections_per_client); close some and retry",
+                                                 opt.max_connections_per_client)
+                                   : fmt::format("the server has {} connections open, its limit; try again later",
+                                                 opt.max_connections));
+    e.retry_after_s = per_client ? 5 : 1;
+    auto res = make_response(error_reply(e), 11, false);
+    stream.expires_after(std::chrono::seconds(2));
+    auto [ec, n] = co_await http::async_write(stream, res, tuple_awaitable);
+    metrics.request("unmatched", 503, 0);
+    if (!ec) co_await linger(stream, std::chrono::milliseconds(250));
+  }
+
   asio::awaitable<void> session(tcp::socket sock) {
     auto self = shared_from_this();
+    auto client = client_key(sock);
+    beast::tcp_stream stream(std::move(sock));
+    {
+      auto it = conns_per_client.find(client);
+      const bool client_full = it != conns_per_client.end() && it->second >= opt.max_connections_per_client;
+      if (client_full || static_cast<int>(conns.size()) >= opt.max_connections) {
+        co_await refuse_connection(stream, client_full);
+        co_return;
+      }
+    }
     const auto id = ++next_conn;
+    ++conns_per_client[client];
     struct unregister {
       impl* s;
       std::uint64_t id;
-      ~unregister() { s->conns.erase(id); }
-    } guard{this, id};
-    beast::tcp_stream stream(std::move(sock));
+      std::string client;
+      ~unregister() {
+        s->conns.erase(id);
+        if (auto it = s->conns_per_client.find(client); it != s->conns_per_client.end() && --it->second <= 0)
+          s->conns_per_client.erase(it);
+      }
+    } guard{this, id, client};
     conns[id].http = &stream;
-    if (static_cast<int>(conns.size()) > opt.max_connections) {
-      co_await send_error_and_close(stream, 503, errc::store_busy, "too many connections; try again later", "");
-      co_return;
-    }
     beast::flat_buffer buf;
+    bool first_request = true;
     for (;;) {
       if (stopping) break;
       if (buf.size() == 0) {
-        // Keep-alive: wait for the first byte of the next request under the idle deadline.
+        // Wait for the first byte of the next request: a new connection gets the short
+        // first-byte deadline (connecting and sending nothing must not hold a slot for long),
+        // a kept-alive one the idle deadline.
         conns[id].idle = true;
-        stream.expires_after(opt.idle_timeout);
+        stream.expires_after(first_request ? opt.first_byte_timeout : opt.idle_timeout);
         auto [ec, n] = co_await stream.async_read_some(buf.prepare(8192), tuple_awaitable);
         buf.commit(n);
         if (auto it = conns.find(id); it != conns.end()) it->second.idle = false;
@@ -770,6 +875,14 @@ struct server::impl : std::enable_shared_from_this<impl> {
       parser.body_limit(opt.body_limit);
       stream.expires_after(opt.read_timeout);
       auto [hec, hn] = co_await http::async_read_header(stream, buf, parser, tuple_awaitable);
+      first_request = false;
+      if (!hec && parser.get().count(http::field::transfer_encoding) > 0)
+        if (auto problem = transfer_encoding_problem(parser.get().version(), transfer_encodings(parser.get()))) {
+          // Closing (after a linger that discards the rest) is the point: what follows this
+          // header cannot be told apart from a next request.
+          co_await send_error_and_close(stream, 400, errc::invalid_argument, std::move(*problem), "transfer-encoding");
+          break;
+        }
       if (!hec && parser.get()[http::field::expect] == "100-continue" && !parser.is_done()) {
         http::response<http::empty_body> cont{http::status::continue_, 11};
         auto [cec, cn] = co_await http::async_write(stream, cont, tuple_awaitable);

@@ -245,6 +245,7 @@ int serve(const settings_map& settings) {
   api::server_options sopt;
   sopt.listen = settings.text("listen");
   sopt.serve_api = mode == "api" || mode == "all";
+  sopt.max_connections_per_client = static_cast<int>(settings.integer("http_max_connections_per_client"));
   sopt.key = &*key;
   sopt.cpu = &cpu;
   api::server http(ioc.get_executor(), store, queue, clock, sopt);

@@ -23,6 +23,7 @@ class category_impl final : public std::error_category {
       case errc::unauthorized: return "unauthorized";
       case errc::forbidden: return "forbidden";
       case errc::shutting_down: return "shutting down";
+      case errc::too_many_connections: return "too many connections";
       case errc::timeout: return "timed out";
       case errc::config_invalid: return "invalid configuration";
     }
@@ -54,6 +55,7 @@ const char* errc_name(errc e) noexcept {
     case errc::unauthorized: return "unauthorized";
     case errc::forbidden: return "forbidden";
     case errc::shutting_down: return "shutting_down";
+    case errc::too_many_connections: return "too_many_connections";
     case errc::timeout: return "timeout";
     case errc::config_invalid: return "config_invalid";
   }

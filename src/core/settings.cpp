@@ -17,7 +17,7 @@ namespace {
 using S = setting_scope;
 using T = setting_type;
 
-constexpr std::array<setting_def, 25> table{{
+constexpr std::array<setting_def, 26> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -50,6 +50,8 @@ constexpr std::array<setting_def, 25> table{{
      "The scheduler leader's lease: a dead leader is replaced within this."},
     {"job_retention_s", T::integer, S::process, 60, 315'360'000, "2592000", "",
      "Completed and cancelled jobs (and their logs) older than this are deleted by the retention sweep."},
+    {"http_max_connections_per_client", T::integer, S::process, 1, 4096, "256", "",
+     "Open HTTP/WebSocket connections one client address (an IPv6 client: its /64) may hold; beyond, 503 too_many_connections. Behind a reverse proxy every client is the proxy: raise it to 4096."},
     {"audit_retention_s", T::integer, S::process, 60, 315'360'000, "31536000", "",
      "Audit log entries older than this are deleted by the retention sweep; keep them as long as your audits need."},
     {"distribution_fanout_threshold", T::integer, S::system, 0, 500, "0", "",

@@ -8,6 +8,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <malloc.h>
+#include <unistd.h>
+
+#include <fstream>
+
 using namespace api_test;
 using namespace std::chrono_literals;
 
@@ -342,6 +347,61 @@ TEST_F(api_log_stream, keepalive_pings_keep_a_reader_and_drop_a_silent_peer) {
   ASSERT_EQ(status, 101);
   std::this_thread::sleep_for(2500ms);
   EXPECT_EQ(on_loop([&] { return srv->current_stats().subscribers; }), 0u);
+}
+
+// Resident memory of this process (the server runs in it), after giving freed heap back.
+std::size_t rss_bytes() {
+  malloc_trim(0);
+  std::ifstream f("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Viewers that never read, on a job with megabytes of backlog: the server's sends stall with
+// megabytes queued until the idle timeout closes the socket. Every such session must end then and
+// give back its connection slot and its queued bytes (they were kept for good: the session waited
+// for a queue that a closed socket never drains).
+TEST_F(api_log_stream, timed_out_stalled_viewers_release_their_slot_and_memory) {
+  auto o = test_options();
+  o.ws_idle_timeout = 1s;
+  start(o);
+  auto job = make_active();
+  const std::string pad(4000, 'x');
+  for (int i = 0; i < 2000; ++i) append_line(job.id, fmt::format("line {} {}", i, pad));  // 8 MB
+  ASSERT_EQ(on_loop([&] { return srv->current_stats().connections; }), 0u);
+  const auto baseline = rss_bytes();
+
+  constexpr int viewers = 20;
+  asio::io_context cioc;
+  std::vector<std::unique_ptr<testbed::ws_stream>> ws;
+  int upgraded = 0;
+  for (int i = 0; i < viewers; ++i) {
+    ws.push_back(std::make_unique<testbed::ws_stream>(cioc.get_executor()));
+    asio::co_spawn(
+        cioc,
+        [&, w = ws.back().get()]() -> asio::awaitable<void> {
+          if (co_await w->connect("127.0.0.1", port, stream_path(job.id), tok["viewer"], 4096) == 101) ++upgraded;
+        },
+        asio::detached);
+  }
+  cioc.run_for(5s);
+  ASSERT_EQ(upgraded, viewers);
+  // While they stall, each holds a slot (and megabytes queued): the test would prove nothing else.
+  EXPECT_EQ(on_loop([&] { return srv->current_stats().connections; }), static_cast<std::size_t>(viewers));
+
+  // Past the idle timeout (pings at 0.5 s, closed at 1 s) and the close handshake's 2 s deadline.
+  std::size_t conns = viewers;
+  for (int i = 0; i < 100 && conns != 0; ++i) {
+    std::this_thread::sleep_for(100ms);
+    conns = on_loop([&] { return srv->current_stats().connections; });
+  }
+  EXPECT_EQ(conns, 0u);
+  EXPECT_EQ(on_loop([&] { return srv->current_stats().subscribers; }), 0u);
+  const auto after = rss_bytes();
+  // 20 stalled viewers held well over 40 MB; what remains is allocator and SQLite noise.
+  EXPECT_LT(after, baseline + (16u << 20)) << "baseline " << baseline / 1024 << " KiB, after " << after / 1024 << " KiB";
+  ws.clear();
 }
 
 TEST_F(api_log_stream, shutdown_closes_streams_going_away) {

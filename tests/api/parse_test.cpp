@@ -107,6 +107,19 @@ TEST(api_requests, settings_body) {
 }
 
 // The hub's frames go to subscribers byte for byte: the length encoding at each boundary.
+TEST(api_requests, transfer_encoding) {
+  EXPECT_FALSE(transfer_encoding_problem(11, "chunked"));
+  EXPECT_FALSE(transfer_encoding_problem(11, " Chunked\t"));
+  for (const char* te : {"gzip", "identity", "chunked, identity", "gzip, chunked", "chunked, chunked", "", "chunked,"})
+    EXPECT_TRUE(transfer_encoding_problem(11, te)) << te;
+  auto p = transfer_encoding_problem(10, "chunked");
+  ASSERT_TRUE(p);
+  EXPECT_NE(p->find("HTTP/1.0"), std::string::npos) << *p;
+  p = transfer_encoding_problem(11, "gzip\r\nX-Evil: 1");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->find('\r'), std::string::npos) << *p;
+}
+
 TEST(api_ws_frame, header_at_each_length_boundary) {
   auto header = [](std::size_t n) {
     auto f = ws_text_frame(std::string(n, 'x'));

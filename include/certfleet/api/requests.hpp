@@ -18,6 +18,13 @@ inline constexpr int max_page_size = 200;
 inline constexpr int max_page = 1'000'000;
 inline constexpr int max_log_limit = 1000;
 
+// The request's Transfer-Encoding (its fields' values joined with ", ") on an HTTP/`version`
+// request (10 or 11): nullopt when the body can be framed, else why not. RFC 9112 §6.1: the
+// only coding this server decodes is a lone "chunked"; anything else (gzip, "chunked, identity",
+// chunked on HTTP/1.0) leaves the body's end unknown, and reading it as empty would parse the
+// body as the next request (request smuggling).
+std::optional<std::string> transfer_encoding_problem(unsigned version, std::string_view values);
+
 // POST …/jobs
 struct enqueue_body {
   std::string type;

@@ -34,9 +34,17 @@ struct server_options {
   std::size_t body_limit = 1u << 20;      // 1 MiB: 413 beyond
   std::size_t header_limit = 16u << 10;   // 431 beyond
   std::chrono::milliseconds idle_timeout{60'000};  // keep-alive: waiting for the next request
+  // A new connection's first request must start within this: a client that connects and sends
+  // nothing holds a slot this long, not the keep-alive idle_timeout.
+  std::chrono::milliseconds first_byte_timeout{10'000};
   std::chrono::milliseconds read_timeout{15'000};  // one request, from its first byte to its end
   std::chrono::milliseconds write_timeout{30'000};
-  int max_connections = 4096;  // beyond: 503 and close
+  int max_connections = 4096;  // beyond: 503 too_many_connections and close
+  // Per client address (an IPv6 client by its /64); setting http_max_connections_per_client.
+  int max_connections_per_client = 256;
+  // Refused (401/403) state-changing calls audited per minute by this process; the rest are
+  // counted into the next entry, so a flood of bad tokens cannot fill the disk.
+  int refusal_audit_per_minute = 120;
   // Live log stream.
   std::chrono::milliseconds ws_idle_timeout{30'000};  // pings at half of it; a silent peer is closed
   std::chrono::milliseconds log_poll_interval{250};   // store poll of a watched job

@@ -26,6 +26,7 @@ enum class errc {
   unauthorized,
   forbidden,
   shutting_down,
+  too_many_connections,  // the server's or this client address's connection limit
   timeout,
   config_invalid,
 };
