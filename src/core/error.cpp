@@ -24,6 +24,7 @@ class category_impl final : public std::error_category {
       case errc::shutting_down: return "shutting down";
       case errc::timeout: return "timed out";
       case errc::config_invalid: return "invalid configuration";
+      case errc::ssh_unreachable: return "no SSH server answered";
     }
     return "unknown certfleet error";
   }
@@ -54,6 +55,7 @@ const char* errc_name(errc e) noexcept {
     case errc::shutting_down: return "shutting_down";
     case errc::timeout: return "timeout";
     case errc::config_invalid: return "config_invalid";
+    case errc::ssh_unreachable: return "ssh_unreachable";
   }
   return "unknown";
 }

@@ -27,6 +27,7 @@ enum class errc {
   shutting_down,
   timeout,
   config_invalid,
+  ssh_unreachable,    // scan-host-key: no SSH server answered (one answer whatever the cause)
 };
 
 const std::error_category& certfleet_category() noexcept;
