@@ -7,6 +7,7 @@
 #include <boost/json/value.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace certfleet::api {
@@ -252,6 +253,39 @@ result<page_query> parse_audit_query(const query_params& q) {
     if (!*paged) return unknown_param(k, "page, page_size");
   }
   return out;
+}
+
+result<std::string> check_project_name(std::string_view name, std::string_view field) {
+  auto ok_char = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; };
+  bool ok = !name.empty() && name.size() <= 63 && name.front() != '-' && name.back() != '-' &&
+            std::all_of(name.begin(), name.end(), ok_char);
+  if (!ok)
+    return make_error(errc::invalid_argument,
+                      "a project name is 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit and not "
+                      "ending with '-' (like team-web-01)",
+                      std::string(field));
+  return std::string(name);
+}
+
+result<std::string> parse_project_body(std::string_view body) {
+  if (body.size() > json::max_payload_bytes)
+    return make_error(errc::payload_too_large, "body is larger than 1 MiB", "body");
+  boost::system::error_code ec;
+  boost::json::parse_options opts;
+  opts.max_depth = 4;
+  auto v = boost::json::parse(boost::json::string_view(body.data(), body.size()), ec, {}, opts);
+  if (ec) return make_error(errc::invalid_argument, fmt::format("body is not valid JSON: {}", ec.message()), "body");
+  if (!v.is_object()) return make_error(errc::invalid_argument, "body must be a JSON object like {\"name\": \"team-a\"}", "body");
+  const auto& o = v.get_object();
+  for (const auto& kv : o)
+    if (kv.key() != "name") {
+      std::string k(kv.key().substr(0, 64));
+      return make_error(errc::invalid_argument, fmt::format("unknown field \"{}\"", k), k.empty() ? "body" : k);
+    }
+  auto* n = o.if_contains("name");
+  if (!n) return make_error(errc::invalid_argument, "name is required", "name");
+  if (!n->is_string()) return make_error(errc::invalid_argument, "name must be a string", "name");
+  return check_project_name(std::string_view(n->get_string().data(), n->get_string().size()));
 }
 
 }  // namespace certfleet::api
