@@ -390,7 +390,10 @@ struct server::impl : std::enable_shared_from_this<impl> {
         verb = "create";
         ok_status = 201;
         if (kind == "distribution") r = co_await catalog.create_distribution(pid, body);
-        else r = co_await catalog.create(kind, pid, body, distribution::requester{actor, c.token && c.token->system});
+        else {
+          distribution::requester who{actor, c.token && c.token->system};  // named: GCC 12 and co_await temporaries
+          r = co_await catalog.create(kind, pid, body, who);
+        }
         break;
       case R::certificate_get: case R::credential_get: case R::target_get: case R::channel_get: case R::rule_get:
       case R::distribution_get:
@@ -514,15 +517,16 @@ struct server::impl : std::enable_shared_from_this<impl> {
 
   // Project changes are audited in the project of the system-admin token that made them (like
   // settings): the project itself may not exist before or after.
-  asio::awaitable<void> audit_project(const caller& c, std::string_view action, const std::string& name,
-                                      std::string_view outcome, const std::string& id) {
+  asio::awaitable<void> audit_project(const caller& c, std::string_view action, std::string_view name,
+                                      std::string_view outcome, std::string_view id) {
     caller in_own;
     in_own.token = c.token;
     boost::json::object d;
     d["name"] = name;
     if (!id.empty()) d["id"] = id;
     auto detail = boost::json::serialize(d);
-    co_await audit(in_own, action, "project/" + name, outcome, detail);
+    std::string object = "project/" + std::string(name);
+    co_await audit(in_own, action, object, outcome, detail);
   }
 
   asio::awaitable<reply> create_project(const caller& c, const std::string& body) {
@@ -532,7 +536,9 @@ struct server::impl : std::enable_shared_from_this<impl> {
       co_return error_reply(name.error());
     }
     auto p = co_await timed("project_create", st.projects().create(*name, clock.now_ms()));
-    co_await audit_project(c, "project.create", *name, p ? "ok" : errc_name(p.error().value()), p ? p->id : "");
+    // Named first: GCC 12 mishandles temporaries built inside a co_await expression.
+    const std::string id = p ? p->id : std::string();
+    co_await audit_project(c, "project.create", *name, p ? "ok" : errc_name(p.error().value()), id);
     if (!p) co_return error_reply(p.error());
     co_return json_reply(201, boost::json::object{{"id", p->id}, {"name", p->name}, {"created_at", format_iso8601(p->created_at)}});
   }

@@ -209,7 +209,8 @@ asio::awaitable<delivery::delivery_result> deliver_one(const loaded_target& t, c
     }
     if (t.module == "file" && opt.cpu) {
       if (auto refused = file_target_refused(t)) co_return std::move(*refused);
-      co_return co_await delivery::rollback_file(t.spec.file, backup, file_base_dirs(in), *opt.cpu);
+      auto bases = file_base_dirs(in);  // named: GCC 12 mishandles temporaries inside co_await
+      co_return co_await delivery::rollback_file(t.spec.file, backup, bases, *opt.cpu);
     }
     co_return failed_result(error_class::validation, fmt::format("{} targets cannot be rolled back", t.module), "rollback");
   }
@@ -223,7 +224,8 @@ asio::awaitable<delivery::delivery_result> deliver_one(const loaded_target& t, c
   }
   if (t.module == "file" && opt.cpu) {
     if (auto refused = file_target_refused(t)) co_return std::move(*refused);
-    co_return co_await delivery::deliver_file(t.spec.file, in.bundle, run_id, file_base_dirs(in), *opt.cpu);
+    auto bases = file_base_dirs(in);  // named: GCC 12 mishandles temporaries inside co_await
+    co_return co_await delivery::deliver_file(t.spec.file, in.bundle, run_id, bases, *opt.cpu);
   }
   if (t.module == "webhook") {
     delivery::webhook_options wo;
@@ -353,7 +355,8 @@ asio::awaitable<void> deliver_target(job_context& ctx, const job_plan& plan, con
   auto line1 = fmt::format("target {} ({}): {} starting", t.name, t.id,
                                        plan.mode == job_mode::rollback ? "rollback" : "delivery");
   co_await ctx.log("info", std::move(line1));
-  auto res = co_await deliver_one(t, in, plan, opt, egress, in.ssh_allow ? &*in.ssh_allow : nullptr);
+  const delivery::egress_policy* ssh_allow = in.ssh_allow ? &*in.ssh_allow : nullptr;
+  auto res = co_await deliver_one(t, in, plan, opt, egress, ssh_allow);
   co_await lock.release();
 
   store::target_result r;

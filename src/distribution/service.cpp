@@ -137,7 +137,9 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
       delivery::ssh_options so;
       so.resolve_pool = cpu_;
       so.allow = &*allow;
-      auto ok = co_await delivery::check_ssh_destination(t->spec.ssh.host, t->spec.ssh.port, "ssh.host", so);
+      // Named arguments: GCC 12 mishandles temporaries built inside a co_await expression.
+      std::string host = t->spec.ssh.host, field = "ssh.host";
+      auto ok = co_await delivery::check_ssh_destination(host, t->spec.ssh.port, field, so);
       if (!ok) co_return std::move(ok).error();
     }
     obj->ref_id = t->spec.credential_id;

@@ -247,7 +247,7 @@ TEST_F(delivery_ssh, ssh_allow_list_is_checked_before_connecting) {
     auto r = deliver(t, bundle(cert_a), "r1", o);
     EXPECT_EQ(r.status, delivery_status::failed) << list;
     EXPECT_EQ(r.cls, error_class::validation) << list;
-    EXPECT_EQ(r.error, "ssh_allow_list does not allow 127.0.0.1") << list;
+    EXPECT_EQ(r.error, "resolve: ssh_allow_list does not allow 127.0.0.1") << list;
     EXPECT_FALSE(has_phase(r, "connect")) << list;
     EXPECT_FALSE(fs::exists(t.cert_path));
     auto scan = testbed::run_sync(scan_host_key("127.0.0.1", s.port(), o));

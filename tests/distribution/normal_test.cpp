@@ -157,7 +157,7 @@ TEST(file_distribution, base_dirs_and_grant_are_checked_at_delivery) {
   auto dist = env.create_distribution("local", cert, {t});
   env.execute(dist);
   auto d = env.wait_done(dist);
-  ASSERT_EQ(str(d, "status"), "success") << json::serialize(env.results(dist));
+  ASSERT_EQ(str(d, "status"), "success") << json::serialize(d);
   EXPECT_TRUE(fs::exists(base / "a" / "cert.pem"));
   EXPECT_TRUE(fs::exists(base / "a" / "ran;id"));  // one literal argument: no shell split it
 
