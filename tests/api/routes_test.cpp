@@ -606,8 +606,10 @@ TEST_F(api_targets, projects_create_list_delete) {
 
   // Audited in the system admin's own project.
   auto audit = c.get("/api/v1/projects/other/audit?page_size=200", tok["system"]);
+  ASSERT_EQ(audit.status, 200) << audit.body;
+  const auto entries = audit.json();
   std::multiset<std::string> seen;
-  for (const auto& e : audit.json().at("items").as_array())
+  for (const auto& e : entries.at("items").as_array())
     seen.insert(std::string(e.at("action").as_string()) + " " + std::string(e.at("outcome").as_string()));
   EXPECT_EQ(seen.count("project.create ok"), 2u);
   EXPECT_EQ(seen.count("project.create conflict"), 1u);

@@ -238,7 +238,9 @@ TEST_F(delivery_ssh, scan_host_key_failures_all_look_the_same) {
 // ssh_allow_list (egress grammar): checked against what the name resolved to, before any
 // connection; loopback needs an explicit entry like everywhere else.
 TEST_F(delivery_ssh, ssh_allow_list_is_checked_before_connecting) {
-  auto& s = start_sshd();
+  testbed::sshd_options fast;
+  fast.internal_sftp = true;  // no login shell per SFTP session: fewer slow starts on a loaded machine
+  auto& s = start_sshd(fast);
   auto t = target_on(s, "allow");
   for (const char* list : {"10.0.0.0/8", "0.0.0.0/0, ::/0", "web.example.com"}) {
     auto policy = *parse_egress_allow_list(list, "ssh_allow_list");
@@ -267,7 +269,9 @@ TEST_F(delivery_ssh, ssh_allow_list_is_checked_before_connecting) {
 // ssh.auth says which half of a credential may be used: a key-and-password credential on an
 // auth=password target never offers the key.
 TEST_F(delivery_ssh, ssh_auth_limits_the_credential_to_its_kind) {
-  auto& s = start_sshd();
+  testbed::sshd_options fast;
+  fast.internal_sftp = true;  // no login shell per SFTP session: fewer slow starts on a loaded machine
+  auto& s = start_sshd(fast);
   auto t = target_on(s, "auth");
   t.auth = ssh_auth::password;
   auto r = deliver(t, bundle(cert_a), "r1");  // cred(): the authorized key, no password
