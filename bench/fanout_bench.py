@@ -51,7 +51,9 @@ def main():
         threshold = 100 if a.mode == "fan_out" else 0
         call(port, token, "PUT", "/api/v1/settings", {
             "distribution_fanout_threshold": str(threshold), "distribution_fanout_batch_size": str(a.batch),
-            "distribution_ssh_max_concurrency": str(a.concurrency)})
+            "distribution_ssh_max_concurrency": str(a.concurrency),
+            # file targets (system-admin token: the owner token is one) write only under these
+            "file_target_base_dirs": os.path.join(work, "remote")})
         _, cert = call(port, token, "POST", f"{P}/certificates", {
             "name": "bench", "cert_pem": open(f"{work}/c.pem").read(), "key_pem": open(f"{work}/k.pem").read()})
         ids = []

@@ -39,9 +39,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   bool allowed = p->allows(host, addrs);
   if (p->empty() && allowed) std::abort();  // an empty list allows nothing
-  // The rule as documented: name match, or every (non-empty) resolved address in a range.
+  // The rule as documented: every (non-empty) resolved address vouched for by a name match (an
+  // ordinary address) or in a range (a special address: a range inside its special range).
   bool all_in = !addrs.empty();
-  for (const auto& a : addrs) all_in = all_in && p->allows_address(a);
-  if (!addrs.empty() && allowed != (p->allows_name(host) || all_in)) std::abort();
+  for (const auto& a : addrs) all_in = all_in && ((p->allows_name(host) && !is_special_address(a)) || p->allows_address(a));
+  if (!addrs.empty() && allowed != all_in) std::abort();
+  // A list that allows everything still never reaches a special address it does not name.
+  static const auto everything = *parse_egress_allow_list("0.0.0.0/0, ::/0, ::ffff:0:0/96");
+  for (const auto& a : addrs)
+    if (is_special_address(a) && everything.allows_address(a)) std::abort();
   return 0;
 }

@@ -26,5 +26,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (p->empty() || p->front() != '/' || p->find("/../") != std::string::npos) std::abort();
   if (t->key_mode & 0007) std::abort();
   if (file_backup_path(t->cert_path, "run-1").rfind(t->cert_path, 0) != 0) std::abort();
+  // The post command always splits (checked at parse) and names its program absolutely or bare.
+  if (!t->post_command.empty()) {
+    auto words = split_post_command(t->post_command);
+    if (!words) std::abort();
+    if (!words->empty() && words->front().find('/') != std::string::npos && words->front().front() != '/') std::abort();
+  }
+  // The base-directory rule: accepted paths lie strictly below a base dir.
+  if (check_file_target_paths(*t, {"/srv/certs"}))
+    for (const auto* p : {&t->cert_path, &t->key_path, &t->chain_path})
+      if (!p->empty() && p->rfind("/srv/certs/", 0) != 0) std::abort();
+  if (check_file_target_paths(*t, {})) std::abort();  // no base dirs: nothing allowed
   return 0;
 }

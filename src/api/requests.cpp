@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <algorithm>
 #include <charconv>
 
 namespace certfleet::api {
@@ -270,6 +271,39 @@ std::optional<std::string> transfer_encoding_problem(unsigned version, std::stri
   std::string shown;
   for (char c : values.substr(0, 100)) shown += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
   return fmt::format("unsupported Transfer-Encoding \"{}\": only chunked is accepted", shown);
+}
+
+result<std::string> check_project_name(std::string_view name, std::string_view field) {
+  auto ok_char = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; };
+  bool ok = !name.empty() && name.size() <= 63 && name.front() != '-' && name.back() != '-' &&
+            std::all_of(name.begin(), name.end(), ok_char);
+  if (!ok)
+    return make_error(errc::invalid_argument,
+                      "a project name is 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit and not "
+                      "ending with '-' (like team-web-01)",
+                      std::string(field));
+  return std::string(name);
+}
+
+result<std::string> parse_project_body(std::string_view body) {
+  if (body.size() > json::max_payload_bytes)
+    return make_error(errc::payload_too_large, "body is larger than 1 MiB", "body");
+  boost::system::error_code ec;
+  boost::json::parse_options opts;
+  opts.max_depth = 4;
+  auto v = boost::json::parse(boost::json::string_view(body.data(), body.size()), ec, {}, opts);
+  if (ec) return make_error(errc::invalid_argument, fmt::format("body is not valid JSON: {}", ec.message()), "body");
+  if (!v.is_object()) return make_error(errc::invalid_argument, "body must be a JSON object like {\"name\": \"team-a\"}", "body");
+  const auto& o = v.get_object();
+  for (const auto& kv : o)
+    if (kv.key() != "name") {
+      std::string k(kv.key().substr(0, 64));
+      return make_error(errc::invalid_argument, fmt::format("unknown field \"{}\"", k), k.empty() ? "body" : k);
+    }
+  auto* n = o.if_contains("name");
+  if (!n) return make_error(errc::invalid_argument, "name is required", "name");
+  if (!n->is_string()) return make_error(errc::invalid_argument, "name must be a string", "name");
+  return check_project_name(std::string_view(n->get_string().data(), n->get_string().size()));
 }
 
 }  // namespace certfleet::api

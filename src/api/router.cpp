@@ -11,11 +11,13 @@ using A = access;
 using R = route_id;
 
 // The one route table: the server dispatches on it and docs/api.md must describe every row.
-constexpr std::array<route_def, 44> table{{
+constexpr std::array<route_def, 46> table{{
     {R::healthz, "GET", "/healthz", A::none, false, false, false},
     {R::readyz, "GET", "/readyz", A::none, false, false, false},
     {R::metrics, "GET", "/metrics", A::none, false, false, false},
     {R::projects, "GET", "/api/v1/projects", A::any_token, true, false, false},
+    {R::project_create, "POST", "/api/v1/projects", A::system_admin, true, true, false},
+    {R::project_delete, "DELETE", "/api/v1/projects/{p}", A::system_admin, true, true, false},
     {R::jobs_list, "GET", "/api/v1/projects/{p}/jobs", A::viewer, true, false, false},
     {R::jobs_enqueue, "POST", "/api/v1/projects/{p}/jobs", A::admin, true, true, false},
     {R::job_get, "GET", "/api/v1/projects/{p}/jobs/{id}", A::viewer, true, false, false},

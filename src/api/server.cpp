@@ -75,6 +75,7 @@ unsigned status_for(errc e) {
     case errc::shutting_down: return 503;
     case errc::timeout: return 504;
     case errc::store_disk_full: return 507;
+    case errc::ssh_unreachable: return 502;
     default: return 500;
   }
 }
@@ -213,7 +214,13 @@ struct server::impl : std::enable_shared_from_this<impl> {
     steady::time_point expires;
   };
   std::unordered_map<std::string, cached_token> token_cache;
-  std::unordered_map<std::string, store::project> project_cache;  // projects are never renamed or deleted
+  // Projects are never renamed; a deleted one leaves this process's cache at once and other
+  // processes' caches within auth_cache_ttl (like a revoked token).
+  struct cached_project {
+    store::project p;
+    steady::time_point expires;
+  };
+  std::unordered_map<std::string, cached_project> project_cache;
   struct cached_list {
     std::string body;
     steady::time_point expires;
@@ -257,9 +264,13 @@ struct server::impl : std::enable_shared_from_this<impl> {
   }
 
   asio::awaitable<result<store::project>> project_by_name(const std::string& name) {
-    if (auto it = project_cache.find(name); it != project_cache.end()) co_return it->second;
+    if (auto it = project_cache.find(name); it != project_cache.end() && it->second.expires > steady::now())
+      co_return it->second.p;
     auto p = co_await timed("project_find", st.projects().find_by_name(name));
-    if (p && project_cache.size() < 10'000) project_cache.emplace(name, *p);
+    if (p) {
+      if (project_cache.size() >= 10'000) project_cache.clear();
+      project_cache[name] = cached_project{*p, steady::now() + opt.auth_cache_ttl};
+    }
     co_return p;
   }
 
@@ -410,6 +421,8 @@ struct server::impl : std::enable_shared_from_this<impl> {
       }
       case route_id::metrics: co_return co_await metrics_reply();
       case route_id::projects: co_return co_await list_projects(*c);
+      case route_id::project_create: co_return co_await create_project(*c, req.body());
+      case route_id::project_delete: co_return co_await delete_project(*c);
       case route_id::jobs_list: co_return co_await list_jobs(*c, *q);
       case route_id::jobs_enqueue: co_return co_await enqueue(*c, req.body());
       case route_id::job_get: {
@@ -455,7 +468,10 @@ struct server::impl : std::enable_shared_from_this<impl> {
         verb = "create";
         ok_status = 201;
         if (kind == "distribution") r = co_await catalog.create_distribution(pid, body);
-        else r = co_await catalog.create(kind, pid, body);
+        else {
+          distribution::requester who{actor, c.token && c.token->system};  // named: GCC 12 and co_await temporaries
+          r = co_await catalog.create(kind, pid, body, who);
+        }
         break;
       case R::certificate_get: case R::credential_get: case R::target_get: case R::channel_get: case R::rule_get:
       case R::distribution_get:
@@ -576,6 +592,45 @@ struct server::impl : std::enable_shared_from_this<impl> {
       if (c.token->system || p.id == c.token->project_id)
         items.push_back(boost::json::object{{"id", p.id}, {"name", p.name}, {"created_at", format_iso8601(p.created_at)}});
     co_return json_reply(200, boost::json::object{{"items", std::move(items)}});
+  }
+
+  // Project changes are audited in the project of the system-admin token that made them (like
+  // settings): the project itself may not exist before or after.
+  asio::awaitable<void> audit_project(const caller& c, std::string_view action, std::string_view name,
+                                      std::string_view outcome, std::string_view id) {
+    caller in_own;
+    in_own.token = c.token;
+    boost::json::object d;
+    d["name"] = name;
+    if (!id.empty()) d["id"] = id;
+    auto detail = boost::json::serialize(d);
+    std::string object = "project/" + std::string(name);
+    co_await audit(in_own, action, object, outcome, detail);
+  }
+
+  asio::awaitable<reply> create_project(const caller& c, const std::string& body) {
+    auto name = parse_project_body(body);
+    if (!name) {
+      co_await audit_project(c, "project.create", "", errc_name(name.error().value()), "");
+      co_return error_reply(name.error());
+    }
+    auto p = co_await timed("project_create", st.projects().create(*name, clock.now_ms()));
+    // Named first: GCC 12 mishandles temporaries built inside a co_await expression.
+    const std::string id = p ? p->id : std::string();
+    co_await audit_project(c, "project.create", *name, p ? "ok" : errc_name(p.error().value()), id);
+    if (!p) co_return error_reply(p.error());
+    co_return json_reply(201, boost::json::object{{"id", p->id}, {"name", p->name}, {"created_at", format_iso8601(p->created_at)}});
+  }
+
+  asio::awaitable<reply> delete_project(const caller& c) {
+    const std::string name = c.project->name;
+    auto p = co_await timed("project_delete", st.projects().remove(name, clock.now_ms()));
+    co_await audit_project(c, "project.delete", name, p ? "ok" : errc_name(p.error().value()), c.project->id);
+    if (!p) co_return error_reply(p.error());
+    project_cache.erase(name);
+    token_cache.clear();  // its tokens were revoked
+    forget_lists(p->id);
+    co_return json_reply(200, boost::json::object{{"id", p->id}, {"name", p->name}, {"deleted", true}});
   }
 
   asio::awaitable<reply> list_jobs(const caller& c, const query_params& q) {
@@ -741,9 +796,10 @@ struct server::impl : std::enable_shared_from_this<impl> {
     auto values = parse_settings_body(body);
     // The egress allow-list has a grammar of its own (CIDRs, names): refuse a bad one now, not at
     // the first notification.
-    if (values)
-      if (auto it = values->find("egress_allow_list"); it != values->end())
-        if (auto e = delivery::parse_egress_allow_list(it->second); !e) values = std::move(e).error();
+    for (const char* list : {"egress_allow_list", "ssh_allow_list"})
+      if (values)
+        if (auto it = values->find(list); it != values->end())
+          if (auto e = delivery::parse_egress_allow_list(it->second, list); !e) values = std::move(e).error();
     if (!values) {
       boost::json::object d;
       d["message"] = values.error().message;

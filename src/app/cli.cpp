@@ -1,4 +1,5 @@
 // The command line: `certfleet serve`, `certfleet jobs …`, `certfleet token …`, `certfleet --version`.
+#include "certfleet/api/requests.hpp"
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/app/app.hpp"
 #include "certfleet/core/json.hpp"
@@ -298,6 +299,63 @@ int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
   return 2;
 }
 
+// `certfleet project create|list|delete`: like tokens, on the store directly, each change audited
+// with actor "cli" (in the `default` project: the project itself may be gone afterwards).
+int run_project(const std::string& cmd, common_flags& flags, const std::string& name) {
+  int exit = 0;
+  auto cli = open_cli(flags, exit);
+  if (!cli) return exit;
+  store::store& store = *cli->store;
+  const auto& clock = system_clock();
+  auto fail = [&](const error& e) {
+    print_error(e);
+    return exit_code(e);
+  };
+  auto print = [](const boost::json::value& v) { std::cout << boost::json::serialize(v) << "\n"; };
+  auto view = [](const store::project& p) {
+    return boost::json::object{{"id", p.id}, {"name", p.name}, {"created_at", format_iso8601(p.created_at)}};
+  };
+  auto audit = [&](const std::string& action, const std::string& outcome, const std::string& id) {
+    auto home = run_sync([&] { return project_for_cli(store, "default", clock.now_ms()); });
+    if (!home) return;
+    store::audit_entry e;
+    e.project_id = home->id;
+    e.actor = "cli";
+    e.action = action;
+    e.object = "project/" + name;
+    e.outcome = outcome;
+    e.detail = boost::json::serialize(boost::json::object{{"name", name}, {"id", id}});
+    e.at = clock.now_ms();
+    if (auto r = run_sync([&] { return store.auth().append_audit(e); }); !r) print_error(r.error());
+  };
+  if (cmd == "list") {
+    auto ps = run_sync([&] { return store.projects().list(); });
+    if (!ps) return fail(ps.error());
+    boost::json::array items;
+    for (const auto& p : *ps) items.push_back(view(p));
+    print(boost::json::object{{"items", std::move(items)}});
+    return 0;
+  }
+  if (auto ok = api::check_project_name(name); !ok) return fail(ok.error());
+  if (cmd == "create") {
+    auto p = run_sync([&] { return store.projects().create(name, clock.now_ms()); });
+    audit("project.create", p ? "ok" : errc_name(p.error().value()), p ? p->id : "");
+    if (!p) return fail(p.error());
+    print(view(*p));
+    return 0;
+  }
+  if (cmd == "delete") {
+    auto p = run_sync([&] { return store.projects().remove(name, clock.now_ms()); });
+    audit("project.delete", p ? "ok" : errc_name(p.error().value()), p ? p->id : "");
+    if (!p) return fail(p.error());
+    auto o = view(*p);
+    o["deleted"] = true;
+    print(o);
+    return 0;
+  }
+  return 2;
+}
+
 // `certfleet backup --to FILE`: a consistent online copy of the embedded store (VACUUM INTO),
 // safe while servers run. `certfleet restore --from FILE`: puts a backup in place as the store;
 // only while no certfleet process uses the data directory.
@@ -473,6 +531,20 @@ int run_cli(int argc, char** argv) {
   tlist->add_flag("--all", ta.all, "Every project's tokens");
   tsub("revoke", "Revoke a token")->add_option("id", ta.id, "Token id")->required();
 
+  auto* project = app.add_subcommand("project", "Create, list and delete projects");
+  project->require_subcommand(1);
+  std::string project_cmd, project_name;
+  auto psub = [&](const char* name, const char* help, bool with_name) {
+    auto* c = project->add_subcommand(name, help);
+    add_common(c);
+    if (with_name) c->add_option("name", project_name, "Project name: 1-63 of a-z, 0-9, '-'")->required();
+    c->callback([&, name] { project_cmd = name; });
+    return c;
+  };
+  psub("create", "Create a project (then: certfleet token create --project NAME …)", true);
+  psub("list", "List projects", false);
+  psub("delete", "Delete a project that has no objects, distributions or unfinished jobs left", true);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -501,6 +573,7 @@ int run_cli(int argc, char** argv) {
   if (backup->parsed()) return run_backup(flags, backup_to);
   if (restore->parsed()) return run_restore(flags, restore_from, restore_force);
   if (token->parsed()) return run_token(token_cmd, flags, ta);
+  if (project->parsed()) return run_project(project_cmd, flags, project_name);
   if (reconcile_cmd->parsed()) return run_reconcile(flags);
   std::cout << app.help();
   return 0;

@@ -26,6 +26,7 @@ class category_impl final : public std::error_category {
       case errc::too_many_connections: return "too many connections";
       case errc::timeout: return "timed out";
       case errc::config_invalid: return "invalid configuration";
+      case errc::ssh_unreachable: return "no SSH server answered";
     }
     return "unknown certfleet error";
   }
@@ -58,6 +59,7 @@ const char* errc_name(errc e) noexcept {
     case errc::too_many_connections: return "too_many_connections";
     case errc::timeout: return "timeout";
     case errc::config_invalid: return "config_invalid";
+    case errc::ssh_unreachable: return "ssh_unreachable";
   }
   return "unknown";
 }

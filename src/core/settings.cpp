@@ -17,7 +17,7 @@ namespace {
 using S = setting_scope;
 using T = setting_type;
 
-constexpr std::array<setting_def, 26> table{{
+constexpr std::array<setting_def, 28> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -67,6 +67,10 @@ constexpr std::array<setting_def, 26> table{{
      "Days before not_after at which a certificate.expiring notification is sent (comma-separated, 1-3650, at most 10); the largest is the expiring-soon window."},
     {"egress_allow_list", T::string, S::system, 0, 0, "", "",
      "CIDRs and host names that webhook/notification destinations may use (comma-separated); empty refuses all."},
+    {"file_target_base_dirs", T::string, S::system, 0, 0, "", "",
+     "Absolute directories (comma-separated, at most 32) under which file targets may write on the worker host; empty refuses every file target."},
+    {"ssh_allow_list", T::string, S::system, 0, 0, "", "",
+     "CIDRs and host names (egress_allow_list grammar) that SSH targets may connect to; empty allows any destination."},
 }};
 
 bool parse_int(std::string_view s, std::int64_t& out) {
@@ -106,6 +110,42 @@ result<std::vector<std::int64_t>> parse_expiry_thresholds(std::string_view value
   if (out.empty() || out.size() > 10) return bad();
   std::sort(out.begin(), out.end(), std::greater<>());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+result<std::vector<std::string>> parse_base_dirs(std::string_view value) {
+  std::vector<std::string> out;
+  auto bad = [&](std::string_view entry, const char* why) {
+    return make_error(errc::invalid_argument,
+                      fmt::format("file_target_base_dirs: \"{}\" {} (give absolute directories, comma-separated, like "
+                                  "/srv/certs,/etc/nginx/tls)", entry.substr(0, 200), why),
+                      "file_target_base_dirs");
+  };
+  while (!value.empty()) {
+    auto comma = value.find(',');
+    auto part = value.substr(0, comma);
+    value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+    if (part.empty()) continue;
+    if (part.size() > 1024) return bad(part, "is longer than 1024 characters");
+    if (part.front() != '/') return bad(part, "is not absolute");
+    std::string dir(part);
+    if (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    if (dir == "/") return bad(part, "is the root directory: that would allow every path");
+    for (char c : dir)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == ',') return bad(part, "contains a control character");
+    // Lexically normal, so "is under" is a prefix test: no empty, "." or ".." segments.
+    for (std::size_t i = 1; i <= dir.size();) {
+      auto j = dir.find('/', i);
+      if (j == std::string::npos) j = dir.size();
+      auto seg = std::string_view(dir).substr(i, j - i);
+      if (seg.empty() || seg == "." || seg == "..") return bad(part, "has an empty, . or .. segment");
+      i = j + 1;
+    }
+    if (std::find(out.begin(), out.end(), dir) == out.end()) out.push_back(std::move(dir));
+    if (out.size() > 32) return bad(part, "is one entry too many (at most 32)");
+  }
   return out;
 }
 
@@ -157,6 +197,13 @@ result<std::string> validate_setting(const setting_def& def, std::string_view va
         if (!days) return std::move(days).error();
         std::string canon;
         for (auto d : *days) canon += (canon.empty() ? "" : ",") + std::to_string(d);
+        return canon;
+      }
+      if (def.name == "file_target_base_dirs") {
+        auto dirs = parse_base_dirs(value);
+        if (!dirs) return std::move(dirs).error();
+        std::string canon;
+        for (const auto& d : *dirs) canon += (canon.empty() ? "" : ",") + d;
         return canon;
       }
       return std::string(value);

@@ -13,7 +13,6 @@ namespace ip = boost::asio::ip;
 
 constexpr std::size_t max_text = 64 * 1024;
 constexpr std::size_t max_entries = 1024;
-constexpr const char* field = "egress_allow_list";
 
 bool is_separator(char c) { return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -108,9 +107,9 @@ std::string_view strip_brackets(std::string_view h) {
   return h;
 }
 
-result<void> add_entry(egress_policy& p, std::string_view e) {
+result<void> add_entry(egress_policy& p, std::string_view e, std::string_view field) {
   auto bad = [&](const std::string& why) {
-    return make_error(errc::invalid_argument, "invalid entry " + quote(e) + ": " + why, field);
+    return make_error(errc::invalid_argument, "invalid entry " + quote(e) + ": " + why, std::string(field));
   };
   if (e.size() > 260) return bad("entry is too long");
   if (auto slash = e.rfind('/'); slash != std::string_view::npos) {
@@ -157,7 +156,33 @@ result<void> add_entry(egress_policy& p, std::string_view e) {
   return {};
 }
 
+cidr_range range_of(const char* addr, unsigned prefix) {
+  auto a = ip::make_address(addr);
+  return cidr_range{a.is_v6(), bytes_of(a), prefix};
+}
+
+// Where "this host" and its metadata service live (IPv4-mapped forms are normalized to IPv4
+// before any comparison).
+const std::array<cidr_range, 6>& special_ranges() {
+  static const std::array<cidr_range, 6> r{range_of("0.0.0.0", 8),   range_of("127.0.0.0", 8), range_of("169.254.0.0", 16),
+                                           range_of("::", 128),        range_of("::1", 128),      range_of("fe80::", 10)};
+  return r;
+}
+
+const cidr_range* special_range_of(const ip::address& a) {
+  for (const auto& s : special_ranges())
+    if (s.contains(a)) return &s;
+  return nullptr;
+}
+
+// `inner` lies entirely inside `outer`.
+bool inside(const cidr_range& inner, const cidr_range& outer) {
+  return inner.v6 == outer.v6 && inner.prefix >= outer.prefix && prefix_equal(inner.bytes, outer.bytes, outer.prefix);
+}
+
 }  // namespace
+
+bool is_special_address(const ip::address& a) { return special_range_of(a) != nullptr; }
 
 bool cidr_range::contains(const ip::address& raw) const {
   auto a = normalize(raw);
@@ -190,17 +215,22 @@ bool egress_policy::allows_name(std::string_view host) const {
 }
 
 bool egress_policy::allows_address(const ip::address& a) const {
-  return std::any_of(ranges.begin(), ranges.end(), [&](const cidr_range& r) { return r.contains(a); });
+  const cidr_range* special = special_range_of(a);
+  return std::any_of(ranges.begin(), ranges.end(),
+                     [&](const cidr_range& r) { return r.contains(a) && (!special || inside(r, *special)); });
 }
 
 bool egress_policy::allows(std::string_view host, const std::vector<ip::address>& resolved) const {
-  if (allows_name(host)) return true;
+  bool by_name = allows_name(host);
   if (resolved.empty()) {
+    if (by_name) return true;
     // An IP literal needs no resolver: judge the literal itself.
     auto literal = parse_address(strip_brackets(host));
     return literal && allows_address(*literal);
   }
-  return std::all_of(resolved.begin(), resolved.end(), [&](const ip::address& a) { return allows_address(a); });
+  // A name entry vouches for ordinary addresses, never for a special one.
+  return std::all_of(resolved.begin(), resolved.end(),
+                     [&](const ip::address& a) { return (by_name && !is_special_address(a)) || allows_address(a); });
 }
 
 std::string egress_policy::to_string() const {
@@ -215,7 +245,8 @@ std::string egress_policy::to_string() const {
   return out;
 }
 
-result<egress_policy> parse_egress_allow_list(std::string_view text) {
+result<egress_policy> parse_egress_allow_list(std::string_view text, std::string_view setting) {
+  const std::string field(setting);
   if (text.size() > max_text)
     return make_error(errc::invalid_argument, "the allow-list is longer than 64 KiB", field);
   egress_policy p;
@@ -227,7 +258,7 @@ result<egress_policy> parse_egress_allow_list(std::string_view text) {
     if (start == i) continue;
     if (++count > max_entries)
       return make_error(errc::invalid_argument, "more than " + std::to_string(max_entries) + " entries", field);
-    if (auto r = add_entry(p, text.substr(start, i - start)); !r) return std::move(r).error();
+    if (auto r = add_entry(p, text.substr(start, i - start), field); !r) return std::move(r).error();
   }
   return p;
 }

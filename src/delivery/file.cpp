@@ -21,7 +21,10 @@
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -40,6 +43,8 @@ namespace {
 
 constexpr std::size_t max_read = 4 * 1024 * 1024;  // larger files are "different", never loaded
 constexpr std::size_t max_output = 4096;            // post command output kept for the job log
+constexpr std::size_t max_output_in_error = 512;    // of that, what a result's error message carries
+constexpr const char* command_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 using detail::failure;
 using detail::recorder;
@@ -84,7 +89,9 @@ struct read_result {
 };
 
 step read_file(const std::string& path, read_result& out) {
-  fd_guard f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NOFOLLOW: a symbolic link planted at a destination or backup name must not make us read
+  // (and copy into a backup) a file elsewhere.
+  fd_guard f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
   if (f.fd < 0) {
     if (errno == ENOENT) {
       out.missing = true;
@@ -191,18 +198,44 @@ std::vector<std::string> target_paths(const file_target& t) {
   return v;
 }
 
-// The post command: /bin/sh -c COMMAND in its own process group, stdin /dev/null, stdout and
-// stderr captured, a minimal environment (certfleet's own may hold secrets), killed with its
-// group at the timeout.
+// The post command: its words (split_post_command) executed directly, in its own process group,
+// stdin /dev/null, stdout and stderr captured, a minimal environment (certfleet's own may hold
+// secrets), killed with its group at the timeout.
 struct command_result {
   int exit_status = -1;  // -1: killed by a signal
   bool timed_out = false;
   int spawn_errno = 0;
+  std::string program;  // as resolved
   std::string output;
 };
 
+// A bare program name is looked up in the fixed PATH, never in certfleet's own environment.
+std::string find_program(const std::string& word) {
+  if (word.find('/') != std::string::npos) return word;
+  std::string_view dirs = command_path;
+  while (!dirs.empty()) {
+    auto colon = dirs.find(':');
+    std::string candidate = std::string(dirs.substr(0, colon)) + "/" + word;
+    struct stat st{};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+    dirs = colon == std::string_view::npos ? std::string_view{} : dirs.substr(colon + 1);
+  }
+  return {};
+}
+
 command_result run_command(const std::string& command, const file_target& t, const std::string& run_id) {
   command_result r;
+  auto words = split_post_command(command);
+  if (!words || words->empty()) {  // checked when the target was parsed; a target built in code
+    r.spawn_errno = EINVAL;
+    return r;
+  }
+  r.program = find_program(words->front());
+  if (r.program.empty()) {
+    r.program = words->front();
+    r.spawn_errno = ENOENT;
+    return r;
+  }
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     r.spawn_errno = errno;
@@ -231,16 +264,18 @@ command_result run_command(const std::string& command, const file_target& t, con
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
-  std::vector<std::string> env{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C",
+  std::vector<std::string> env{std::string("PATH=") + command_path, "LC_ALL=C",
                                "CERTFLEET_CERT_PATH=" + t.cert_path, "CERTFLEET_KEY_PATH=" + t.key_path,
                                "CERTFLEET_CHAIN_PATH=" + t.chain_path, "CERTFLEET_RUN_ID=" + run_id};
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
-  std::string sh = "/bin/sh", dash_c = "-c", cmd = command;
-  char* argv[] = {sh.data(), dash_c.data(), cmd.data(), nullptr};
+  std::vector<char*> argv;
+  for (auto& w : *words) argv.push_back(w.data());
+  argv.push_back(nullptr);
   pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, envp.data());
+  // posix_spawn, not posix_spawnp: the program was resolved above against the fixed PATH.
+  int rc = ::posix_spawn(&pid, r.program.c_str(), &fa, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   ::close(wr.fd);
@@ -301,7 +336,12 @@ step post_command(const file_target& t, const std::string& run_id, delivery_resu
   auto r = run_command(t.post_command, t, run_id);
   std::string output = tail(r.output);
   if (!output.empty()) out.remote_stderr = out.remote_stderr.empty() ? output : tail(out.remote_stderr + "\n" + output);
-  if (r.spawn_errno) return errno_failure(r.spawn_errno, "cannot start /bin/sh for the post-deploy command");
+  // A result is visible to the whole project: only the last bytes of the output go into it (the
+  // job log's detail keeps the longer tail above).
+  if (output.size() > max_output_in_error) output = "…" + output.substr(output.size() - max_output_in_error);
+  if (r.spawn_errno == ENOENT && r.program.find('/') == std::string::npos)
+    return failure{error_class::validation, "post-deploy command: " + r.program + " is not in PATH (" + command_path + ")"};
+  if (r.spawn_errno) return errno_failure(r.spawn_errno, "cannot start the post-deploy command " + r.program);
   if (r.timed_out) {
     cause c{cause_kind::exit_status, -1};
     return failure{classify(c), "post-deploy command did not finish within " +
@@ -362,11 +402,51 @@ void restore_after_failure(recorder& rec, const file_target& t, const std::strin
   if (rf) rec.r.error += "; restore: " + rf->message;
 }
 
-delivery_result deliver_sync(const file_target& t, const cert_bundle& bundle, const std::string& run_id) {
+bool strictly_under(const std::string& path, const std::string& base) {
+  return path.size() > base.size() && path.compare(0, base.size(), base) == 0 && path[base.size()] == '/';
+}
+
+// The delivery-time half of the base-directory rule: each parent directory resolved (symbolic
+// links followed), re-checked against the resolved base directories, and the resolved path put
+// in the target, so what is written is what was checked. A destination that is a symbolic link
+// is refused (rename would replace the link, but the backup and hash reads would follow it).
+step pin_paths(file_target& t, const std::vector<std::string>& base_dirs) {
+  if (auto ok = check_file_target_paths(t, base_dirs); !ok)
+    return failure{error_class::validation, ok.error().field + ": " + ok.error().message};
+  std::vector<std::string> bases;
+  for (const auto& b : base_dirs) {
+    char buf[PATH_MAX];
+    if (::realpath(b.c_str(), buf)) bases.emplace_back(buf);  // a missing base dir allows nothing
+  }
+  std::pair<std::string*, const char*> paths[] = {{&t.cert_path, "file.cert_path"}, {&t.key_path, "file.key_path"},
+                                                  {&t.chain_path, "file.chain_path"}};
+  for (auto [p, field] : paths) {
+    if (p->empty()) continue;
+    char buf[PATH_MAX];
+    std::string parent = dir_of(*p);
+    if (!::realpath(parent.c_str(), buf)) return errno_failure(errno, std::string(field) + ": cannot resolve " + parent);
+    std::string resolved(buf);
+    bool inside = std::any_of(bases.begin(), bases.end(), [&](const std::string& b) {
+      return resolved == b || strictly_under(resolved, b);
+    });
+    if (!inside)
+      return failure{error_class::validation, std::string(field) + ": " + parent + " resolves to " + resolved +
+                                                  ", which is outside file_target_base_dirs (a symbolic link?)"};
+    *p = join(resolved, base_of(*p));
+    struct stat st{};
+    if (::lstat(p->c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+      return failure{error_class::validation, std::string(field) + ": " + *p + " is a symbolic link; refusing to write through it"};
+  }
+  return std::nullopt;
+}
+
+delivery_result deliver_sync(file_target t, const cert_bundle& bundle, const std::string& run_id,
+                             const std::vector<std::string>& base_dirs) {
   recorder rec;
   rec.begin("check");
   if (!valid_run_id(run_id)) return rec.fail({error_class::validation, "run id must be 1-64 characters of [A-Za-z0-9._-]"});
   if (auto ok = check_file_target(t); !ok) return rec.fail({error_class::validation, ok.error().field + ": " + ok.error().message});
+  if (auto f = pin_paths(t, base_dirs)) return rec.fail(*f);
   auto fp = bundle_fingerprint(bundle);
   if (!fp) return rec.fail({error_class::validation, fp.error().message});
   rec.r.fingerprint_sha256 = *fp;
@@ -451,11 +531,12 @@ delivery_result deliver_sync(const file_target& t, const cert_bundle& bundle, co
   return rec.r;
 }
 
-delivery_result rollback_sync(const file_target& t, const std::string& run_id) {
+delivery_result rollback_sync(file_target t, const std::string& run_id, const std::vector<std::string>& base_dirs) {
   recorder rec;
   rec.begin("check");
   if (!valid_run_id(run_id)) return rec.fail({error_class::validation, "run id must be 1-64 characters of [A-Za-z0-9._-]"});
   if (auto ok = check_file_target(t); !ok) return rec.fail({error_class::validation, ok.error().field + ": " + ok.error().message});
+  if (auto f = pin_paths(t, base_dirs)) return rec.fail(*f);
   rec.end();
 
   // Read the backups first: their bytes are what the files must hold afterwards.
@@ -505,18 +586,95 @@ delivery_result rollback_sync(const file_target& t, const std::string& run_id) {
 }
 
 // Coroutine bodies run on the pool by co_spawn; the arguments live in their frames.
-awaitable<delivery_result> deliver_on_pool(file_target t, cert_bundle b, std::string run_id) {
-  auto r = deliver_sync(t, b, run_id);
+awaitable<delivery_result> deliver_on_pool(file_target t, cert_bundle b, std::string run_id, std::vector<std::string> bases) {
+  auto r = deliver_sync(t, b, run_id, bases);
   OPENSSL_cleanse(b.key_pem.data(), b.key_pem.size());
   co_return r;
 }
 
-awaitable<delivery_result> rollback_on_pool(file_target t, std::string run_id) { co_return rollback_sync(t, run_id); }
+awaitable<delivery_result> rollback_on_pool(file_target t, std::string run_id, std::vector<std::string> bases) {
+  co_return rollback_sync(t, run_id, bases);
+}
 
 }  // namespace
 
 std::string file_backup_path(std::string_view path, std::string_view run_id) {
   return std::string(path) + ".certfleet-backup." + std::string(run_id);
+}
+
+result<std::vector<std::string>> split_post_command(std::string_view c) {
+  auto bad = [](std::string msg) {
+    return make_error(errc::invalid_argument, "post_command " + msg + " (it runs without a shell; see docs/delivery-file.md)",
+                      "file.post_command");
+  };
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  std::size_t i = 0;
+  while (i < c.size()) {
+    char ch = c[i];
+    if (ch == ' ' || ch == '\t') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+      ++i;
+      continue;
+    }
+    in_word = true;
+    if (ch == '\'') {
+      auto end = c.find('\'', i + 1);
+      if (end == std::string_view::npos) return bad("has an unterminated '");
+      word.append(c.substr(i + 1, end - i - 1));
+      i = end + 1;
+    } else if (ch == '"') {
+      ++i;
+      for (;;) {
+        if (i >= c.size()) return bad("has an unterminated \"");
+        if (c[i] == '"') { ++i; break; }
+        if (c[i] == '\\' && i + 1 < c.size() && (c[i + 1] == '"' || c[i + 1] == '\\')) ++i;
+        word.push_back(c[i++]);
+      }
+    } else if (ch == '\\') {
+      if (i + 1 >= c.size()) return bad("ends with a lone backslash");
+      word.push_back(c[i + 1]);
+      i += 2;
+    } else if (std::string_view(";&|<>()$`\n\r").find(ch) != std::string_view::npos) {
+      std::string shown = ch == '\n' ? "a line break" : ch == '\r' ? "a carriage return" : std::string("'") + ch + "'";
+      return bad("contains " + shown + " outside quotes, which only a shell would understand; quote it to pass it "
+                 "literally, or run a script");
+    } else {
+      word.push_back(ch);
+      ++i;
+    }
+    if (words.size() >= 256) return bad("has more than 256 words");
+  }
+  if (in_word) words.push_back(std::move(word));
+  if (words.size() > 256) return bad("has more than 256 words");
+  if (!words.empty()) {
+    const auto& prog = words.front();
+    if (prog.empty()) return bad("names an empty program");
+    if (prog.find('/') != std::string::npos && prog.front() != '/')
+      return bad("names the program by a relative path; give an absolute path or a bare name found in PATH");
+  }
+  return words;
+}
+
+result<void> check_file_target_paths(const file_target& t, const std::vector<std::string>& base_dirs) {
+  if (base_dirs.empty())
+    return make_error(errc::invalid_argument,
+                      "file targets are refused: the system setting file_target_base_dirs names no directory", "file.cert_path");
+  std::string list;
+  for (const auto& b : base_dirs) list += (list.empty() ? "" : ", ") + b;
+  std::pair<const std::string*, const char*> paths[] = {{&t.cert_path, "file.cert_path"}, {&t.key_path, "file.key_path"},
+                                                        {&t.chain_path, "file.chain_path"}};
+  for (auto [p, field] : paths) {
+    if (p->empty()) continue;
+    if (auto r = check_remote_path(*p, field); !r) return r;
+    bool inside = std::any_of(base_dirs.begin(), base_dirs.end(), [&](const std::string& b) { return strictly_under(*p, b); });
+    if (!inside)
+      return make_error(errc::invalid_argument, *p + " is not under any of file_target_base_dirs (" + list + ")", field);
+  }
+  return {};
 }
 
 result<void> check_file_target(const file_target& t) {
@@ -533,6 +691,8 @@ result<void> check_file_target(const file_target& t) {
     return make_error(errc::invalid_argument, "post_command is longer than 4096 characters", "file.post_command");
   if (t.post_command.find('\0') != std::string::npos)
     return make_error(errc::invalid_argument, "post_command contains a NUL byte", "file.post_command");
+  if (!t.post_command.empty())
+    if (auto w = split_post_command(t.post_command); !w) return std::move(w).error();
   if (t.post_command_timeout.count() <= 0)
     return make_error(errc::invalid_argument, "post_command timeout must be positive", "file.post_command");
   return {};
@@ -561,9 +721,10 @@ result<file_target> parse_file_target(const boost::json::value& v) {
 }
 
 awaitable<delivery_result> deliver_file(file_target target, cert_bundle bundle, std::string run_id,
-                                        asio::thread_pool& pool) {
+                                        std::vector<std::string> base_dirs, asio::thread_pool& pool) {
   std::string where = target.cert_path;
-  auto r = co_await asio::co_spawn(pool, deliver_on_pool(std::move(target), std::move(bundle), run_id), asio::use_awaitable);
+  auto r = co_await asio::co_spawn(pool, deliver_on_pool(std::move(target), std::move(bundle), run_id, std::move(base_dirs)),
+                                   asio::use_awaitable);
   if (r.ok())
     spdlog::debug("file delivery[{}] run {}: {} ({})", where, run_id, delivery_status_name(r.status), r.fingerprint_sha256);
   else
@@ -571,9 +732,10 @@ awaitable<delivery_result> deliver_file(file_target target, cert_bundle bundle, 
   co_return r;
 }
 
-awaitable<delivery_result> rollback_file(file_target target, std::string run_id, asio::thread_pool& pool) {
+awaitable<delivery_result> rollback_file(file_target target, std::string run_id, std::vector<std::string> base_dirs,
+                                         asio::thread_pool& pool) {
   std::string where = target.cert_path;
-  auto r = co_await asio::co_spawn(pool, rollback_on_pool(std::move(target), run_id), asio::use_awaitable);
+  auto r = co_await asio::co_spawn(pool, rollback_on_pool(std::move(target), run_id, std::move(base_dirs)), asio::use_awaitable);
   spdlog::debug("file rollback[{}] run {}: {} {}", where, run_id, delivery_status_name(r.status), r.error);
   co_return r;
 }

@@ -29,6 +29,15 @@ std::uint32_t be32(std::string_view s, std::size_t at) {
 
 }  // namespace
 
+const char* ssh_auth_name(ssh_auth a) noexcept {
+  switch (a) {
+    case ssh_auth::key: return "key";
+    case ssh_auth::password: return "password";
+    case ssh_auth::derived: return "";
+  }
+  return "";
+}
+
 const std::vector<std::string>& supported_host_key_types() {
   static const std::vector<std::string> types{"ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
                                               "ecdsa-sha2-nistp521", "ssh-rsa"};
@@ -187,8 +196,9 @@ result<ssh_target> parse_ssh_target(const boost::json::value& v, const boost::js
     out = static_cast<std::uint16_t>(n);
     return {};
   };
-  std::string host_key_line, cert_mode = "0644", key_mode = "0600";
+  std::string host_key_line, cert_mode = "0644", key_mode = "0600", auth;
   for (auto r : {str("host", t.host, true), str("user", t.user, true), str("host_key", host_key_line, true),
+                 str("auth", auth, false),
                  str("cert_path", t.cert_path, true), str("key_path", t.key_path, true),
                  str("chain_path", t.chain_path, false), str("cert_mode", cert_mode, false),
                  str("key_mode", key_mode, false), str("owner", t.owner, false),
@@ -199,6 +209,9 @@ result<ssh_target> parse_ssh_target(const boost::json::value& v, const boost::js
     if (!p->is_bool()) return make_error(errc::invalid_argument, "must be true or false", "ssh.sudo");
     t.sudo = p->as_bool();
   }
+  if (auth == "key") t.auth = ssh_auth::key;
+  else if (auth == "password") t.auth = ssh_auth::password;
+  else if (auto* ap = o.if_contains("auth"); ap && !ap->is_null()) return make_error(errc::invalid_argument, "auth must be \"key\" or \"password\"", "ssh.auth");
   auto hk = parse_host_key(host_key_line);
   if (!hk) return make_error(errc::invalid_argument, hk.error().message, "ssh.host_key");
   t.pinned = std::move(*hk);

@@ -331,6 +331,9 @@ std::string target_spec::lock_key() const {
 }
 
 namespace {
+// Stored documents only: parse_target_request's allowed members do not include it.
+constexpr std::string_view file_grant_member = "created_by_system_admin";
+
 result<target_spec> parse_target_fields(const json::object& o) {
   target_spec t;
   auto module = text(o, "module", true, 16);
@@ -352,7 +355,7 @@ result<target_spec> parse_target_fields(const json::object& o) {
     if (!cred) return std::move(cred).error();
     t.credential_id = *cred;
     ssh.erase("credential_id");
-    static constexpr std::string_view known[] = {"host", "port", "user", "host_key", "cert_path", "key_path",
+    static constexpr std::string_view known[] = {"host", "port", "user", "auth", "host_key", "cert_path", "key_path",
                                                  "chain_path", "cert_mode", "key_mode", "owner", "sudo", "post_command"};
     for (const auto& [k, _] : ssh)
       if (std::find(std::begin(known), std::end(known), std::string_view(k)) == std::end(known))
@@ -367,6 +370,7 @@ result<target_spec> parse_target_fields(const json::object& o) {
     auto parsed = delivery::parse_file_target(o.at("file"));
     if (!parsed) return std::move(parsed).error();
     t.file = std::move(*parsed);
+    if (auto* g = o.if_contains(file_grant_member); g && g->is_string()) t.created_by_system_admin = std::string(g->as_string());
   } else if (t.module == "webhook") {
     if (auto r = only_one("webhook"); !r) return std::move(r).error();
     if (validate && !validate->is_null()) return bad("validate", "webhook targets have no validation step");
@@ -408,6 +412,22 @@ result<new_target> parse_target_request(std::string_view body) {
   o->erase("name");
   t.doc = json::serialize(*o);
   return t;
+}
+
+std::string stamp_ssh_auth(std::string_view doc, std::string_view auth) {
+  boost::system::error_code ec;
+  auto v = json::parse(doc, ec);
+  if (ec || !v.is_object()) return std::string(doc);
+  if (auto* ssh = v.as_object().if_contains("ssh"); ssh && ssh->is_object()) ssh->as_object()["auth"] = auth;
+  return json::serialize(v);
+}
+
+std::string stamp_file_grant(std::string_view doc, std::string_view actor) {
+  boost::system::error_code ec;
+  auto v = json::parse(doc, ec);
+  if (ec || !v.is_object()) return std::string(doc);
+  v.as_object()[file_grant_member] = actor;
+  return json::serialize(v);
 }
 
 result<target_spec> parse_target_doc(const store::catalog_object& o) {

@@ -56,6 +56,9 @@ struct run_inputs {
   std::map<std::string, std::int64_t> files_run;  // rollback: the run whose backup to restore, by target
   std::map<std::string, std::int64_t> last_files_run;  // execute: the run whose files each target has
   settings_map settings;
+  // ssh_allow_list as read at the job's start; a value that no longer parses refuses every SSH
+  // destination rather than allowing all.
+  std::optional<delivery::egress_policy> ssh_allow;
 };
 
 asio::awaitable<settings_map> system_settings(store::store& st) {
@@ -106,6 +109,11 @@ asio::awaitable<result<run_inputs>> load_inputs(job_context& ctx, const job_plan
   auto r = co_await ctx.store().catalog().read(std::move(op1));
   if (!r) co_return std::move(r).error();
   in->settings = co_await system_settings(ctx.store());
+  if (auto a = delivery::parse_egress_allow_list(in->settings.text("ssh_allow_list"), "ssh_allow_list")) in->ssh_allow = std::move(*a);
+  else {
+    in->ssh_allow.emplace();
+    in->ssh_allow->names.push_back("ssh-allow-list-does-not-parse.invalid");  // non-empty, matches nothing real
+  }
   if (!opt.key) co_return make_error(errc::config_invalid, "no key-encryption key loaded: cannot open secrets", "key_file");
 
   auto cert_doc = parse_certificate_doc(*cert);
@@ -160,10 +168,28 @@ delivery::delivery_result failed_result(delivery::error_class cls, std::string e
   return r;
 }
 
+// The setting as it is now (the delivery re-checks every path against it); an unreadable value
+// is no directory at all, which refuses every file target.
+std::vector<std::string> file_base_dirs(const run_inputs& in) {
+  auto d = parse_base_dirs(in.settings.text("file_target_base_dirs"));
+  return d ? std::move(*d) : std::vector<std::string>{};
+}
+
+// A file target that no system admin created (stored before that was required) may have been
+// made by any project admin: it never runs.
+std::optional<delivery::delivery_result> file_target_refused(const loaded_target& t) {
+  if (!t.spec.created_by_system_admin.empty()) return std::nullopt;
+  return failed_result(delivery::error_class::validation,
+                       fmt::format("file target {} was not created by a system admin (it predates that rule): re-create it "
+                                   "with a system-admin token", t.name),
+                       "check");
+}
+
 // One target, by its module.
 asio::awaitable<delivery::delivery_result> deliver_one(const loaded_target& t, const run_inputs& in,
                                                        const job_plan& plan, const engine_options& opt,
-                                                       const delivery::egress_policy* egress) {
+                                                       const delivery::egress_policy* egress,
+                                                       const delivery::egress_policy* ssh_allow) {
   using delivery::error_class;
   if (plan.mode == job_mode::rollback) {
     auto it = in.files_run.find(t.id);
@@ -177,20 +203,30 @@ asio::awaitable<delivery::delivery_result> deliver_one(const loaded_target& t, c
     if (t.module == "ssh") {
       delivery::ssh_options so;
       so.resolve_pool = opt.cpu;
+      so.allow = ssh_allow;
       auto cred = t.secret.ssh();
       co_return co_await delivery::rollback_ssh(t.spec.ssh, cred, backup, so);
     }
-    if (t.module == "file" && opt.cpu) co_return co_await delivery::rollback_file(t.spec.file, backup, *opt.cpu);
+    if (t.module == "file" && opt.cpu) {
+      if (auto refused = file_target_refused(t)) co_return std::move(*refused);
+      auto bases = file_base_dirs(in);  // named: GCC 12 mishandles temporaries inside co_await
+      co_return co_await delivery::rollback_file(t.spec.file, backup, bases, *opt.cpu);
+    }
     co_return failed_result(error_class::validation, fmt::format("{} targets cannot be rolled back", t.module), "rollback");
   }
   auto run_id = run_backup_id(plan.distribution_id, plan.run_no);
   if (t.module == "ssh") {
     delivery::ssh_options so;
     so.resolve_pool = opt.cpu;
+    so.allow = ssh_allow;
     auto cred = t.secret.ssh();
     co_return co_await delivery::deliver_ssh(t.spec.ssh, cred, in.bundle, run_id, so);
   }
-  if (t.module == "file" && opt.cpu) co_return co_await delivery::deliver_file(t.spec.file, in.bundle, run_id, *opt.cpu);
+  if (t.module == "file" && opt.cpu) {
+    if (auto refused = file_target_refused(t)) co_return std::move(*refused);
+    auto bases = file_base_dirs(in);  // named: GCC 12 mishandles temporaries inside co_await
+    co_return co_await delivery::deliver_file(t.spec.file, in.bundle, run_id, bases, *opt.cpu);
+  }
   if (t.module == "webhook") {
     delivery::webhook_options wo;
     wo.egress = egress;
@@ -319,7 +355,8 @@ asio::awaitable<void> deliver_target(job_context& ctx, const job_plan& plan, con
   auto line1 = fmt::format("target {} ({}): {} starting", t.name, t.id,
                                        plan.mode == job_mode::rollback ? "rollback" : "delivery");
   co_await ctx.log("info", std::move(line1));
-  auto res = co_await deliver_one(t, in, plan, opt, egress);
+  const delivery::egress_policy* ssh_allow = in.ssh_allow ? &*in.ssh_allow : nullptr;
+  auto res = co_await deliver_one(t, in, plan, opt, egress, ssh_allow);
   co_await lock.release();
 
   store::target_result r;

@@ -4,6 +4,7 @@
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/core/settings.hpp"
+#include "certfleet/delivery/file.hpp"
 #include "certfleet/delivery/ssh.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/engine.hpp"
@@ -23,6 +24,8 @@ namespace json = boost::json;
 using store::catalog_object;
 
 namespace {
+
+using asio_settings_task = boost::asio::awaitable<settings_map>;
 
 error no_key() {
   return make_error(errc::shutting_down, "no key-encryption key is loaded in this process: secrets cannot be sealed or opened",
@@ -66,13 +69,20 @@ result<void> check_ref(store::catalog_read& rd, const std::string& project, std:
   return {};
 }
 
+asio_settings_task read_settings(store::store& st) {
+  settings_map m;
+  if (auto s = co_await st.auth().system_settings(); s)
+    for (const auto& [k, v] : *s) (void)m.set(k, v);  // a stale invalid value falls back to its default
+  co_return m;
+}
+
 }  // namespace
 
 service::service(store::store& st, queue::queue_service& queue, const clock_source& clock, const kek* key,
                  boost::asio::thread_pool* cpu)
     : st_(st), queue_(queue), clock_(clock), key_(key), cpu_(cpu) {}
 
-op<json::value> service::create(std::string_view kind_view, std::string project_id, std::string body) {
+op<json::value> service::create(std::string_view kind_view, std::string project_id, std::string body, requester who) {
   std::string kind(kind_view);
   auto now = clock_.now_ms();
   auto obj = std::make_shared<catalog_object>();
@@ -82,6 +92,7 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
   auto id = new_object_id();
   std::vector<std::pair<std::string, std::string>> refs;  // (kind, id) -> field checked inside the transaction
   std::vector<std::string> ref_fields;
+  std::string want_credential_kind;  // ssh targets: the kind ssh.auth needs
   if (kind == store::kind_certificate) {
     if (!key_) co_return no_key();
     auto c = parse_certificate_request(body, now);
@@ -102,6 +113,36 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
     obj->id = id;
     obj->name = t->name;
     obj->doc = t->doc;
+    if (t->spec.module == "file") {
+      if (!who.system_admin)
+        co_return make_error(errc::forbidden,
+                             "file targets write files and run a command on the worker host as certfleet's user: only a "
+                             "system-admin token may create one",
+                             "module");
+      auto settings = co_await read_settings(st_);
+      auto dirs = parse_base_dirs(settings.text("file_target_base_dirs"));
+      if (!dirs) co_return std::move(dirs).error();
+      if (auto ok = delivery::check_file_target_paths(t->spec.file, *dirs); !ok) co_return std::move(ok).error();
+      obj->doc = stamp_file_grant(t->doc, who.actor.empty() ? std::string("system") : who.actor);
+    }
+    if (t->spec.module == "ssh") {
+      // A new target says how it logs in; left out, it is "key" (stored, so the view shows it).
+      if (t->spec.ssh.auth == delivery::ssh_auth::derived) {
+        t->spec.ssh.auth = delivery::ssh_auth::key;
+        obj->doc = stamp_ssh_auth(obj->doc, "key");
+      }
+      want_credential_kind = t->spec.ssh.auth == delivery::ssh_auth::key ? "ssh_key" : "password";
+      auto settings = co_await read_settings(st_);
+      auto allow = delivery::parse_egress_allow_list(settings.text("ssh_allow_list"), "ssh_allow_list");
+      if (!allow) co_return std::move(allow).error();
+      delivery::ssh_options so;
+      so.resolve_pool = cpu_;
+      so.allow = &*allow;
+      // Named arguments: GCC 12 mishandles temporaries built inside a co_await expression.
+      std::string host = t->spec.ssh.host, field = "ssh.host";
+      auto ok = co_await delivery::check_ssh_destination(host, t->spec.ssh.port, field, so);
+      if (!ok) co_return std::move(ok).error();
+    }
     obj->ref_id = t->spec.credential_id;
     refs.emplace_back(std::string(store::kind_credential), t->spec.credential_id);
     ref_fields.push_back(t->spec.module == "ssh" ? "ssh.credential_id" : "webhook.secret_credential_id");
@@ -126,9 +167,20 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
   } else {
     co_return make_error(errc::not_found, fmt::format("no object kind {}", kind), "kind");
   }
-  store::tx_fn op1 = [obj, refs, ref_fields, project_id](store::catalog_tx& tx) -> result<void> {
+  store::tx_fn op1 = [obj, refs, ref_fields, project_id, want_credential_kind](store::catalog_tx& tx) -> result<void> {
     for (std::size_t i = 0; i < refs.size(); ++i)
       if (auto r = check_ref(tx, project_id, refs[i].first, refs[i].second, ref_fields[i]); !r) return r;
+    if (!want_credential_kind.empty()) {
+      auto cred = tx.get_object(project_id, store::kind_credential, obj->ref_id);
+      if (!cred) return std::move(cred).error();
+      if (cred->doc.find(fmt::format(R"("kind":"{}")", want_credential_kind)) == std::string::npos)
+        return make_error(errc::invalid_argument,
+                          want_credential_kind == "ssh_key"
+                              ? fmt::format("ssh.auth is \"key\" (the default) but credential {} is a password credential: "
+                                            "set ssh.auth to \"password\" to log in with a password", obj->ref_id)
+                              : fmt::format("ssh.auth is \"password\" but credential {} is an ssh_key credential", obj->ref_id),
+                          "ssh.auth");
+    }
     auto ins = tx.insert_object(*obj);
     if (!ins) return std::move(ins).error();
     return {};
@@ -560,8 +612,12 @@ op<json::value> service::scan_host_key(std::string project_id, std::string targe
   auto spec = parse_target_doc(*obj);
   if (!spec) co_return std::move(spec).error();
   if (spec->module != "ssh") co_return make_error(errc::invalid_argument, "only ssh targets have host keys", "module");
+  auto settings = co_await read_settings(st_);
+  auto allow = delivery::parse_egress_allow_list(settings.text("ssh_allow_list"), "ssh_allow_list");
+  if (!allow) co_return std::move(allow).error();
   delivery::ssh_options so;
   so.resolve_pool = cpu_;
+  so.allow = &*allow;
   std::string host = spec->ssh.host;
   auto keys = co_await delivery::scan_host_key(host, spec->ssh.port, so);
   if (!keys) co_return std::move(keys).error();

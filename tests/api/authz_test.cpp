@@ -5,6 +5,7 @@
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/store/catalog.hpp"
 
+#include <filesystem>
 #include <set>
 
 #include "certs.hpp"
@@ -74,7 +75,32 @@ TEST_F(api_authz, every_route_every_role) {
   auto leaf = testbed::make_certificate({});
   const std::string cert_body = boost::json::serialize(
       boost::json::object{{"name", "c"}, {"cert_pem", leaf.cert_pem}, {"key_pem", leaf.key_pem}});
-  const std::string cred_id = put_object(store::kind_credential);
+  const std::string cred_id = put_object(store::kind_credential, R"({"kind":"ssh_key"})");
+  // Local delivery is a system-level capability: file targets under this base dir, system admins only.
+  const std::string base = (dir.path() / "file-base").string();
+  std::filesystem::create_directories(base);
+  {
+    store::audit_entry e;
+    e.project_id = project_id;
+    e.actor = "test";
+    e.action = "settings.update";
+    e.object = "settings";
+    e.outcome = "ok";
+    e.at = clock.now_ms();
+    ASSERT_TRUE(run_sync(st->auth().put_system_settings({{"file_target_base_dirs", base}}, e)));
+  }
+  auto file_body = [&](const std::string& name) {
+    return boost::json::serialize(boost::json::object{
+        {"name", name}, {"module", "file"},
+        {"file", boost::json::object{{"cert_path", base + "/" + name + ".crt"}, {"key_path", base + "/" + name + ".key"},
+                                     {"post_command", "/usr/bin/id"}}}});
+  };
+  int fresh_project = 0;
+  auto new_project = [&](api_authz& t) {
+    auto name = "authz-" + std::to_string(++fresh_project);
+    EXPECT_TRUE(run_sync(t.st->projects().create(name, t.clock.now_ms())));
+    return "/api/v1/projects/" + name;
+  };
   const std::string chan_id = put_object(store::kind_channel, R"({"kind":"webhook","url":"https://127.0.0.1:9/"})");
   auto ssh_key = testbed::make_ssh_key(dir.path() / "hostkey", "host");
   testbed::closed_port closed;
@@ -98,6 +124,14 @@ TEST_F(api_authz, every_route_every_role) {
       {api::route_id::readyz, "GET", [](auto&) { return "/readyz"; }, "", {200, 200, 200, 200, 200, 200, 200}},
       {api::route_id::metrics, "GET", [](auto&) { return "/metrics"; }, "", {200, 200, 200, 200, 200, 200, 200}},
       {api::route_id::projects, "GET", [](auto&) { return "/api/v1/projects"; }, "", {401, 200, 200, 200, 200, 200, 200}},
+      {api::route_id::project_create, "POST", [](auto&) { return "/api/v1/projects"; }, R"({"name":"made-by-authz"})",
+       {401, 403, 403, 403, 403, 403, 201}},
+      // A fresh project per cell: no project token belongs to it (404, like any foreign object).
+      {api::route_id::project_delete, "DELETE", new_project, "", {401, 404, 404, 404, 404, 404, 200}},
+      // Their own project: the role check refuses them; the system admin is refused because
+      // `default` still holds objects.
+      {api::route_id::project_delete, "DELETE", [](auto&) { return "/api/v1/projects/default"; }, "",
+       {401, 403, 403, 403, 403, 404, 409}},
       {api::route_id::jobs_list, "GET", [&](auto&) { return p + "/jobs"; }, "", {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::jobs_enqueue, "POST", [&](auto&) { return p + "/jobs"; }, R"({"type":"noop"})",
        {401, 403, 403, 201, 201, 404, 201}},
@@ -131,6 +165,9 @@ TEST_F(api_authz, every_route_every_role) {
       {api::route_id::targets_list, "GET", [&](auto&) { return p + "/targets"; }, "", {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::target_create, "POST", [&](auto&) { return p + "/targets"; }, target_body,
        {401, 403, 403, 201, 409, 404, 409}},
+      // A file target writes and runs a command on the worker host: system admins only.
+      {api::route_id::target_create, "POST", [&](auto&) { return p + "/targets"; }, file_body("local"),
+       {401, 403, 403, 403, 403, 404, 201}},
       {api::route_id::target_get, "GET", [&](api_authz& t) { return p + "/targets/" + t.put_object(store::kind_target); }, "",
        {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::target_delete, "DELETE", [&](api_authz& t) { return p + "/targets/" + t.put_object(store::kind_target); }, "",
@@ -165,9 +202,10 @@ TEST_F(api_authz, every_route_every_role) {
        {401, 403, 409, 409, 409, 404, 409}},
       {api::route_id::distribution_results, "GET", [](api_authz& t) { return t.put_distribution() + "/results"; }, "",
        {401, 200, 200, 200, 200, 404, 200}},
-      // Nothing listens on the target's port: the scan fails after the role check.
+      // Nothing listens on the target's port: the scan fails after the role check (502, the one
+      // answer for every way of finding no SSH server).
       {api::route_id::target_scan_host_key, "POST", [&](api_authz& t) { return p + "/targets/" + t.put_object(store::kind_target, scan_doc) + "/scan-host-key"; }, "",
-       {401, 403, 504, 504, 504, 404, 504}},
+       {401, 403, 502, 502, 502, 404, 502}},
   };
 
   std::set<api::route_id> covered;
@@ -194,6 +232,65 @@ TEST_F(api_authz, every_route_every_role) {
       }
       EXPECT_EQ(status, r.expect[col]) << r.method << " " << target << " as " << col_names[col] << ": " << body;
     }
+  }
+}
+
+// Creating a file target as a project admin or owner is refused and stores nothing, even with a
+// valid body under the base directories; the system admin's is stored with its grant.
+TEST_F(api_authz, file_targets_are_for_system_admins_only) {
+  start();
+  auto c = client();
+  const std::string base = (dir.path() / "base").string();
+  std::filesystem::create_directories(base);
+  ASSERT_EQ(c.put("/api/v1/settings", boost::json::serialize(boost::json::object{{"file_target_base_dirs", base}}),
+                  tok["system"]).status, 200);
+  auto body = [&](const std::string& name, const std::string& cert) {
+    return boost::json::serialize(boost::json::object{
+        {"name", name}, {"module", "file"},
+        {"file", boost::json::object{{"cert_path", cert}, {"key_path", base + "/k.pem"}, {"post_command", "/usr/bin/id"}}}});
+  };
+  const std::string targets = "/api/v1/projects/default/targets";
+  for (const char* who : {"admin", "owner"}) {
+    auto r = c.post(targets, body("local", base + "/c.pem"), tok[who]);
+    EXPECT_EQ(r.status, 403) << who << ": " << r.body;
+    EXPECT_EQ(error_code_of(r), "forbidden");
+    EXPECT_EQ(error_field_of(r), "module");
+  }
+  EXPECT_EQ(c.get(targets, tok["owner"]).json().at("total").as_int64(), 0);
+  // Outside the base directories: 400 naming the field, for the system admin too.
+  auto outside = c.post(targets, body("etc", "/etc/certfleet-test.pem"), tok["system"]);
+  EXPECT_EQ(outside.status, 400) << outside.body;
+  EXPECT_EQ(error_field_of(outside), "file.cert_path");
+  auto dotdot = c.post(targets, body("dotdot", base + "/../escape.pem"), tok["system"]);
+  EXPECT_EQ(dotdot.status, 400) << dotdot.body;
+  EXPECT_EQ(error_field_of(dotdot), "file.cert_path");
+  // A shell command line is refused: no shell runs it.
+  auto shell = boost::json::serialize(boost::json::object{
+      {"name", "sh"}, {"module", "file"},
+      {"file", boost::json::object{{"cert_path", base + "/c.pem"}, {"key_path", base + "/k.pem"},
+                                   {"post_command", "id; sha256sum /var/lib/certfleet/certfleet.key"}}}});
+  auto sh = c.post(targets, shell, tok["system"]);
+  EXPECT_EQ(sh.status, 400) << sh.body;
+  EXPECT_EQ(error_field_of(sh), "file.post_command");
+  // The grant cannot be forged in a body.
+  auto forged = boost::json::serialize(boost::json::object{
+      {"name", "forged"}, {"module", "file"}, {"created_by_system_admin", "token:x"},
+      {"file", boost::json::object{{"cert_path", base + "/c.pem"}, {"key_path", base + "/k.pem"}}}});
+  EXPECT_EQ(c.post(targets, forged, tok["admin"]).status, 400);
+  EXPECT_EQ(c.get(targets, tok["owner"]).json().at("total").as_int64(), 0);
+  auto ok = c.post(targets, body("local", base + "/c.pem"), tok["system"]);
+  ASSERT_EQ(ok.status, 201) << ok.body;
+  EXPECT_EQ(ok.json().at("created_by_system_admin"), "token:" + token_ids["system"]);
+  // With the setting emptied, even the system admin's new file target is refused.
+  ASSERT_EQ(c.put("/api/v1/settings", R"({"file_target_base_dirs":""})", tok["system"]).status, 200);
+  auto none = c.post(targets, body("later", base + "/c2.pem"), tok["system"]);
+  EXPECT_EQ(none.status, 400) << none.body;
+  EXPECT_NE(none.body.find("file_target_base_dirs"), std::string::npos) << none.body;
+  // The setting's own grammar.
+  for (const char* bad : {"relative/dir", "/", "/srv/../etc", "/srv//x"}) {
+    auto r = c.put("/api/v1/settings", boost::json::serialize(boost::json::object{{"file_target_base_dirs", bad}}), tok["system"]);
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.body;
+    EXPECT_EQ(error_field_of(r), "file_target_base_dirs") << bad;
   }
 }
 

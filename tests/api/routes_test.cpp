@@ -3,8 +3,10 @@
 #include "api_fixture.hpp"
 #include "certfleet/api/router.hpp"
 #include "process.hpp"
+#include "sshd.hpp"
 
 #include <fstream>
+#include <set>
 
 using namespace api_test;
 
@@ -484,4 +486,142 @@ TEST_F(api_routes, list_cache_drops_entries_on_writes_through_the_api) {
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   EXPECT_EQ(c.get(jobs_path(), tok["viewer"]).json().at("total"), 2);
 }
+}  // namespace
+
+namespace {
+
+class api_targets : public api_fixture {
+ public:
+  std::string credential(testbed::http_client& c, const std::string& body) {
+    auto r = c.post("/api/v1/projects/default/credentials", body, tok["admin"]);
+    EXPECT_EQ(r.status, 201) << r.body;
+    return std::string(r.json().at("id").as_string());
+  }
+};
+
+// ssh.auth: "key" (the default of a new target) or "password", and it must match the
+// credential's kind; the stored target shows the effective value.
+TEST_F(api_targets, ssh_auth_is_explicit_and_matches_the_credential) {
+  start();
+  auto c = client();
+  auto key = testbed::make_ssh_key(dir.path() / "k", "login");
+  auto host = testbed::make_ssh_key(dir.path() / "h", "host");
+  const auto pw = credential(c, R"({"name":"pw","kind":"password","password":"secret"})");
+  const auto kc = credential(c, boost::json::serialize(boost::json::object{
+                                    {"name", "key"}, {"kind", "ssh_key"}, {"private_key_pem", key.private_key}}));
+  auto body = [&](const std::string& name, const std::string& cred, const char* auth) {
+    boost::json::object ssh{{"host", "127.0.0.1"}, {"user", "deploy"}, {"credential_id", cred}, {"host_key", host.public_line},
+                            {"cert_path", "/srv/c.pem"}, {"key_path", "/srv/k.pem"}};
+    if (auth) ssh["auth"] = auth;
+    return boost::json::serialize(boost::json::object{{"name", name}, {"module", "ssh"}, {"ssh", std::move(ssh)}});
+  };
+  const std::string targets = "/api/v1/projects/default/targets";
+  struct row {
+    const char* name;
+    const std::string* cred;
+    const char* auth;
+    int status;
+  };
+  for (auto [name, cred, auth, status] : {row{"pw-implicit", &pw, nullptr, 400}, row{"pw-as-key", &pw, "key", 400},
+                                          row{"key-as-pw", &kc, "password", 400}, row{"bad", &kc, "kerberos", 400},
+                                          row{"pw", &pw, "password", 201}, row{"key", &kc, "key", 201},
+                                          row{"key-implicit", &kc, nullptr, 201}}) {
+    auto r = c.post(targets, body(name, *cred, auth), tok["admin"]);
+    EXPECT_EQ(r.status, status) << name << ": " << r.body;
+    if (status == 400) EXPECT_EQ(error_field_of(r), "ssh.auth") << name;
+    if (status == 201) EXPECT_EQ(r.json().at("ssh").at("auth"), std::string(auth ? auth : "key")) << name;
+  }
+  EXPECT_EQ(c.get(targets, tok["viewer"]).json().at("total").as_int64(), 3);
+}
+
+// ssh_allow_list: checked when a target is created (and at delivery and scan time).
+TEST_F(api_targets, ssh_allow_list_refuses_destinations_at_creation) {
+  start();
+  auto c = client();
+  auto key = testbed::make_ssh_key(dir.path() / "k", "login");
+  auto host = testbed::make_ssh_key(dir.path() / "h", "host");
+  const auto kc = credential(c, boost::json::serialize(boost::json::object{
+                                    {"name", "key"}, {"kind", "ssh_key"}, {"private_key_pem", key.private_key}}));
+  auto body = [&](const std::string& name, const std::string& h) {
+    return boost::json::serialize(boost::json::object{
+        {"name", name}, {"module", "ssh"},
+        {"ssh", boost::json::object{{"host", h}, {"user", "deploy"}, {"credential_id", kc}, {"host_key", host.public_line},
+                                    {"cert_path", "/srv/c.pem"}, {"key_path", "/srv/k.pem"}}}});
+  };
+  auto bad = c.put("/api/v1/settings", R"({"ssh_allow_list":"10.0.0.1/8"})", tok["system"]);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(error_field_of(bad), "ssh_allow_list");
+  ASSERT_EQ(c.put("/api/v1/settings", R"({"ssh_allow_list":"10.0.0.0/8, 0.0.0.0/0"})", tok["system"]).status, 200);
+  const std::string targets = "/api/v1/projects/default/targets";
+  for (const char* h : {"127.0.0.1", "169.254.169.254", "localhost", "no-such-host.invalid"}) {
+    auto r = c.post(targets, body(std::string("t-") + h, h), tok["admin"]);
+    EXPECT_EQ(r.status, 400) << h << ": " << r.body;
+    EXPECT_EQ(error_field_of(r), "ssh.host") << h;
+  }
+  EXPECT_EQ(c.post(targets, body("public", "192.0.2.10"), tok["admin"]).status, 201);
+  EXPECT_EQ(c.get(targets, tok["viewer"]).json().at("total").as_int64(), 1);
+}
+
+// Projects: created and deleted by system admins, names checked, duplicates and non-empty
+// projects refused, every change audited.
+TEST_F(api_targets, projects_create_list_delete) {
+  start();
+  auto c = client();
+  for (const char* bad : {R"({"name":"Team A"})", R"({"name":""})", R"({"name":"-x"})", R"({"name":"a/b"})", R"({"name":7})",
+                          R"({})", R"({"name":"ok","extra":1})", "[]"}) {
+    auto r = c.post("/api/v1/projects", bad, tok["system"]);
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.body;
+  }
+  auto made = c.post("/api/v1/projects", R"({"name":"team-a"})", tok["system"]);
+  ASSERT_EQ(made.status, 201) << made.body;
+  EXPECT_EQ(made.json().at("name"), "team-a");
+  auto dup = c.post("/api/v1/projects", R"({"name":"team-a"})", tok["system"]);
+  EXPECT_EQ(dup.status, 409);
+  EXPECT_EQ(error_code_of(dup), "conflict");
+  auto list = c.get("/api/v1/projects", tok["system"]);
+  EXPECT_EQ(list.json().at("items").as_array().size(), 3u);
+  EXPECT_EQ(c.get("/api/v1/projects", tok["owner"]).json().at("items").as_array().size(), 1u);  // its own only
+
+  // A project with a pending job and an object cannot go; after they are gone it can.
+  auto team = run_sync(st->projects().find_by_name("team-a"));
+  ASSERT_TRUE(team);
+  auto job = enqueue("{}", 0, team->id);
+  auto busy = c.request("DELETE", "/api/v1/projects/team-a", "", tok["system"]);
+  EXPECT_EQ(busy.status, 409) << busy.body;
+  EXPECT_NE(busy.body.find("not finished"), std::string::npos) << busy.body;
+  ASSERT_EQ(c.post("/api/v1/projects/team-a/jobs/" + job + "/cancel", "", tok["system"]).status, 200);
+  auto cred = c.post("/api/v1/projects/team-a/credentials", R"({"name":"pw","kind":"password","password":"x"})", tok["system"]);
+  ASSERT_EQ(cred.status, 201);
+  EXPECT_EQ(c.request("DELETE", "/api/v1/projects/team-a", "", tok["system"]).status, 409);
+  ASSERT_EQ(c.request("DELETE", "/api/v1/projects/team-a/credentials/" + std::string(cred.json().at("id").as_string()), "",
+                      tok["system"]).status, 200);
+  // Its project token stops working with it.
+  auto t = run_sync(api::issue_token(st->auth(), team->id, store::role::owner, false, "team", "test", clock));
+  ASSERT_TRUE(t);
+  EXPECT_EQ(c.get("/api/v1/projects/team-a/jobs", (*t)->text).status, 200);
+  auto gone = c.request("DELETE", "/api/v1/projects/team-a", "", tok["system"]);
+  ASSERT_EQ(gone.status, 200) << gone.body;
+  EXPECT_EQ(gone.json().at("deleted"), true);
+  EXPECT_EQ(c.get("/api/v1/projects/team-a/jobs", tok["system"]).status, 404);
+  EXPECT_EQ(c.get("/api/v1/projects", (*t)->text).status, 401);  // revoked
+  EXPECT_FALSE(run_sync(st->jobs().get(team->id, job)));  // its finished jobs went with it
+  EXPECT_EQ(c.request("DELETE", "/api/v1/projects/team-a", "", tok["system"]).status, 404);
+  // The same name again is a new project (a new id: nothing of the old one shows).
+  auto again = c.post("/api/v1/projects", R"({"name":"team-a"})", tok["system"]);
+  ASSERT_EQ(again.status, 201);
+  EXPECT_NE(again.json().at("id"), made.json().at("id"));
+
+  // Audited in the system admin's own project.
+  auto audit = c.get("/api/v1/projects/other/audit?page_size=200", tok["system"]);
+  ASSERT_EQ(audit.status, 200) << audit.body;
+  const auto entries = audit.json();
+  std::multiset<std::string> seen;
+  for (const auto& e : entries.at("items").as_array())
+    seen.insert(std::string(e.at("action").as_string()) + " " + std::string(e.at("outcome").as_string()));
+  EXPECT_EQ(seen.count("project.create ok"), 2u);
+  EXPECT_EQ(seen.count("project.create conflict"), 1u);
+  EXPECT_EQ(seen.count("project.delete conflict"), 2u);
+  EXPECT_EQ(seen.count("project.delete ok"), 1u);
+}
+
 }  // namespace

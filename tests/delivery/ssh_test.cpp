@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <pwd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,11 +19,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
 #include <memory>
 #include <sstream>
 #include <thread>
 
 #include "certfleet/delivery/ssh.hpp"
+#include <boost/json.hpp>
 #include "process.hpp"
 #include "run_sync.hpp"
 #include "sshd.hpp"
@@ -173,6 +176,128 @@ TEST_F(delivery_ssh, scan_host_key_offers_every_key_for_pinning) {
   testbed::closed_port port;
   auto closed = testbed::run_sync(scan_host_key("127.0.0.1", port.port(), quick()));
   EXPECT_FALSE(closed);
+}
+
+// scan-host-key must not work as a port scanner: a closed port, a listener that never speaks,
+// a service that is not SSH and a name that does not resolve all answer the same way.
+TEST_F(delivery_ssh, scan_host_key_failures_all_look_the_same) {
+  auto o = quick();
+  o.connect_timeout = std::chrono::milliseconds(1000);
+  o.handshake_timeout = std::chrono::milliseconds(1000);
+  testbed::closed_port closed;
+  // Listening, never answering (backlog only: the kernel completes the handshake, nobody reads).
+  int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(silent, 16), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(silent, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::uint16_t silent_port = ntohs(a.sin_port);
+  // Not SSH: answers with an HTTP status line and closes.
+  int http = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in h{};
+  h.sin_family = AF_INET;
+  h.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(http, reinterpret_cast<sockaddr*>(&h), sizeof h), 0);
+  ASSERT_EQ(::listen(http, 16), 0);
+  len = sizeof h;
+  ::getsockname(http, reinterpret_cast<sockaddr*>(&h), &len);
+  const std::uint16_t http_port = ntohs(h.sin_port);
+  std::atomic<bool> stop{false};
+  std::thread responder([&] {
+    while (!stop) {
+      pollfd p{http, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      int c = ::accept(http, nullptr, nullptr);
+      if (c < 0) continue;
+      const char msg[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+      (void)::write(c, msg, sizeof msg - 1);
+      ::close(c);
+    }
+  });
+  struct probe {
+    std::string host;
+    std::uint16_t port;
+  };
+  for (const auto& [host, port] : {probe{"127.0.0.1", closed.port()}, probe{"127.0.0.1", silent_port},
+                                   probe{"127.0.0.1", http_port}, probe{"no-such-host.invalid", 22}}) {
+    auto r = testbed::run_sync(scan_host_key(host, port, o));
+    ASSERT_FALSE(r) << host << ":" << port;
+    EXPECT_TRUE(r.error().is(certfleet::errc::ssh_unreachable)) << r.error().message;
+    EXPECT_EQ(r.error().message, "no SSH server answered at " + host + ":" + std::to_string(port));
+    EXPECT_EQ(r.error().field, "host");
+  }
+  stop = true;
+  responder.join();
+  ::close(silent);
+  ::close(http);
+}
+
+// ssh_allow_list (egress grammar): checked against what the name resolved to, before any
+// connection; loopback needs an explicit entry like everywhere else.
+TEST_F(delivery_ssh, ssh_allow_list_is_checked_before_connecting) {
+  testbed::sshd_options fast;
+  fast.internal_sftp = true;  // no login shell per SFTP session: fewer slow starts on a loaded machine
+  auto& s = start_sshd(fast);
+  auto t = target_on(s, "allow");
+  for (const char* list : {"10.0.0.0/8", "0.0.0.0/0, ::/0", "web.example.com"}) {
+    auto policy = *parse_egress_allow_list(list, "ssh_allow_list");
+    auto o = quick();
+    o.allow = &policy;
+    auto r = deliver(t, bundle(cert_a), "r1", o);
+    EXPECT_EQ(r.status, delivery_status::failed) << list;
+    EXPECT_EQ(r.cls, error_class::validation) << list;
+    EXPECT_EQ(r.error, "resolve: ssh_allow_list does not allow 127.0.0.1") << list;
+    EXPECT_FALSE(has_phase(r, "connect")) << list;
+    EXPECT_FALSE(fs::exists(t.cert_path));
+    auto scan = testbed::run_sync(scan_host_key("127.0.0.1", s.port(), o));
+    ASSERT_FALSE(scan);
+    EXPECT_EQ(scan.error().field, "ssh.host");
+    auto pre = testbed::run_sync(check_ssh_destination("127.0.0.1", s.port(), "ssh.host", o));
+    ASSERT_FALSE(pre);
+    EXPECT_EQ(pre.error().field, "ssh.host");
+  }
+  auto loopback = *parse_egress_allow_list("127.0.0.1", "ssh_allow_list");
+  auto o = quick();
+  o.allow = &loopback;
+  EXPECT_EQ(deliver(t, bundle(cert_a), "r1", o).status, delivery_status::succeeded);
+  EXPECT_TRUE(testbed::run_sync(check_ssh_destination("127.0.0.1", s.port(), "ssh.host", o)));
+}
+
+// ssh.auth says which half of a credential may be used: a key-and-password credential on an
+// auth=password target never offers the key.
+TEST_F(delivery_ssh, ssh_auth_limits_the_credential_to_its_kind) {
+  testbed::sshd_options fast;
+  fast.internal_sftp = true;  // no login shell per SFTP session: fewer slow starts on a loaded machine
+  auto& s = start_sshd(fast);
+  auto t = target_on(s, "auth");
+  t.auth = ssh_auth::password;
+  auto r = deliver(t, bundle(cert_a), "r1");  // cred(): the authorized key, no password
+  EXPECT_EQ(r.status, delivery_status::failed);
+  EXPECT_EQ(r.cls, error_class::auth);
+  EXPECT_NE(r.error.find("holds no password"), std::string::npos) << r.error;
+  EXPECT_FALSE(fs::exists(t.cert_path));
+  auto both = ssh_credential{user_key.private_key, "", "certfleet-not-the-password"};
+  auto r2 = testbed::run_sync(deliver_ssh(t, both, bundle(cert_a), "r2", quick()));
+  EXPECT_EQ(r2.cls, error_class::auth) << r2.error;  // the password is wrong; the key was not tried
+  EXPECT_FALSE(fs::exists(t.cert_path));
+  t.auth = ssh_auth::key;
+  EXPECT_EQ(testbed::run_sync(deliver_ssh(t, both, bundle(cert_a), "r3", quick())).status, delivery_status::succeeded);
+  auto pw_only = ssh_credential{"", "", "secret"};
+  auto r4 = testbed::run_sync(deliver_ssh(t, pw_only, bundle(cert_b), "r4", quick()));
+  EXPECT_EQ(r4.cls, error_class::auth);
+  EXPECT_NE(r4.error.find("holds no private key"), std::string::npos) << r4.error;
+  // The parser: "key", "password", or absent (a stored target from before: derived).
+  auto spec = [](const char* auth) {
+    boost::json::object o{{"host", "h.example"}, {"user", "u"}, {"host_key", "x"}, {"cert_path", "/c"}, {"key_path", "/k"}};
+    if (auth) o["auth"] = auth;
+    return boost::json::value(std::move(o));
+  };
+  auto bad = parse_ssh_target(spec("certificate"));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "ssh.auth");
 }
 
 TEST_F(delivery_ssh, delivers_to_several_targets_on_several_servers_then_hash_skips) {

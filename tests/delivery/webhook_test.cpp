@@ -141,7 +141,7 @@ TEST(egress, every_resolved_address_must_be_inside_a_range) {
 
 TEST(egress, name_entries_vouch_for_the_name_whatever_it_resolves_to) {
   auto p = policy("hooks.example.com, *.corp.example");
-  EXPECT_TRUE(p.allows("hooks.example.com", {addr("127.0.0.1")}));
+  EXPECT_TRUE(p.allows("hooks.example.com", {addr("192.168.7.7")}));
   EXPECT_TRUE(p.allows("HOOKS.example.com.", {addr("10.0.0.1")}));
   EXPECT_FALSE(p.allows("evil-hooks.example.com", {addr("10.0.0.1")}));
   EXPECT_FALSE(p.allows("hooks.example.com.evil.net", {addr("10.0.0.1")}));
@@ -152,6 +152,42 @@ TEST(egress, name_entries_vouch_for_the_name_whatever_it_resolves_to) {
   // A name entry never matches an IP literal (and numeric patterns are not names at all).
   EXPECT_FALSE(policy("localhost").allows("127.0.0.1", {addr("127.0.0.1")}));
   EXPECT_FALSE(parse_egress_allow_list("*.0.0.1"));
+}
+
+// A permissive list does not reach this host or its metadata service: loopback, link-local,
+// 0.0.0.0 / :: and their IPv4-mapped forms need an entry inside that special range.
+TEST(egress, special_addresses_need_an_explicit_entry) {
+  auto open = policy("0.0.0.0/0, ::/0");
+  for (const char* a : {"127.0.0.1", "127.8.9.10", "::1", "169.254.169.254", "169.254.0.1", "fe80::1", "0.0.0.0", "::",
+                        "0.1.2.3", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:0.0.0.0"}) {
+    EXPECT_FALSE(open.allows(a, {})) << a;
+    EXPECT_FALSE(open.allows("metadata.example", {addr(a)})) << a;
+    EXPECT_FALSE(open.allows_address(addr(a))) << a;
+    EXPECT_TRUE(is_special_address(addr(a))) << a;
+  }
+  EXPECT_TRUE(open.allows("8.8.8.8", {}));
+  EXPECT_TRUE(open.allows("x.example", {addr("2001:db8::1"), addr("10.0.0.1")}));
+  // A name entry vouches for ordinary addresses only.
+  auto named = policy("hooks.example.com, *.corp.example");
+  EXPECT_FALSE(named.allows("hooks.example.com", {addr("127.0.0.1")}));
+  EXPECT_FALSE(named.allows("a.corp.example", {addr("10.0.0.1"), addr("169.254.169.254")}));
+  // Listed explicitly: the exact address, or a range inside the special one.
+  EXPECT_TRUE(policy("127.0.0.1").allows("127.0.0.1", {}));
+  EXPECT_TRUE(policy("127.0.0.1").allows("::ffff:127.0.0.1", {}));
+  EXPECT_FALSE(policy("127.0.0.1").allows("127.0.0.2", {}));
+  EXPECT_TRUE(policy("127.0.0.0/8").allows("localhost", {addr("127.0.0.1")}));
+  EXPECT_TRUE(policy("localhost, 127.0.0.1").allows("localhost", {addr("127.0.0.1")}));
+  EXPECT_TRUE(policy("169.254.169.254").allows("169.254.169.254", {}));
+  EXPECT_TRUE(policy("::1").allows("[::1]", {}));
+  EXPECT_TRUE(policy("fe80::/64").allows("fe80::1", {}));
+  EXPECT_TRUE(policy("0.0.0.0").allows("0.0.0.0", {}));
+  EXPECT_TRUE(policy("::ffff:127.0.0.0/104").allows("127.1.2.3", {}));
+  // A range that merely contains a special range does not name it.
+  EXPECT_FALSE(policy("0.0.0.0/1").allows("127.0.0.1", {}));
+  EXPECT_FALSE(policy("169.0.0.0/8").allows("169.254.169.254", {}));
+  EXPECT_TRUE(policy("169.0.0.0/8").allows("169.1.2.3", {}));
+  EXPECT_FALSE(policy("fe80::/9").allows("fe80::1", {}));
+  EXPECT_FALSE(policy("::/96").allows("::", {}));
 }
 
 // ---- URL, HMAC ---------------------------------------------------------------------------
@@ -282,7 +318,7 @@ TEST_F(webhook_post, egress_refusal_connects_to_nothing) {
 
 TEST_F(webhook_post, name_entry_allows_that_host) {
   testbed::webhook_sink sink;
-  auto by_name = policy("localhost");
+  auto by_name = policy("localhost, 127.0.0.1");  // the name, and loopback listed by address
   auto req = request("http://localhost:" + std::to_string(sink.port()) + "/hook");
   req.egress = &by_name;
   auto r = post(req);
@@ -403,7 +439,7 @@ TEST_F(webhook_post, https_with_the_test_ca) {
   for (auto& t : r.timings) phases.push_back(t.phase);
   EXPECT_NE(std::find(phases.begin(), phases.end(), "tls"), phases.end());
   // By name too: the certificate names localhost, and SNI/host verification use the name.
-  auto by_name = policy("localhost");
+  auto by_name = policy("localhost, 127.0.0.1");
   auto named = request("https://localhost:" + std::to_string(sink.port()) + "/hook");
   named.egress = &by_name;
   named.ca_pem = sink.ca_pem();

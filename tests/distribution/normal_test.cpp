@@ -2,6 +2,11 @@
 // everything through the HTTP API.
 #include "dist_fixture.hpp"
 
+#include "certfleet/core/object_id.hpp"
+#include "certfleet/store/catalog.hpp"
+#include "certfleet/store/store.hpp"
+#include "run_sync.hpp"
+
 #include <sys/stat.h>
 
 namespace dist_test {
@@ -130,6 +135,79 @@ TEST(normal_distribution, failures_are_classified_and_the_job_is_dead_when_none_
   for (auto& r : env.results(dist)) st[str(r, "target_id")] = str(r, "status");
   EXPECT_EQ(st[t1], "skipped");
   EXPECT_EQ(st[t2], "failed");
+}
+
+// Local delivery end to end: a system admin's file target under file_target_base_dirs delivers
+// and runs its command without a shell; after the setting moves elsewhere, the same stored
+// target is refused at delivery and nothing is written; a file target stored without a system
+// admin's grant (as any project admin could before) never runs.
+TEST(file_distribution, base_dirs_and_grant_are_checked_at_delivery) {
+  dist_env env(0);
+  env.start();
+  auto base = env.dir.path() / "local";
+  fs::create_directories(base / "a");
+  env.set_settings(json::object{{"file_target_base_dirs", base.string()}});
+  auto cert = env.create_certificate("c", testbed::make_certificate({}));
+  auto file_body = [&](const std::string& name, const fs::path& d) {
+    return json::object{{"name", name}, {"module", "file"},
+                        {"file", json::object{{"cert_path", (d / "cert.pem").string()}, {"key_path", (d / "key.pem").string()},
+                                              {"post_command", "/usr/bin/touch '" + (d / "ran;id").string() + "'"}}}};
+  };
+  auto t = str(env.ok("POST", "targets", json::serialize(file_body("local", base / "a")), 201), "id");
+  auto dist = env.create_distribution("local", cert, {t});
+  env.execute(dist);
+  auto d = env.wait_done(dist);
+  ASSERT_EQ(str(d, "status"), "success") << json::serialize(d);
+  EXPECT_TRUE(fs::exists(base / "a" / "cert.pem"));
+  EXPECT_TRUE(fs::exists(base / "a" / "ran;id"));  // one literal argument: no shell split it
+
+  // The setting now names another directory: the stored target is refused, nothing changes.
+  fs::remove(base / "a" / "cert.pem");
+  env.set_settings(json::object{{"file_target_base_dirs", (env.dir.path() / "elsewhere").string()}});
+  env.execute(dist);
+  d = env.wait_done(dist);
+  EXPECT_EQ(str(d, "status"), "failed");
+  auto r = env.results(dist);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(str(r[0], "error_class"), "validation");
+  EXPECT_NE(str(r[0], "error").find("file.cert_path"), std::string::npos) << str(r[0], "error");
+  EXPECT_FALSE(fs::exists(base / "a" / "cert.pem"));
+
+  // A file target stored before the rule (no created_by_system_admin): refused at delivery even
+  // inside the base dirs. Written into the store the way an old version wrote it.
+  env.set_settings(json::object{{"file_target_base_dirs", base.string()}});
+  fs::create_directories(base / "old");
+  auto old_doc = file_body("old", base / "old");
+  old_doc.erase("name");
+  {
+    auto s = certfleet::store::open_sqlite({(fs::path(env.data()) / "certfleet.db").string(), 1, 5000, false});
+    ASSERT_TRUE(s) << s.error().message;
+    auto project = testbed::run_sync((*s)->projects().find_by_name("default"));
+    ASSERT_TRUE(project);
+    auto o = std::make_shared<certfleet::store::catalog_object>();
+    o->id = certfleet::new_object_id();
+    o->project_id = project->id;
+    o->kind = std::string(certfleet::store::kind_target);
+    o->name = "old";
+    o->doc = json::serialize(old_doc);
+    o->created_at = 1;
+    certfleet::store::tx_fn fn = [o](certfleet::store::catalog_tx& tx) -> certfleet::result<void> {
+      auto ins = tx.insert_object(*o);
+      if (!ins) return std::move(ins).error();
+      return {};
+    };
+    ASSERT_TRUE(testbed::run_sync((*s)->catalog().transact(std::move(fn))));
+    (*s)->close();
+    auto dist2 = env.create_distribution("old", cert, {o->id});
+    env.execute(dist2);
+    d = env.wait_done(dist2);
+    EXPECT_EQ(str(d, "status"), "failed");
+    auto r2 = env.results(dist2);
+    ASSERT_EQ(r2.size(), 1u);
+    EXPECT_NE(str(r2[0], "error").find("not created by a system admin"), std::string::npos) << str(r2[0], "error");
+  }
+  EXPECT_FALSE(fs::exists(base / "old" / "cert.pem"));
+  EXPECT_FALSE(fs::exists(base / "old" / "ran;id"));
 }
 
 TEST(catalog, bad_input_is_refused_naming_the_field_and_stores_nothing) {

@@ -38,6 +38,13 @@ result<enqueue_body> parse_enqueue_body(std::string_view body);
 // settings table (system scope only). Nothing is returned unless all of it is valid.
 result<std::map<std::string, std::string>> parse_settings_body(std::string_view body);
 
+// Project names: 1-63 characters of [a-z0-9-], starting with a letter or digit, not ending with
+// '-' (they appear unescaped in every route: /api/v1/projects/{p}/…). invalid_argument naming
+// `field` otherwise.
+result<std::string> check_project_name(std::string_view name, std::string_view field = "name");
+// POST /api/v1/projects {name}: exactly that member.
+result<std::string> parse_project_body(std::string_view body);
+
 // GET …/jobs?status=&type=&page=&page_size=
 struct job_list_query {
   std::optional<store::job_status> status;  // nullopt: all

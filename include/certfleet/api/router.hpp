@@ -17,6 +17,8 @@ enum class route_id {
   readyz,
   metrics,
   projects,
+  project_create,
+  project_delete,
   jobs_list,
   jobs_enqueue,
   job_get,

@@ -29,6 +29,7 @@ enum class errc {
   too_many_connections,  // the server's or this client address's connection limit
   timeout,
   config_invalid,
+  ssh_unreachable,    // scan-host-key: no SSH server answered (one answer whatever the cause)
 };
 
 const std::error_category& certfleet_category() noexcept;

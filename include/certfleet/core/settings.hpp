@@ -41,6 +41,10 @@ result<std::string> validate_setting(const setting_def& def, std::string_view va
 // certificate_expiry_thresholds_days: day counts, largest first, unique.
 result<std::vector<std::int64_t>> parse_expiry_thresholds(std::string_view value);
 
+// file_target_base_dirs: absolute directories without a trailing slash, no empty, "." or ".."
+// segments, not "/", deduplicated, at most 32; empty text -> no directories.
+result<std::vector<std::string>> parse_base_dirs(std::string_view value);
+
 // Setting values by name; every known setting has a value (its default when unset).
 class settings_map {
  public:

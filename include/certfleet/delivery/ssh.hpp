@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "certfleet/core/error.hpp"
+#include "certfleet/delivery/egress.hpp"
 #include "certfleet/delivery/error_class.hpp"
 #include "certfleet/delivery/ssh_target.hpp"
 
@@ -45,6 +46,11 @@ struct ssh_options {
   std::size_t max_remote_file_bytes = 4 * 1024 * 1024; // hash-skip reads at most this much
   // Where blocking name resolution runs (DESIGN: the cpu pool); nullptr: the module's own pool.
   boost::asio::thread_pool* resolve_pool = nullptr;
+  // The system setting ssh_allow_list (egress_allow_list grammar and rule, special addresses
+  // included): every SSH destination and TLS validation endpoint is checked against what its
+  // name resolved to, before connecting, and only checked addresses are used. nullptr or an
+  // empty list: any destination.
+  const egress_policy* allow = nullptr;
 };
 
 enum class delivery_status { succeeded, failed, skipped_by_hash };
@@ -89,8 +95,18 @@ struct scanned_host_key {
   std::string line;         // "ssh-ed25519 AAAA…", ready to pin
   std::string fingerprint;  // "SHA256:…"
 };
+// Resolves `host` and checks it against opts.allow: invalid_argument naming `field` when the
+// list refuses it or the name does not resolve (the list cannot be applied). No list: ok, no
+// resolution.
+boost::asio::awaitable<result<void>> check_ssh_destination(std::string host, std::uint16_t port, std::string field,
+                                                           ssh_options opts);
+
 // Connects once per supported key type and returns every host key the server offers. Nothing is
 // trusted or stored: an operator compares the fingerprint out of band and pins the line.
+// Destinations are checked against opts.allow (invalid_argument, field "ssh.host"). Every other
+// failure (no such name, closed, filtered, not SSH, too slow, no ed25519/ECDSA key) is the same
+// ssh_unreachable "no SSH server answered at HOST:PORT", so the route does not work as a port
+// scanner; the cause goes to the server log.
 boost::asio::awaitable<result<std::vector<scanned_host_key>>> scan_host_key(std::string host, std::uint16_t port,
                                                                            ssh_options opts = {});
 

@@ -32,10 +32,16 @@ struct tls_validation {
   std::string sni;  // empty: host
 };
 
+// How an SSH target logs in (`ssh.auth`). `derived`: a target stored before the field existed:
+// the credential's kind decides (a private key if it has one, else its password).
+enum class ssh_auth { derived, key, password };
+const char* ssh_auth_name(ssh_auth a) noexcept;  // "key", "password", "" for derived
+
 struct ssh_target {
   std::string host;
   std::uint16_t port = 22;
   std::string user;
+  ssh_auth auth = ssh_auth::derived;  // key: public-key auth only; password: password auth only
   host_key pinned;                 // strict check, no trust-on-first-use
   std::string cert_path, key_path;
   std::string chain_path;          // empty: no chain file
@@ -48,7 +54,7 @@ struct ssh_target {
 };
 
 // Parses the `ssh` object of a target (DESIGN §6) plus an optional `validate` object:
-// {host, port=22, user, host_key, cert_path, key_path, chain_path?, cert_mode="0644",
+// {host, port=22, user, auth?: "key"|"password", host_key, cert_path, key_path, chain_path?, cert_mode="0644",
 //  key_mode="0600", owner?, sudo=false, post_command?}, validate {tls:{host,port,sni?}} |
 // {remote_hash:true}. Errors name the field ("ssh.cert_path").
 result<ssh_target> parse_ssh_target(const boost::json::value& ssh, const boost::json::value* validate = nullptr);

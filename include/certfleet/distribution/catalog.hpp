@@ -95,6 +95,10 @@ struct target_spec {
   std::string webhook_url;
   bool webhook_allow_http = false;
   std::string credential_id;  // ssh.credential_id or webhook.secret_credential_id
+  // file targets: the system-admin token that created it ("token:<id>"), stamped into the stored
+  // document by the service (a body cannot carry it). A file target without one was stored
+  // before only system admins could create them, and is refused at delivery.
+  std::string created_by_system_admin;
   // "host:port:path" (ssh), "file:path", "webhook:url": what two runs must not write at once.
   std::string lock_key() const;
 };
@@ -108,6 +112,10 @@ struct new_target {
 // POST …/targets {name, module, ssh?|file?|webhook?, validate?}
 result<new_target> parse_target_request(std::string_view body);
 result<target_spec> parse_target_doc(const store::catalog_object& o);
+// The stored document of a file target created by system-admin `actor` ("token:<id>").
+std::string stamp_file_grant(std::string_view doc, std::string_view actor);
+// The stored document of an ssh target with ssh.auth set (the default of a new target).
+std::string stamp_ssh_auth(std::string_view doc, std::string_view auth);
 boost::json::object target_view(const store::catalog_object& o);
 
 // ---- distributions ------------------------------------------------------------------------

@@ -19,6 +19,12 @@ namespace certfleet::distribution {
 template <class T>
 using op = boost::asio::awaitable<result<T>>;
 
+// Who asks for a change: the audit actor ("token:<id>") and whether it is a system admin.
+struct requester {
+  std::string actor;
+  bool system_admin = false;
+};
+
 class service {
  public:
   // `key` may be null: then every route that seals or opens a secret answers 503.
@@ -26,7 +32,11 @@ class service {
           boost::asio::thread_pool* cpu = nullptr);
 
   // Objects by kind (store::kind_certificate, kind_credential, kind_target, kind_channel, kind_rule).
-  op<boost::json::value> create(std::string_view kind, std::string project_id, std::string body);
+  // A `file` target writes and runs commands on the worker host: only a system admin may create
+  // one (forbidden otherwise, nothing stored), and its paths must lie under the system setting
+  // file_target_base_dirs (invalid_argument naming the path's field). This is the one place a
+  // target enters the store.
+  op<boost::json::value> create(std::string_view kind, std::string project_id, std::string body, requester who = {});
   op<boost::json::value> get(std::string_view kind, std::string project_id, std::string id);
   op<boost::json::value> list(std::string_view kind, std::string project_id, int page, int page_size);
   // Refused with conflict while another object or a distribution uses it.

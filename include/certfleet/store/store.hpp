@@ -102,6 +102,14 @@ class project_store {
   virtual task<std::pair<project, bool>> ensure(std::string name, time_ms now) = 0;
   virtual task<project> find_by_name(std::string name) = 0;
   virtual task<std::vector<project>> list() = 0;
+  // A new project; conflict when the name is taken (the name is checked by the caller).
+  virtual task<project> create(std::string name, time_ms now) = 0;
+  // Deletes a project, in one transaction. Refused (conflict, saying what is left) while it has
+  // catalog objects or distributions, jobs that are not terminal (pending, active, failed
+  // awaiting retry), or an unrevoked system-admin token. Its terminal jobs and their logs and its
+  // rate-limit windows go with it; its other tokens are revoked (kept, for the token list);
+  // audit entries stay until the retention sweep. not_found when there is no such project.
+  virtual task<project> remove(std::string name, time_ms now) = 0;
 };
 
 class auth_store;     // certfleet/store/auth.hpp

@@ -88,12 +88,22 @@ void explain_timeout(step& f, const detail::exec_output& out, const detail::scri
                "`ssh " + t.user + "@" + t.host + " true` to see it)";
 }
 
+// ssh_allow_list, applied to what the name resolved to (the only addresses then used).
+step check_allowed(const ssh_options& opts, const std::string& host, const std::vector<tcp::endpoint>& eps) {
+  if (!opts.allow || opts.allow->empty()) return std::nullopt;
+  std::vector<asio::ip::address> addrs;
+  for (const auto& ep : eps) addrs.push_back(ep.address());
+  if (opts.allow->allows(host, addrs)) return std::nullopt;
+  return failure{error_class::validation, "ssh_allow_list does not allow " + host};
+}
+
 // A leaf certificate served on host:port (with SNI) once; its fingerprint or the failure.
 awaitable<step> fetch_served_fingerprint(const ssh_options& opts, const tls_validation& tv, steady::time_point deadline,
                                          std::string& fingerprint) {
   auto ex = co_await asio::this_coro::executor;
   std::vector<tcp::endpoint> eps;
   if (auto f = co_await detail::resolve_on_pool(opts, tv.host, tv.port, eps)) co_return f;
+  if (auto f = check_allowed(opts, tv.host, eps)) co_return f;
   asio::ssl::context ctx(asio::ssl::context::tls_client);
   // We compare the exact leaf with the one we delivered: stronger than chain verification,
   // and it works for private CAs the machine does not trust.
@@ -148,10 +158,12 @@ std::vector<std::pair<std::string, unsigned>> target_files(const ssh_target& t) 
 }
 
 // Connect, verify the pinned host key, log in, start SFTP: the common first half.
-awaitable<step> open_session(detail::session& s, recorder& rec, const ssh_target& t, const ssh_credential& cred) {
+awaitable<step> open_session(detail::session& s, recorder& rec, const ssh_target& t, const ssh_credential& cred,
+                             const ssh_options& opts) {
   rec.begin("resolve");
   std::vector<tcp::endpoint> eps;
   if (auto f = co_await s.resolve(t.host, t.port, eps)) co_return f;
+  if (auto f = check_allowed(opts, t.host, eps)) co_return f;
   rec.end();
   rec.begin("connect");
   if (auto f = co_await s.connect(eps)) co_return f;
@@ -176,7 +188,19 @@ awaitable<step> open_session(detail::session& s, recorder& rec, const ssh_target
                           t.pinned.fingerprint()};
   rec.end();
   rec.begin("auth");
-  if (auto f = co_await s.authenticate(t.user, cred)) co_return f;
+  // ssh.auth says which half of the credential may be used; the other is never offered.
+  ssh_credential use = cred;
+  if (t.auth == ssh_auth::key) {
+    if (cred.private_key_pem.empty())
+      co_return failure{error_class::auth, "ssh.auth is \"key\" but the credential holds no private key"};
+    use.password.clear();
+  } else if (t.auth == ssh_auth::password) {
+    if (cred.password.empty())
+      co_return failure{error_class::auth, "ssh.auth is \"password\" but the credential holds no password"};
+    use.private_key_pem.clear();
+    use.passphrase.clear();
+  }
+  if (auto f = co_await s.authenticate(t.user, use)) co_return f;
   rec.end();
   rec.begin("sftp");
   if (auto f = co_await s.sftp_start()) co_return f;
@@ -255,7 +279,7 @@ awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_b
 
   // The body; `s.close()` is awaited after it whatever happened.
   auto body = [&]() -> awaitable<void> {
-    if (auto f = co_await open_session(s, rec, t, cred)) { rec.fail(*f); co_return; }
+    if (auto f = co_await open_session(s, rec, t, cred, opts)) { rec.fail(*f); co_return; }
 
     std::vector<std::pair<std::string, const std::string*>> files{{t.cert_path, &bundle.cert_pem}, {t.key_path, &bundle.key_pem}};
     if (!t.chain_path.empty()) files.emplace_back(t.chain_path, &bundle.chain_pem);
@@ -399,7 +423,7 @@ awaitable<delivery_result> rollback_ssh(ssh_target t, ssh_credential cred, std::
   auto ex = co_await asio::this_coro::executor;
   detail::session s(ex, opts);
   auto body = [&]() -> awaitable<void> {
-    if (auto f = co_await open_session(s, rec, t, cred)) { rec.fail(*f); co_return; }
+    if (auto f = co_await open_session(s, rec, t, cred, opts)) { rec.fail(*f); co_return; }
     // Read the backups first: their bytes are what validation must find afterwards.
     rec.begin("read_backup");
     std::vector<std::pair<std::string, detail::remote_read>> backups;
@@ -442,14 +466,31 @@ awaitable<delivery_result> rollback_ssh(ssh_target t, ssh_credential cred, std::
   co_return std::move(rec.r);
 }
 
+awaitable<result<void>> check_ssh_destination(std::string host, std::uint16_t port, std::string field, ssh_options opts) {
+  if (!opts.allow || opts.allow->empty()) co_return result<void>{};
+  std::vector<tcp::endpoint> eps;
+  if (auto f = co_await detail::resolve_on_pool(opts, host, port, eps))
+    co_return make_error(errc::invalid_argument, "ssh_allow_list cannot be applied: " + f->message, field);
+  if (auto f = check_allowed(opts, host, eps)) co_return make_error(errc::invalid_argument, f->message, field);
+  co_return result<void>{};
+}
+
 awaitable<result<std::vector<scanned_host_key>>> scan_host_key(std::string host, std::uint16_t port, ssh_options opts) {
   if (!valid_host_name(host)) co_return make_error(errc::invalid_argument, "invalid host name", "host");
   if (port == 0) co_return make_error(errc::invalid_argument, "port must be 1-65535", "port");
+  const std::string where = host + ":" + std::to_string(port);
+  // One answer for every way of not finding an SSH server: the route must not tell a closed
+  // port from a filtered one or from another service. The operator's log has the cause.
+  auto no_answer = [&](const std::string& why) {
+    spdlog::info("scan-host-key {}: {}", where, why);
+    return make_error(errc::ssh_unreachable, "no SSH server answered at " + where, "host");
+  };
   auto ex = co_await asio::this_coro::executor;
   std::vector<tcp::endpoint> eps;
-  if (auto f = co_await detail::resolve_on_pool(opts, host, port, eps))
-    co_return make_error(errc::not_found, f->message, "host");
+  if (auto f = co_await detail::resolve_on_pool(opts, host, port, eps)) co_return no_answer(f->message);
+  if (auto f = check_allowed(opts, host, eps)) co_return make_error(errc::invalid_argument, f->message, "ssh.host");
   std::vector<scanned_host_key> keys;
+  std::string last_failure = "offered no host key libssh2 can verify (ed25519 or ECDSA)";
   // One handshake per key type, each offering only that type: a server shows one host key per
   // handshake, and an operator should see (and choose among) all of them.
   for (const auto& type : supported_host_key_types()) {
@@ -458,16 +499,17 @@ awaitable<result<std::vector<scanned_host_key>>> scan_host_key(std::string host,
     auto f = co_await s.connect(copy);
     if (f) {
       co_await s.close();
-      co_return make_error(f->cls == error_class::network ? errc::timeout : errc::not_found, f->message, "host");
+      co_return no_answer(f->message);
     }
     f = co_await s.handshake(type);
-    if (!f)
+    if (!f) {
       if (auto k = s.offered_host_key(); k && k->type == type) keys.push_back({k->to_line(), k->fingerprint()});
+    } else {
+      last_failure = f->message;
+    }
     co_await s.close();
   }
-  if (keys.empty())
-    co_return make_error(errc::not_found, host + ":" + std::to_string(port) + " offered no host key libssh2 can verify "
-                                          "(ed25519 or ECDSA)", "host");
+  if (keys.empty()) co_return no_answer(last_failure);
   co_return keys;
 }
 

@@ -666,6 +666,56 @@ class sqlite_store final : public store, public job_store, public project_store 
     });
   }
 
+  task<project> create(std::string name, time_ms now) override {
+    return run_write<result<project>>(writer_, [name = std::move(name), now](db& d) -> result<project> {
+      auto s = d.prepare("INSERT INTO projects (id, name, created_at) VALUES (?1, ?2, ?3) "
+                         "ON CONFLICT (name) DO NOTHING RETURNING id, name, created_at");
+      s->bind(1, new_object_id()).bind(2, name).bind(3, now);
+      if (!s->step()) return make_error(errc::conflict, fmt::format("a project named {} already exists", name), "name");
+      project p{s->text(0), s->text(1), s->int64(2)};
+      s->run();
+      return p;
+    });
+  }
+
+  task<project> remove(std::string name, time_ms now) override {
+    return run_write<result<project>>(writer_, [name = std::move(name), now](db& d) -> result<project> {
+      project p;
+      {
+        auto s = d.prepare("SELECT id, name, created_at FROM projects WHERE name = ?1");
+        s->bind(1, name);
+        if (!s->step()) return make_error(errc::not_found, fmt::format("project {} not found", name), "project");
+        p = project{s->text(0), s->text(1), s->int64(2)};
+      }
+      auto count = [&](const char* sql) {
+        auto s = d.prepare(sql);
+        s->bind(1, p.id);
+        return s->step() ? s->int64(0) : 0;
+      };
+      auto objects = count("SELECT count(*) FROM objects WHERE project_id = ?1");
+      auto dists = count("SELECT count(*) FROM distributions WHERE project_id = ?1");
+      auto live = count("SELECT count(*) FROM jobs WHERE project_id = ?1 AND status IN ('pending', 'active', 'failed')");
+      auto system_tokens = count("SELECT count(*) FROM tokens WHERE project_id = ?1 AND system = 1 AND revoked_at IS NULL");
+      if (objects || dists || live || system_tokens) {
+        std::string left;
+        auto add = [&](std::int64_t n, const char* what) {
+          if (n) left += fmt::format("{}{} {}", left.empty() ? "" : ", ", n, what);
+        };
+        add(objects, "catalog objects (certificates, credentials, targets, channels, rules)");
+        add(dists, "distributions");
+        add(live, "jobs that are not finished (cancel them or let them end)");
+        add(system_tokens, "system-admin tokens (revoke them first)");
+        return make_error(errc::conflict, fmt::format("project {} still has {}", name, left), "project");
+      }
+      for (const char* sql : {"DELETE FROM job_logs WHERE job_id IN (SELECT id FROM jobs WHERE project_id = ?1)",
+                              "DELETE FROM jobs WHERE project_id = ?1", "DELETE FROM rate_windows WHERE project_id = ?1",
+                              "DELETE FROM projects WHERE id = ?1"})
+        d.prepare(sql)->bind(1, p.id).run();
+      d.prepare("UPDATE tokens SET revoked_at = ?2 WHERE project_id = ?1 AND revoked_at IS NULL")->bind(1, p.id).bind(2, now).run();
+      return p;
+    });
+  }
+
   task<std::vector<project>> list() override {
     return run_read<result<std::vector<project>>>(readers_, [](db& d) {
       std::vector<project> out;
