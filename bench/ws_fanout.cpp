@@ -376,6 +376,9 @@ int main(int argc, char** argv) {
   asio::io_context ioc(1);
   api::server_options so;
   so.listen = "127.0.0.1:0";
+  // Every subscriber connects from 127.0.0.1: the per-client bound (http_max_connections_per_client,
+  // 256 by default) would refuse all past the 256th; an operator behind a proxy raises it likewise.
+  so.max_connections_per_client = so.max_connections;
   api::server srv(ioc.get_executor(), *st, q, clock, so);
   auto bound = srv.start();
   queue::worker_options wo;
