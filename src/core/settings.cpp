@@ -131,7 +131,9 @@ result<std::vector<std::string>> parse_base_dirs(std::string_view value) {
     if (part.size() > 1024) return bad(part, "is longer than 1024 characters");
     if (part.front() != '/') return bad(part, "is not absolute");
     std::string dir(part);
-    if (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    // Trailing slashes and the blanks before them go: "/srv/certs /" is /srv/certs, and the
+    // canonical text read again is itself (a kept "certs " would be trimmed on the next read).
+    while (dir.size() > 1 && (dir.back() == '/' || dir.back() == ' ')) dir.pop_back();
     if (dir == "/") return bad(part, "is the root directory: that would allow every path");
     for (char c : dir)
       if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == ',') return bad(part, "contains a control character");

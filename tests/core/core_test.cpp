@@ -84,6 +84,22 @@ TEST(settings, ranges_are_validated_with_the_field_named) {
   EXPECT_FALSE(m.set("distribution_ssh_max_concurrency", "51"));
 }
 
+// A canonical value validates to itself (found by fuzz_api_settings_body: "/x/e /" was stored as
+// "/x/e " and read back as "/x/e").
+TEST(settings, file_target_base_dirs_canonical_form_is_stable) {
+  const auto* def = find_setting("file_target_base_dirs");
+  ASSERT_NE(def, nullptr);
+  for (const char* in : {"/srv/certs/, /etc/tls", "/e/v/certs/e /,/srv", "/a/ /", "/srv/a b/c ", "/x/y//"}) {
+    auto once = validate_setting(*def, in);
+    ASSERT_TRUE(once) << in << ": " << once.error().message;
+    auto twice = validate_setting(*def, *once);
+    ASSERT_TRUE(twice) << *once;
+    EXPECT_EQ(*twice, *once) << "from " << in;
+  }
+  EXPECT_EQ(*validate_setting(*def, "/srv/certs /"), "/srv/certs");
+  EXPECT_FALSE(validate_setting(*def, "/ /"));  // the root directory, however it is spelled
+}
+
 TEST(settings, config_file_env_and_flags_in_that_order) {
   testbed::temp_dir dir;
   auto file = dir.file("c.toml");
