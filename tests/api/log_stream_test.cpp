@@ -273,7 +273,11 @@ TEST_F(api_log_stream, pongs_and_hub_frames_never_interleave) {
 // A subscriber that stops reading is closed with a reason; the others get every line on time.
 TEST_F(api_log_stream, stalled_subscriber_is_closed_and_others_are_not_slowed) {
   auto o = test_options();
-  o.ws_queue_frames = 64;
+  // The stalled reader is dropped by the byte bound: it never reads 6 MB, of which the sockets
+  // take about 1 MiB. A fast reader may lag 2 MiB (~500 lines) before it counts as slow: the
+  // 64-frame bound this test had (~256 KB) dropped a fast reader of the sanitizer build when a
+  // parallel test starved its thread (clean-clone CI, 1 run in 4).
+  o.ws_queue_bytes = 2u << 20;
   start(o, true);
   constexpr int lines = 1500;
   auto id = enqueue_noop(fmt::format(R"({{"lines":{},"line_bytes":4000,"wait_ms":800}})", lines));
