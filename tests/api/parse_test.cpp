@@ -49,6 +49,23 @@ TEST(api_router, every_route_matches_its_own_pattern) {
   }
 }
 
+// The row names its object kind: the catalog handlers serve every kind by it.
+TEST(api_router, catalog_rows_name_their_object_kind) {
+  const std::pair<std::string_view, std::string_view> by_collection[] = {
+      {"/certificates", "certificate"},           {"/credentials", "credential"},
+      {"/targets", "target"},                     {"/notification-channels", "notification_channel"},
+      {"/notification-rules", "notification_rule"}, {"/distributions", "distribution"}};
+  std::size_t i = 0;
+  for (const auto& r : all_routes()) {
+    EXPECT_EQ(static_cast<std::size_t>(r.id), i++) << "rows are in route_id order: " << r.pattern;
+    std::string_view expect;
+    for (auto [collection, kind] : by_collection)
+      if (r.pattern.find(collection) != std::string_view::npos) expect = kind;
+    EXPECT_EQ(r.object_kind, expect) << r.method << " " << r.pattern;
+  }
+  EXPECT_EQ(i, route_count);
+}
+
 TEST(api_query, parses_decodes_and_refuses) {
   auto q = parse_query("a=1&b=x+y%21&c=&&d");
   ASSERT_TRUE(q);

@@ -3,6 +3,7 @@
 // so the fuzz targets and the docs test use it directly.
 #include "certfleet/core/error.hpp"
 
+#include <cstddef>
 #include <optional>
 #include <span>
 #include <string>
@@ -39,6 +40,7 @@ enum class route_id {
   distribution_execute, distribution_rollback, distribution_retry_failed, distribution_cancel,
   distribution_results,
 };
+inline constexpr std::size_t route_count = static_cast<std::size_t>(route_id::distribution_results) + 1;
 
 // What a caller needs: no token, a token with at least this role in the project, or a
 // system-admin token.
@@ -50,8 +52,11 @@ struct route_def {
   std::string_view pattern;  // "/api/v1/projects/{p}/jobs/{id}"; {p} project name, {id} object id
   access need;
   bool api_only;        // served in api/all mode only (worker/scheduler serve health and metrics)
-  bool changes_state;   // audited
+  // Audited: a refused call (401/403) and, for catalog routes, every answer. Each route_id's
+  // handler is bound in src/api/dispatch.cpp (the handlers are not part of this pure library).
+  bool changes_state;
   bool websocket;
+  std::string_view object_kind;  // the catalog object kind ("certificate", …); empty for other routes
 };
 
 std::span<const route_def> all_routes() noexcept;
@@ -78,8 +83,6 @@ result<route_match> match_route(std::string_view method, std::string_view path);
 using query_params = std::vector<std::pair<std::string, std::string>>;
 result<query_params> parse_query(std::string_view query);
 
-// The catalog object kind a catalog route is about ("certificate", …); empty for other routes.
-std::string_view route_object_kind(route_id id) noexcept;
 result<std::string> percent_decode(std::string_view s, bool plus_is_space);
 
 }  // namespace certfleet::api

@@ -1,0 +1,165 @@
+// Health, /metrics, the system settings and the audit log.
+#include "certfleet/api/requests.hpp"
+#include "certfleet/core/settings.hpp"
+#include "certfleet/delivery/egress.hpp"
+#include "certfleet/queue/worker.hpp"
+#include "certfleet/store/catalog.hpp"
+#include "handlers.hpp"
+#include "server_state.hpp"
+
+#include <boost/json.hpp>
+
+#include <array>
+#include <charconv>
+#include <memory>
+
+namespace certfleet::api {
+
+boost::asio::awaitable<reply> get_healthz(server_state&, const route_call&) {
+  co_return json_reply(200, boost::json::object{{"status", "ok"}});
+}
+
+boost::asio::awaitable<reply> get_readyz(server_state& s, const route_call&) {
+  auto r = co_await s.timed("ping", s.st.ping());
+  if (!r && r.error().is(errc::store_disk_full)) {
+    auto full = error_reply(r.error());
+    full.status = 503;  // not ready: load balancers know 503, not 507
+    co_return full;
+  }
+  if (!r) co_return error_reply(make_error(errc::store_busy, "store unreachable: " + r.error().message));
+  co_return json_reply(200, boost::json::object{{"status", "ready"}});
+}
+
+boost::asio::awaitable<reply> get_metrics(server_state& s, const route_call&) {
+  api_metrics::snapshot snap;
+  snap.now = s.clock.now_ms();
+  auto jobs = co_await s.timed("job_counts", s.st.observe().job_counts());
+  auto lanes = co_await s.timed("lane_statistics", s.st.jobs().lane_statistics(snap.now));
+  std::vector<double> bounds{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600};
+  auto durations = co_await s.timed("job_durations", s.st.observe().job_durations(bounds));
+  snap.store_ok = jobs && lanes && durations;
+  snap.store_writes = s.st.write_state();
+  if (jobs) snap.jobs = std::move(*jobs);
+  if (lanes) snap.lanes = std::move(*lanes);
+  if (durations) snap.durations = std::move(*durations);
+  if (s.worker) {
+    snap.worker = &s.worker->stats();
+    snap.worker_running = s.worker->running();
+  }
+  if (s.scheduler_probe) {
+    auto [leader, epoch] = s.scheduler_probe();
+    snap.scheduler_leader = leader ? 1 : 0;
+    snap.scheduler_epoch = epoch;
+  }
+  {
+    (void)co_await s.setting_int("jobs_page_size_default");  // refreshes the cached system settings
+    auto thresholds = parse_expiry_thresholds(s.system_settings.text("certificate_expiry_thresholds_days"));
+    const time_ms window = (thresholds ? thresholds->front() : 30) * 86'400'000LL;
+    const time_ms now = snap.now;
+    auto counts = std::make_shared<std::array<std::int64_t, 4>>();
+    store::read_fn fn = [counts, now, window](store::catalog_read& rd) -> result<void> {
+      auto certs = rd.certificates_expiring(now + window, 1'000'000);
+      if (!certs) return std::move(certs).error();
+      for (const auto& c : *certs) ++(*counts)[c.not_after <= now ? 1 : 0];
+      auto running = rd.distributions_in_status("running", 100'000);
+      if (!running) return std::move(running).error();
+      (*counts)[2] = static_cast<std::int64_t>(running->size());
+      for (const auto& d : *running)
+        if (d.run_started_at < now - 3'600'000) ++(*counts)[3];
+      return {};
+    };
+    auto r = co_await s.timed("catalog_gauges", s.st.catalog().read(std::move(fn)));
+    if (r) {
+      snap.certificates_expiring_soon = (*counts)[0];
+      snap.certificates_expired = (*counts)[1];
+      snap.distributions_running = (*counts)[2];
+      snap.distributions_running_long = (*counts)[3];
+    } else {
+      snap.store_ok = false;
+    }
+  }
+  snap.ws_subscribers = s.hub.subscribers();
+  snap.ws_watched_jobs = s.hub.watched_jobs();
+  snap.connections = s.conns.size();
+  reply r;
+  r.body = s.metrics.render(snap);
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  co_return r;
+}
+
+boost::asio::awaitable<reply> list_audit(server_state& s, const route_call& call) {
+  auto pq = parse_audit_query(call.query);
+  if (!pq) co_return error_reply(pq.error());
+  auto page = co_await s.timed("audit_list", s.st.auth().list_audit(call.who.project->id, pq->page, pq->page_size));
+  if (!page) co_return error_reply(page.error());
+  boost::json::array items;
+  for (const auto& e : page->items) {
+    boost::json::object o{{"seq", e.seq},       {"actor", e.actor},     {"action", e.action},
+                          {"object", e.object}, {"outcome", e.outcome}, {"at", format_iso8601(e.at)}};
+    boost::json::error_code ec;
+    auto d = e.detail.empty() ? boost::json::value(nullptr) : boost::json::parse(e.detail, ec);
+    o["detail"] = ec ? boost::json::value(e.detail) : d;
+    items.push_back(std::move(o));
+  }
+  co_return json_reply(200, boost::json::object{{"items", std::move(items)},
+                                                {"page", pq->page},
+                                                {"page_size", pq->page_size},
+                                                {"total", page->total}});
+}
+
+boost::asio::awaitable<reply> get_settings(server_state& s, const route_call&) {
+  auto stored = co_await s.timed("system_settings", s.st.auth().system_settings());
+  if (!stored) co_return error_reply(stored.error());
+  boost::json::object o;
+  for (const auto& d : all_settings()) {
+    if (d.scope != setting_scope::system) continue;
+    std::string value(d.default_value);
+    if (auto it = stored->find(std::string(d.name)); it != stored->end() && validate_setting(d, it->second))
+      value = it->second;
+    if (d.type == setting_type::integer) {
+      std::int64_t v = 0;
+      std::from_chars(value.data(), value.data() + value.size(), v);
+      o[d.name] = v;
+    } else {
+      o[d.name] = value;
+    }
+  }
+  co_return json_reply(200, o);
+}
+
+boost::asio::awaitable<reply> put_settings(server_state& s, const route_call& call) {
+  const caller& c = call.who;
+  auto values = parse_settings_body(call.body);
+  // The egress allow-list has a grammar of its own (CIDRs, names): refuse a bad one now, not at
+  // the first notification.
+  for (const char* list : {"egress_allow_list", "ssh_allow_list"})
+    if (values)
+      if (auto it = values->find(list); it != values->end())
+        if (auto e = delivery::parse_egress_allow_list(it->second, list); !e) values = std::move(e).error();
+  if (!values) {
+    boost::json::object d;
+    d["message"] = values.error().message;
+    auto detail = boost::json::serialize(d);
+    co_await s.audit(c, "settings.update", "settings", errc_name(values.error().value()), detail);
+    co_return error_reply(values.error());
+  }
+  boost::json::object detail;
+  for (const auto& [k, v] : *values) detail[k] = v;
+  store::audit_entry e;
+  e.project_id = c.token->project_id;
+  e.actor = "token:" + c.token->id;
+  e.action = "settings.update";
+  e.object = "settings";
+  e.outcome = "ok";
+  e.detail = boost::json::serialize(detail);
+  e.at = s.clock.now_ms();
+  auto r = co_await s.timed("settings_put", s.st.auth().put_system_settings(std::move(*values), std::move(e)));
+  if (!r) {
+    co_await s.audit(c, "settings.update", "settings", errc_name(r.error().value()));
+    co_return error_reply(r.error());
+  }
+  s.settings_valid = false;  // this process sees the change at once
+  co_return co_await get_settings(s, call);
+}
+
+}  // namespace certfleet::api

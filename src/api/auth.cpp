@@ -1,0 +1,130 @@
+#include "auth.hpp"
+
+#include "certfleet/api/tokens.hpp"
+#include "server_state.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include <cctype>
+
+namespace certfleet::api {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
+
+store::role role_for(access a) {
+  switch (a) {
+    case access::operator_: return store::role::operator_;
+    case access::admin: return store::role::admin;
+    case access::owner: return store::role::owner;
+    default: return store::role::viewer;
+  }
+}
+
+}  // namespace
+
+boost::asio::awaitable<result<store::project>> project_by_name(server_state& s, const std::string& name) {
+  auto& cache = s.auth.projects;
+  if (auto it = cache.find(name); it != cache.end() && it->second.expires > steady::now()) co_return it->second.p;
+  auto p = co_await s.timed("project_find", s.st.projects().find_by_name(name));
+  if (p) {
+    if (cache.size() >= 10'000) cache.clear();
+    cache[name] = auth_caches::cached_project{*p, steady::now() + s.opt.auth_cache_ttl};
+  }
+  co_return p;
+}
+
+// Entries are bounded per minute: anyone can send 401s as fast as the network allows, and each
+// would be a row kept for audit_retention_s. Beyond the bound the refusals are counted, and the
+// next entry written says how many were not.
+boost::asio::awaitable<void> audit_refusal(server_state& s, caller c, const route_match& m, std::string_view path,
+                                           const error& e) {
+  auto& a = s.auth;
+  const auto now = steady::now();
+  if (now - a.refusal_window >= std::chrono::minutes(1)) {
+    a.refusal_window = now;
+    a.refusals_in_window = 0;
+  }
+  if (a.refusals_in_window >= s.opt.refusal_audit_per_minute) {
+    ++a.refusals_unaudited;
+    s.metrics.refusal_unaudited();
+    co_return;
+  }
+  ++a.refusals_in_window;
+  // An anonymous caller of a project route: the project's own log, when the project exists.
+  if (!c.project && !c.token && !m.project.empty()) {
+    auto p = co_await project_by_name(s, m.project);
+    if (p) c.project = std::move(*p);
+  }
+  boost::json::object d;
+  d["message"] = e.message;
+  if (a.refusals_unaudited > 0) d["unaudited_refusals_before"] = a.refusals_unaudited;
+  a.refusals_unaudited = 0;
+  auto detail = boost::json::serialize(d);
+  const auto action = fmt::format("{} {}", m.route->method, m.route->pattern);
+  co_await s.audit(c, action, path.substr(0, 300), errc_name(e.value()), detail);
+}
+
+boost::asio::awaitable<result<caller>> authorize(server_state& s, authorization_header auth, const route_match& m,
+                                                 caller* known) {
+  caller c;
+  const auto& r = *m.route;
+  // Which of two would count is ambiguous (a proxy in front may have checked the other).
+  if (auth.count > 1)
+    co_return make_error(errc::invalid_argument, "the request has more than one Authorization header; send one",
+                         "authorization");
+  if (r.need == access::none) co_return c;
+  std::string_view hv = auth.value;
+  if (hv.empty())
+    co_return make_error(errc::unauthorized, "this route needs Authorization: Bearer <token>", "authorization");
+  if (hv.size() < 7 || !iequals(hv.substr(0, 7), "Bearer "))
+    co_return make_error(errc::unauthorized, "the Authorization header must be \"Bearer <token>\"", "authorization");
+  auto text = hv.substr(7);
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  if (!looks_like_token(text)) co_return make_error(errc::unauthorized, "invalid or revoked token", "authorization");
+  auto hash = hash_token(text);
+  auto now = steady::now();
+  auto& tokens = s.auth.tokens;
+  if (auto it = tokens.find(hash); it != tokens.end() && it->second.expires > now) {
+    c.token = it->second.rec;
+  } else {
+    auto t = co_await s.timed("token_find", s.st.auth().find_token(hash));
+    if (!t) {
+      if (t.error().is(errc::not_found))
+        co_return make_error(errc::unauthorized, "invalid or revoked token", "authorization");
+      co_return std::move(t).error();
+    }
+    if (tokens.size() >= 10'000) tokens.clear();
+    tokens[hash] = auth_caches::cached_token{*t, now + s.opt.auth_cache_ttl};
+    c.token = std::move(*t);
+  }
+  if (r.pattern.find("{p}") != std::string_view::npos) {
+    // Another project's objects answer 404, exactly like objects that do not exist.
+    auto not_found = make_error(errc::not_found, fmt::format("project {} not found", m.project.substr(0, 100)), "project");
+    auto p = co_await project_by_name(s, m.project);
+    if (!p) co_return p.error().is(errc::not_found) ? not_found : std::move(p).error();
+    if (!c.token->system && c.token->project_id != p->id) co_return not_found;
+    c.project = std::move(*p);
+  }
+  if (known) *known = c;
+  if (r.need == access::system_admin) {
+    if (!c.token->system) co_return make_error(errc::forbidden, "this route needs a system-admin token", "authorization");
+  } else if (r.need != access::any_token && c.token->token_role < role_for(r.need)) {
+    co_return make_error(errc::forbidden,
+                         fmt::format("this route needs the {} role; the token has {}", store::to_string(role_for(r.need)),
+                                     store::to_string(c.token->token_role)),
+                         "authorization");
+  }
+  co_return c;
+}
+
+}  // namespace certfleet::api

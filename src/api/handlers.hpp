@@ -1,0 +1,88 @@
+#pragma once
+// The route handlers: one function per route_id, in one file per resource (jobs, catalog,
+// distributions, projects, admin). A handler takes our own request and reply types, not Beast's:
+// the HTTP session parses, dispatch.cpp authorizes and picks the handler by the route's id.
+#include "certfleet/api/router.hpp"
+#include "auth.hpp"
+#include "reply.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace certfleet::api {
+
+struct server_state;
+
+// One authorized call of a route.
+struct route_call {
+  const caller& who;
+  const route_match& match;  // match.route is the row; match.id is a valid object id when the pattern has {id}
+  const query_params& query;
+  const std::string& body;
+};
+
+using route_handler = boost::asio::awaitable<reply> (*)(server_state&, const route_call&);
+
+// The request as dispatch needs it, read from the HTTP message by the session.
+struct request_view {
+  std::string_view method;
+  std::string_view target;
+  authorization_header authorization;
+  const std::string& body;
+};
+
+// Routes, authorizes, audits a refusal and calls the route's handler. `route_name` gets the
+// matched pattern (for the request metrics).
+boost::asio::awaitable<reply> dispatch(server_state& s, const request_view& req, std::string& route_name);
+
+// admin_routes.cpp: health, metrics, settings, audit.
+boost::asio::awaitable<reply> get_healthz(server_state&, const route_call&);
+boost::asio::awaitable<reply> get_readyz(server_state&, const route_call&);
+boost::asio::awaitable<reply> get_metrics(server_state&, const route_call&);
+boost::asio::awaitable<reply> get_settings(server_state&, const route_call&);
+boost::asio::awaitable<reply> put_settings(server_state&, const route_call&);
+boost::asio::awaitable<reply> list_audit(server_state&, const route_call&);
+
+// project_routes.cpp
+boost::asio::awaitable<reply> list_projects(server_state&, const route_call&);
+boost::asio::awaitable<reply> create_project(server_state&, const route_call&);
+boost::asio::awaitable<reply> delete_project(server_state&, const route_call&);
+
+// job_routes.cpp
+boost::asio::awaitable<reply> list_jobs(server_state&, const route_call&);
+boost::asio::awaitable<reply> enqueue_job(server_state&, const route_call&);
+boost::asio::awaitable<reply> get_job(server_state&, const route_call&);
+boost::asio::awaitable<reply> retry_job(server_state&, const route_call&);
+boost::asio::awaitable<reply> cancel_job(server_state&, const route_call&);
+boost::asio::awaitable<reply> read_job_logs(server_state&, const route_call&);
+
+// catalog_routes.cpp: certificates, credentials, targets, notification channels and rules, by
+// the row's object_kind.
+boost::asio::awaitable<reply> list_catalog_objects(server_state&, const route_call&);
+boost::asio::awaitable<reply> create_catalog_object(server_state&, const route_call&);
+boost::asio::awaitable<reply> get_catalog_object(server_state&, const route_call&);
+boost::asio::awaitable<reply> delete_catalog_object(server_state&, const route_call&);
+boost::asio::awaitable<reply> scan_target_host_key(server_state&, const route_call&);
+
+// distribution_routes.cpp
+boost::asio::awaitable<reply> list_distributions(server_state&, const route_call&);
+boost::asio::awaitable<reply> create_distribution(server_state&, const route_call&);
+boost::asio::awaitable<reply> get_distribution(server_state&, const route_call&);
+boost::asio::awaitable<reply> delete_distribution(server_state&, const route_call&);
+boost::asio::awaitable<reply> execute_distribution(server_state&, const route_call&);
+boost::asio::awaitable<reply> rollback_distribution(server_state&, const route_call&);
+boost::asio::awaitable<reply> retry_failed_distribution(server_state&, const route_call&);
+boost::asio::awaitable<reply> cancel_distribution(server_state&, const route_call&);
+boost::asio::awaitable<reply> distribution_results(server_state&, const route_call&);
+
+// catalog_routes.cpp, shared with distribution_routes.cpp: the distribution service's answer
+// as a reply. Times it (metric "<kind>_<verb>", "<kind>_read" for an empty verb) and audits
+// "<kind>.<verb>" when the route changes state.
+boost::asio::awaitable<reply> catalog_answer(server_state& s, const route_call& call, std::string_view verb,
+                                             unsigned ok_status, result<boost::json::value> r,
+                                             std::chrono::steady_clock::time_point t0);
+
+}  // namespace certfleet::api

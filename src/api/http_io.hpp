@@ -1,0 +1,25 @@
+#pragma once
+// Beast, for the two files that speak HTTP/WebSocket (http_session.cpp, log_stream_session.cpp):
+// the request type, a reply as a response. Route handlers never include this.
+#include "reply.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <string_view>
+
+namespace certfleet::api {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = boost::asio::ip::tcp;
+using request_t = http::request<http::string_body>;
+constexpr auto tuple_awaitable = boost::asio::as_tuple(boost::asio::use_awaitable);
+constexpr std::string_view server_name = "certfleet";
+
+http::response<http::string_body> make_response(const reply& r, unsigned version, bool keep_alive);
+
+}  // namespace certfleet::api

@@ -1,0 +1,234 @@
+#include "http_session.hpp"
+
+#include "certfleet/api/requests.hpp"
+#include "handlers.hpp"
+#include "http_io.hpp"
+#include "log_stream_session.hpp"
+#include "server_state.hpp"
+
+#include <boost/beast/websocket/rfc6455.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+
+namespace certfleet::api {
+
+namespace asio = boost::asio;
+using steady = std::chrono::steady_clock;
+
+http::response<http::string_body> make_response(const reply& r, unsigned version, bool keep_alive) {
+  http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+  res.set(http::field::server, server_name);
+  res.set(http::field::content_type, r.content_type);
+  res.set(http::field::cache_control, "no-store");
+  for (const auto& [k, v] : r.headers) res.set(k, v);
+  res.body() = r.body;
+  res.keep_alive(keep_alive);
+  res.prepare_payload();
+  return res;
+}
+
+namespace {
+
+// Whom the per-client connection limit counts: an IPv4 address (also IPv4-mapped IPv6), or an
+// IPv6 client's /64 (one host is usually given a whole /64, so counting single addresses would
+// not limit it).
+std::string client_key(const tcp::socket& s) {
+  boost::system::error_code ec;
+  auto ep = s.remote_endpoint(ec);
+  if (ec) return "?";
+  auto a = ep.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  if (a.is_v4()) return a.to_string();
+  auto b = a.to_v6().to_bytes();
+  std::fill(b.begin() + 8, b.end(), 0);
+  return asio::ip::address_v6(b).to_string() + "/64";
+}
+
+// The Transfer-Encoding fields of a request, as one list.
+std::string transfer_encodings(const request_t& h) {
+  std::string all;
+  for (auto it = h.find(http::field::transfer_encoding); it != h.end() && it->name() == http::field::transfer_encoding;
+       ++it) {
+    if (!all.empty()) all += ", ";
+    all.append(it->value().data(), it->value().size());
+  }
+  return all;
+}
+
+// Closing with unread request bytes makes the kernel send a reset, which can destroy the error
+// response before the client reads it (a client still sending a too-large body). So: stop
+// sending, then read and discard for a short while (bounded in time and bytes), then close.
+asio::awaitable<void> linger(beast::tcp_stream& stream, std::chrono::milliseconds for_at_most = std::chrono::seconds(1)) {
+  boost::system::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream.expires_after(for_at_most);
+  std::size_t drained = 0;
+  std::array<char, 16384> sink;
+  while (drained < (8u << 20)) {
+    auto [rec, n] = co_await stream.async_read_some(asio::buffer(sink), tuple_awaitable);
+    drained += n;
+    if (rec) break;
+  }
+}
+
+asio::awaitable<void> send_error_and_close(server_state& s, beast::tcp_stream& stream, unsigned status, errc code,
+                                           std::string msg, std::string field) {
+  reply r = error_reply(code, std::move(msg), std::move(field));
+  r.status = status;
+  auto res = make_response(r, 11, false);
+  stream.expires_after(s.opt.write_timeout);
+  auto [ec, n] = co_await http::async_write(stream, res, tuple_awaitable);
+  s.metrics.request("unmatched", status, 0);
+  if (!ec) co_await linger(stream);
+}
+
+// Over a connection limit: 503 too_many_connections, then close. Such a connection is never
+// counted (a flood of refused ones must not take the slots of others) and lives briefly: a
+// short write deadline and a short linger, so the response is not reset away.
+asio::awaitable<void> refuse_connection(server_state& s, beast::tcp_stream& stream, bool per_client) {
+  s.metrics.connection_refused(per_client);
+  auto e = make_error(errc::too_many_connections,
+                      per_client ? fmt::format("this client address already has {} connections open, the most allowed "
+                                               "(http_max_connections_per_client); close some and retry",
+                                               s.opt.max_connections_per_client)
+                                 : fmt::format("the server has {} connections open, its limit; try again later",
+                                               s.opt.max_connections));
+  e.retry_after_s = per_client ? 5 : 1;
+  auto res = make_response(error_reply(e), 11, false);
+  stream.expires_after(std::chrono::seconds(2));
+  auto [ec, n] = co_await http::async_write(stream, res, tuple_awaitable);
+  s.metrics.request("unmatched", 503, 0);
+  if (!ec) co_await linger(stream, std::chrono::milliseconds(250));
+}
+
+}  // namespace
+
+asio::awaitable<void> run_http_session(std::shared_ptr<server_state> self, tcp::socket sock) {
+  server_state& s = *self;
+  const auto& opt = s.opt;
+  auto& conns = s.conns;
+  auto client = client_key(sock);
+  beast::tcp_stream stream(std::move(sock));
+  {
+    auto it = s.conns_per_client.find(client);
+    const bool client_full = it != s.conns_per_client.end() && it->second >= opt.max_connections_per_client;
+    if (client_full || static_cast<int>(conns.size()) >= opt.max_connections) {
+      co_await refuse_connection(s, stream, client_full);
+      co_return;
+    }
+  }
+  const auto id = ++s.next_conn;
+  ++s.conns_per_client[client];
+  struct unregister {
+    server_state* s;
+    std::uint64_t id;
+    std::string client;
+    ~unregister() {
+      s->conns.erase(id);
+      if (auto it = s->conns_per_client.find(client); it != s->conns_per_client.end() && --it->second <= 0)
+        s->conns_per_client.erase(it);
+    }
+  } guard{&s, id, client};
+  conns[id].cancel_http = [&stream] { stream.cancel(); };
+  conns[id].close_http = [&stream] { stream.close(); };
+  beast::flat_buffer buf;
+  bool first_request = true;
+  for (;;) {
+    if (s.stopping) break;
+    if (buf.size() == 0) {
+      // Wait for the first byte of the next request: a new connection gets the short
+      // first-byte deadline (connecting and sending nothing must not hold a slot for long),
+      // a kept-alive one the idle deadline.
+      conns[id].idle = true;
+      stream.expires_after(first_request ? opt.first_byte_timeout : opt.idle_timeout);
+      auto [ec, n] = co_await stream.async_read_some(buf.prepare(8192), tuple_awaitable);
+      buf.commit(n);
+      if (auto it = conns.find(id); it != conns.end()) it->second.idle = false;
+      if (ec || s.stopping) break;
+    }
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(opt.header_limit));
+    parser.body_limit(opt.body_limit);
+    stream.expires_after(opt.read_timeout);
+    auto [hec, hn] = co_await http::async_read_header(stream, buf, parser, tuple_awaitable);
+    first_request = false;
+    if (!hec && parser.get().count(http::field::transfer_encoding) > 0)
+      if (auto problem = transfer_encoding_problem(parser.get().version(), transfer_encodings(parser.get()))) {
+        // Closing (after a linger that discards the rest) is the point: what follows this
+        // header cannot be told apart from a next request.
+        co_await send_error_and_close(s, stream, 400, errc::invalid_argument, std::move(*problem), "transfer-encoding");
+        break;
+      }
+    if (!hec && parser.get()[http::field::expect] == "100-continue" && !parser.is_done()) {
+      http::response<http::empty_body> cont{http::status::continue_, 11};
+      auto [cec, cn] = co_await http::async_write(stream, cont, tuple_awaitable);
+      if (cec) break;
+    }
+    boost::system::error_code ec = hec;
+    if (!ec) std::tie(ec, std::ignore) = co_await http::async_read(stream, buf, parser, tuple_awaitable);
+    if (ec) {
+      if (ec == http::error::body_limit) {
+        co_await send_error_and_close(s, stream, 413, errc::payload_too_large,
+                                      fmt::format("the body is larger than {} bytes", opt.body_limit), "body");
+      } else if (ec == http::error::header_limit) {
+        co_await send_error_and_close(s, stream, 431, errc::invalid_argument,
+                                      fmt::format("the request header is larger than {} bytes", opt.header_limit),
+                                      "header");
+      } else if (ec == beast::error::timeout) {
+        // tcp_stream closed the socket at the deadline: nothing can be answered.
+        s.metrics.request("unmatched", 408, 0);
+      } else if (ec != http::error::end_of_stream && ec != asio::error::eof &&
+                 ec != asio::error::operation_aborted && ec != asio::error::connection_reset) {
+        co_await send_error_and_close(s, stream, 400, errc::invalid_argument,
+                                      fmt::format("malformed HTTP request: {}", ec.message()), "request");
+      }
+      break;
+    }
+    auto t0 = steady::now();
+    if (beast::websocket::is_upgrade(parser.get())) {
+      auto req = parser.release();
+      auto parts = split_target(std::string_view(req.target().data(), req.target().size()));
+      auto m = parts ? match_route("GET", parts->path) : result<route_match>(make_error(errc::not_found, ""));
+      if (m && m->route->websocket) {
+        conns[id].cancel_http = nullptr;
+        conns[id].close_http = nullptr;
+        // The query is copied: it points into the request, which moves into the stream session.
+        std::string query(parts->query);
+        co_await run_log_stream(self, std::move(stream), std::move(req), *m, std::move(query), id);
+        co_return;
+      }
+      parser.get() = std::move(req);  // not a WebSocket route: answer it as plain HTTP
+    }
+    const auto& req = parser.get();
+    reply r;
+    std::string route_name = "unmatched";
+    try {
+      auto auth_field = req[http::field::authorization];
+      const request_view view{std::string_view(req.method_string().data(), req.method_string().size()),
+                              std::string_view(req.target().data(), req.target().size()),
+                              {req.count(http::field::authorization), std::string_view(auth_field.data(), auth_field.size())},
+                              req.body()};
+      r = co_await dispatch(s, view, route_name);
+    } catch (const std::exception& e) {
+      // A bug: this request fails and its connection ends; the process and others carry on.
+      spdlog::error("{} {}: unexpected exception: {}", std::string_view(req.method_string().data(), req.method_string().size()),
+                    std::string_view(req.target().data(), std::min<std::size_t>(req.target().size(), 200)), e.what());
+      r = error_reply(errc::store_failure, "internal error");
+      r.close = true;
+    }
+    bool keep = req.keep_alive() && !s.stopping && !r.close;
+    auto res = make_response(r, req.version(), keep);
+    stream.expires_after(opt.write_timeout);
+    auto [wec, wn] = co_await http::async_write(stream, res, tuple_awaitable);
+    s.metrics.request(route_name, r.status, std::chrono::duration<double>(steady::now() - t0).count());
+    if (wec || !keep) break;
+  }
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream.close();
+}
+
+}  // namespace certfleet::api

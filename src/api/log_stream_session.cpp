@@ -1,0 +1,257 @@
+#include "log_stream_session.hpp"
+
+#include "certfleet/api/requests.hpp"
+#include "certfleet/core/object_id.hpp"
+#include "certfleet/api/log_cursor.hpp"
+#include "queued_socket.hpp"
+#include "server_state.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/websocket.hpp>
+#include <fmt/format.h>
+
+#include <vector>
+
+namespace certfleet::api {
+
+namespace asio = boost::asio;
+namespace websocket = beast::websocket;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+struct ws_conn {
+  ws_conn(tcp::socket&& s, std::int64_t after) : ws(std::move(s)), cursor(after) {}
+  websocket::stream<queued_socket> ws;
+  bool closed = false;   // the read side ended: the connection is gone or closed
+  bool closing = false;  // a close was started
+  log_cursor cursor;     // the lines sent
+};
+
+frame_header header_of(const log_frame& f) {
+  return frame_header{f.first_seq, f.last_seq, f.end, f.sync, f.text ? f.text->size() : 0};
+}
+
+asio::awaitable<void> reject_upgrade(server_state& s, beast::tcp_stream& stream, const reply& r, unsigned version) {
+  auto res = make_response(r, version, false);
+  stream.expires_after(s.opt.write_timeout);
+  co_await http::async_write(stream, res, tuple_awaitable);
+  s.metrics.request("/api/v1/projects/{p}/jobs/{id}/logs/stream", r.status, 0);
+}
+
+// Starts a close handshake; the socket is closed outright when the peer does not finish it in
+// time (a stalled peer whose receive window is full never reads our close frame).
+void start_close(const std::shared_ptr<server_state>& self, const std::shared_ptr<ws_conn>& c, websocket::close_code code,
+                 std::string reason) {
+  if (c->closing) return;
+  c->closing = true;
+  asio::co_spawn(
+      self->ex,
+      [self, c, code, reason = std::move(reason)]() -> asio::awaitable<void> {
+        asio::steady_timer deadline(self->ex, std::chrono::seconds(2));
+        deadline.async_wait([c](boost::system::error_code ec) {
+          if (!ec && !c->closed) {
+            boost::system::error_code ignored;
+            beast::get_lowest_layer(c->ws).shutdown(tcp::socket::shutdown_both, ignored);
+            beast::get_lowest_layer(c->ws).close(ignored);
+          }
+        });
+        co_await c->ws.async_close(websocket::close_reason(code, reason), tuple_awaitable);
+        // Done or failed; the deadline still guards the read side finishing.
+        if (c->closed) deadline.cancel();
+      },
+      asio::detached);
+}
+
+// The session's own sends (backlog, catch-up, merged frames, the end): queued behind whatever
+// the hub sent directly, then paced by the peer — the next one waits until the connection holds
+// at most ws_send_low_water bytes, so a long backlog never piles up in memory.
+constexpr std::size_t ws_send_low_water = 256 * 1024;
+constexpr int ws_send_buffer = 1 << 20;
+asio::awaitable<bool> ws_send(const std::shared_ptr<ws_conn>& c, const std::string& text) {
+  if (c->closing || c->closed) co_return false;
+  c->ws.text(true);
+  auto [ec, n] = co_await c->ws.async_write(asio::buffer(text), tuple_awaitable);
+  if (ec) co_return false;
+  co_return co_await c->ws.next_layer().wait_below(ws_send_low_water);
+}
+
+// Sends the store's lines after the cursor up to `upto` (0: to the end); returns false on a
+// failure that ends the session; sets `ended` when the job is over and all is sent.
+asio::awaitable<bool> ws_catch_up(const std::shared_ptr<server_state>& s, const std::shared_ptr<ws_conn>& c,
+                                  const std::string& job_id, std::int64_t upto, bool& ended) {
+  for (;;) {
+    const int limit = c->cursor.page_limit(upto);
+    if (limit == 0) co_return true;
+    auto w = co_await s->timed("log_watch", s->st.observe().watch_logs(job_id, c->cursor.sent(), limit));
+    if (!w) {
+      start_close(s, c, websocket::close_code::internal_error, "log read failed: " + w.error().message.substr(0, 80));
+      co_return false;
+    }
+    if (!w->lines.empty()) {
+      if (!co_await ws_send(c, lines_frame_text(w->lines, 0, w->lines.size()))) co_return false;
+      c->cursor.advance(w->lines.back().seq);
+    }
+    switch (c->cursor.after_page(upto, limit, w->lines.size(), store::is_terminal(w->status), w->last_seq)) {
+      case page_step::more: continue;
+      case page_step::end:
+        if (!co_await ws_send(c, end_frame_text(w->status))) co_return false;
+        ended = true;
+        co_return true;
+      case page_step::done: co_return true;
+    }
+  }
+}
+
+}  // namespace
+
+asio::awaitable<void> run_log_stream(std::shared_ptr<server_state> self, beast::tcp_stream stream, request_t req,
+                                     route_match m, std::string query_view, std::uint64_t conn_id) {
+  server_state& s = *self;
+  auto t0 = steady::now();
+  auto q = parse_query(query_view);
+  if (!q) co_return co_await reject_upgrade(s, stream, error_reply(q.error()), req.version());
+  if (!s.opt.serve_api)
+    co_return co_await reject_upgrade(s, stream, error_reply(errc::not_found, "this process does not serve the API", "path"),
+                                      req.version());
+  auto auth_field = req[http::field::authorization];
+  const authorization_header auth{req.count(http::field::authorization), std::string_view(auth_field.data(), auth_field.size())};
+  auto c = co_await authorize(s, auth, m);
+  if (!c) co_return co_await reject_upgrade(s, stream, error_reply(c.error()), req.version());
+  auto lq = parse_log_query(*q, true);
+  if (!lq) co_return co_await reject_upgrade(s, stream, error_reply(lq.error()), req.version());
+  if (!is_object_id(m.id))
+    co_return co_await reject_upgrade(s, stream, error_reply(errc::invalid_argument, "id must be a 24-character hex object id", "id"),
+                                      req.version());
+  auto job = co_await s.timed("job_get", s.st.jobs().get(c->project->id, m.id));
+  if (!job) co_return co_await reject_upgrade(s, stream, error_reply(job.error()), req.version());
+  if (s.stopping)
+    co_return co_await reject_upgrade(s, stream, error_reply(errc::shutting_down, "the server is shutting down"), req.version());
+
+  stream.expires_never();  // the WebSocket timeouts take over
+  auto socket = stream.release_socket();
+  {
+    // A burst is one large message per subscriber: the default 16 KiB send buffer (grown only
+    // by sustained traffic) would take it in pieces, a wait for writability each.
+    boost::system::error_code ignored;
+    socket.set_option(asio::socket_base::send_buffer_size(ws_send_buffer), ignored);
+  }
+  auto conn = std::make_shared<ws_conn>(std::move(socket), lq->after);
+  websocket::stream_base::timeout to{};
+  to.handshake_timeout = std::chrono::seconds(10);
+  to.idle_timeout = s.opt.ws_idle_timeout;
+  to.keep_alive_pings = true;
+  conn->ws.set_option(to);
+  conn->ws.set_option(websocket::stream_base::decorator(
+      [](websocket::response_type& res) { res.set(http::field::server, server_name); }));
+  conn->ws.read_message_max(64 * 1024);
+  // One frame per message: Beast would otherwise split a message into 4 KiB frames, a write
+  // each, multiplied by every subscriber.
+  conn->ws.auto_fragment(false);
+  auto [aec] = co_await conn->ws.async_accept(req, tuple_awaitable);
+  s.metrics.request(std::string(m.route->pattern), aec ? 400 : 101,
+                    std::chrono::duration<double>(steady::now() - t0).count());
+  if (aec) co_return;
+
+  auto sub = std::make_shared<log_subscriber>(s.ex, s.opt.ws_queue_frames, s.opt.ws_queue_bytes);
+  std::weak_ptr<ws_conn> weak = conn;
+  sub->on_overflow = [self, weak, max = s.opt.ws_queue_frames] {
+    if (auto cc = weak.lock()) {
+      self->metrics.subscriber_dropped();
+      cc->ws.next_layer().drop_unsent();  // the close frame goes next, not behind megabytes
+      start_close(self, cc, websocket::close_code::try_again_later,
+                  fmt::format("too slow: more than {} frames queued; reconnect with after={}", max, cc->cursor.sent()));
+    }
+  };
+  if (auto it = s.conns.find(conn_id); it != s.conns.end())
+    it->second.close_ws = [self, weak] {
+      if (auto cc = weak.lock()) start_close(self, cc, websocket::close_code::going_away, "server shutting down");
+    };
+  // The read side: answers pings, notices the peer's close; client messages are ignored.
+  asio::co_spawn(
+      s.ex,
+      [conn, sub]() -> asio::awaitable<void> {
+        beast::flat_buffer b;
+        for (;;) {
+          auto [ec, n] = co_await conn->ws.async_read(b, tuple_awaitable);
+          if (ec) break;
+          b.consume(b.size());
+        }
+        conn->closed = true;
+        sub->notify();
+      },
+      asio::detached);
+
+  sub->direct = [weak](const log_frame& f) {
+    auto cc = weak.lock();
+    if (!cc || cc->closing || cc->closed || !cc->cursor.continues(f.first_seq)) return false;
+    auto& out = cc->ws.next_layer();
+    // Behind (the kernel has not taken all we wrote): the frame waits in the subscriber's
+    // bounded queue, and the session sends what gathered there as one message.
+    if (out.queued_bytes() != 0) return false;
+    if (!out.send_frame(f.wire)) return false;
+    cc->cursor.advance(f.last_seq);
+    return true;
+  };
+  const std::string job_id = m.id;
+  s.hub.subscribe(job_id, sub);  // first, so no line falls between the backlog and the live frames
+  bool ended = false;
+  bool ok = co_await ws_catch_up(self, conn, job_id, 0, ended);
+  while (ok && !ended && !conn->closed && !conn->closing && !sub->overflowed()) {
+    if (sub->empty()) {
+      sub->live = true;  // caught up: the hub may send straight to the socket
+      co_await sub->wait();
+      sub->live = false;
+      continue;
+    }
+    auto f = sub->pop();
+    const auto step = conn->cursor.next(header_of(f));
+    if (step == frame_step::skip) continue;
+    if (step == frame_step::catch_up) {
+      ok = co_await ws_catch_up(self, conn, job_id, f.last_seq, ended);
+      continue;
+    }
+    if (step == frame_step::end) {
+      ok = co_await ws_send(conn, *f.text);
+      ended = true;
+      break;
+    }
+    // Behind by several frames: send them as one message.
+    std::vector<log_frame> batch;
+    std::size_t bytes = f.text->size();
+    while (const auto* next = sub->peek()) {
+      if (!log_cursor::joins(batch.empty() ? f.last_seq : batch.back().last_seq, bytes, header_of(*next))) break;
+      bytes += next->text->size();
+      batch.push_back(sub->pop());
+    }
+    if (batch.empty()) {
+      ok = co_await ws_send(conn, *f.text);
+      if (ok) conn->cursor.advance(f.last_seq);
+    } else {
+      std::vector<const std::string*> texts{f.text.get()};
+      for (const auto& b : batch) texts.push_back(b.text.get());
+      ok = co_await ws_send(conn, merge_lines_frames(texts));
+      if (ok) conn->cursor.advance(batch.back().last_seq);
+    }
+  }
+  s.hub.unsubscribe(job_id, sub.get());
+  sub->direct = nullptr;
+  if (ended) start_close(self, conn, websocket::close_code::normal, "job finished");
+  // An overflowed subscriber is closed by on_overflow, with the reason.
+  else if (!sub->overflowed() && !conn->closing && !conn->closed)
+    start_close(self, conn, websocket::close_code::going_away, "stream ended");
+  // Wait for the read side to finish (close handshake or hard close by start_close's deadline).
+  asio::steady_timer t(s.ex);
+  for (int i = 0; i < 400 && !conn->closed; ++i) {
+    t.expires_after(std::chrono::milliseconds(10));
+    co_await t.async_wait(tuple_awaitable);
+  }
+  if (!conn->closed) {
+    boost::system::error_code ignored;
+    beast::get_lowest_layer(conn->ws).close(ignored);
+  }
+}
+
+}  // namespace certfleet::api

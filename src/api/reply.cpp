@@ -1,0 +1,65 @@
+#include "reply.hpp"
+
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace certfleet::api {
+
+unsigned status_for(errc e) {
+  switch (e) {
+    case errc::invalid_argument:
+    case errc::unknown_job_type: return 400;
+    case errc::payload_too_large: return 413;
+    case errc::not_found: return 404;
+    case errc::conflict:
+    case errc::lease_lost:
+    case errc::cancelled: return 409;
+    case errc::rate_limited: return 429;
+    case errc::unauthorized: return 401;
+    case errc::forbidden: return 403;
+    case errc::store_busy:
+    case errc::too_many_connections:
+    case errc::shutting_down: return 503;
+    case errc::timeout: return 504;
+    case errc::store_disk_full: return 507;
+    case errc::ssh_unreachable: return 502;
+    default: return 500;
+  }
+}
+
+std::string error_body(std::string_view code, std::string_view message, std::string_view field) {
+  boost::json::object e{{"code", code}, {"message", message}};
+  if (!field.empty()) e["field"] = field;
+  return boost::json::serialize(boost::json::object{{"error", std::move(e)}});
+}
+
+reply error_reply(const error& e) {
+  reply r;
+  r.status = status_for(e.value());
+  // Store failures are internal: their text (SQL) is for the log, not the client.
+  if (r.status == 500) {
+    spdlog::error("request failed: {}", e.message);
+    r.body = error_body(errc_name(e.value()), "internal error; see the server log", "");
+  } else {
+    r.body = error_body(errc_name(e.value()), e.message, e.field);
+  }
+  if (e.is(errc::rate_limited) || e.is(errc::too_many_connections))
+    r.headers.emplace_back("Retry-After", std::to_string(std::max<std::int64_t>(1, e.retry_after_s)));
+  return r;
+}
+
+reply error_reply(errc code, std::string message, std::string field) {
+  return error_reply(make_error(code, std::move(message), std::move(field)));
+}
+
+reply json_reply(unsigned status, const boost::json::value& v) {
+  reply r;
+  r.status = status;
+  r.body = boost::json::serialize(v);
+  return r;
+}
+
+}  // namespace certfleet::api

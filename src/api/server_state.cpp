@@ -1,0 +1,48 @@
+#include "server_state.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace certfleet::api {
+
+server_state::server_state(boost::asio::any_io_executor e, store::store& s, queue::queue_service& q,
+                           const clock_source& c, server_options o)
+    : ex(e), st(s), queue(q), clock(c), opt(std::move(o)), hub(e, s, opt.log_poll_interval, opt.log_coalesce),
+      catalog(s, q, c, opt.key, opt.cpu) {}
+
+void server_state::forget_lists(const std::string& project_id) {
+  ++list_generation[project_id];
+  for (auto it = list_cache.begin(); it != list_cache.end();)
+    it = it->first.rfind(project_id + "|", 0) == 0 ? list_cache.erase(it) : std::next(it);
+}
+
+boost::asio::awaitable<std::int64_t> server_state::setting_int(std::string_view name) {
+  if (!settings_valid || steady::now() - settings_loaded > opt.settings_cache_ttl) {
+    auto r = co_await timed("system_settings", st.auth().system_settings());
+    if (r) {
+      settings_map m;
+      for (const auto& [k, v] : *r) (void)m.set(k, v);  // a stale invalid value falls back to its default
+      system_settings = std::move(m);
+      settings_loaded = steady::now();
+      settings_valid = true;
+    } else {
+      spdlog::warn("reading the system settings failed: {}", r.error().message);
+    }
+  }
+  co_return system_settings.integer(name);
+}
+
+boost::asio::awaitable<void> server_state::audit(const caller& c, std::string_view action, std::string_view object,
+                                                 std::string_view outcome, std::string_view detail) {
+  store::audit_entry e;
+  e.project_id = c.project ? c.project->id : (c.token ? c.token->project_id : std::string());
+  e.actor = c.token ? "token:" + c.token->id : "anonymous";
+  e.action = std::string(action);
+  e.object = std::string(object);
+  e.outcome = std::string(outcome);
+  e.detail = std::string(detail);
+  e.at = clock.now_ms();
+  auto r = co_await timed("audit_append", st.auth().append_audit(std::move(e)));
+  if (!r) spdlog::error("audit entry not stored: {}", r.error().message);
+}
+
+}  // namespace certfleet::api

@@ -1,0 +1,87 @@
+#pragma once
+// What the listener, the sessions and the route handlers share: the store, the queue, the
+// distribution service, the clock, the options, the caches and the counters. One per server,
+// on the one event loop (no locks); sessions hold it by shared_ptr.
+#include "certfleet/api/server.hpp"
+#include "certfleet/core/settings.hpp"
+#include "certfleet/distribution/service.hpp"
+#include "certfleet/store/store.hpp"
+#include "auth.hpp"
+#include "log_hub.hpp"
+#include "metrics.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace certfleet::api {
+
+struct server_state : std::enable_shared_from_this<server_state> {
+  using steady = std::chrono::steady_clock;
+
+  server_state(boost::asio::any_io_executor e, store::store& s, queue::queue_service& q, const clock_source& c,
+               server_options o);
+
+  boost::asio::any_io_executor ex;
+  store::store& st;
+  queue::queue_service& queue;
+  const clock_source& clock;
+  server_options opt;
+  bool stopping = false;
+  const queue::worker* worker = nullptr;
+  std::function<std::pair<bool, std::int64_t>()> scheduler_probe;
+  log_hub hub;
+  api_metrics metrics;
+  distribution::service catalog;
+
+  // Open connections, so stop() can end them and the limits can count them.
+  struct conn {
+    // While an HTTP session owns the socket: cancel its pending operation / close it.
+    std::function<void()> cancel_http;
+    std::function<void()> close_http;
+    bool idle = false;                  // waiting for the next request
+    std::function<void()> close_ws;     // while a WebSocket session owns it
+  };
+  std::uint64_t next_conn = 0;
+  std::unordered_map<std::uint64_t, conn> conns;
+  std::unordered_map<std::string, int> conns_per_client;  // by client_key()
+
+  auth_caches auth;
+
+  struct cached_list {
+    std::string body;
+    steady::time_point expires;
+    bool refreshing = false;  // one store read per entry at a time; the others get this body
+  };
+  std::unordered_map<std::string, cached_list> list_cache;  // "project_id|status|type|page|size"
+  std::unordered_map<std::string, std::uint64_t> list_generation;  // bumped by each write
+  void forget_lists(const std::string& project_id);
+
+  settings_map system_settings;
+  steady::time_point settings_loaded{};
+  bool settings_valid = false;
+
+  template <class T>
+  boost::asio::awaitable<result<T>> timed(std::string_view op, store::task<T> t) {
+    auto t0 = steady::now();
+    auto r = co_await std::move(t);
+    metrics.store_call(op, std::chrono::duration<double>(steady::now() - t0).count());
+    co_return r;
+  }
+
+  boost::asio::awaitable<std::int64_t> setting_int(std::string_view name);
+
+  // string_view parameters: GCC 12 rejects string literals for by-value std::string coroutine
+  // parameters; the callers' arguments live until their co_await ends.
+  boost::asio::awaitable<void> audit(const caller& c, std::string_view action, std::string_view object,
+                                     std::string_view outcome, std::string_view detail = {});
+};
+
+}  // namespace certfleet::api
