@@ -57,11 +57,15 @@ class ssh_exec : public ::testing::TestWithParam<testbed::tcp_proxy::mode> {
   // each running every case `per_session` times over its own connection; returns the failures.
   std::vector<std::string> run(std::uint16_t port, int sessions, int per_session) {
     ssh_options o;
+    const bool byte_split = GetParam() == testbed::tcp_proxy::mode::byte_split;
     o.connect_timeout = std::chrono::milliseconds(5000);
     o.handshake_timeout = std::chrono::milliseconds(10000);
     o.auth_timeout = std::chrono::milliseconds(10000);
     // Every case finishes in well under a second; a lost wake-up waits for the whole deadline.
-    o.exec_timeout = std::chrono::milliseconds(8000);
+    // One byte per segment is slow for real, not stuck: 4 sessions move 160,000 one-byte segments
+    // for the 40 KB case, 8.1-8.6 s under ASan with the machine's load at 10 (a clean-clone CI
+    // run next to four builds); a lost wake-up still shows as the whole deadline.
+    o.exec_timeout = std::chrono::milliseconds(byte_split ? 40000 : 8000);
     ssh_credential cred{key.private_key, "", ""};
     std::vector<std::string> failures;
     asio::io_context ioc(1);
