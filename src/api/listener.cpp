@@ -3,9 +3,10 @@
 #include "http_session.hpp"
 #include "server_state.hpp"
 
+#include "certfleet/core/spawn.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
@@ -49,16 +50,7 @@ asio::awaitable<void> listener::accept_loop() {
       continue;
     }
     sock.set_option(tcp::no_delay(true), ec);
-    asio::co_spawn(s_->ex, run_http_session(s_, std::move(sock)), [](std::exception_ptr e) {
-      if (!e) return;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& x) {
-        spdlog::error("HTTP session ended by an unexpected exception: {}", x.what());
-      } catch (...) {
-        spdlog::error("HTTP session ended by an unexpected exception");
-      }
-    });
+    asio::co_spawn(s_->ex, run_http_session(s_, std::move(sock)), report_unexpected("HTTP session"));
   }
 }
 
@@ -76,7 +68,7 @@ result<std::string> listener::start() {
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return make_error(errc::invalid_argument, fmt::format("listen {}: {}", opt.listen, ec.message()), "listen");
   bound_port_ = acceptor_.local_endpoint().port();
-  asio::co_spawn(s_->ex, accept_loop(), asio::detached);
+  asio::co_spawn(s_->ex, accept_loop(), report_unexpected("HTTP accept loop"));
   auto a = acceptor_.local_endpoint().address();
   return a.is_v6() ? fmt::format("[{}]:{}", a.to_string(), bound_port_) : fmt::format("{}:{}", a.to_string(), bound_port_);
 }

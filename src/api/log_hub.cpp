@@ -1,9 +1,11 @@
 #include "log_hub.hpp"
 
 #include "certfleet/api/ws_frame.hpp"
+#include "certfleet/core/spawn.hpp"
 #include "certfleet/queue/job_view.hpp"
 #include "certfleet/store/auth.hpp"
 
+#include <fmt/format.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
@@ -124,14 +126,7 @@ void log_hub::subscribe(const std::string& job_id, const std::shared_ptr<log_sub
   if (it == topics_.end()) {
     auto t = std::make_shared<topic>(ex_, job_id);
     it = topics_.emplace(job_id, t).first;
-    asio::co_spawn(ex_, poll(t), [id = job_id](std::exception_ptr e) {
-      if (!e) return;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& x) {
-        spdlog::error("log stream poller for job {}: {}", id, x.what());
-      }
-    });
+    asio::co_spawn(ex_, poll(t), report_unexpected(fmt::format("log stream poller for job {}", job_id)));
   }
   it->second->subs.push_back(s);
   if (it->second->last_seq >= 0) {

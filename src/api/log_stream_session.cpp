@@ -2,12 +2,12 @@
 
 #include "certfleet/api/requests.hpp"
 #include "certfleet/core/object_id.hpp"
+#include "certfleet/core/spawn.hpp"
 #include "certfleet/api/log_cursor.hpp"
 #include "queued_socket.hpp"
 #include "server_state.hpp"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/websocket.hpp>
 #include <fmt/format.h>
@@ -62,7 +62,7 @@ void start_close(const std::shared_ptr<server_state>& self, const std::shared_pt
         // Done or failed; the deadline still guards the read side finishing.
         if (c->closed) deadline.cancel();
       },
-      asio::detached);
+      report_unexpected("live log stream close handshake"));
 }
 
 // The session's own sends (backlog, catch-up, merged frames, the end): queued behind whatever
@@ -182,7 +182,7 @@ asio::awaitable<void> run_log_stream(std::shared_ptr<server_state> self, beast::
         conn->closed = true;
         sub->notify();
       },
-      asio::detached);
+      report_unexpected("live log stream reader"));
 
   sub->direct = [weak](const log_frame& f) {
     auto cc = weak.lock();

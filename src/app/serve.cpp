@@ -3,6 +3,7 @@
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/app/app.hpp"
 #include "certfleet/core/log.hpp"
+#include "certfleet/core/spawn.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/queue/handler.hpp"
@@ -13,7 +14,6 @@
 #include "wiring.hpp"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -296,7 +296,7 @@ int serve(const settings_map& settings) {
           if (worker) co_await worker->stop();
           ioc.stop();
         },
-        asio::detached);
+        report_unexpected("graceful shutdown"));
   });
   ioc.run();
   cpu.join();
