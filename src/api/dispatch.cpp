@@ -11,65 +11,12 @@ namespace certfleet::api {
 
 namespace {
 
-using R = route_id;
-
-// One row per route_id, in the table's order (checked below). job_log_stream has none: it is a
-// WebSocket, served by the log stream session.
-constexpr std::array<std::pair<route_id, route_handler>, route_count> handlers{{
-    {R::healthz, get_healthz},
-    {R::readyz, get_readyz},
-    {R::metrics, get_metrics},
-    {R::projects, list_projects},
-    {R::project_create, create_project},
-    {R::project_delete, delete_project},
-    {R::jobs_list, list_jobs},
-    {R::jobs_enqueue, enqueue_job},
-    {R::job_get, get_job},
-    {R::job_retry, retry_job},
-    {R::job_cancel, cancel_job},
-    {R::job_logs, read_job_logs},
-    {R::job_log_stream, nullptr},
-    {R::audit, list_audit},
-    {R::settings_get, get_settings},
-    {R::settings_put, put_settings},
-    {R::certificates_list, list_catalog_objects},
-    {R::certificate_create, create_catalog_object},
-    {R::certificate_get, get_catalog_object},
-    {R::certificate_delete, delete_catalog_object},
-    {R::credentials_list, list_catalog_objects},
-    {R::credential_create, create_catalog_object},
-    {R::credential_get, get_catalog_object},
-    {R::credential_delete, delete_catalog_object},
-    {R::targets_list, list_catalog_objects},
-    {R::target_create, create_catalog_object},
-    {R::target_get, get_catalog_object},
-    {R::target_delete, delete_catalog_object},
-    {R::target_scan_host_key, scan_target_host_key},
-    {R::channels_list, list_catalog_objects},
-    {R::channel_create, create_catalog_object},
-    {R::channel_get, get_catalog_object},
-    {R::channel_delete, delete_catalog_object},
-    {R::rules_list, list_catalog_objects},
-    {R::rule_create, create_catalog_object},
-    {R::rule_get, get_catalog_object},
-    {R::rule_delete, delete_catalog_object},
-    {R::distributions_list, list_distributions},
-    {R::distribution_create, create_distribution},
-    {R::distribution_get, get_distribution},
-    {R::distribution_delete, delete_distribution},
-    {R::distribution_execute, execute_distribution},
-    {R::distribution_rollback, rollback_distribution},
-    {R::distribution_retry_failed, retry_failed_distribution},
-    {R::distribution_cancel, cancel_distribution},
-    {R::distribution_results, distribution_results},
+// The handler each row of routes.def names, indexed by route_id.
+constexpr std::array<route_handler, route_count> handlers{{
+#define CERTFLEET_ROUTE(id, method, pattern, need, api_only, changes_state, websocket, object_kind, handler) handler,
+#include "certfleet/api/routes.def"
+#undef CERTFLEET_ROUTE
 }};
-
-constexpr bool bound_in_id_order() {
-  for (std::size_t i = 0; i < handlers.size(); ++i)
-    if (static_cast<std::size_t>(handlers[i].first) != i) return false;
-  return true;
-}
-static_assert(bound_in_id_order(), "one handler row per route_id, in route_id order");
 
 }  // namespace
 
@@ -103,7 +50,7 @@ boost::asio::awaitable<reply> dispatch(server_state& s, const request_view& req,
   }
   if (!m->id.empty() && !is_object_id(m->id))
     co_return error_reply(errc::invalid_argument, "id must be a 24-character hex object id", "id");
-  const auto handler = handlers[static_cast<std::size_t>(m->route->id)].second;
+  const auto handler = handlers[static_cast<std::size_t>(m->route->id)];
   if (!handler) co_return error_reply(errc::not_found, "no such route", "path");
   const route_call call{*c, *m, *q, req.body};
   co_return co_await handler(s, call);

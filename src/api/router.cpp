@@ -10,55 +10,13 @@ namespace {
 using A = access;
 using R = route_id;
 
-// The one route table: the server dispatches on it (src/api/dispatch.cpp binds each row's handler
-// by its id) and docs/api.md must describe every row.
+// The route table of routes.def, without the handlers (matching, the fuzz targets and the docs
+// test need no I/O).
 constexpr std::array<route_def, route_count> table{{
-    {R::healthz, "GET", "/healthz", A::none, false, false, false, {}},
-    {R::readyz, "GET", "/readyz", A::none, false, false, false, {}},
-    {R::metrics, "GET", "/metrics", A::none, false, false, false, {}},
-    {R::projects, "GET", "/api/v1/projects", A::any_token, true, false, false, {}},
-    {R::project_create, "POST", "/api/v1/projects", A::system_admin, true, true, false, {}},
-    {R::project_delete, "DELETE", "/api/v1/projects/{p}", A::system_admin, true, true, false, {}},
-    {R::jobs_list, "GET", "/api/v1/projects/{p}/jobs", A::viewer, true, false, false, {}},
-    {R::jobs_enqueue, "POST", "/api/v1/projects/{p}/jobs", A::admin, true, true, false, {}},
-    {R::job_get, "GET", "/api/v1/projects/{p}/jobs/{id}", A::viewer, true, false, false, {}},
-    {R::job_retry, "POST", "/api/v1/projects/{p}/jobs/{id}/retry", A::admin, true, true, false, {}},
-    {R::job_cancel, "POST", "/api/v1/projects/{p}/jobs/{id}/cancel", A::admin, true, true, false, {}},
-    {R::job_logs, "GET", "/api/v1/projects/{p}/jobs/{id}/logs", A::viewer, true, false, false, {}},
-    {R::job_log_stream, "GET", "/api/v1/projects/{p}/jobs/{id}/logs/stream", A::viewer, true, false, true, {}},
-    {R::audit, "GET", "/api/v1/projects/{p}/audit", A::admin, true, false, false, {}},
-    {R::settings_get, "GET", "/api/v1/settings", A::system_admin, true, false, false, {}},
-    {R::settings_put, "PUT", "/api/v1/settings", A::system_admin, true, true, false, {}},
-    {R::certificates_list, "GET", "/api/v1/projects/{p}/certificates", A::viewer, true, false, false, "certificate"},
-    {R::certificate_create, "POST", "/api/v1/projects/{p}/certificates", A::admin, true, true, false, "certificate"},
-    {R::certificate_get, "GET", "/api/v1/projects/{p}/certificates/{id}", A::viewer, true, false, false, "certificate"},
-    {R::certificate_delete, "DELETE", "/api/v1/projects/{p}/certificates/{id}", A::admin, true, true, false, "certificate"},
-    {R::credentials_list, "GET", "/api/v1/projects/{p}/credentials", A::viewer, true, false, false, "credential"},
-    {R::credential_create, "POST", "/api/v1/projects/{p}/credentials", A::admin, true, true, false, "credential"},
-    {R::credential_get, "GET", "/api/v1/projects/{p}/credentials/{id}", A::viewer, true, false, false, "credential"},
-    {R::credential_delete, "DELETE", "/api/v1/projects/{p}/credentials/{id}", A::admin, true, true, false, "credential"},
-    {R::targets_list, "GET", "/api/v1/projects/{p}/targets", A::viewer, true, false, false, "target"},
-    {R::target_create, "POST", "/api/v1/projects/{p}/targets", A::admin, true, true, false, "target"},
-    {R::target_get, "GET", "/api/v1/projects/{p}/targets/{id}", A::viewer, true, false, false, "target"},
-    {R::target_delete, "DELETE", "/api/v1/projects/{p}/targets/{id}", A::admin, true, true, false, "target"},
-    {R::target_scan_host_key, "POST", "/api/v1/projects/{p}/targets/{id}/scan-host-key", A::operator_, true, false, false, "target"},
-    {R::channels_list, "GET", "/api/v1/projects/{p}/notification-channels", A::viewer, true, false, false, "notification_channel"},
-    {R::channel_create, "POST", "/api/v1/projects/{p}/notification-channels", A::admin, true, true, false, "notification_channel"},
-    {R::channel_get, "GET", "/api/v1/projects/{p}/notification-channels/{id}", A::viewer, true, false, false, "notification_channel"},
-    {R::channel_delete, "DELETE", "/api/v1/projects/{p}/notification-channels/{id}", A::admin, true, true, false, "notification_channel"},
-    {R::rules_list, "GET", "/api/v1/projects/{p}/notification-rules", A::viewer, true, false, false, "notification_rule"},
-    {R::rule_create, "POST", "/api/v1/projects/{p}/notification-rules", A::admin, true, true, false, "notification_rule"},
-    {R::rule_get, "GET", "/api/v1/projects/{p}/notification-rules/{id}", A::viewer, true, false, false, "notification_rule"},
-    {R::rule_delete, "DELETE", "/api/v1/projects/{p}/notification-rules/{id}", A::admin, true, true, false, "notification_rule"},
-    {R::distributions_list, "GET", "/api/v1/projects/{p}/distributions", A::viewer, true, false, false, "distribution"},
-    {R::distribution_create, "POST", "/api/v1/projects/{p}/distributions", A::admin, true, true, false, "distribution"},
-    {R::distribution_get, "GET", "/api/v1/projects/{p}/distributions/{id}", A::viewer, true, false, false, "distribution"},
-    {R::distribution_delete, "DELETE", "/api/v1/projects/{p}/distributions/{id}", A::admin, true, true, false, "distribution"},
-    {R::distribution_execute, "POST", "/api/v1/projects/{p}/distributions/{id}/execute", A::operator_, true, true, false, "distribution"},
-    {R::distribution_rollback, "POST", "/api/v1/projects/{p}/distributions/{id}/rollback", A::operator_, true, true, false, "distribution"},
-    {R::distribution_retry_failed, "POST", "/api/v1/projects/{p}/distributions/{id}/retry-failed", A::operator_, true, true, false, "distribution"},
-    {R::distribution_cancel, "POST", "/api/v1/projects/{p}/distributions/{id}/cancel", A::operator_, true, true, false, "distribution"},
-    {R::distribution_results, "GET", "/api/v1/projects/{p}/distributions/{id}/results", A::viewer, true, false, false, "distribution"},
+#define CERTFLEET_ROUTE(id, method, pattern, need, api_only, changes_state, websocket, object_kind, handler) \
+  {R::id, method, pattern, A::need, api_only, changes_state, websocket, object_kind},
+#include "certfleet/api/routes.def"
+#undef CERTFLEET_ROUTE
 }};
 
 // Row i is route_id i: the handler binding and all_routes() users index by id.

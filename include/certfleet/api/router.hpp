@@ -13,34 +13,17 @@
 
 namespace certfleet::api {
 
+// One enumerator per row of routes.def, in its order.
 enum class route_id {
-  healthz,
-  readyz,
-  metrics,
-  projects,
-  project_create,
-  project_delete,
-  jobs_list,
-  jobs_enqueue,
-  job_get,
-  job_retry,
-  job_cancel,
-  job_logs,
-  job_log_stream,
-  audit,
-  settings_get,
-  settings_put,
-  // Catalog (DESIGN §6): objects by kind.
-  certificates_list, certificate_create, certificate_get, certificate_delete,
-  credentials_list, credential_create, credential_get, credential_delete,
-  targets_list, target_create, target_get, target_delete, target_scan_host_key,
-  channels_list, channel_create, channel_get, channel_delete,
-  rules_list, rule_create, rule_get, rule_delete,
-  distributions_list, distribution_create, distribution_get, distribution_delete,
-  distribution_execute, distribution_rollback, distribution_retry_failed, distribution_cancel,
-  distribution_results,
+#define CERTFLEET_ROUTE(id, ...) id,
+#include "certfleet/api/routes.def"
+#undef CERTFLEET_ROUTE
 };
-inline constexpr std::size_t route_count = static_cast<std::size_t>(route_id::distribution_results) + 1;
+inline constexpr std::size_t route_count = 0
+#define CERTFLEET_ROUTE(...) +1
+#include "certfleet/api/routes.def"
+#undef CERTFLEET_ROUTE
+    ;
 
 // What a caller needs: no token, a token with at least this role in the project, or a
 // system-admin token.
@@ -52,8 +35,8 @@ struct route_def {
   std::string_view pattern;  // "/api/v1/projects/{p}/jobs/{id}"; {p} project name, {id} object id
   access need;
   bool api_only;        // served in api/all mode only (worker/scheduler serve health and metrics)
-  // Audited: a refused call (401/403) and, for catalog routes, every answer. Each route_id's
-  // handler is bound in src/api/dispatch.cpp (the handlers are not part of this pure library).
+  // Audited: a refused call (401/403) and, for catalog routes, every answer. The row's handler
+  // (routes.def) is called by src/api/dispatch.cpp: handlers are not part of this pure library.
   bool changes_state;
   bool websocket;
   std::string_view object_kind;  // the catalog object kind ("certificate", …); empty for other routes
