@@ -1,4 +1,4 @@
-// The egress_allow_list setting parser and matcher: any text gets a policy or an error naming
+// The egress_allow_list / ssh_allow_list grammar (core) and matcher: any text gets a policy or an error naming
 // the setting; a policy's canonical text parses back to the same policy; matching never crashes.
 #include <boost/asio/ip/address.hpp>
 
@@ -8,9 +8,10 @@
 #include <cstring>
 #include <string_view>
 
-#include "certfleet/delivery/egress.hpp"
+#include "certfleet/core/allow_list.hpp"
+#include "certfleet/core/settings.hpp"
 
-using namespace certfleet::delivery;
+using namespace certfleet;
 namespace ip = boost::asio::ip;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -20,6 +21,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view list = in.substr(0, nl);
   std::string_view rest = nl == std::string_view::npos ? std::string_view{} : in.substr(nl + 1);
   auto p = parse_egress_allow_list(list);
+  // The settings table validates both allow-list settings with this grammar: same verdict, and
+  // the same refusal, for every value within a setting's length bound.
+  if (list.size() <= 4096)
+    for (const char* name : {"egress_allow_list", "ssh_allow_list"}) {
+      auto v = validate_setting(*find_setting(name), list);
+      auto named = parse_egress_allow_list(list, name);
+      if (bool(v) != bool(named)) std::abort();
+      if (!v && (v.error().field != name || v.error().message != named.error().message)) std::abort();
+    }
   if (!p) {
     if (p.error().field != "egress_allow_list" || p.error().message.empty()) std::abort();
     return 0;

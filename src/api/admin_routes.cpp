@@ -1,7 +1,6 @@
 // Health, /metrics, the system settings and the audit log.
 #include "certfleet/api/requests.hpp"
 #include "certfleet/core/settings.hpp"
-#include "certfleet/delivery/egress.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "handlers.hpp"
@@ -129,13 +128,8 @@ boost::asio::awaitable<reply> get_settings(server_state& s, const route_call&) {
 
 boost::asio::awaitable<reply> put_settings(server_state& s, const route_call& call) {
   const caller& c = call.who;
+  // Every value is checked by its row of the settings table (the allow-lists' grammar included).
   auto values = parse_settings_body(call.body);
-  // The egress allow-list has a grammar of its own (CIDRs, names): refuse a bad one now, not at
-  // the first notification.
-  for (const char* list : {"egress_allow_list", "ssh_allow_list"})
-    if (values)
-      if (auto it = values->find(list); it != values->end())
-        if (auto e = delivery::parse_egress_allow_list(it->second, list); !e) values = std::move(e).error();
   if (!values) {
     boost::json::object d;
     d["message"] = values.error().message;

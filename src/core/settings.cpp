@@ -1,5 +1,7 @@
 #include "certfleet/core/settings.hpp"
 
+#include "certfleet/core/allow_list.hpp"
+
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
@@ -17,13 +19,24 @@ namespace {
 using S = setting_scope;
 using T = setting_type;
 
+// An ssh_allow_list that does not validate must not read as the default (any destination): it
+// reads as a list that matches no real host, so every SSH destination is refused.
+constexpr std::string_view ssh_allow_list_invalid = "ssh-allow-list-does-not-parse.invalid";
+
+// The settings with a grammar of their own (the table's validator column).
+result<std::string> valid_listen(const setting_def& def, std::string_view value);
+result<std::string> valid_data(const setting_def& def, std::string_view value);
+result<std::string> valid_expiry_thresholds(const setting_def& def, std::string_view value);
+result<std::string> valid_base_dirs(const setting_def& def, std::string_view value);
+result<std::string> valid_allow_list(const setting_def& def, std::string_view value);
+
 constexpr std::array<setting_def, 28> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
-     "ADDR:PORT of the HTTP listener (health, metrics and, in api/all mode, the API)."},
+     "ADDR:PORT of the HTTP listener (health, metrics and, in api/all mode, the API).", valid_listen},
     {"data", T::string, S::process, 0, 0, "./var", "",
-     "Data directory: the embedded store certfleet.db and the owner-token file live here."},
+     "Data directory: the embedded store certfleet.db and the owner-token file live here.", valid_data},
     {"key_file", T::string, S::process, 0, 0, "", "",
      "The key-encryption key file that seals secrets at rest; empty means DATA/certfleet.key. Back it up with the store."},
     {"log_level", T::choice, S::process, 0, 0, "info", "trace|debug|info|warn|error", "Process log level."},
@@ -64,13 +77,16 @@ constexpr std::array<setting_def, 28> table{{
     {"job_retry_per_minute", T::integer, S::system, 1, 10'000, "20", "",
      "Manual job retries one project may make per minute."},
     {"certificate_expiry_thresholds_days", T::string, S::system, 0, 0, "30,14,7,1", "",
-     "Days before not_after at which a certificate.expiring notification is sent (comma-separated, 1-3650, at most 10); the largest is the expiring-soon window."},
+     "Days before not_after at which a certificate.expiring notification is sent (comma-separated, 1-3650, at most 10); the largest is the expiring-soon window.", valid_expiry_thresholds},
     {"egress_allow_list", T::string, S::system, 0, 0, "", "",
-     "CIDRs and host names that webhook/notification destinations may use (comma-separated); empty refuses all."},
+     "CIDRs and host names that webhook/notification destinations may use (comma-separated); empty refuses all.",
+     valid_allow_list},
     {"file_target_base_dirs", T::string, S::system, 0, 0, "", "",
-     "Absolute directories (comma-separated, at most 32) under which file targets may write on the worker host; empty refuses every file target."},
+     "Absolute directories (comma-separated, at most 32) under which file targets may write on the worker host; empty refuses every file target.",
+     valid_base_dirs},
     {"ssh_allow_list", T::string, S::system, 0, 0, "", "",
-     "CIDRs and host names (egress_allow_list grammar) that SSH targets may connect to; empty allows any destination."},
+     "CIDRs and host names (egress_allow_list grammar) that SSH targets may connect to; empty allows any destination.",
+     valid_allow_list, ssh_allow_list_invalid},
 }};
 
 bool parse_int(std::string_view s, std::int64_t& out) {
@@ -83,6 +99,21 @@ std::string upper(std::string_view s) {
   std::string r(s);
   for (auto& c : r) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return r;
+}
+
+result<std::string> valid_listen(const setting_def&, std::string_view value) {
+  auto colon = value.rfind(':');
+  std::int64_t port;
+  if (colon == std::string_view::npos || colon == 0 || !parse_int(value.substr(colon + 1), port) || port < 0 ||
+      port > 65535)
+    return make_error(errc::invalid_argument,
+                      fmt::format("listen must be ADDR:PORT with a port from 0 to 65535 (got \"{}\")", value), "listen");
+  return std::string(value);
+}
+
+result<std::string> valid_data(const setting_def&, std::string_view value) {
+  if (value.empty()) return make_error(errc::invalid_argument, "data must not be empty", "data");
+  return std::string(value);
 }
 }  // namespace
 
@@ -151,6 +182,33 @@ result<std::vector<std::string>> parse_base_dirs(std::string_view value) {
   return out;
 }
 
+namespace {
+result<std::string> valid_expiry_thresholds(const setting_def&, std::string_view value) {
+  auto days = parse_expiry_thresholds(value);
+  if (!days) return std::move(days).error();
+  std::string canon;
+  for (auto d : *days) canon += (canon.empty() ? "" : ",") + std::to_string(d);
+  return canon;
+}
+
+result<std::string> valid_base_dirs(const setting_def&, std::string_view value) {
+  auto dirs = parse_base_dirs(value);
+  if (!dirs) return std::move(dirs).error();
+  std::string canon;
+  for (const auto& d : *dirs) canon += (canon.empty() ? "" : ",") + d;
+  return canon;
+}
+
+// egress_allow_list and ssh_allow_list: refused when the grammar refuses them (the error names
+// the setting), so a bad list never gets stored to fail at the first delivery. The text is kept
+// as written: the settings API shows it back the way the operator typed it.
+result<std::string> valid_allow_list(const setting_def& def, std::string_view value) {
+  auto policy = parse_egress_allow_list(value, def.name);
+  if (!policy) return std::move(policy).error();
+  return std::string(value);
+}
+}  // namespace
+
 const setting_def* find_setting(std::string_view name) noexcept {
   for (const auto& d : table)
     if (d.name == name) return &d;
@@ -183,31 +241,7 @@ result<std::string> validate_setting(const setting_def& def, std::string_view va
       if (value.size() > 4096)
         return make_error(errc::invalid_argument, fmt::format("{} is longer than 4096 characters", def.name),
                           std::string(def.name));
-      if (def.name == "listen") {
-        auto colon = value.rfind(':');
-        std::int64_t port;
-        if (colon == std::string_view::npos || colon == 0 || !parse_int(value.substr(colon + 1), port) ||
-            port < 0 || port > 65535)
-          return make_error(errc::invalid_argument,
-                            fmt::format("listen must be ADDR:PORT with a port from 0 to 65535 (got \"{}\")", value),
-                            "listen");
-      }
-      if (def.name == "data" && value.empty())
-        return make_error(errc::invalid_argument, "data must not be empty", "data");
-      if (def.name == "certificate_expiry_thresholds_days") {
-        auto days = parse_expiry_thresholds(value);
-        if (!days) return std::move(days).error();
-        std::string canon;
-        for (auto d : *days) canon += (canon.empty() ? "" : ",") + std::to_string(d);
-        return canon;
-      }
-      if (def.name == "file_target_base_dirs") {
-        auto dirs = parse_base_dirs(value);
-        if (!dirs) return std::move(dirs).error();
-        std::string canon;
-        for (const auto& d : *dirs) canon += (canon.empty() ? "" : ",") + d;
-        return canon;
-      }
+      if (def.validate) return def.validate(def, value);
       return std::string(value);
   }
   return std::string(value);
@@ -238,7 +272,10 @@ result<void> settings_map::set(std::string_view name, std::string_view value) {
   const auto* def = find_setting(name);
   if (!def) return make_error(errc::invalid_argument, fmt::format("unknown setting {}", name), std::string(name));
   auto v = validate_setting(*def, value);
-  if (!v) return std::move(v).error();
+  if (!v) {
+    if (!def->when_invalid.empty()) values_.find(name)->second = std::string(def->when_invalid);
+    return std::move(v).error();
+  }
   values_.find(name)->second = std::move(*v);
   return {};
 }

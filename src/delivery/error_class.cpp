@@ -139,37 +139,50 @@ error_class classify_resolver(long long e) noexcept {
 
 }  // namespace
 
-const char* error_class_name(error_class c) noexcept {
-  switch (c) {
-    case error_class::none: return "none";
-    case error_class::network: return "network";
-    case error_class::io_transient: return "io_transient";
-    case error_class::io_permanent: return "io_permanent";
-    case error_class::auth: return "auth";
-    case error_class::validation: return "validation";
-    case error_class::worker_lost: return "worker_lost";
-    case error_class::unknown: return "unknown";
-  }
-  return "unknown";
+namespace {
+struct class_row {
+  error_class cls;
+  const char* name;
+  bool retryable;  // DESIGN §4: a retry wave takes it (the failure may pass on its own)
+};
+// Every class, in enum order: its stored name and whether a retry wave takes it. The enum form
+// and the stored-name form (target results hold the name) both read this one table.
+constexpr std::array<class_row, 8> class_table{{
+    {error_class::none, "none", false},
+    {error_class::network, "network", true},
+    {error_class::io_transient, "io_transient", true},
+    {error_class::io_permanent, "io_permanent", false},
+    {error_class::auth, "auth", false},
+    {error_class::validation, "validation", false},
+    {error_class::worker_lost, "worker_lost", true},
+    {error_class::unknown, "unknown", false},
+}};
+constexpr bool in_enum_order() {
+  for (std::size_t i = 0; i < class_table.size(); ++i)
+    if (static_cast<std::size_t>(class_table[i].cls) != i) return false;
+  return class_table.size() == static_cast<std::size_t>(error_class::unknown) + 1;
 }
+static_assert(in_enum_order(), "class_table is indexed by error_class");
+
+const class_row& row_of(error_class c) noexcept {
+  auto i = static_cast<std::size_t>(c);
+  return i < class_table.size() ? class_table[i] : class_table.back();
+}
+}  // namespace
+
+const char* error_class_name(error_class c) noexcept { return row_of(c).name; }
 
 std::optional<error_class> parse_error_class(std::string_view n) noexcept {
-  for (int i = 0; i <= static_cast<int>(error_class::unknown); ++i) {
-    auto c = static_cast<error_class>(i);
-    if (n == error_class_name(c)) return c;
-  }
+  for (const auto& r : class_table)
+    if (n == r.name) return r.cls;
   return std::nullopt;
 }
 
-bool retryable(error_class c) noexcept {
-  switch (c) {
-    case error_class::network:
-    case error_class::io_transient:
-    case error_class::worker_lost:
-      return true;
-    default:
-      return false;
-  }
+bool retryable(error_class c) noexcept { return row_of(c).retryable; }
+
+bool retryable(std::string_view class_name) noexcept {
+  auto c = parse_error_class(class_name);
+  return c && retryable(*c);
 }
 
 error_class classify(cause c) noexcept {

@@ -2,13 +2,12 @@
 // public coroutines only hop onto the caller's pool and back; the steps themselves are plain
 // functions returning a failure value.
 #include "certfleet/delivery/file.hpp"
+#include "certfleet/delivery/pem.hpp"
+#include "certfleet/delivery/ssh_target.hpp"  // valid_run_id, check_remote_path, parse_mode
 #include "delivery/recorder.hpp"
 
 #include <fcntl.h>
 #include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -373,20 +372,6 @@ step restore(const file_target& t, const std::string& run_id, bool& found) {
   return std::nullopt;
 }
 
-struct x509_deleter { void operator()(X509* x) const { X509_free(x); } };
-struct bio_deleter { void operator()(BIO* b) const { BIO_free(b); } };
-
-std::string leaf_fingerprint(const std::string& pem) {
-  std::unique_ptr<BIO, bio_deleter> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  std::unique_ptr<X509, x509_deleter> x(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-  ERR_clear_error();
-  if (!x) return {};
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  X509_digest(x.get(), EVP_sha256(), md, &len);
-  return hex_encode(std::string_view(reinterpret_cast<const char*>(md), len));
-}
-
 // The phase clock, as in the SSH module.
 // After a failure that may have changed files: put the backup back and reload with it.
 void restore_after_failure(recorder& rec, const file_target& t, const std::string& run_id) {
@@ -560,7 +545,7 @@ delivery_result rollback_sync(file_target t, const std::string& run_id, const st
   if (!found) return rec.fail({error_class::io_permanent, "no backup of run " + run_id + " next to " + t.cert_path});
   rec.r.restored = true;
   rec.end();
-  if (!backups.front().second.missing) rec.r.fingerprint_sha256 = leaf_fingerprint(backups.front().second.data);
+  if (!backups.front().second.missing) rec.r.fingerprint_sha256 = certificate_fingerprint(backups.front().second.data).value_or("");
 
   rec.begin("validate");
   for (auto& [path, b] : backups) {

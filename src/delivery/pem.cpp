@@ -20,7 +20,9 @@
 #include <optional>
 
 #include "certfleet/delivery/ssh_target.hpp"
+#include "certfleet/delivery/module.hpp"
 #include "delivery/codec.hpp"
+#include "delivery/x509.hpp"
 
 namespace certfleet::delivery {
 namespace {
@@ -42,6 +44,9 @@ using ossl_free_ptr = std::unique_ptr<void, deleter<ossl_free>>;
 struct clear_errors_on_exit {
   ~clear_errors_on_exit() { ERR_clear_error(); }
 };
+
+// Never prompts: an encrypted PEM without a passphrase simply fails to parse.
+int no_password(char*, int, int, void*) { return 0; }
 
 error bad(std::string field, std::string message) {
   return make_error(errc::invalid_argument, std::move(message), std::move(field));
@@ -96,15 +101,6 @@ std::optional<std::int64_t> time_ms(const ASN1_TIME* t) {
   std::tm tm{};
   if (!t || ASN1_TIME_to_tm(t, &tm) != 1) return std::nullopt;
   return static_cast<std::int64_t>(timegm(&tm)) * 1000;
-}
-
-std::string iso_time(std::int64_t ms) {
-  std::time_t s = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 std::string name_text(const X509_NAME* n) {
@@ -392,7 +388,7 @@ result<certificate_info> parse_certificate_bundle(std::string_view cert_pem, std
   if (!nb || !na) return bad("cert_pem", "the certificate's validity dates do not parse");
   info.not_before_ms = *nb;
   info.not_after_ms = *na;
-  if (info.not_after_ms <= now_ms) return bad("cert_pem", "certificate expired at " + iso_time(info.not_after_ms));
+  if (info.not_after_ms <= now_ms) return bad("cert_pem", "certificate expired at " + certificate_time_text(info.not_after_ms));
 
   auto chain = read_certificates(chain_pem, "chain_pem", max_chain_certs);
   if (!chain) return std::move(chain).error();
@@ -418,10 +414,8 @@ result<certificate_info> parse_certificate_bundle(std::string_view cert_pem, std
   info.subject = name_text(X509_get_subject_name(leaf));
   info.issuer = name_text(X509_get_issuer_name(leaf));
   info.sans = subject_alt_names(leaf);
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  if (X509_digest(leaf, EVP_sha256(), md, &len) != 1) return bad("cert_pem", "the certificate cannot be hashed");
-  info.fingerprint_sha256 = hex_encode(std::string_view(reinterpret_cast<const char*>(md), len));
+  info.fingerprint_sha256 = detail::fingerprint_sha256(leaf);
+  if (info.fingerprint_sha256.empty()) return bad("cert_pem", "the certificate cannot be hashed");
   info.chain_length = chain->size();
   return info;
 }
@@ -437,6 +431,56 @@ result<ssh_key_info> parse_ssh_private_key(std::string_view pem, std::string_vie
     return key_bad("this is a public key; give the private key");
   if (pem.find("-----BEGIN ") != std::string_view::npos) return parse_openssl_key(pem, passphrase);
   return key_bad("is not a private key in OpenSSH or PEM format");
+}
+
+namespace detail {
+std::string fingerprint_sha256(const X509* cert) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  if (!cert || X509_digest(cert, EVP_sha256(), md, &len) != 1) {
+    ERR_clear_error();
+    return {};
+  }
+  return hex_encode(std::string_view(reinterpret_cast<const char*>(md), len));
+}
+}  // namespace detail
+
+std::optional<std::string> certificate_fingerprint(std::string_view pem) {
+  clear_errors_on_exit clear;
+  auto bio = mem_bio(pem);
+  x509_ptr x(PEM_read_bio_X509(bio.get(), nullptr, no_password, nullptr));
+  if (!x) return std::nullopt;
+  auto fp = detail::fingerprint_sha256(x.get());
+  if (fp.empty()) return std::nullopt;
+  return fp;
+}
+
+std::string certificate_time_text(std::int64_t ms) {
+  std::time_t s = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+result<std::string> check_bundle(const cert_bundle& b) {
+  clear_errors_on_exit clear;
+  auto cbio = mem_bio(b.cert_pem);
+  x509_ptr cert(PEM_read_bio_X509(cbio.get(), nullptr, no_password, nullptr));
+  if (!cert) return make_error(errc::invalid_argument, "the certificate PEM does not parse", "cert_pem");
+  auto kbio = mem_bio(b.key_pem);
+  pkey_ptr key(PEM_read_bio_PrivateKey(kbio.get(), nullptr, no_password, nullptr));
+  if (!key)
+    return make_error(errc::invalid_argument, "the private key PEM does not parse (encrypted keys are not accepted)", "key_pem");
+  if (X509_check_private_key(cert.get(), key.get()) != 1)
+    return make_error(errc::invalid_argument, "the private key does not belong to the certificate", "key_pem");
+  return detail::fingerprint_sha256(cert.get());
+}
+
+result<std::string> bundle_fingerprint(const cert_bundle& b) {
+  if (!b.checked_fingerprint.empty()) return b.checked_fingerprint;
+  return check_bundle(b);
 }
 
 }  // namespace certfleet::delivery

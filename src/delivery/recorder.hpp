@@ -6,7 +6,7 @@
 #include <string>
 
 #include "certfleet/delivery/error_class.hpp"
-#include "certfleet/delivery/ssh.hpp"
+#include "certfleet/delivery/module.hpp"
 
 namespace certfleet::delivery::detail {
 

@@ -76,15 +76,6 @@ result<std::string> id_field(const json::object& o, std::string_view key, bool r
   return t;
 }
 
-std::string iso_time(time_ms ms) {
-  std::time_t s = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 json::object parse_doc(const store::catalog_object& o) {
   boost::system::error_code ec;
   auto v = json::parse(o.doc, ec);
@@ -201,8 +192,8 @@ boost::json::object certificate_view(const store::catalog_object& o) {
   v["subject"] = d->subject;
   v["issuer"] = d->issuer;
   v["sans"] = std::move(sans);
-  v["not_before"] = iso_time(d->not_before);
-  v["not_after"] = iso_time(d->not_after);
+  v["not_before"] = delivery::certificate_time_text(d->not_before);
+  v["not_after"] = delivery::certificate_time_text(d->not_after);
   v["fingerprint_sha256"] = d->fingerprint_sha256;
   v["expired"] = d->expired;
   v["cert_pem"] = d->cert_pem;
@@ -325,8 +316,11 @@ boost::json::object credential_view(const store::catalog_object& o) {
 // ---- targets ------------------------------------------------------------------------------
 
 std::string target_spec::lock_key() const {
-  if (module == "ssh") return fmt::format("{}:{}:{}", ssh.host, ssh.port, ssh.cert_path);
-  if (module == "file") return "file:" + file.cert_path;
+  switch (module) {
+    case delivery::module_kind::ssh: return fmt::format("{}:{}:{}", ssh.host, ssh.port, ssh.cert_path);
+    case delivery::module_kind::file: return "file:" + file.cert_path;
+    case delivery::module_kind::webhook: break;
+  }
   return "webhook:" + webhook_url;
 }
 
@@ -336,19 +330,21 @@ constexpr std::string_view file_grant_member = "created_by_system_admin";
 
 result<target_spec> parse_target_fields(const json::object& o) {
   target_spec t;
-  auto module = text(o, "module", true, 16);
-  if (!module) return std::move(module).error();
+  auto module_text = text(o, "module", true, 16);
+  if (!module_text) return std::move(module_text).error();
+  auto module = delivery::parse_module(*module_text);
+  if (!module) return bad("module", "module must be " + delivery::module_choices());
   t.module = *module;
   const json::value* validate = o.if_contains("validate");
   auto only_one = [&](const char* which) -> result<void> {
-    for (const char* k : {"ssh", "file", "webhook"})
-      if (std::string_view(k) != which && o.if_contains(k))
-        return bad(k, fmt::format("a {} target has no {} section", which, k));
+    for (const auto& m : delivery::all_modules())
+      if (m.name != which && o.if_contains(m.name))
+        return bad(std::string(m.name), fmt::format("a {} target has no {} section", which, m.name));
     auto* s = o.if_contains(which);
     if (!s || !s->is_object()) return bad(which, fmt::format("{} must be an object", which));
     return {};
   };
-  if (t.module == "ssh") {
+  if (t.module == delivery::module_kind::ssh) {
     if (auto r = only_one("ssh"); !r) return std::move(r).error();
     json::object ssh = o.at("ssh").as_object();
     auto cred = id_field(ssh, "credential_id", true, "ssh.");
@@ -364,14 +360,14 @@ result<target_spec> parse_target_fields(const json::object& o) {
     auto parsed = delivery::parse_ssh_target(sv, validate);
     if (!parsed) return std::move(parsed).error();
     t.ssh = std::move(*parsed);
-  } else if (t.module == "file") {
+  } else if (t.module == delivery::module_kind::file) {
     if (auto r = only_one("file"); !r) return std::move(r).error();
     if (validate && !validate->is_null()) return bad("validate", "file targets validate by hash on their own");
     auto parsed = delivery::parse_file_target(o.at("file"));
     if (!parsed) return std::move(parsed).error();
     t.file = std::move(*parsed);
     if (auto* g = o.if_contains(file_grant_member); g && g->is_string()) t.created_by_system_admin = std::string(g->as_string());
-  } else if (t.module == "webhook") {
+  } else if (t.module == delivery::module_kind::webhook) {
     if (auto r = only_one("webhook"); !r) return std::move(r).error();
     if (validate && !validate->is_null()) return bad("validate", "webhook targets have no validation step");
     const auto& w = o.at("webhook").as_object();
@@ -393,7 +389,7 @@ result<target_spec> parse_target_fields(const json::object& o) {
       return bad("webhook.url", "webhook.url must be https:// (the body carries the private key); "
                                 "set webhook.allow_plain_http for a receiver on a trusted host");
   } else {
-    return bad("module", "module must be \"ssh\", \"file\" or \"webhook\"");
+    return bad("module", "module must be " + delivery::module_choices());
   }
   return t;
 }

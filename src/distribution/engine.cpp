@@ -41,7 +41,7 @@ namespace {
 struct loaded_target {
   std::string id;
   std::string name;
-  std::string module;
+  delivery::module_kind module = delivery::module_kind::ssh;
   target_spec spec;
   credential_secret secret;
   std::string lock_key;  // host + path: two runs never write it at once
@@ -200,42 +200,52 @@ asio::awaitable<delivery::delivery_result> deliver_one(const loaded_target& t, c
       co_return r;
     }
     auto backup = run_backup_id(plan.distribution_id, it->second);
-    if (t.module == "ssh") {
+    switch (t.module) {
+      case delivery::module_kind::ssh: {
+        delivery::ssh_options so;
+        so.resolve_pool = opt.cpu;
+        so.allow = ssh_allow;
+        auto cred = t.secret.ssh();
+        co_return co_await delivery::rollback_ssh(t.spec.ssh, cred, backup, so);
+      }
+      case delivery::module_kind::file: {
+        if (!opt.cpu) break;
+        if (auto refused = file_target_refused(t)) co_return std::move(*refused);
+        auto bases = file_base_dirs(in);  // named: GCC 12 mishandles temporaries inside co_await
+        co_return co_await delivery::rollback_file(t.spec.file, backup, bases, *opt.cpu);
+      }
+      case delivery::module_kind::webhook:
+        break;  // a POST cannot be taken back
+    }
+    co_return failed_result(error_class::validation,
+                            fmt::format("{} targets cannot be rolled back", delivery::module_name(t.module)), "rollback");
+  }
+  auto run_id = run_backup_id(plan.distribution_id, plan.run_no);
+  switch (t.module) {
+    case delivery::module_kind::ssh: {
       delivery::ssh_options so;
       so.resolve_pool = opt.cpu;
       so.allow = ssh_allow;
       auto cred = t.secret.ssh();
-      co_return co_await delivery::rollback_ssh(t.spec.ssh, cred, backup, so);
+      co_return co_await delivery::deliver_ssh(t.spec.ssh, cred, in.bundle, run_id, so);
     }
-    if (t.module == "file" && opt.cpu) {
+    case delivery::module_kind::file: {
+      if (!opt.cpu) break;
       if (auto refused = file_target_refused(t)) co_return std::move(*refused);
       auto bases = file_base_dirs(in);  // named: GCC 12 mishandles temporaries inside co_await
-      co_return co_await delivery::rollback_file(t.spec.file, backup, bases, *opt.cpu);
+      co_return co_await delivery::deliver_file(t.spec.file, in.bundle, run_id, bases, *opt.cpu);
     }
-    co_return failed_result(error_class::validation, fmt::format("{} targets cannot be rolled back", t.module), "rollback");
+    case delivery::module_kind::webhook: {
+      delivery::webhook_options wo;
+      wo.egress = egress;
+      wo.ca_pem = opt.ca_pem;
+      wo.resolve_pool = opt.cpu;
+      wo.allow_plain_http = t.spec.webhook_allow_http;
+      co_return co_await delivery::deliver_webhook(t.spec.webhook_url, t.secret.password, in.bundle, run_id, wo);
+    }
   }
-  auto run_id = run_backup_id(plan.distribution_id, plan.run_no);
-  if (t.module == "ssh") {
-    delivery::ssh_options so;
-    so.resolve_pool = opt.cpu;
-    so.allow = ssh_allow;
-    auto cred = t.secret.ssh();
-    co_return co_await delivery::deliver_ssh(t.spec.ssh, cred, in.bundle, run_id, so);
-  }
-  if (t.module == "file" && opt.cpu) {
-    if (auto refused = file_target_refused(t)) co_return std::move(*refused);
-    auto bases = file_base_dirs(in);  // named: GCC 12 mishandles temporaries inside co_await
-    co_return co_await delivery::deliver_file(t.spec.file, in.bundle, run_id, bases, *opt.cpu);
-  }
-  if (t.module == "webhook") {
-    delivery::webhook_options wo;
-    wo.egress = egress;
-    wo.ca_pem = opt.ca_pem;
-    wo.resolve_pool = opt.cpu;
-    wo.allow_plain_http = t.spec.webhook_allow_http;
-    co_return co_await delivery::deliver_webhook(t.spec.webhook_url, t.secret.password, in.bundle, run_id, wo);
-  }
-  co_return failed_result(error_class::validation, fmt::format("unknown module \"{}\"", t.module), "check");
+  co_return failed_result(error_class::validation,
+                          fmt::format("unknown module \"{}\"", delivery::module_name(t.module)), "check");
 }
 
 // Fenced: a result is stored only while this attempt still holds the job.

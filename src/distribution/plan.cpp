@@ -1,6 +1,7 @@
 #include "certfleet/distribution/plan.hpp"
 
 #include "certfleet/core/json.hpp"
+#include "certfleet/delivery/error_class.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -129,9 +130,7 @@ std::vector<std::vector<std::string>> split_batches(std::vector<std::string> ids
   return out;
 }
 
-bool retryable_class(std::string_view c) noexcept {
-  return c == "network" || c == "io_transient" || c == "worker_lost";
-}
+bool retryable_class(std::string_view c) noexcept { return delivery::retryable(c); }
 
 std::vector<store::target_result> outcomes(const std::vector<store::target_result>& results) {
   std::map<std::string, const store::target_result*> best;

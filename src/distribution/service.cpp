@@ -113,7 +113,7 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
     obj->id = id;
     obj->name = t->name;
     obj->doc = t->doc;
-    if (t->spec.module == "file") {
+    if (t->spec.module == delivery::module_kind::file) {
       if (!who.system_admin)
         co_return make_error(errc::forbidden,
                              "file targets write files and run a command on the worker host as certfleet's user: only a "
@@ -125,7 +125,7 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
       if (auto ok = delivery::check_file_target_paths(t->spec.file, *dirs); !ok) co_return std::move(ok).error();
       obj->doc = stamp_file_grant(t->doc, who.actor.empty() ? std::string("system") : who.actor);
     }
-    if (t->spec.module == "ssh") {
+    if (t->spec.module == delivery::module_kind::ssh) {
       // A new target says how it logs in; left out, it is "key" (stored, so the view shows it).
       if (t->spec.ssh.auth == delivery::ssh_auth::derived) {
         t->spec.ssh.auth = delivery::ssh_auth::key;
@@ -145,7 +145,7 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
     }
     obj->ref_id = t->spec.credential_id;
     refs.emplace_back(std::string(store::kind_credential), t->spec.credential_id);
-    ref_fields.push_back(t->spec.module == "ssh" ? "ssh.credential_id" : "webhook.secret_credential_id");
+    ref_fields.push_back(t->spec.module == delivery::module_kind::ssh ? "ssh.credential_id" : "webhook.secret_credential_id");
   } else if (kind == store::kind_channel) {
     auto c = parse_channel_request(body);
     if (!c) co_return std::move(c).error();
@@ -611,7 +611,7 @@ op<json::value> service::scan_host_key(std::string project_id, std::string targe
   if (!r) co_return std::move(r).error();
   auto spec = parse_target_doc(*obj);
   if (!spec) co_return std::move(spec).error();
-  if (spec->module != "ssh") co_return make_error(errc::invalid_argument, "only ssh targets have host keys", "module");
+  if (spec->module != delivery::module_kind::ssh) co_return make_error(errc::invalid_argument, "only ssh targets have host keys", "module");
   auto settings = co_await read_settings(st_);
   auto allow = delivery::parse_egress_allow_list(settings.text("ssh_allow_list"), "ssh_allow_list");
   if (!allow) co_return std::move(allow).error();

@@ -34,6 +34,20 @@ TEST(delivery_classifier, class_names_round_trip_and_retryable_matches_design) {
   EXPECT_FALSE(parse_error_class("").has_value());
 }
 
+// Target results store the class by name; the retry wave decides from that name. Both forms
+// read one table, so they agree for every class, and a name that is no class is never retried.
+TEST(delivery_classifier, retryable_by_stored_name_agrees_with_the_enum) {
+  for (int i = 0; i <= static_cast<int>(error_class::unknown); ++i) {
+    auto c = static_cast<error_class>(i);
+    EXPECT_EQ(retryable(std::string_view(error_class_name(c))), retryable(c)) << error_class_name(c);
+  }
+  EXPECT_TRUE(retryable(std::string_view("network")));
+  EXPECT_TRUE(retryable(std::string_view("io_transient")));
+  EXPECT_TRUE(retryable(std::string_view("worker_lost")));
+  for (const char* n : {"", "Network", "network ", "io_permanent", "auth", "validation", "unknown", "none", "timeout"})
+    EXPECT_FALSE(retryable(std::string_view(n))) << n;
+}
+
 TEST(delivery_classifier, every_libssh2_code_has_a_class_and_a_name) {
   // -1..-49 are every code libssh2 1.10 defines; none may fall through to "unknown" by accident
   // except the few that are programming errors or allocation failures.

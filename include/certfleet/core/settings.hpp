@@ -18,6 +18,11 @@ enum class setting_scope {
 };
 enum class setting_type { integer, string, choice };
 
+struct setting_def;
+// A setting's own grammar, beyond its type: the canonical text of a valid value, or
+// invalid_argument naming the setting. Runs after the type's checks (a string's length bound).
+using setting_validator = result<std::string> (*)(const setting_def& def, std::string_view value);
+
 struct setting_def {
   std::string_view name;
   setting_type type;
@@ -27,6 +32,11 @@ struct setting_def {
   std::string_view default_value;
   std::string_view choices;  // choice: values separated by '|'
   std::string_view doc;
+  setting_validator validate = nullptr;  // nullptr: the type's checks are all
+  // What settings_map::set leaves when it refuses a value (a stored value that no longer
+  // validates): empty means the previous value (the default, when reading stored settings). Set
+  // where the default would open what an invalid value meant to close (ssh_allow_list).
+  std::string_view when_invalid = {};
 };
 
 std::span<const setting_def> all_settings() noexcept;
@@ -35,7 +45,9 @@ const setting_def* find_setting(std::string_view name) noexcept;
 // The settings table as Markdown (docs/configuration.md embeds it; a test keeps them equal).
 std::string settings_reference_markdown();
 
-// The canonical text of a valid value, or invalid_argument naming the setting and its range.
+// The canonical text of a valid value, or invalid_argument naming the setting and its range:
+// the type's checks, then the setting's own validator. Every way a value gets in (config file,
+// environment, flags, PUT /api/v1/settings, a stored value read back) goes through here.
 result<std::string> validate_setting(const setting_def& def, std::string_view value);
 
 // certificate_expiry_thresholds_days: day counts, largest first, unique.
@@ -49,7 +61,8 @@ result<std::vector<std::string>> parse_base_dirs(std::string_view value);
 class settings_map {
  public:
   settings_map();  // all defaults
-  result<void> set(std::string_view name, std::string_view value);  // validates
+  // Validates; a refused value leaves the setting as it was, or at its when_invalid value.
+  result<void> set(std::string_view name, std::string_view value);
   const std::string& text(std::string_view name) const;
   std::int64_t integer(std::string_view name) const;
   const std::map<std::string, std::string, std::less<>>& values() const { return values_; }

@@ -15,8 +15,11 @@ enum class error_class { none = 0, network, io_transient, io_permanent, auth, va
 // Stable names as stored in target results: "network", "io_transient", …; "none" for success.
 const char* error_class_name(error_class c) noexcept;
 std::optional<error_class> parse_error_class(std::string_view name) noexcept;
-// Whether a retry wave takes a target that failed with this class.
+// Whether a retry wave takes a target that failed with this class (DESIGN §4: network,
+// io_transient, worker_lost). The stored-name form is what a target result holds; a name that
+// is no class is not retryable.
 bool retryable(error_class c) noexcept;
+bool retryable(std::string_view class_name) noexcept;
 
 // Where a failure came from. The same code means different things from different sources
 // (an errno 13 is not a libssh2 -13), so a cause is always (kind, code).

@@ -23,7 +23,7 @@
 
 #include "certfleet/core/error.hpp"
 #include "certfleet/delivery/error_class.hpp"
-#include "certfleet/delivery/ssh.hpp"  // cert_bundle, delivery_result
+#include "certfleet/delivery/module.hpp"
 
 namespace certfleet::delivery {
 

@@ -4,6 +4,7 @@
 // passes now), so the API and the fuzzers call them alike.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,15 @@ struct certificate_info {
 // Errors: errc::invalid_argument, field "cert_pem", "chain_pem" or "key_pem".
 result<certificate_info> parse_certificate_bundle(std::string_view cert_pem, std::string_view chain_pem,
                                                   std::string_view key_pem, std::int64_t now_ms);
+
+// The SHA-256 fingerprint of the first certificate in `pem` (lower-case hex of its DER), the
+// one way certfleet names a certificate (target results, rollbacks, the catalog view); nullopt
+// when the text holds no certificate that parses.
+std::optional<std::string> certificate_fingerprint(std::string_view pem);
+
+// A certificate validity time (unix ms) as the catalog shows it and errors quote it:
+// "2026-11-29T09:05:18Z" (UTC, whole seconds).
+std::string certificate_time_text(std::int64_t ms);
 
 struct ssh_key_info {
   std::string type;         // "ssh-ed25519", "ecdsa-sha2-nistp256" / 384 / 521

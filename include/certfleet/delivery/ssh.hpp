@@ -13,6 +13,7 @@
 #include "certfleet/core/error.hpp"
 #include "certfleet/delivery/egress.hpp"
 #include "certfleet/delivery/error_class.hpp"
+#include "certfleet/delivery/module.hpp"  // cert_bundle, delivery_result
 #include "certfleet/delivery/ssh_target.hpp"
 
 namespace certfleet::delivery {
@@ -22,15 +23,6 @@ struct ssh_credential {
   std::string private_key_pem;  // ed25519/ECDSA, OpenSSH or PEM format; empty: use password
   std::string passphrase;       // for an encrypted private key
   std::string password;
-};
-
-struct cert_bundle {
-  std::string cert_pem;   // the leaf
-  std::string key_pem;    // its private key
-  std::string chain_pem;  // intermediates; written only when the target has a chain_path
-  // check_bundle's answer for this very bundle, when the caller (a job delivering one bundle to
-  // many targets) already ran it: the PEM decoding is most of the client's CPU per target.
-  std::string checked_fingerprint;
 };
 
 // Deadlines per phase (milliseconds) and limits; DESIGN §1: every network await has one.
@@ -52,33 +44,6 @@ struct ssh_options {
   // empty list: any destination.
   const egress_policy* allow = nullptr;
 };
-
-enum class delivery_status { succeeded, failed, skipped_by_hash };
-const char* delivery_status_name(delivery_status s) noexcept;
-
-struct phase_timing {
-  std::string phase;  // resolve, connect, handshake, host_key, auth, hash_check, upload, install, validate, restore
-  std::int64_t ms = 0;
-};
-
-struct delivery_result {
-  delivery_status status = delivery_status::failed;
-  error_class cls = error_class::none;
-  std::string error;        // for operators; names the phase ("auth: …")
-  std::string phase;        // the phase that failed; empty on success
-  std::vector<phase_timing> timings;
-  std::string fingerprint_sha256;  // of the delivered (or already present) leaf, lower-case hex
-  bool restored = false;    // a failed install/validation put the backup back
-  std::string remote_stderr;  // the install/restore script's stderr (trimmed), for the job log
-
-  bool ok() const { return status != delivery_status::failed; }
-};
-
-// Pre-flight checks of a bundle without any I/O: PEM parses, the key belongs to the leaf.
-// Returns the leaf's SHA-256 fingerprint (lower-case hex of the DER).
-result<std::string> check_bundle(const cert_bundle& b);
-// checked_fingerprint when set, else check_bundle.
-result<std::string> bundle_fingerprint(const cert_bundle& b);
 
 // One delivery, DESIGN §4 step by step. `run_id` names the backup ([A-Za-z0-9._-]{1,64}).
 // Arguments are taken by value: the coroutine may outlive the caller's temporaries (co_spawn).

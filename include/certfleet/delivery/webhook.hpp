@@ -18,7 +18,7 @@
 #include "certfleet/core/error.hpp"
 #include "certfleet/delivery/egress.hpp"
 #include "certfleet/delivery/error_class.hpp"
-#include "certfleet/delivery/ssh.hpp"  // cert_bundle, delivery_result, phase_timing
+#include "certfleet/delivery/module.hpp"
 
 namespace certfleet::delivery {
 

@@ -5,6 +5,7 @@
 // naming the row, and never appear in a document.
 #include "certfleet/core/secrets.hpp"
 #include "certfleet/delivery/file.hpp"
+#include "certfleet/delivery/module.hpp"
 #include "certfleet/delivery/ssh.hpp"
 #include "certfleet/delivery/ssh_target.hpp"
 #include "certfleet/store/catalog.hpp"
@@ -89,7 +90,7 @@ boost::json::object credential_view(const store::catalog_object& o);
 // ---- targets ------------------------------------------------------------------------------
 
 struct target_spec {
-  std::string module;  // ssh | file | webhook
+  delivery::module_kind module = delivery::module_kind::ssh;
   delivery::ssh_target ssh;
   delivery::file_target file;
   std::string webhook_url;

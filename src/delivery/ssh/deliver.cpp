@@ -1,7 +1,5 @@
 // DESIGN §4 "SSH delivery of one target", step by step. Each phase is timed and has its own
 // deadline (ssh_options); the first failure decides the result's class and message.
-#include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/x509.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -14,10 +12,13 @@
 
 #include <memory>
 
+#include "certfleet/delivery/pem.hpp"
 #include "certfleet/delivery/ssh.hpp"
 #include "delivery/codec.hpp"
+#include "delivery/ssh/outcome.hpp"
 #include "delivery/ssh/script.hpp"
 #include "delivery/ssh/session.hpp"
+#include "delivery/x509.hpp"
 
 namespace certfleet::delivery {
 
@@ -30,62 +31,15 @@ using detail::recorder;
 using detail::step;
 using detail::steady;
 
-const char* delivery_status_name(delivery_status s) noexcept {
-  switch (s) {
-    case delivery_status::succeeded: return "succeeded";
-    case delivery_status::failed: return "failed";
-    case delivery_status::skipped_by_hash: return "skipped";
-  }
-  return "failed";
-}
-
 namespace {
 
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 
-struct bio_deleter { void operator()(BIO* b) const { BIO_free(b); } };
 struct x509_deleter { void operator()(X509* x) const { X509_free(x); } };
-struct pkey_deleter { void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); } };
 
-// Never prompts: an encrypted key without a passphrase simply fails to parse.
-int no_password(char*, int, int, void*) { return 0; }
-
-std::string x509_fingerprint(X509* x) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  X509_digest(x, EVP_sha256(), md, &len);
-  return hex_encode(std::string_view(reinterpret_cast<const char*>(md), len));
-}
-
-std::optional<std::string> leaf_fingerprint(const std::string& pem) {
-  std::unique_ptr<BIO, bio_deleter> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  std::unique_ptr<X509, x509_deleter> x(PEM_read_bio_X509(bio.get(), nullptr, no_password, nullptr));
-  ERR_clear_error();
-  if (!x) return std::nullopt;
-  return x509_fingerprint(x.get());
-}
-
-// The result being built, with the phase clock.
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  if (s.size() > 2000) s = s.substr(s.size() - 2000);
-  return s;
-}
-
-// A script that timed out before printing its first marker never began: the time went into the
-// login shell, which runs the user's startup files (~/.bashrc, ~/.profile …) before any command.
-// Saying so points the operator at the target's shell instead of at the network or at certfleet.
-void explain_timeout(step& f, const detail::exec_output& out, const detail::script_report& rep, const ssh_target& t,
-                     const ssh_options& opts) {
-  if (!f || !out.timed_out) return;
-  if (rep.started) {
-    f->message += " (the script had started and was still running)";
-    return;
-  }
-  f->message = "the remote command had not started after " + detail::ms_text(opts.exec_timeout) + ": the login shell of " +
-               t.user + " on " + t.host + ":" + std::to_string(t.port) +
-               " took that long before running it (it runs the user's startup files, such as ~/.bashrc, first; time "
-               "`ssh " + t.user + "@" + t.host + " true` to see it)";
+// Where an exec of a script for target `t` ran, for exec_outcome's messages.
+detail::exec_context exec_context_for(detail::script_kind script, const ssh_target& t, const ssh_options& opts) {
+  return {script, t.user, t.host, t.port, t.sudo, opts.exec_timeout};
 }
 
 // ssh_allow_list, applied to what the name resolved to (the only addresses then used).
@@ -124,7 +78,7 @@ awaitable<step> fetch_served_fingerprint(const ssh_options& opts, const tls_vali
     co_return failure{classify(cause_kind::tls_handshake), "TLS handshake with " + tv.host + ":" + std::to_string(tv.port) + " failed: " + ec.message()};
   std::unique_ptr<X509, x509_deleter> peer(SSL_get1_peer_certificate(stream.native_handle()));
   if (!peer) co_return failure{error_class::validation, "TLS endpoint sent no certificate"};
-  fingerprint = x509_fingerprint(peer.get());
+  fingerprint = detail::fingerprint_sha256(peer.get());
   boost::system::error_code ec;
   stream.lowest_layer().close(ec);
   co_return std::nullopt;
@@ -217,56 +171,35 @@ awaitable<step> run_restore(detail::session& s, const ssh_target& t, const std::
   auto f = co_await s.exec(detail::wrap_command(detail::restore_script(paths, run_id, t.post_command), t.sudo), out);
   auto rep = detail::parse_report(out.out);
   r.restored = rep.restored;
-  if (!out.err.empty()) r.remote_stderr = trim(r.remote_stderr.empty() ? out.err : r.remote_stderr + "\n" + out.err);
-  explain_timeout(f, out, rep, t, opts);
-  if (f) co_return f;
-  if (out.exit_status == 0) co_return std::nullopt;
-  if (rep.failed_step != 0) {
-    cause c{cause_kind::remote_step, rep.failed_step};
-    co_return failure{classify(c), describe(c) + (out.err.empty() ? "" : ": " + trim(out.err))};
-  }
-  if (rep.post_exit != -2) {
-    cause c{cause_kind::exit_status, rep.post_exit};
-    co_return failure{classify(c), "post-deploy command exited " + std::to_string(rep.post_exit) + " after restore"};
-  }
-  co_return failure{classify(cause{cause_kind::exit_status, out.exit_status}),
-                    "restore script exited " + std::to_string(out.exit_status) + ": " + trim(out.err)};
+  if (!out.err.empty()) r.remote_stderr = detail::trim_output(r.remote_stderr.empty() ? out.err : r.remote_stderr + "\n" + out.err);
+  co_return detail::exec_outcome(exec_context_for(detail::script_kind::restore, t, opts), std::move(f), out, rep);
+}
+
+// A failed delivery that may have changed files puts the backup back (detail::restore_needed
+// decides); the restore's own failure joins the result's error.
+awaitable<void> restore_after_failure(detail::session& s, recorder& rec, const ssh_target& t, const std::string& run_id,
+                                      const ssh_options& opts) {
+  auto started = steady::now();
+  auto rf = co_await run_restore(s, t, run_id, rec.r, opts);
+  rec.add_timing("restore", started);
+  if (rf) rec.r.error += "; restore: " + rf->message;
+}
+
+// The pre-flight checks delivery and rollback share: a run id fit for remote file names and a
+// target that passes check_ssh_target (one built in code may not have come through the parser).
+step check_request(const ssh_target& t, const std::string& run_id) {
+  if (!valid_run_id(run_id)) return failure{error_class::validation, "run id must be 1-64 characters of [A-Za-z0-9._-]"};
+  if (auto ok = check_ssh_target(t); !ok) return failure{error_class::validation, ok.error().field + ": " + ok.error().message};
+  return std::nullopt;
 }
 
 }  // namespace
-
-result<std::string> check_bundle(const cert_bundle& b) {
-  std::unique_ptr<BIO, bio_deleter> cbio(BIO_new_mem_buf(b.cert_pem.data(), static_cast<int>(b.cert_pem.size())));
-  std::unique_ptr<X509, x509_deleter> cert(PEM_read_bio_X509(cbio.get(), nullptr, no_password, nullptr));
-  if (!cert) {
-    ERR_clear_error();
-    return make_error(errc::invalid_argument, "the certificate PEM does not parse", "cert_pem");
-  }
-  std::unique_ptr<BIO, bio_deleter> kbio(BIO_new_mem_buf(b.key_pem.data(), static_cast<int>(b.key_pem.size())));
-  std::unique_ptr<EVP_PKEY, pkey_deleter> key(PEM_read_bio_PrivateKey(kbio.get(), nullptr, no_password, nullptr));
-  if (!key) {
-    ERR_clear_error();
-    return make_error(errc::invalid_argument, "the private key PEM does not parse (encrypted keys are not accepted)", "key_pem");
-  }
-  if (X509_check_private_key(cert.get(), key.get()) != 1) {
-    ERR_clear_error();
-    return make_error(errc::invalid_argument, "the private key does not belong to the certificate", "key_pem");
-  }
-  return x509_fingerprint(cert.get());
-}
-
-result<std::string> bundle_fingerprint(const cert_bundle& b) {
-  if (!b.checked_fingerprint.empty()) return b.checked_fingerprint;
-  return check_bundle(b);
-}
 
 awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_bundle bundle, std::string run_id,
                                        ssh_options opts) {
   recorder rec;
   rec.begin("check");
-  if (!valid_run_id(run_id))
-    co_return rec.fail({error_class::validation, "run id must be 1-64 characters of [A-Za-z0-9._-]"});
-  if (auto ok = check_ssh_target(t); !ok) co_return rec.fail({error_class::validation, ok.error().field + ": " + ok.error().message});
+  if (auto f = check_request(t, run_id)) co_return rec.fail(*f);
   auto fp = bundle_fingerprint(bundle);
   if (!fp) co_return rec.fail({error_class::validation, fp.error().message});
   rec.r.fingerprint_sha256 = *fp;
@@ -331,38 +264,10 @@ awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_b
     detail::exec_output out;
     auto f = co_await s.exec(detail::wrap_command(detail::install_script(remote, run_id, t.owner, t.post_command), t.sudo), out);
     auto rep = detail::parse_report(out.out);
-    rec.r.remote_stderr = trim(out.err);
-    explain_timeout(f, out, rep, t, opts);
-    if (!f && out.exit_status != 0) {
-      if (rep.failed_step != 0) {
-        cause c{cause_kind::remote_step, rep.failed_step};
-        f = failure{classify(c), describe(c) + (out.err.empty() ? "" : ": " + trim(out.err))};
-      } else if (rep.post_exit != -2) {
-        cause c{cause_kind::exit_status, rep.post_exit};
-        f = failure{classify(c), "post-deploy command exited " + std::to_string(rep.post_exit) +
-                                     (out.err.empty() ? "" : ": " + trim(out.err))};
-      } else if (t.sudo && !rep.installed && out.err.find("sudo:") != std::string::npos) {
-        // sudo itself refused (no NOPASSWD rule, user not in sudoers): nothing ran, and a
-        // retry will not change that.
-        f = failure{error_class::io_permanent, "sudo -n refused to run the install script (the login user needs a "
-                                               "NOPASSWD sudo rule for sh): " + trim(out.err)};
-      } else {
-        cause c{cause_kind::exit_status, out.exit_status};
-        f = failure{classify(c), "install script exited " + std::to_string(out.exit_status) + ": " + trim(out.err)};
-      }
-    }
-    if (f) {
-      rec.fail(*f);
-      // Restore only when this run may have changed files: the mv step started (a failed mv can
-      // leave the cert new and the key old) or everything was in place when the post command
-      // failed. Earlier failures changed nothing (the temps are gone), and a lost connection
-      // leaves nothing to restore through.
-      if (rep.installed || rep.failed_step == static_cast<int>(remote_step::install)) {
-        auto started = steady::now();
-        auto rf = co_await run_restore(s, t, run_id, rec.r, opts);
-        rec.add_timing("restore", started);
-        if (rf) rec.r.error += "; restore: " + rf->message;
-      }
+    rec.r.remote_stderr = detail::trim_output(out.err);
+    if (auto f2 = detail::exec_outcome(exec_context_for(detail::script_kind::install, t, opts), std::move(f), out, rep)) {
+      rec.fail(*f2);
+      if (detail::restore_needed(detail::failed_stage::install, rep)) co_await restore_after_failure(s, rec, t, run_id, opts);
       co_return;
     }
     rec.end();
@@ -393,10 +298,7 @@ awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_b
       }
       if (vf) {
         rec.fail(*vf);
-        auto started = steady::now();
-        auto rf = co_await run_restore(s, t, run_id, rec.r, opts);
-        rec.add_timing("restore", started);
-        if (rf) rec.r.error += "; restore: " + rf->message;
+        if (detail::restore_needed(detail::failed_stage::validate, rep)) co_await restore_after_failure(s, rec, t, run_id, opts);
         co_return;
       }
       rec.end();
@@ -416,9 +318,7 @@ awaitable<delivery_result> rollback_ssh(ssh_target t, ssh_credential cred, std::
                                         ssh_options opts) {
   recorder rec;
   rec.begin("check");
-  if (!valid_run_id(run_id))
-    co_return rec.fail({error_class::validation, "run id must be 1-64 characters of [A-Za-z0-9._-]"});
-  if (auto ok = check_ssh_target(t); !ok) co_return rec.fail({error_class::validation, ok.error().field + ": " + ok.error().message});
+  if (auto f = check_request(t, run_id)) co_return rec.fail(*f);
   rec.end();
   auto ex = co_await asio::this_coro::executor;
   detail::session s(ex, opts);
@@ -438,7 +338,7 @@ awaitable<delivery_result> rollback_ssh(ssh_target t, ssh_credential cred, std::
     rec.end();
     const auto& cert_backup = backups.front().second;
     if (!cert_backup.missing && !cert_backup.too_big && !cert_backup.unreadable)
-      if (auto fp = leaf_fingerprint(cert_backup.data)) rec.r.fingerprint_sha256 = *fp;
+      if (auto fp = certificate_fingerprint(cert_backup.data)) rec.r.fingerprint_sha256 = *fp;
     rec.begin("validate");
     if (t.validate_tls && !rec.r.fingerprint_sha256.empty()) {
       if (auto f = co_await validate_tls(opts, *t.validate_tls, rec.r.fingerprint_sha256)) { rec.fail(*f); co_return; }

@@ -1,6 +1,7 @@
 #include "delivery/ssh/script.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -136,15 +137,32 @@ std::string wrap_command(const std::string& script, bool sudo) {
   return std::string(sudo ? "sudo -n " : "") + "sh -c " + shell_quote(script);
 }
 
-script_report parse_report(const std::string& out) {
+namespace {
+// The number after a marker, read as atoi reads it (leading blanks, a sign, digits up to the
+// first other character) but defined for every input: no digits, or a number that does not fit
+// an int, is 0 (what the remote printed is not trusted to be small).
+int marker_number(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r'))) ++i;
+  if (i < s.size() && s[i] == '+') ++i;
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data() + i, s.data() + s.size(), v);
+  return ec == std::errc() ? v : 0;
+}
+}  // namespace
+
+script_report parse_report(std::string_view out) {
   script_report r;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
+  const std::string_view step = marker_step, post = marker_post;
+  while (!out.empty()) {
+    auto nl = out.find('\n');
+    std::string_view line = out.substr(0, nl);
+    out = nl == std::string_view::npos ? std::string_view{} : out.substr(nl + 1);
     if (line == marker_started) r.started = true;
     else if (line == marker_installed) r.installed = true;
     else if (line == marker_restored) r.restored = true;
-    else if (line.rfind(marker_step, 0) == 0) r.failed_step = std::atoi(line.c_str() + std::strlen(marker_step));
-    else if (line.rfind(marker_post, 0) == 0) r.post_exit = std::atoi(line.c_str() + std::strlen(marker_post));
+    else if (line.starts_with(step)) r.failed_step = marker_number(line.substr(step.size()));
+    else if (line.starts_with(post)) r.post_exit = marker_number(line.substr(post.size()));
   }
   return r;
 }

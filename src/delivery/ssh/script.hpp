@@ -2,6 +2,7 @@
 // The shell scripts of the one exec channel (install) and of restore. Only paths, modes, the
 // owner and the operator's post command go into them: never file contents, never key material.
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace certfleet::delivery::detail {
@@ -42,6 +43,8 @@ struct script_report {
   int failed_step = 0;   // remote_step, 0: none
   int post_exit = -2;    // -2: the post command did not run
 };
-script_report parse_report(const std::string& out);
+// What the script's stdout says, line by line; pure and total (any bytes give a report). A marker
+// counts only as a whole line; the last of each kind wins.
+script_report parse_report(std::string_view out);
 
 }  // namespace certfleet::delivery::detail

@@ -70,8 +70,6 @@ struct resolve_state {
 
 }  // namespace
 
-std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
-
 awaitable<step> resolve_on_pool(const ssh_options& opts, const std::string& host, std::uint16_t port,
                                 std::vector<tcp::endpoint>& out) {
   auto ex = co_await asio::this_coro::executor;

@@ -15,6 +15,7 @@
 #include "certfleet/delivery/error_class.hpp"
 #include "certfleet/delivery/ssh.hpp"
 #include "delivery/recorder.hpp"
+#include "delivery/ssh/outcome.hpp"  // exec_output, ms_text
 
 struct _LIBSSH2_SESSION;
 struct _LIBSSH2_SFTP;
@@ -22,12 +23,6 @@ struct _LIBSSH2_SFTP;
 namespace certfleet::delivery::detail {
 
 using steady = std::chrono::steady_clock;
-
-struct exec_output {
-  int exit_status = -1;  // -1: killed by a signal or unknown
-  bool timed_out = false;  // the exec deadline passed before the command finished
-  std::string out, err;
-};
 
 struct remote_read {
   bool missing = false;   // no such file
@@ -85,7 +80,5 @@ class session {
 // Resolution helper shared with TLS validation: runs getaddrinfo on the pool.
 boost::asio::awaitable<step> resolve_on_pool(const ssh_options& opts, const std::string& host, std::uint16_t port,
                                              std::vector<boost::asio::ip::tcp::endpoint>& out);
-
-std::string ms_text(std::chrono::milliseconds ms);
 
 }  // namespace certfleet::delivery::detail

@@ -1,12 +1,12 @@
-// The egress allow-list parser and matcher (see egress.hpp for the rule). Address parsing uses
-// Asio's inet_pton wrappers only: no resolution, no I/O.
-#include "certfleet/delivery/egress.hpp"
+// The allow-list parser and matcher (see allow_list.hpp for the rule). Address parsing uses
+// Asio's inet_pton wrappers only (header-only): no resolution, no I/O.
+#include "certfleet/core/allow_list.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <optional>
 
-namespace certfleet::delivery {
+namespace certfleet {
 namespace {
 
 namespace ip = boost::asio::ip;
@@ -263,4 +263,4 @@ result<egress_policy> parse_egress_allow_list(std::string_view text, std::string
   return p;
 }
 
-}  // namespace certfleet::delivery
+}  // namespace certfleet
