@@ -8,10 +8,13 @@ find_package(fmt REQUIRED CONFIG)
 find_package(tomlplusplus REQUIRED CONFIG)
 find_package(CLI11 REQUIRED CONFIG)
 find_package(Threads REQUIRED)
+# core seals secrets at rest (AES-256-GCM); api hashes tokens; delivery's webhooks speak TLS;
+# the test bed makes certificates and serves HTTPS.
+find_package(OpenSSL REQUIRED)
+# delivery's SSH transport (Debian ships no CMake config for libssh2).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBSSH2 REQUIRED IMPORTED_TARGET libssh2)
 if(CERTFLEET_TESTS)
   find_package(GTest REQUIRED)
-endif()
-if(CERTFLEET_BENCH AND NOT CERTFLEET_SANITIZE)
-  find_package(benchmark CONFIG)
 endif()
 add_compile_definitions(BOOST_ASIO_NO_DEPRECATED BOOST_ASIO_DISABLE_CONCEPTS)

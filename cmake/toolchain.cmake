@@ -13,7 +13,6 @@ endif()
 add_library(certfleet_warnings INTERFACE)
 target_compile_options(certfleet_warnings INTERFACE -Wall -Wextra -Wno-unused-parameter)
 
-add_library(certfleet_sanitize INTERFACE)
 if(CERTFLEET_SANITIZE)
   if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "CERTFLEET_SANITIZE needs clang (GCC has no libFuzzer)")
@@ -25,7 +24,6 @@ if(CERTFLEET_SANITIZE)
 endif()
 
 # One precompiled header with the heavy Boost.Asio parts, reused by every target that awaits.
-add_library(certfleet_pch_asio INTERFACE)
 function(certfleet_use_asio_pch target)
   target_precompile_headers(${target} PRIVATE ${PROJECT_SOURCE_DIR}/cmake/pch_asio.hpp)
 endfunction()

@@ -56,6 +56,13 @@ int exit_code(const error& e) {
   }
 }
 
+// How a command answers: a failure on stderr with its exit code, a result as one JSON line.
+int fail(const error& e) {
+  print_error(e);
+  return exit_code(e);
+}
+void print(const boost::json::value& v) { std::cout << boost::json::serialize(v) << "\n"; }
+
 // Settings and store for a command that works on the store directly. On failure the error is
 // printed and `exit` holds the exit code.
 struct cli_context {
@@ -109,16 +116,8 @@ int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
                              static_cast<int>(settings.integer("job_retry_per_minute")));
 
   auto project = run_sync([&] { return project_for_cli(store, a.project, clock.now_ms()); });
-  if (!project) {
-    print_error(project.error());
-    return exit_code(project.error());
-  }
+  if (!project) return fail(project.error());
   const std::string pid = project->id;
-  auto print = [](const boost::json::value& v) { std::cout << boost::json::serialize(v) << "\n"; };
-  auto fail = [&](const error& e) {
-    print_error(e);
-    return exit_code(e);
-  };
 
   if (cmd == "list") {
     store::job_filter f{pid, std::nullopt, a.type, a.page, a.page_size};
@@ -233,11 +232,6 @@ int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
   if (!cli) return exit;
   store::store& store = *cli->store;
   const auto& clock = system_clock();
-  auto fail = [&](const error& e) {
-    print_error(e);
-    return exit_code(e);
-  };
-  auto print = [](const boost::json::value& v) { std::cout << boost::json::serialize(v) << "\n"; };
   auto projects = run_sync([&] { return store.projects().list(); });
   if (!projects) return fail(projects.error());
   auto name_of = [&](const std::string& id) {
@@ -307,11 +301,6 @@ int run_project(const std::string& cmd, common_flags& flags, const std::string& 
   if (!cli) return exit;
   store::store& store = *cli->store;
   const auto& clock = system_clock();
-  auto fail = [&](const error& e) {
-    print_error(e);
-    return exit_code(e);
-  };
-  auto print = [](const boost::json::value& v) { std::cout << boost::json::serialize(v) << "\n"; };
   auto view = [](const store::project& p) {
     return boost::json::object{{"id", p.id}, {"name", p.name}, {"created_at", format_iso8601(p.created_at)}};
   };
@@ -365,11 +354,8 @@ int run_backup(common_flags& flags, const std::string& to) {
   if (!cli) return exit;
   auto target = std::filesystem::absolute(to).string();
   auto r = run_sync([&] { return cli->store->maintenance().backup_to(target); });
-  if (!r) {
-    print_error(r.error());
-    return exit_code(r.error());
-  }
-  std::cout << boost::json::serialize(boost::json::object{{"backup", target}}) << "\n";
+  if (!r) return fail(r.error());
+  print(boost::json::object{{"backup", target}});
   return 0;
 }
 
@@ -433,16 +419,10 @@ int run_reconcile(common_flags& flags) {
   auto cli = open_cli(flags, exit);
   if (!cli) return exit;
   auto lost = run_sync([&] { return distribution::retrigger_lost(*cli->store, system_clock()); });
-  if (!lost) {
-    print_error(lost.error());
-    return exit_code(lost.error());
-  }
+  if (!lost) return fail(lost.error());
   auto r = run_sync([&] { return distribution::reconcile(*cli->store, system_clock()); });
-  if (!r) {
-    print_error(r.error());
-    return exit_code(r.error());
-  }
-  std::cout << boost::json::serialize(boost::json::object{{"reconciled", *r}, {"retriggered", *lost}}) << "\n";
+  if (!r) return fail(r.error());
+  print(boost::json::object{{"reconciled", *r}, {"retriggered", *lost}});
   return 0;
 }
 

@@ -1,5 +1,6 @@
 // One conformance suite, run against every store backend available: SQLite always; MongoDB when
 // CERTFLEET_TEST_MONGODB_URI is set (and the backend is built).
+#include "backends.hpp"
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/store/store.hpp"
 #include "run_sync.hpp"
@@ -19,20 +20,8 @@ using testbed::run_sync;
 
 namespace {
 
-struct backend {
-  std::string name;
-  std::function<std::unique_ptr<certfleet::store::store>(const testbed::temp_dir&)> open;
-};
-
-std::vector<backend> backends() {
-  std::vector<backend> b;
-  b.push_back({"sqlite", [](const testbed::temp_dir& d) {
-                 auto s = open_sqlite({d.file("certfleet.db"), 2, 5000, false});
-                 if (!s) throw std::runtime_error(s.error().message);
-                 return std::move(*s);
-               }});
-  return b;
-}
+using store_conformance_backends::backend;
+using store_conformance_backends::backends;
 
 constexpr time_ms t0 = 1'700'000'000'000;
 constexpr time_ms lease = 10'000;
