@@ -2,7 +2,9 @@
 #include "certfleet/api/requests.hpp"
 #include "certfleet/core/settings.hpp"
 #include "certfleet/queue/worker.hpp"
+#include "certfleet/distribution/gauges.hpp"
 #include "certfleet/store/catalog.hpp"
+#include "certfleet/store/settings.hpp"
 #include "handlers.hpp"
 #include "server_state.hpp"
 
@@ -52,27 +54,13 @@ boost::asio::awaitable<reply> get_metrics(server_state& s, const route_call&) {
   }
   {
     (void)co_await s.setting_int("jobs_page_size_default");  // refreshes the cached system settings
-    auto thresholds = parse_expiry_thresholds(s.system_settings.text("certificate_expiry_thresholds_days"));
-    const time_ms window = (thresholds ? thresholds->front() : 30) * 86'400'000LL;
-    const time_ms now = snap.now;
-    auto counts = std::make_shared<std::array<std::int64_t, 4>>();
-    store::read_fn fn = [counts, now, window](store::catalog_read& rd) -> result<void> {
-      auto certs = rd.certificates_expiring(now + window, 1'000'000);
-      if (!certs) return std::move(certs).error();
-      for (const auto& c : *certs) ++(*counts)[c.not_after <= now ? 1 : 0];
-      auto running = rd.distributions_in_status("running", 100'000);
-      if (!running) return std::move(running).error();
-      (*counts)[2] = static_cast<std::int64_t>(running->size());
-      for (const auto& d : *running)
-        if (d.run_started_at < now - 3'600'000) ++(*counts)[3];
-      return {};
-    };
-    auto r = co_await s.timed("catalog_gauges", s.st.catalog().read(std::move(fn)));
-    if (r) {
-      snap.certificates_expiring_soon = (*counts)[0];
-      snap.certificates_expired = (*counts)[1];
-      snap.distributions_running = (*counts)[2];
-      snap.distributions_running_long = (*counts)[3];
+    const time_ms window = distribution::expiry_window_ms(s.system_settings);
+    auto g = co_await s.timed("catalog_gauges", distribution::read_catalog_gauges(s.st, snap.now, window));
+    if (g) {
+      snap.certificates_expiring_soon = g->certificates_expiring_soon;
+      snap.certificates_expired = g->certificates_expired;
+      snap.distributions_running = g->distributions_running;
+      snap.distributions_running_long = g->distributions_running_long;
     } else {
       snap.store_ok = false;
     }
@@ -109,12 +97,12 @@ boost::asio::awaitable<reply> list_audit(server_state& s, const route_call& call
 boost::asio::awaitable<reply> get_settings(server_state& s, const route_call&) {
   auto stored = co_await s.timed("system_settings", s.st.auth().system_settings());
   if (!stored) co_return error_reply(stored.error());
+  // What is in effect: a stored value that no longer validates reads as its table fallback.
+  const auto effective = store::to_settings_map(*stored);
   boost::json::object o;
   for (const auto& d : all_settings()) {
     if (d.scope != setting_scope::system) continue;
-    std::string value(d.default_value);
-    if (auto it = stored->find(std::string(d.name)); it != stored->end() && validate_setting(d, it->second))
-      value = it->second;
+    const std::string& value = effective.text(d.name);
     if (d.type == setting_type::integer) {
       std::int64_t v = 0;
       std::from_chars(value.data(), value.data() + value.size(), v);

@@ -1,5 +1,7 @@
 #include "server_state.hpp"
 
+#include "certfleet/store/settings.hpp"
+
 #include <spdlog/spdlog.h>
 
 namespace certfleet::api {
@@ -19,9 +21,7 @@ boost::asio::awaitable<std::int64_t> server_state::setting_int(std::string_view 
   if (!settings_valid || steady::now() - settings_loaded > opt.settings_cache_ttl) {
     auto r = co_await timed("system_settings", st.auth().system_settings());
     if (r) {
-      settings_map m;
-      for (const auto& [k, v] : *r) (void)m.set(k, v);  // a stale invalid value falls back to its default
-      system_settings = std::move(m);
+      system_settings = store::to_settings_map(*r);
       settings_loaded = steady::now();
       settings_valid = true;
     } else {

@@ -12,7 +12,7 @@
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
-#include "certfleet/store/auth.hpp"
+#include "certfleet/store/settings.hpp"
 #include "certfleet/store/maintenance.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -61,14 +61,6 @@ struct run_inputs {
   std::optional<delivery::egress_policy> ssh_allow;
 };
 
-asio::awaitable<settings_map> system_settings(store::store& st) {
-  settings_map m;
-  auto r = co_await st.auth().system_settings();
-  if (r)
-    for (const auto& [k, v] : *r) (void)m.set(k, v);
-  co_return m;
-}
-
 // Reads everything the run needs in one snapshot and opens the secrets.
 asio::awaitable<result<run_inputs>> load_inputs(job_context& ctx, const job_plan& plan, const engine_options& opt) {
   auto in = std::make_shared<run_inputs>();
@@ -108,7 +100,7 @@ asio::awaitable<result<run_inputs>> load_inputs(job_context& ctx, const job_plan
   };
   auto r = co_await ctx.store().catalog().read(std::move(op1));
   if (!r) co_return std::move(r).error();
-  in->settings = co_await system_settings(ctx.store());
+  in->settings = co_await store::read_settings(ctx.store());
   if (auto a = delivery::parse_egress_allow_list(in->settings.text("ssh_allow_list"), "ssh_allow_list")) in->ssh_allow = std::move(*a);
   else {
     in->ssh_allow.emplace();
@@ -560,7 +552,7 @@ asio::awaitable<outcome> send_notification(job_context& ctx, std::shared_ptr<con
     if (!s) co_return outcome::permanent_failure(s.error().message);
     secret = s->password;
   }
-  auto settings = co_await system_settings(ctx.store());
+  auto settings = co_await store::read_settings(ctx.store());
   auto egress = delivery::parse_egress_allow_list(settings.text("egress_allow_list"));
   delivery::webhook_request req;
   req.url = spec->url;
@@ -593,9 +585,12 @@ void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_
     if (!p) return std::move(p).error();
     return {};
   };
-  r.add("distribution_execute", [options](job_context& ctx) { return run_distribution(ctx, options); }, validate);
-  r.add("distribution_rollback", [options](job_context& ctx) { return run_distribution(ctx, options); }, validate);
-  r.add("notification.send", [options](job_context& ctx) { return send_notification(ctx, options); });
+  namespace n = queue::job_names;
+  r.add(std::string(n::distribution_execute), [options](job_context& ctx) { return run_distribution(ctx, options); },
+        validate, job_retry_refusal);
+  r.add(std::string(n::distribution_rollback), [options](job_context& ctx) { return run_distribution(ctx, options); },
+        validate, job_retry_refusal);
+  r.add(std::string(n::notification_send), [options](job_context& ctx) { return send_notification(ctx, options); });
   register_expiration_check(r);
 }
 
@@ -606,15 +601,11 @@ using run_pass = std::function<result<void>(store::catalog_tx&, const std::strin
 // Runs `pass` on each running distribution (up to `limit`, oldest update first), each in its own
 // write transaction; returns how many it changed.
 asio::awaitable<result<int>> for_each_running(store::store& st, const clock_source& clock, int limit, run_pass pass) {
-  auto running = std::make_shared<std::vector<store::distribution_record>>();
-  store::read_fn list = [running, limit](store::catalog_read& rd) -> result<void> {
-    auto d = rd.distributions_in_status("running", limit);
-    if (!d) return std::move(d).error();
-    *running = std::move(*d);
-    return {};
+  store::read_value_fn<std::vector<store::distribution_record>> list = [limit](store::catalog_read& rd) {
+    return rd.distributions_in_status("running", limit);
   };
-  auto r = co_await st.catalog().read(std::move(list));
-  if (!r) co_return std::move(r).error();
+  auto running = co_await store::read_value(st.catalog(), std::move(list));
+  if (!running) co_return std::move(running).error();
   int changed = 0;
   for (const auto& d : *running) {
     auto touched = std::make_shared<bool>(false);
@@ -635,7 +626,7 @@ asio::awaitable<result<int>> for_each_running(store::store& st, const clock_sour
 result<void> reconcile_run(store::catalog_tx& tx, const std::string& id, time_ms now, bool& touched) {
   auto dist = tx.get_distribution("", id);
   if (!dist || dist->status != "running") return {};
-  auto kids = tx.children_of(id, dist->run_no);
+  auto kids = tx.children_of(id, run_key_prefix(id, dist->run_no));
   if (!kids) return std::move(kids).error();
   auto fin = tx.finalized_children(id, dist->run_no);
   if (!fin) return std::move(fin).error();
@@ -670,7 +661,7 @@ result<void> retrigger_run(store::catalog_tx& tx, const std::string& id, time_ms
   auto dist = tx.get_distribution("", id);
   if (!dist || dist->status != "running") return {};
   auto& d = *dist;
-  auto kids = tx.children_of(id, d.run_no);
+  auto kids = tx.children_of(id, run_key_prefix(id, d.run_no));
   if (!kids) return std::move(kids).error();
   std::vector<job_plan> present;
   std::vector<std::string> batch_job_ids;
@@ -718,7 +709,7 @@ result<void> retrigger_run(store::catalog_tx& tx, const std::string& id, time_ms
     }
     store::new_job j;
     j.project_id = d.project_id;
-    j.type = "distribution_execute";
+    j.type = std::string(queue::job_names::distribution_execute);
     j.lane = std::string(queue::lane_dist);
     j.payload = to_payload(p);
     j.max_attempts = queue::find_job_type(j.type)->max_attempts;

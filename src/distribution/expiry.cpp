@@ -5,8 +5,10 @@
 #include "certfleet/core/settings.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/engine.hpp"
+#include "certfleet/distribution/gauges.hpp"
+#include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
-#include "certfleet/store/auth.hpp"
+#include "certfleet/store/settings.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -39,21 +41,16 @@ result<std::set<std::string>> channels_for(store::catalog_read& rd, const std::s
 }  // namespace
 
 asio::awaitable<result<expiry_report>> check_expirations(store::store& st, time_ms now) {
-  settings_map settings;
-  if (auto s = co_await st.auth().system_settings(); s)
-    for (const auto& [k, v] : *s) (void)settings.set(k, v);
+  auto settings = co_await store::read_settings(st);
   auto thresholds = parse_expiry_thresholds(settings.text("certificate_expiry_thresholds_days"));
   if (!thresholds) co_return std::move(thresholds).error();
-  const time_ms window = thresholds->front() * 86'400'000LL;
+  const time_ms window = expiry_window_ms(*thresholds);
 
-  auto certs = std::make_shared<std::vector<store::catalog_object>>();
-  store::read_fn read = [certs, now, window](store::catalog_read& rd) -> result<void> {
-    auto c = rd.certificates_expiring(now + window, 100'000);
-    if (!c) return std::move(c).error();
-    *certs = std::move(*c);
-    return {};
+  store::read_value_fn<std::vector<store::catalog_object>> read = [now, window](store::catalog_read& rd) {
+    return rd.certificates_expiring(now + window, 100'000);
   };
-  if (auto r = co_await st.catalog().read(std::move(read)); !r) co_return std::move(r).error();
+  auto certs = co_await store::read_value(st.catalog(), std::move(read));
+  if (!certs) co_return std::move(certs).error();
 
   expiry_report report;
   for (const auto& cert : *certs) {
@@ -99,13 +96,13 @@ asio::awaitable<result<expiry_report>> check_expirations(store::store& st, time_
                                                      {"fingerprint_sha256", d->fingerprint_sha256}}}};
           store::new_job j;
           j.project_id = cert.project_id;
-          j.type = "notification.send";
+          j.type = std::string(queue::job_names::notification_send);
           j.lane = std::string(queue::lane_main);
           j.payload = json::serialize(payload);
-          j.max_attempts = queue::find_job_type("notification.send")->max_attempts;
-          j.idempotency_key = fmt::format("notify:cert:{}:{}:{}", cert.id, *step.notify_days, channel);
+          j.max_attempts = queue::find_job_type(j.type)->max_attempts;
+          j.idempotency_key = expiry_notification_key(cert.id, *step.notify_days, channel);
           j.certificate_id = cert.id;
-          j.triggered_by = "certificate_expiration_check";
+          j.triggered_by = queue::job_names::certificate_expiration_check;
           auto e = tx.jobs().enqueue(j, now);
           if (!e) return std::move(e).error();
           if (e->created) ++*sent;
@@ -122,14 +119,15 @@ asio::awaitable<result<expiry_report>> check_expirations(store::store& st, time_
 }
 
 void register_expiration_check(queue::handler_registry& r) {
-  r.add("certificate_expiration_check", [](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
+  auto check = [](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
     auto rep = co_await check_expirations(ctx.store(), ctx.clock().now_ms());
     if (!rep) co_return queue::outcome::failure(rep.error().message);
     auto line = fmt::format("examined {} certificates: {} expiring soon, {} newly marked expired, {} notifications enqueued",
                             rep->examined, rep->expiring_soon, rep->expired_marked, rep->notifications);
     co_await ctx.log("info", std::move(line));
     co_return queue::outcome::ok();
-  });
+  };
+  r.add(std::string(queue::job_names::certificate_expiration_check), std::move(check));
 }
 
 }  // namespace certfleet::distribution

@@ -100,13 +100,36 @@ result<job_plan> parse_payload(std::string_view payload) {
 }
 
 std::string job_key(const job_plan& p, std::string_view parent_job_id) {
+  auto key = run_key_prefix(p.distribution_id, p.run_no);
   switch (p.mode) {
-    case job_mode::normal: return fmt::format("dist:{}:{}:normal", p.distribution_id, p.run_no);
-    case job_mode::batch: return fmt::format("dist:{}:{}:batch:{}", p.distribution_id, p.run_no, p.batch_no);
-    case job_mode::retry: return fmt::format("dist:{}:{}:retry:{}", p.distribution_id, p.run_no, parent_job_id);
-    case job_mode::rollback: return fmt::format("dist:{}:{}:rollback", p.distribution_id, p.run_no);
+    case job_mode::normal: return key + "normal";
+    case job_mode::batch: return fmt::format("{}batch:{}", key, p.batch_no);
+    case job_mode::retry: return fmt::format("{}retry:{}", key, parent_job_id);
+    case job_mode::rollback: return key + "rollback";
   }
   return {};
+}
+
+std::string run_key_prefix(std::string_view distribution_id, std::int64_t run_no) {
+  return fmt::format("dist:{}:{}:", distribution_id, run_no);
+}
+
+std::string run_notification_key(std::string_view distribution_id, std::int64_t run_no, std::string_view channel_id) {
+  return fmt::format("notify:{}:{}:{}", distribution_id, run_no, channel_id);
+}
+
+std::string expiry_notification_key(std::string_view certificate_id, std::int64_t days, std::string_view channel_id) {
+  return fmt::format("notify:cert:{}:{}:{}", certificate_id, days, channel_id);
+}
+
+std::string expiration_check_key(time_ms now) { return fmt::format("exp_check:{}", now / 3'600'000); }
+
+error job_retry_refusal(const store::job_record& job) {
+  return make_error(errc::conflict,
+                    fmt::format("job {} belongs to distribution {}: use POST /api/v1/projects/{{p}}/distributions/{}"
+                                "/retry-failed instead (it opens a new run over the failed targets)",
+                                job.id, job.distribution_id, job.distribution_id),
+                    "retry-failed");
 }
 
 int effective_batch_size(std::int64_t setting) noexcept {

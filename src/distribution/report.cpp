@@ -18,10 +18,6 @@ namespace certfleet::distribution {
 
 namespace {
 
-bool is_distribution_job(std::string_view type) {
-  return type == "distribution_execute" || type == "distribution_rollback";
-}
-
 void count(store::distribution_record& d, std::string_view outcome) {
   if (outcome == "succeeded") ++d.fan_out_succeeded;
   else if (outcome == "failed") ++d.fan_out_failed;
@@ -68,10 +64,11 @@ result<void> account_cancelled(store::catalog_tx& tx, store::distribution_record
 }
 
 result<void> stop_children(store::catalog_tx& tx, store::distribution_record& d, time_ms now) {
-  auto cancelled = tx.cancel_waiting_children(d.id, d.run_no, now);
+  auto prefix = run_key_prefix(d.id, d.run_no);
+  auto cancelled = tx.cancel_waiting_children(d.id, prefix, now);
   if (!cancelled) return std::move(cancelled).error();
   if (auto r = account_cancelled(tx, d, *cancelled, now); !r) return r;
-  auto asked = tx.request_cancel_children(d.id, d.run_no);
+  auto asked = tx.request_cancel_children(d.id, prefix);
   if (!asked) return std::move(asked).error();
   return {};
 }
@@ -103,11 +100,11 @@ result<void> enqueue_notifications(store::catalog_tx& tx, const store::distribut
                                      {"summary", std::move(summary)}}}};
     store::new_job j;
     j.project_id = d.project_id;
-    j.type = "notification.send";
+    j.type = std::string(queue::job_names::notification_send);
     j.lane = std::string(queue::lane_main);
     j.payload = boost::json::serialize(payload);
-    j.max_attempts = queue::find_job_type("notification.send")->max_attempts;
-    j.idempotency_key = fmt::format("notify:{}:{}:{}", d.id, d.run_no, channel);
+    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
+    j.idempotency_key = run_notification_key(d.id, d.run_no, channel);
     j.distribution_id = d.id;
     j.triggered_by = "distribution";
     if (auto r = tx.jobs().enqueue(j, now); !r) return std::move(r).error();
@@ -154,7 +151,7 @@ result<bool> try_complete(store::catalog_tx& tx, store::distribution_record& d, 
 }
 
 result<void> report_child(store::catalog_tx& tx, const store::job_record& job, time_ms now) {
-  if (!is_distribution_job(job.type) || !store::is_terminal(job.status)) return {};
+  if (!queue::driven_by_distribution(job.type) || !store::is_terminal(job.status)) return {};
   auto plan = parse_payload(job.payload);
   if (!plan) {
     spdlog::error("distribution job {} has a bad payload: {}", job.id, plan.error().message);
@@ -212,7 +209,7 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
         d.error = fmt::format("canary batch failed {} of {} targets (tolerance {}): the other batches were cancelled",
                               failed, plan->target_ids.size(), d.failure_tolerance);
         if (auto r = stop_children(tx, d, now); !r) return r;
-      } else if (auto r = tx.release_held_children(d.id, d.run_no, now); !r) {
+      } else if (auto r = tx.release_held_children(d.id, run_key_prefix(d.id, d.run_no), now); !r) {
         return std::move(r).error();
       }
     }
@@ -240,7 +237,7 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
         next.retry_attempt = plan->retry_attempt + 1;
         store::new_job j;
         j.project_id = d.project_id;
-        j.type = "distribution_execute";
+        j.type = std::string(queue::job_names::distribution_execute);
         j.lane = std::string(queue::lane_dist);
         j.payload = to_payload(next);
         j.max_attempts = 1;
@@ -268,13 +265,16 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
 
 store::terminal_hook make_terminal_hook() {
   auto report = [](store::job_tx& tx, const store::job_record& job) {
-    if (!is_distribution_job(job.type)) return;
+    if (!queue::driven_by_distribution(job.type)) return;
     auto r = report_child(tx.catalog(), job, job.completed_at ? job.completed_at : system_clock().now_ms());
     // An error here is a store failure inside the transaction: fail it, so the job's transition
     // is retried (by its worker or the reaper) rather than committed without its report.
     if (!r) throw std::runtime_error("distribution report failed: " + r.error().message);
   };
-  return {report, {"distribution_execute", "distribution_rollback"}};
+  std::vector<std::string> types;
+  for (const auto& t : queue::all_job_types())
+    if (t.driven_by_distribution) types.emplace_back(t.name);
+  return {report, std::move(types)};
 }
 
 }  // namespace certfleet::distribution

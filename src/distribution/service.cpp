@@ -10,7 +10,7 @@
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
-#include "certfleet/store/auth.hpp"
+#include "certfleet/store/settings.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -25,7 +25,23 @@ using store::catalog_object;
 
 namespace {
 
-using asio_settings_task = boost::asio::awaitable<settings_map>;
+// The stored ssh_allow_list, for a route that contacts an SSH target (the create check,
+// scan-host-key): a value that no longer parses is the caller's error (a job refuses every
+// destination instead).
+boost::asio::awaitable<result<delivery::egress_policy>> read_ssh_allow_list(store::store& st) {
+  auto settings = co_await store::read_settings(st);
+  auto allow = delivery::parse_egress_allow_list(settings.text("ssh_allow_list"), "ssh_allow_list");
+  if (!allow) co_return std::move(allow).error();
+  co_return std::move(*allow);
+}
+
+// `allow` must outlive the options.
+delivery::ssh_options ssh_dial_options(boost::asio::thread_pool* cpu, const delivery::egress_policy& allow) {
+  delivery::ssh_options so;
+  so.resolve_pool = cpu;
+  so.allow = &allow;
+  return so;
+}
 
 error no_key() {
   return make_error(errc::shutting_down, "no key-encryption key is loaded in this process: secrets cannot be sealed or opened",
@@ -67,13 +83,6 @@ result<void> check_ref(store::catalog_read& rd, const std::string& project, std:
                       fmt::format("credential {} is not a password credential: a webhook secret must be one", id),
                       std::move(field));
   return {};
-}
-
-asio_settings_task read_settings(store::store& st) {
-  settings_map m;
-  if (auto s = co_await st.auth().system_settings(); s)
-    for (const auto& [k, v] : *s) (void)m.set(k, v);  // a stale invalid value falls back to its default
-  co_return m;
 }
 
 }  // namespace
@@ -119,7 +128,7 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
                              "file targets write files and run a command on the worker host as certfleet's user: only a "
                              "system-admin token may create one",
                              "module");
-      auto settings = co_await read_settings(st_);
+      auto settings = co_await store::read_settings(st_);
       auto dirs = parse_base_dirs(settings.text("file_target_base_dirs"));
       if (!dirs) co_return std::move(dirs).error();
       if (auto ok = delivery::check_file_target_paths(t->spec.file, *dirs); !ok) co_return std::move(ok).error();
@@ -132,12 +141,9 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
         obj->doc = stamp_ssh_auth(obj->doc, "key");
       }
       want_credential_kind = t->spec.ssh.auth == delivery::ssh_auth::key ? "ssh_key" : "password";
-      auto settings = co_await read_settings(st_);
-      auto allow = delivery::parse_egress_allow_list(settings.text("ssh_allow_list"), "ssh_allow_list");
+      auto allow = co_await read_ssh_allow_list(st_);
       if (!allow) co_return std::move(allow).error();
-      delivery::ssh_options so;
-      so.resolve_pool = cpu_;
-      so.allow = &*allow;
+      auto so = ssh_dial_options(cpu_, *allow);
       // Named arguments: GCC 12 mishandles temporaries built inside a co_await expression.
       std::string host = t->spec.ssh.host, field = "ssh.host";
       auto ok = co_await delivery::check_ssh_destination(host, t->spec.ssh.port, field, so);
@@ -192,29 +198,21 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
 
 op<json::value> service::get(std::string_view kind_view, std::string project_id, std::string id) {
   std::string kind(kind_view);
-  auto out = std::make_shared<catalog_object>();
-  store::read_fn op2 = [=](store::catalog_read& rd) -> result<void> {
-    auto o = rd.get_object(project_id, kind, id);
-    if (!o) return std::move(o).error();
-    *out = std::move(*o);
-    return {};
+  store::read_value_fn<catalog_object> op2 = [=](store::catalog_read& rd) {
+    return rd.get_object(project_id, kind, id);
   };
-  auto r = co_await st_.catalog().read(std::move(op2));
-  if (!r) co_return std::move(r).error();
-  co_return json::value(object_view(*out));
+  auto o = co_await store::read_value(st_.catalog(), std::move(op2));
+  if (!o) co_return std::move(o).error();
+  co_return json::value(object_view(*o));
 }
 
 op<json::value> service::list(std::string_view kind_view, std::string project_id, int page, int page_size) {
   std::string kind(kind_view);
-  auto out = std::make_shared<store::object_page>();
-  store::read_fn op3 = [=](store::catalog_read& rd) -> result<void> {
-    auto p = rd.list_objects(project_id, kind, page, page_size);
-    if (!p) return std::move(p).error();
-    *out = std::move(*p);
-    return {};
+  store::read_value_fn<store::object_page> op3 = [=](store::catalog_read& rd) {
+    return rd.list_objects(project_id, kind, page, page_size);
   };
-  auto r = co_await st_.catalog().read(std::move(op3));
-  if (!r) co_return std::move(r).error();
+  auto out = co_await store::read_value(st_.catalog(), std::move(op3));
+  if (!out) co_return std::move(out).error();
   json::array items;
   for (const auto& o : out->items) {
     auto v = object_view(o);
@@ -349,15 +347,11 @@ op<json::value> service::get_distribution(std::string project_id, std::string id
 }
 
 op<json::value> service::list_distributions(std::string project_id, int page, int page_size) {
-  auto out = std::make_shared<store::distribution_page>();
-  store::read_fn op7 = [=](store::catalog_read& rd) -> result<void> {
-    auto p = rd.list_distributions(project_id, page, page_size);
-    if (!p) return std::move(p).error();
-    *out = std::move(*p);
-    return {};
+  store::read_value_fn<store::distribution_page> op7 = [=](store::catalog_read& rd) {
+    return rd.list_distributions(project_id, page, page_size);
   };
-  auto r = co_await st_.catalog().read(std::move(op7));
-  if (!r) co_return std::move(r).error();
+  auto out = co_await store::read_value(st_.catalog(), std::move(op7));
+  if (!out) co_return std::move(out).error();
   json::array items;
   for (const auto& d : out->items) {
     auto v = distribution_view(d, {}, {});
@@ -409,9 +403,7 @@ op<json::value> service::rollback(std::string project_id, std::string id, std::s
 op<json::value> service::open_run(std::string project_id, std::string id, std::string actor, std::string kind,
                                   std::int64_t rollback_of) {
   // Settings are read at execute time (DESIGN §4).
-  settings_map settings;
-  if (auto s = co_await st_.auth().system_settings(); s)
-    for (const auto& [k, v] : *s) (void)settings.set(k, v);
+  auto settings = co_await store::read_settings(st_);
   auto threshold = settings.integer("distribution_fanout_threshold");
   auto batch_size = effective_batch_size(settings.integer("distribution_fanout_batch_size"));
   auto now = clock_.now_ms();
@@ -491,7 +483,8 @@ op<json::value> service::open_run(std::string project_id, std::string id, std::s
     for (std::size_t i = 0; i < plans.size(); ++i) {
       store::new_job j;
       j.project_id = project_id;
-      j.type = mode == job_mode::rollback ? "distribution_rollback" : "distribution_execute";
+      j.type = mode == job_mode::rollback ? queue::job_names::distribution_rollback
+                                          : queue::job_names::distribution_execute;
       j.lane = std::string(queue::lane_dist);
       j.payload = to_payload(plans[i]);
       j.max_attempts = queue::find_job_type(j.type)->max_attempts;
@@ -532,13 +525,14 @@ op<json::value> service::cancel(std::string project_id, std::string id) {
     d.cancel_requested = true;
     d.updated_at = now;
     if (auto u = tx.update_distribution(d); !u) return u;
-    auto cancelled = tx.cancel_waiting_children(id, d.run_no, now);
+    auto prefix = run_key_prefix(id, d.run_no);
+    auto cancelled = tx.cancel_waiting_children(id, prefix, now);
     if (!cancelled) return std::move(cancelled).error();
     // The engine's own cancellations do not pass the terminal hook: report each here; each
     // report reads and writes the distribution itself.
     for (const auto& c : *cancelled)
       if (auto r = report_child(tx, c, now); !r) return r;
-    auto req = tx.request_cancel_children(id, d.run_no);
+    auto req = tx.request_cancel_children(id, prefix);
     if (!req) return std::move(req).error();
     *asked = *req;
     auto again = tx.get_distribution(project_id, id);
@@ -600,24 +594,17 @@ op<json::value> service::results(std::string project_id, std::string id, std::in
 }
 
 op<json::value> service::scan_host_key(std::string project_id, std::string target_id) {
-  auto obj = std::make_shared<catalog_object>();
-  store::read_fn op12 = [=](store::catalog_read& rd) -> result<void> {
-    auto o = rd.get_object(project_id, store::kind_target, target_id);
-    if (!o) return std::move(o).error();
-    *obj = std::move(*o);
-    return {};
+  store::read_value_fn<catalog_object> op12 = [=](store::catalog_read& rd) {
+    return rd.get_object(project_id, store::kind_target, target_id);
   };
-  auto r = co_await st_.catalog().read(std::move(op12));
-  if (!r) co_return std::move(r).error();
+  auto obj = co_await store::read_value(st_.catalog(), std::move(op12));
+  if (!obj) co_return std::move(obj).error();
   auto spec = parse_target_doc(*obj);
   if (!spec) co_return std::move(spec).error();
   if (spec->module != delivery::module_kind::ssh) co_return make_error(errc::invalid_argument, "only ssh targets have host keys", "module");
-  auto settings = co_await read_settings(st_);
-  auto allow = delivery::parse_egress_allow_list(settings.text("ssh_allow_list"), "ssh_allow_list");
+  auto allow = co_await read_ssh_allow_list(st_);
   if (!allow) co_return std::move(allow).error();
-  delivery::ssh_options so;
-  so.resolve_pool = cpu_;
-  so.allow = &*allow;
+  auto so = ssh_dial_options(cpu_, *allow);
   std::string host = spec->ssh.host;
   auto keys = co_await delivery::scan_host_key(host, spec->ssh.port, so);
   if (!keys) co_return std::move(keys).error();

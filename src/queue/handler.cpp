@@ -62,8 +62,8 @@ asio::awaitable<void> job_context::progress(std::int64_t current, std::int64_t t
   job_.progress_total = total;
 }
 
-void handler_registry::add(std::string type, handler_fn handler, payload_validator validate) {
-  entries_[std::move(type)] = entry{std::move(handler), std::move(validate)};
+void handler_registry::add(std::string type, handler_fn handler, payload_validator validate, retry_refusal refuse) {
+  entries_[std::move(type)] = entry{std::move(handler), std::move(validate), std::move(refuse)};
 }
 
 const handler_fn* handler_registry::find(std::string_view type) const {
@@ -74,6 +74,11 @@ const handler_fn* handler_registry::find(std::string_view type) const {
 const payload_validator* handler_registry::validator(std::string_view type) const {
   auto it = entries_.find(type);
   return it == entries_.end() ? nullptr : &it->second.validate;
+}
+
+const retry_refusal* handler_registry::refusal(std::string_view type) const {
+  auto it = entries_.find(type);
+  return it == entries_.end() ? nullptr : &it->second.refuse;
 }
 
 }  // namespace certfleet::queue

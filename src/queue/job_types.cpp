@@ -5,26 +5,27 @@
 namespace certfleet::queue {
 
 namespace {
+namespace n = job_names;
 constexpr std::array<job_type, 19> table{{
-    {"issue_certificate", lane_main, 3, true},
-    {"renew_certificate", lane_main, 3, true},
-    {"validate_manual_dns", lane_main, 3, false},
-    {"cleanup_dns", lane_main, 3, false},
-    {"revoke_certificate", lane_main, 3, true},
-    {"msca_issue_certificate", lane_main, 3, false},
-    {"msca_renew_certificate", lane_main, 3, false},
-    {"msca_poll_pending", lane_main, 3, false},
-    {"distribution_execute", lane_dist, 1, false},
-    {"distribution_rollback", lane_dist, 3, false},
-    {"kek_rotation_orchestrate", lane_main, 3, false},
-    {"kek_rotation_collection", lane_main, 3, false},
-    {"certificate_expiration_check", lane_main, 3, true},
-    {"domain_expiration_check", lane_main, 3, true},
-    {"revocation_check", lane_main, 3, true},
-    {"notification.send", lane_main, 3, false},
-    {"discovery_execute", lane_main, 1, true},
-    {"noop", lane_main, 3, true},
-    {"maintenance_sweep", lane_main, 1, false},  // the scheduler's sweeps, one per name per cycle
+    {n::issue_certificate, lane_main, 3, true},
+    {n::renew_certificate, lane_main, 3, true},
+    {n::validate_manual_dns, lane_main, 3, false},
+    {n::cleanup_dns, lane_main, 3, false},
+    {n::revoke_certificate, lane_main, 3, true},
+    {n::msca_issue_certificate, lane_main, 3, false},
+    {n::msca_renew_certificate, lane_main, 3, false},
+    {n::msca_poll_pending, lane_main, 3, false},
+    {n::distribution_execute, lane_dist, 1, false, true},
+    {n::distribution_rollback, lane_dist, 3, false, true},
+    {n::kek_rotation_orchestrate, lane_main, 3, false},
+    {n::kek_rotation_collection, lane_main, 3, false},
+    {n::certificate_expiration_check, lane_main, 3, true},
+    {n::domain_expiration_check, lane_main, 3, true},
+    {n::revocation_check, lane_main, 3, true},
+    {n::notification_send, lane_main, 3, false},
+    {n::discovery_execute, lane_main, 1, true},
+    {n::noop, lane_main, 3, true},
+    {n::maintenance_sweep, lane_main, 1, false},  // the scheduler's sweeps, one per name per cycle
 }};
 }  // namespace
 
@@ -34,6 +35,11 @@ const job_type* find_job_type(std::string_view name) noexcept {
   for (const auto& t : table)
     if (t.name == name) return &t;
   return nullptr;
+}
+
+bool driven_by_distribution(std::string_view name) noexcept {
+  const job_type* t = find_job_type(name);
+  return t && t->driven_by_distribution;
 }
 
 }  // namespace certfleet::queue

@@ -1,6 +1,7 @@
 // `noop`: a diagnostic job that proves workers are alive and gives benchmarks a workload.
 #include "certfleet/core/json.hpp"
 #include "certfleet/queue/handler.hpp"
+#include "certfleet/queue/job_types.hpp"
 
 #include <fmt/format.h>
 
@@ -37,7 +38,7 @@ result<noop_payload> parse(const std::string& payload) {
 
 void register_noop(handler_registry& r) {
   r.add(
-      "noop",
+      std::string(job_names::noop),
       [](job_context& ctx) -> boost::asio::awaitable<outcome> {
         auto p = parse(ctx.payload());
         if (!p) co_return outcome::permanent_failure(p.error().message);

@@ -79,14 +79,17 @@ store::task<store::cancel_outcome> queue_service::cancel(std::string project_id,
 
 store::task<store::job_record> queue_service::retry(std::string project_id, std::string id) {
   // A distribution's jobs are re-driven through the distribution, which opens a new run over
-  // its failed targets; re-running one job would deliver outside any run.
+  // its failed targets; re-running one job would deliver outside any run. The type's owner
+  // words the refusal (it knows how); without one, the queue's own words.
   auto job = co_await store_.jobs().get(project_id, id);
-  if (job && (job->type == "distribution_execute" || job->type == "distribution_rollback"))
+  if (job && driven_by_distribution(job->type)) {
+    if (const auto* refuse = handlers_.refusal(job->type); refuse && *refuse) co_return (*refuse)(*job);
     co_return make_error(errc::conflict,
-                         fmt::format("job {} belongs to distribution {}: use POST /api/v1/projects/{{p}}/distributions/{}"
-                                     "/retry-failed instead (it opens a new run over the failed targets)",
-                                     id, job->distribution_id, job->distribution_id),
-                         "retry-failed");
+                         fmt::format("job {} is driven by distribution {}: it is re-run through its distribution, "
+                                     "not retried alone",
+                                     id, job->distribution_id),
+                         "id");
+  }
   auto out = co_await store_.jobs().retry(std::move(project_id), std::move(id), clock_.now_ms(), retry_per_minute_);
   if (out && on_enqueued) on_enqueued(out->lane);
   co_return out;

@@ -1,6 +1,8 @@
 #include "certfleet/scheduler/scheduler.hpp"
 
 #include "certfleet/core/json.hpp"
+#include "certfleet/distribution/plan.hpp"
+#include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/store/maintenance.hpp"
 
@@ -23,6 +25,11 @@ namespace asio = boost::asio;
 inline constexpr std::string_view lease_name = "scheduler";
 
 namespace {
+// The sweeps, one table: name and what it does (docs/scheduler.md lists them).
+struct sweep_def {
+  std::string_view name;
+  std::string_view doc;
+};
 constexpr std::array<sweep_def, 4> sweeps{{
     {"lost_leases", "active jobs past their lease with no attempts left become dead (terminal hooks run)"},
     {"distributions", "re-triggers running distribution runs whose jobs are gone (an execute aborted before its jobs "
@@ -33,8 +40,6 @@ constexpr std::array<sweep_def, 4> sweeps{{
                   "than audit_retention_s, are deleted in batches"},
 }};
 }  // namespace
-
-std::span<const sweep_def> all_sweeps() noexcept { return sweeps; }
 
 struct scheduler::impl : std::enable_shared_from_this<impl> {
   asio::any_io_executor ex;
@@ -91,7 +96,7 @@ struct scheduler::impl : std::enable_shared_from_this<impl> {
       if (clock.now_ms() >= lease->expires_at) co_return;
       queue::enqueue_request r;
       r.project_id = system_project;
-      r.type = "maintenance_sweep";
+      r.type = queue::job_names::maintenance_sweep;
       r.payload = fmt::format(R"({{"name":"{}","cycle":{},"epoch":{}}})", sw.name, cycle, lease->epoch);
       r.idempotency_key = fmt::format("sweep:{}:{}", sw.name, cycle);
       r.triggered_by = "scheduler:" + opt.holder_id;
@@ -104,8 +109,8 @@ struct scheduler::impl : std::enable_shared_from_this<impl> {
     if (clock.now_ms() < lease->expires_at) {
       queue::enqueue_request r;
       r.project_id = system_project;
-      r.type = "certificate_expiration_check";
-      r.idempotency_key = fmt::format("exp_check:{}", now / 3'600'000);
+      r.type = queue::job_names::certificate_expiration_check;
+      r.idempotency_key = distribution::expiration_check_key(now);
       r.triggered_by = "scheduler:" + opt.holder_id;
       auto out = co_await q.enqueue(std::move(r), queue::caller::system);
       if (!out) spdlog::warn("scheduler: enqueue of certificate_expiration_check failed: {}", out.error().message);
@@ -187,7 +192,7 @@ asio::awaitable<result<int>> in_batches(queue::job_context& ctx, batch_op op) {
 
 void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, time_ms audit_retention_ms) {
   r.add(
-      "maintenance_sweep",
+      std::string(queue::job_names::maintenance_sweep),
       [retention_ms, audit_retention_ms](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
         auto p = json::object_reader::parse(ctx.payload(), "payload");
         if (!p) co_return queue::outcome::permanent_failure(p.error().message);

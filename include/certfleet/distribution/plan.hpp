@@ -36,9 +36,27 @@ std::string to_payload(const job_plan& p);
 // errors name the field.
 result<job_plan> parse_payload(std::string_view payload);
 
+// Idempotency keys: this module is the only one that spells them. Ids are ObjectIds (no ':'),
+// so no two of these formats, runs or channels share a key.
+//
 // The idempotency key of a run's job: dist:<id>:<run>:normal | batch:<n> | retry:<parent job>
-// | rollback. One prefix per run, so the store finds a run's jobs by key range.
+// | rollback. One prefix per run (run_key_prefix), so the store finds a run's jobs by key range.
 std::string job_key(const job_plan& p, std::string_view parent_job_id = {});
+// "dist:<id>:<run>:", the start of every job key of that run and of no other run's.
+std::string run_key_prefix(std::string_view distribution_id, std::int64_t run_no);
+// A finished run's notification to one channel: notify:<distribution>:<run>:<channel>.
+std::string run_notification_key(std::string_view distribution_id, std::int64_t run_no, std::string_view channel_id);
+// A certificate's expiry notification for one threshold in days (0: expired) to one channel:
+// notify:cert:<certificate>:<days>:<channel>.
+std::string expiry_notification_key(std::string_view certificate_id, std::int64_t days, std::string_view channel_id);
+// The scheduler's certificate_expiration_check: exp_check:<hours since the epoch>, one per hour
+// whatever the cycle, so a restart within the hour finds the hour's key taken.
+std::string expiration_check_key(time_ms now);
+
+// The jobs API's answer to a retry of a distribution's job (409, field "retry-failed"): such a
+// job is re-driven by its distribution's retry-failed, which opens a new run over the failed
+// targets. The queue's retry asks the type's owner for it (handler_registry's retry_refusal).
+error job_retry_refusal(const store::job_record& job);
 
 // Sorted target ids cut into batches of `batch_size` (0 -> default_batch_size).
 std::vector<std::vector<std::string>> split_batches(std::vector<std::string> target_ids, int batch_size);

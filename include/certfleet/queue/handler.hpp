@@ -86,17 +86,22 @@ class job_context {
 using handler_fn = std::function<boost::asio::awaitable<outcome>(job_context&)>;
 // Checks a payload at enqueue time, so a job that cannot run is refused, not stored.
 using payload_validator = std::function<result<void>(const std::string& payload)>;
+// Words the refusal to retry one job of a type its distribution drives (the job-type table's
+// driven_by_distribution): the owner of the type knows how such a job is re-driven instead.
+using retry_refusal = std::function<error(const store::job_record& job)>;
 
 class handler_registry {
  public:
-  void add(std::string type, handler_fn handler, payload_validator validate = {});
+  void add(std::string type, handler_fn handler, payload_validator validate = {}, retry_refusal refuse = {});
   const handler_fn* find(std::string_view type) const;
   const payload_validator* validator(std::string_view type) const;
+  const retry_refusal* refusal(std::string_view type) const;
 
  private:
   struct entry {
     handler_fn handler;
     payload_validator validate;
+    retry_refusal refuse;
   };
   std::map<std::string, entry, std::less<>> entries_;
 };

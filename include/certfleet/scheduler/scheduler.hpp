@@ -13,18 +13,10 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <memory>
-#include <span>
 #include <string>
 #include <string_view>
 
 namespace certfleet::scheduler {
-
-// The sweeps, one table: name and what it does (docs/scheduler.md lists them).
-struct sweep_def {
-  std::string_view name;
-  std::string_view doc;
-};
-std::span<const sweep_def> all_sweeps() noexcept;
 
 struct scheduler_options {
   std::string holder_id;                 // empty: host:pid:random

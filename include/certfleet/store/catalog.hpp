@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -135,12 +136,14 @@ class catalog_read {
   virtual result<std::vector<target_result>> run_outcomes(std::string_view distribution_id, std::int64_t run_no) = 0;
   virtual result<std::vector<finalized_child>> finalized_children(std::string_view distribution_id,
                                                                   std::int64_t run_no) = 0;
-  // The jobs of a run (normal job, batch and retry children), found by their idempotency keys
-  // `dist:<id>:<run>:…`, oldest first.
   // The latest run of this distribution whose successful delivery put files on the target
   // (0: none): a hash-skipped target records it, so rollback knows which backup to restore.
   virtual result<std::int64_t> last_files_run(std::string_view distribution_id, std::string_view target_id) = 0;
-  virtual result<std::vector<job_record>> children_of(std::string_view distribution_id, std::int64_t run_no) = 0;
+  // The jobs of a run (normal job, batch and retry children), oldest first: the jobs of the
+  // distribution's project whose idempotency key starts with `run_key_prefix`. The distribution
+  // module spells the keys (distribution::run_key_prefix); the store only matches the prefix.
+  virtual result<std::vector<job_record>> children_of(std::string_view distribution_id,
+                                                      std::string_view run_key_prefix) = 0;
 };
 
 // Writes (and reads) inside one write transaction.
@@ -163,16 +166,17 @@ class catalog_tx : public catalog_read {
   // Adds the child to the run's finalized set; false when it was already there (nothing changed).
   virtual result<bool> add_finalized(std::string_view distribution_id, std::int64_t run_no, const finalized_child& c) = 0;
 
-  // Children of a distribution run, by job operations that do not run the terminal hook (the
-  // caller accounts for them in this same transaction).
+  // Children of a distribution run (children_of: `run_key_prefix`), by job operations that do
+  // not run the terminal hook (the caller accounts for them in this same transaction).
   // pending/failed (held or not) -> cancelled; returns the jobs cancelled.
-  virtual result<std::vector<job_record>> cancel_waiting_children(std::string_view distribution_id, std::int64_t run_no,
-                                                                  time_ms now) = 0;
+  virtual result<std::vector<job_record>> cancel_waiting_children(std::string_view distribution_id,
+                                                                  std::string_view run_key_prefix, time_ms now) = 0;
   // active -> cancel_requested; returns their ids.
   virtual result<std::vector<std::string>> request_cancel_children(std::string_view distribution_id,
-                                                                   std::int64_t run_no) = 0;
+                                                                   std::string_view run_key_prefix) = 0;
   // held -> claimable now.
-  virtual result<int> release_held_children(std::string_view distribution_id, std::int64_t run_no, time_ms now) = 0;
+  virtual result<int> release_held_children(std::string_view distribution_id, std::string_view run_key_prefix,
+                                            time_ms now) = 0;
   virtual result<job_record> get_job(std::string_view id) = 0;
 };
 
@@ -191,5 +195,22 @@ class catalog_store {
   // Runs `fn` on a reader connection, in one snapshot.
   virtual task<void> read(read_fn fn) = 0;
 };
+
+// A read that returns one value: `read` with the value carried out of the reader thread.
+template <class T>
+using read_value_fn = std::function<result<T>(catalog_read&)>;
+template <class T>
+task<T> read_value(catalog_store& c, read_value_fn<T> get) {
+  auto out = std::make_shared<std::optional<T>>();
+  read_fn fn = [out, get = std::move(get)](catalog_read& rd) -> result<void> {
+    auto v = get(rd);
+    if (!v) return std::move(v).error();
+    out->emplace(std::move(*v));
+    return {};
+  };
+  auto r = co_await c.read(std::move(fn));
+  if (!r) co_return std::move(r).error();
+  co_return std::move(**out);
+}
 
 }  // namespace certfleet::store

@@ -46,6 +46,13 @@ struct job_record {
   bool cancel_requested = false;
 };
 
+// A job that another job of a distribution run spawned (a retry wave's child): its run accounts
+// for it, so no backend retries it alone (the conformance suite checks it). Told from the row's
+// own links, not from its type: job types are the queue's table.
+inline bool is_distribution_child(const job_record& j) noexcept {
+  return !j.parent_job_id.empty() && !j.distribution_id.empty();
+}
+
 struct new_job {
   std::string id;  // generated when empty
   std::string project_id;

@@ -106,13 +106,14 @@ target_result read_result(stmt& s) {
   return r;
 }
 
-// The jobs of one run share the idempotency-key prefix "dist:<id>:<run>:"; ';' sorts right
-// after ':', so the prefix is one range on the (project_id, idempotency_key) index.
-std::pair<std::string, std::string> run_key_range(std::string_view dist_id, std::int64_t run_no) {
-  auto lo = fmt::format("dist:{}:{}:", dist_id, run_no);
-  auto hi = lo;
-  hi.back() = ';';
-  return {lo, hi};
+// The keys that start with `prefix` are one range on the (project_id, idempotency_key) index:
+// [prefix, the prefix with its last byte raised by one) in SQLite's bytewise order. A prefix of
+// 0xff bytes only (or none) has no upper bound: hi is empty.
+std::pair<std::string, std::string> prefix_range(std::string_view prefix) {
+  std::string hi(prefix);
+  while (!hi.empty() && static_cast<unsigned char>(hi.back()) == 0xff) hi.pop_back();
+  if (!hi.empty()) hi.back() = static_cast<char>(static_cast<unsigned char>(hi.back()) + 1);
+  return {std::string(prefix), std::move(hi)};
 }
 
 
@@ -279,7 +280,8 @@ class reads : public Base {
     return s->step() ? s->int64(0) : 0;
   }
 
-  result<std::vector<job_record>> children_of(std::string_view distribution_id, std::int64_t run_no) override {
+  result<std::vector<job_record>> children_of(std::string_view distribution_id,
+                                              std::string_view run_key_prefix) override {
     std::string project_id;
     {
       auto p = d_.prepare("SELECT project_id FROM distributions WHERE id = ?1");
@@ -287,11 +289,14 @@ class reads : public Base {
       if (!p->step()) return object_not_found("distribution", distribution_id);
       project_id = p->text(0);
     }
-    auto [lo, hi] = run_key_range(distribution_id, run_no);
+    auto [lo, hi] = prefix_range(run_key_prefix);
     std::vector<job_record> out;
-    auto s = d_.prepare("SELECT " JOB_COLS " FROM jobs WHERE project_id = ?1 AND idempotency_key >= ?2 "
-                        "AND idempotency_key < ?3 ORDER BY id");
-    s->bind(1, project_id).bind(2, lo).bind(3, hi);
+    auto s = hi.empty() ? d_.prepare("SELECT " JOB_COLS " FROM jobs WHERE project_id = ?1 AND idempotency_key >= ?2 "
+                                     "ORDER BY id")
+                        : d_.prepare("SELECT " JOB_COLS " FROM jobs WHERE project_id = ?1 AND idempotency_key >= ?2 "
+                                     "AND idempotency_key < ?3 ORDER BY id");
+    s->bind(1, project_id).bind(2, lo);
+    if (!hi.empty()) s->bind(3, hi);
     while (s->step()) out.push_back(read_job(*s));
     return out;
   }
@@ -443,9 +448,9 @@ class tx_impl final : public reads<catalog_tx> {
     return d_.changes() > 0;
   }
 
-  result<std::vector<job_record>> cancel_waiting_children(std::string_view distribution_id, std::int64_t run_no,
-                                                          time_ms now) override {
-    auto kids = children_of(distribution_id, run_no);
+  result<std::vector<job_record>> cancel_waiting_children(std::string_view distribution_id,
+                                                          std::string_view run_key_prefix, time_ms now) override {
+    auto kids = children_of(distribution_id, run_key_prefix);
     if (!kids) return std::move(kids).error();
     std::vector<job_record> out;
     auto s = d_.prepare("UPDATE jobs SET status = 'cancelled', completed_at = ?2, held = 0, "
@@ -463,8 +468,8 @@ class tx_impl final : public reads<catalog_tx> {
   }
 
   result<std::vector<std::string>> request_cancel_children(std::string_view distribution_id,
-                                                           std::int64_t run_no) override {
-    auto kids = children_of(distribution_id, run_no);
+                                                           std::string_view run_key_prefix) override {
+    auto kids = children_of(distribution_id, run_key_prefix);
     if (!kids) return std::move(kids).error();
     std::vector<std::string> out;
     auto s = d_.prepare("UPDATE jobs SET cancel_requested = 1 WHERE id = ?1 AND status = 'active'");
@@ -478,8 +483,9 @@ class tx_impl final : public reads<catalog_tx> {
     return out;
   }
 
-  result<int> release_held_children(std::string_view distribution_id, std::int64_t run_no, time_ms now) override {
-    auto kids = children_of(distribution_id, run_no);
+  result<int> release_held_children(std::string_view distribution_id, std::string_view run_key_prefix,
+                                    time_ms now) override {
+    auto kids = children_of(distribution_id, run_key_prefix);
     if (!kids) return std::move(kids).error();
     int n = 0;
     auto s = d_.prepare("UPDATE jobs SET held = 0, ready_at = ?2 WHERE id = ?1 AND held = 1 AND status = 'pending'");

@@ -536,7 +536,7 @@ class sqlite_store final : public store, public job_store, public project_store 
             return make_error(errc::conflict,
                               fmt::format("job {} is {}; only failed or dead jobs can be retried", id, to_string(j->status)),
                               "status");
-          if (!j->parent_job_id.empty() && (j->type == "distribution_execute" || j->type == "distribution_rollback"))
+          if (is_distribution_child(*j))
             return make_error(errc::conflict,
                               fmt::format("job {} is a fan-out child of distribution {}: use the distribution's "
                                           "retry-failed instead",
