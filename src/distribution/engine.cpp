@@ -5,6 +5,7 @@
 
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/settings.hpp"
+#include "certfleet/core/spawn.hpp"
 #include "certfleet/delivery/egress.hpp"
 #include "certfleet/delivery/file.hpp"
 #include "certfleet/delivery/ssh.hpp"
@@ -16,7 +17,6 @@
 #include "certfleet/store/maintenance.hpp"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -101,11 +101,11 @@ asio::awaitable<result<run_inputs>> load_inputs(job_context& ctx, const job_plan
   auto r = co_await ctx.store().catalog().read(std::move(op1));
   if (!r) co_return std::move(r).error();
   in->settings = co_await store::read_settings(ctx.store());
-  if (auto a = delivery::parse_egress_allow_list(in->settings.text("ssh_allow_list"), "ssh_allow_list")) in->ssh_allow = std::move(*a);
-  else {
-    in->ssh_allow.emplace();
-    in->ssh_allow->names.push_back("ssh-allow-list-does-not-parse.invalid");  // non-empty, matches nothing real
-  }
+  // The settings table lets only a valid list through (a stored one that no longer parses reads
+  // as its fail-closed fallback), so this cannot fail short of a bug.
+  auto ssh_allow = delivery::parse_egress_allow_list(in->settings.text("ssh_allow_list"), "ssh_allow_list");
+  if (!ssh_allow) co_return std::move(ssh_allow).error();
+  in->ssh_allow = std::move(*ssh_allow);
   if (!opt.key) co_return make_error(errc::config_invalid, "no key-encryption key loaded: cannot open secrets", "key_file");
 
   auto cert_doc = parse_certificate_doc(*cert);
@@ -475,26 +475,21 @@ asio::awaitable<outcome> run_distribution(job_context& ctx, std::shared_ptr<cons
     asio::co_spawn(
         ex,
         [&]() -> asio::awaitable<void> {
-          while (st.next < in.targets.size() && !st.lease_lost && ctx.interrupted() == queue::interrupt_reason::none) {
-            const auto& t = in.targets[st.next++];
-            const delivery::egress_policy* policy = egress ? &*egress : nullptr;
-            co_await deliver_target(ctx, *plan, in, t, *opt, policy, st, total);
-            if (dist_lock) co_await dist_lock->renew_if_due();
+          try {
+            while (st.next < in.targets.size() && !st.lease_lost && ctx.interrupted() == queue::interrupt_reason::none) {
+              const auto& t = in.targets[st.next++];
+              const delivery::egress_policy* policy = egress ? &*egress : nullptr;
+              co_await deliver_target(ctx, *plan, in, t, *opt, policy, st, total);
+              if (dist_lock) co_await dist_lock->renew_if_due();
+            }
+          } catch (const queue::job_interrupted&) {
+            // Expected: the job stops at its checkpoint below.
           }
         },
-        [&](std::exception_ptr e) {
-          if (e) {
-            try {
-              std::rethrow_exception(e);
-            } catch (const queue::job_interrupted&) {
-              // The job stops at its checkpoint below.
-            } catch (const std::exception& x) {
-              spdlog::error("job {}: target lane failed: {}", ctx.job().id, x.what());
-              st.lease_lost = true;
-            }
-          }
+        report_unexpected(fmt::format("job {}: target lane", ctx.job().id), [&](bool failed) {
+          if (failed) st.lease_lost = true;  // stop the other lanes: this job's state is unknown
           if (--lanes_left == 0) all_done.cancel();
-        });
+        }));
   }
   while (lanes_left > 0) {
     boost::system::error_code ec;

@@ -2,6 +2,7 @@
 
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/object_id.hpp"
+#include "certfleet/core/spawn.hpp"
 #include "certfleet/queue/backoff.hpp"
 #include "certfleet/queue/job_types.hpp"
 
@@ -82,16 +83,7 @@ struct worker::impl : std::enable_shared_from_this<impl> {
   }
 
   void spawn(asio::awaitable<void> a, const char* what) {
-    asio::co_spawn(ex, std::move(a), [what](std::exception_ptr e) {
-      if (!e) return;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& x) {
-        spdlog::error("worker {}: unexpected exception: {}", what, x.what());
-      } catch (...) {
-        spdlog::error("worker {}: unexpected exception", what);
-      }
-    });
+    asio::co_spawn(ex, std::move(a), report_unexpected(fmt::format("worker {}", what)));
   }
 
   void wake(lane_state& l) {

@@ -1,6 +1,7 @@
 #include "certfleet/scheduler/scheduler.hpp"
 
 #include "certfleet/core/json.hpp"
+#include "certfleet/core/spawn.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/worker.hpp"
@@ -140,14 +141,7 @@ void scheduler::start() {
         i->system_project = p->first.id;
         co_await i->run();
       },
-      [](std::exception_ptr e) {
-        if (!e) return;
-        try {
-          std::rethrow_exception(e);
-        } catch (const std::exception& x) {
-          spdlog::error("scheduler: unexpected exception: {}", x.what());
-        }
-      });
+      report_unexpected("scheduler"));
 }
 
 asio::awaitable<void> scheduler::stop() {
