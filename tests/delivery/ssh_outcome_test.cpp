@@ -186,3 +186,20 @@ TEST(ssh_outcome, restore_only_when_this_run_may_have_changed_files) {
   EXPECT_TRUE(restore_needed(failed_stage::validate, script_report{}));
   EXPECT_TRUE(restore_needed(failed_stage::validate, r));
 }
+
+// fuzz_ssh_outcome found it: the script prints the post command's status even when it is 0, and
+// a number that does not parse reads as 0. A script that then exited non-zero had failed with a
+// class of none (a failure that classified as success); the exit status decides instead.
+TEST(ssh_outcome, a_post_exit_of_zero_is_no_post_command_failure) {
+  for (const char* post : {"0", " ;"}) {
+    for (auto k : {script_kind::install, script_kind::restore}) {
+      auto f = judge(ctx(k), exited(1, started_line() + std::string(marker_post) + post + "\n", "boom"));
+      ASSERT_TRUE(f) << post;
+      EXPECT_NE(f->cls, certfleet::delivery::error_class::none) << post;
+      EXPECT_EQ(f->message.find("post-deploy"), std::string::npos) << f->message;
+      EXPECT_NE(f->message.find(k == script_kind::install ? "install script exited 1" : "restore script exited 1"),
+                std::string::npos)
+          << f->message;
+    }
+  }
+}

@@ -43,7 +43,9 @@ step exec_outcome(const exec_context& ctx, step transport, const exec_output& ou
     cause c{cause_kind::remote_step, rep.failed_step};
     return failure{classify(c), describe(c) + colon_stderr(out)};
   }
-  if (rep.post_exit != -2) {
+  // The script reports the post command's status only when it failed; a 0 (or a marker whose
+  // number did not parse, read as 0) is no post-command failure, so the exit status decides.
+  if (rep.post_exit != -2 && rep.post_exit != 0) {
     cause c{cause_kind::exit_status, rep.post_exit};
     return failure{classify(c), "post-deploy command exited " + std::to_string(rep.post_exit) +
                                     (install ? colon_stderr(out) : std::string(" after restore"))};
