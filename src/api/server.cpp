@@ -1,7 +1,7 @@
 // The server facade: the shared state, the listener and the live log hub's publisher. The parts:
 // listener.cpp (accept loop, start/stop), http_session.cpp, log_stream_session.cpp (+ the pure
-// log_cursor.cpp), auth.cpp, reply.cpp, dispatch.cpp (route id → handler) and one *_routes.cpp
-// per resource.
+// log_cursor.cpp), auth.cpp, reply.cpp, dispatch.cpp (calls the handler a row of routes.def
+// names) and one *_routes.cpp per resource.
 #include "certfleet/api/server.hpp"
 
 #include "listener.hpp"
