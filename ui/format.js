@@ -1,0 +1,107 @@
+// How values are shown: job types, statuses, times, durations, who triggered a job.
+import { h } from './dom.js';
+
+/** @param {string} type */
+export function typeLabel(type) { return type.replaceAll('_', ' '); }
+
+/**
+ * A batch or retry child of a fan-out distribution run: "batch", "retry" or null.
+ * @param {any} job
+ * @returns {'batch' | 'retry' | null}
+ */
+export function childKind(job) {
+  const mode = job?.payload?.mode;
+  if (job?.parent_job_id && (mode === 'batch' || mode === 'retry')) return mode;
+  if (job?.type === 'distribution_execute' && (mode === 'batch' || mode === 'retry')) return mode;
+  return null;
+}
+
+/**
+ * The status a job shows: "partial" for a completed job whose result_status is partial.
+ * @param {any} job
+ */
+export function shownStatus(job) {
+  return job.status === 'completed' && job.result_status === 'partial' ? 'partial' : String(job.status);
+}
+
+/** @param {string} status */
+export function statusTag(status) {
+  return h('span', { class: `tag status-${status.replace(/[^a-z_]/g, '')}`, text: status });
+}
+
+/** @param {any} job */
+export function isLive(job) { return job.status === 'pending' || job.status === 'active'; }
+
+/** @param {number} n */
+function pad(n) { return String(n).padStart(2, '0'); }
+
+/**
+ * A local time "2026-12-01 22:49:16" from an ISO string or epoch milliseconds; "" for none.
+ * @param {string | number | null | undefined} t
+ */
+export function time(t) {
+  if (t === null || t === undefined || t === '' || t === 0) return '';
+  const d = new Date(t);
+  if (Number.isNaN(d.getTime())) return String(t);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+/**
+ * A <time> element with the machine-readable value.
+ * @param {string | number | null | undefined} t
+ */
+export function timeEl(t) {
+  const text = time(t);
+  if (!text) return '';
+  return h('time', { datetime: new Date(/** @type {string | number} */ (t)).toISOString(), text });
+}
+
+/**
+ * Seconds with one decimal, from milliseconds; "" when unknown.
+ * @param {number | null | undefined} ms
+ */
+export function seconds(ms) {
+  if (ms === null || ms === undefined) return '';
+  return `${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)} s`;
+}
+
+/** @param {any} job */
+export function duration(job) {
+  if (typeof job.duration_ms === 'number') return seconds(job.duration_ms);
+  if (job.started_at && job.completed_at) return seconds(Date.parse(job.completed_at) - Date.parse(job.started_at));
+  return '';
+}
+
+/**
+ * Who triggered a job: the token's name or the system trigger in words.
+ * @param {any} job
+ */
+export function triggeredBy(job) {
+  if (typeof job.triggered_by_name === 'string' && job.triggered_by_name) return job.triggered_by_name;
+  const t = typeof job.triggered_by === 'string' ? job.triggered_by : '';
+  if (!t) return 'system';
+  return t;
+}
+
+/**
+ * A progress bar with its text, or "-" when the job reports no total.
+ * @param {{current: number, total: number} | null | undefined} p
+ * @param {string} label
+ * @param {boolean} [failed]
+ */
+export function progress(p, label, failed = false) {
+  if (!p || !(p.total > 0)) return h('span', { class: 'muted', text: '-' });
+  return h('span', { class: 'progress-cell' },
+    h('progress', { value: Math.min(p.current, p.total), max: p.total, 'aria-label': label, class: failed ? 'failed' : null }),
+    h('span', { class: 'progress-text', text: `${p.current}/${p.total}` }));
+}
+
+/**
+ * Days from now to an ISO time (negative when past).
+ * @param {string} iso
+ */
+export function daysLeft(iso) {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return null;
+  return Math.floor((t - Date.now()) / 86400000);
+}

@@ -1,0 +1,169 @@
+// Job detail: Back, the ID, a Live tag (refetch every 2 s while pending/active), the summary
+// card, Why is it waiting? / lease, Target Progress, fan-out alerts, the logs card.
+import * as api from './api.js';
+import { allPages, certificateNames } from './catalog.js';
+import { h, replace } from './dom.js';
+import * as fmt from './format.js';
+import { feedback, jobActionButtons } from './job_actions.js';
+import { logsCard } from './logs.js';
+import { href } from './router.js';
+
+export const retryWaveAlert = 'Failed targets are retried as a separate retry job — the remaining attempts on this job are not used.';
+
+/**
+ * A definition-list row.
+ * @param {string} term
+ * @param {...(Node | string | null)} value
+ */
+function row(term, ...value) {
+  return [h('dt', { text: term }), h('dd', null, ...(value.length && value.some((v) => v !== '' && v !== null) ? value : ['—']))];
+}
+
+/** @param {string} text @param {string} label */
+function copyButton(text, label) {
+  const b = h('button', { type: 'button', class: 'link-button', text: 'Copy', 'aria-label': label });
+  b.addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      b.textContent = 'Copied';
+    } catch {
+      b.textContent = 'Copy failed';
+    }
+    setTimeout(() => { b.textContent = 'Copy'; }, 1500);
+  });
+  return b;
+}
+
+/** @param {import('./router.js').PageContext} ctx @returns {import('./router.js').PageHandle} */
+export function renderJobDetail(ctx) {
+  const { project } = ctx;
+  const id = ctx.params.id;
+  const fb = feedback();
+  let disposed = false;
+  /** @type {ReturnType<typeof setTimeout> | null} */
+  let timer = null;
+  /** @type {boolean | null} */
+  let batchRetried = null;
+
+  const liveTag = h('span', { class: 'tag live-tag', id: 'live-tag', text: 'Live', hidden: true });
+  const title = h('h1', null, 'Job ', h('code', { class: 'job-id', text: id }));
+  const actions = h('div', { class: 'page-tools' });
+  const alerts = h('div', { class: 'alerts' });
+  const summary = h('dl', { class: 'summary' });
+  const progressBox = h('div', { class: 'target-progress' });
+  const waiting = h('section', { class: 'card waiting', hidden: true, 'aria-labelledby': 'waiting-title' });
+  // The ACME Workflow Progress card and the Manual DNS Challenges / Presented Records panels
+  // go here when ACME jobs exist (issue 14 leaves their place in the layout).
+  const acme = h('div', { class: 'acme-panels', id: 'acme-panels', hidden: true });
+  const logs = logsCard({ project, jobId: id, query: ctx.query });
+  const state = h('p', { class: 'muted', role: 'status' }, 'Loading…');
+
+  const back = h('a', { class: 'back', href: href('/jobs', { project }), text: '← Back' });
+  replace(ctx.root,
+    h('p', null, back),
+    h('div', { class: 'page-head' }, title, liveTag, actions),
+    fb.el, state, alerts,
+    h('div', { class: 'detail-grid' },
+      h('section', { class: 'card', 'aria-labelledby': 'summary-title' }, h('h2', { id: 'summary-title', text: 'Summary' }), summary, progressBox),
+      waiting),
+    acme, logs.el);
+
+  /** @param {any} job */
+  async function checkBatchRetried(job) {
+    // A batch child whose targets went to a retry wave: one of its targets has a result with
+    // retry_attempt above 0 in the same run.
+    if (batchRetried !== null || !job.distribution_id) return;
+    batchRetried = false;
+    const targets = new Set(Array.isArray(job.payload?.target_id_batch) ? job.payload.target_id_batch : []);
+    if (!targets.size) return;
+    try {
+      const run = Number(job.payload?.run_no) || '';
+      const items = await allPages(api.projectPath(project, `/distributions/${job.distribution_id}/results?run=${run}`), 10000);
+      batchRetried = items.some((r) => targets.has(r.target_id) && Number(r.retry_attempt) > 0);
+    } catch { batchRetried = false; }
+    if (batchRetried && !disposed) void load();
+  }
+
+  /** @param {any} job @param {Map<string, string>} certs */
+  function draw(job, certs) {
+    const live = fmt.isLive(job);
+    liveTag.hidden = !live;
+    const kind = fmt.childKind(job);
+    const status = fmt.shownStatus(job);
+    const parent = job.parent_job_id ? h('a', { href: href(`/jobs/${job.parent_job_id}`, { project }), text: job.parent_job_id, 'data-field': 'parent' }) : '';
+    const err = typeof job.error === 'string' && job.error ? job.error : '';
+    replace(summary,
+      row('Type', fmt.typeLabel(job.type), kind === 'batch' ? h('span', { class: 'tag child', text: 'child' }) : null,
+        kind === 'retry' ? h('span', { class: 'tag child', text: 'Automatic retry' }) : null),
+      row('Status', fmt.statusTag(job.status), status === 'partial' ? h('span', { class: 'tag status-partial', text: 'partial' }) : null,
+        job.cancel_requested ? h('span', { class: 'tag status-cancelled', text: 'cancel requested' }) : null),
+      row('Attempts', `${job.attempts} / ${job.max_attempts}`),
+      row('Duration', live ? '' : fmt.duration(job)),
+      row('Triggered By', fmt.triggeredBy(job)),
+      row('Certificate', job.certificate_id ? h('a', { href: href(`/certificates/${job.certificate_id}`, { project }), text: certs.get(job.certificate_id) ?? job.certificate_id }) : ''),
+      row('Distribution', job.distribution_id ? h('a', { href: href(`/distributions/${job.distribution_id}`, { project }), text: job.distribution_id }) : ''),
+      row('Created', fmt.timeEl(job.created_at)),
+      row('Started', fmt.timeEl(job.started_at)),
+      row('Completed', fmt.timeEl(job.completed_at)),
+      row('Parent Job', parent),
+      row('Idempotency Key', job.idempotency_key ? h('code', { text: job.idempotency_key }) : ''),
+      row('Error', err ? h('div', { class: 'error-full' }, h('pre', { class: 'mono error-text', text: err }), copyButton(err, 'Copy the error'),
+        typeof job.error_hint === 'string' && job.error_hint ? h('p', { class: 'hint', 'data-field': 'error_hint', text: job.error_hint }) : null) : ''));
+    const failed = job.status === 'failed' || job.status === 'dead' || status === 'partial';
+    replace(progressBox, job.progress?.total > 0
+      ? [h('h3', { text: 'Target Progress' }), fmt.progress(job.progress, 'Target Progress', failed)] : []);
+
+    const alertNodes = [];
+    if (kind === 'retry') {
+      alertNodes.push(h('div', { class: 'alert info', role: 'note' }, h('strong', { text: 'Automatic retry' }),
+        ` of wave ${job.payload?.retry_attempt ?? ''} `, parent ? ['for parent job ', h('a', { href: href(`/jobs/${job.parent_job_id}`, { project }), text: 'Parent Job' })] : null));
+    }
+    if (kind === 'batch' && batchRetried) alertNodes.push(h('div', { class: 'alert info', role: 'note', id: 'retry-wave-alert', text: retryWaveAlert }));
+    replace(alerts, ...alertNodes);
+    if (kind === 'batch') void checkBatchRetried(job);
+
+    const w = job.waiting;
+    if ((job.status === 'pending' || job.status === 'failed') && w) {
+      waiting.hidden = false;
+      replace(waiting, h('h2', { id: 'waiting-title', text: 'Why is it waiting?' }), h('dl', { class: 'summary' },
+        row('Lane', String(w.lane ?? job.lane ?? '')),
+        row(job.status === 'failed' ? 'Next attempt' : 'Ready at', fmt.timeEl(w.ready_at)),
+        row('Held', w.held ? 'yes (held until released)' : 'no'),
+        row('Lane concurrency', `${w.lane_active ?? '?'} active of ${w.lane_concurrency ?? '?'}`),
+        row('Cancel requested', w.cancel_requested ? 'yes' : 'no')));
+    } else if (job.status === 'active') {
+      waiting.hidden = false;
+      replace(waiting, h('h2', { id: 'waiting-title', text: 'Lease' }), h('dl', { class: 'summary' },
+        row('Locked by', job.locked_by ?? ''), row('Locked until', fmt.timeEl(job.locked_until))));
+    } else {
+      waiting.hidden = true;
+      waiting.replaceChildren();
+    }
+    replace(actions, ...jobActionButtons(job, project, fb, () => { void load(); }));
+    logs.setLive(live);
+    return live;
+  }
+
+  async function load() {
+    if (timer) { clearTimeout(timer); timer = null; }
+    try {
+      const [job, certs] = await Promise.all([api.get(api.projectPath(project, `/jobs/${id}`)), certificateNames(project)]);
+      if (disposed) return;
+      state.hidden = true;
+      const live = draw(job, certs);
+      if (live) timer = setTimeout(() => { void load(); }, 2000);
+    } catch (e) {
+      if (disposed) return;
+      state.hidden = false;
+      state.className = 'alert error';
+      state.setAttribute('role', 'alert');
+      state.textContent = e instanceof api.ApiError && e.status === 404 ? `Job ${id} not found` : api.errorText(e);
+    }
+  }
+
+  void load();
+  return {
+    refresh() { void load(); logs.refresh(); },
+    dispose() { disposed = true; if (timer) clearTimeout(timer); logs.dispose(); },
+  };
+}

@@ -1,0 +1,36 @@
+// Sign in with an API token; the session cookie is set by the server (HttpOnly).
+import * as api from './api.js';
+import { h, replace } from './dom.js';
+import { navigate } from './router.js';
+import * as session from './session.js';
+
+/** @param {import('./router.js').PageContext} ctx @returns {import('./router.js').PageHandle} */
+export function renderLogin(ctx) {
+  const input = h('input', { id: 'token', name: 'token', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false', 'aria-describedby': 'token-help login-error' });
+  const error = h('p', { class: 'field-error', id: 'login-error', role: 'alert' });
+  const button = h('button', { type: 'submit', class: 'primary', text: 'Sign in' });
+  const form = h('form', { class: 'login-form' },
+    h('h1', { text: 'Sign in to certfleet' }),
+    h('label', { for: 'token', text: 'API token' }), input,
+    h('p', { class: 'muted', id: 'token-help', text: 'A token from `certfleet token create` (it starts with cf_). It is sent once; the browser keeps only a session cookie.' }),
+    error, button);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    error.textContent = '';
+    button.disabled = true;
+    try {
+      await session.signIn(input.value.trim());
+      const next = ctx.query.get('next');
+      navigate(next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/login') ? next : '/jobs', { replace: true });
+    } catch (e) {
+      error.textContent = api.errorText(e);
+      input.setAttribute('aria-invalid', 'true');
+      input.focus();
+    } finally {
+      button.disabled = false;
+    }
+  });
+  replace(ctx.root, h('div', { class: 'login-wrap' }, form));
+  input.focus();
+  return {};
+}
