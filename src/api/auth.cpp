@@ -5,6 +5,7 @@
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
+#include <openssl/crypto.h>
 
 #include <cctype>
 
@@ -74,18 +75,41 @@ boost::asio::awaitable<void> audit_refusal(server_state& s, caller c, const rout
   co_await s.audit(c, action, path.substr(0, 300), errc_name(e.value()), detail);
 }
 
-boost::asio::awaitable<result<caller>> authorize(server_state& s, authorization_header auth, const route_match& m,
-                                                 caller* known) {
-  caller c;
-  const auto& r = *m.route;
-  // Which of two would count is ambiguous (a proxy in front may have checked the other).
-  if (auth.count > 1)
-    co_return make_error(errc::invalid_argument, "the request has more than one Authorization header; send one",
-                         "authorization");
-  if (r.need == access::none) co_return c;
-  std::string_view hv = auth.value;
-  if (hv.empty())
-    co_return make_error(errc::unauthorized, "this route needs Authorization: Bearer <token>", "authorization");
+std::string csrf_token_for(std::string_view session_cookie) {
+  std::string material = "certfleet csrf:";
+  material += session_cookie;
+  return hash_token(material);
+}
+
+std::string_view session_cookie_in(std::string_view header) noexcept {
+  // Cookie: a=1; certfleet_session=…; b=2 (RFC 6265 §5.4: "; "-separated name=value pairs).
+  while (!header.empty()) {
+    auto semi = header.find(';');
+    auto pair = header.substr(0, semi);
+    while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+    if (pair.size() > session_cookie_name.size() && pair.substr(0, session_cookie_name.size()) == session_cookie_name &&
+        pair[session_cookie_name.size()] == '=')
+      return pair.substr(session_cookie_name.size() + 1);
+    if (semi == std::string_view::npos) break;
+    header.remove_prefix(semi + 1);
+  }
+  return {};
+}
+
+namespace {
+
+bool same_text(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// "http://host:port" against the Host header.
+bool same_origin(std::string_view origin, std::string_view host) {
+  for (std::string_view scheme : {"http://", "https://"})
+    if (origin.substr(0, scheme.size()) == scheme) return iequals(origin.substr(scheme.size()), host);
+  return false;
+}
+
+boost::asio::awaitable<result<store::token_record>> bearer_token(server_state& s, std::string_view hv) {
   if (hv.size() < 7 || !iequals(hv.substr(0, 7), "Bearer "))
     co_return make_error(errc::unauthorized, "the Authorization header must be \"Bearer <token>\"", "authorization");
   auto text = hv.substr(7);
@@ -94,18 +118,63 @@ boost::asio::awaitable<result<caller>> authorize(server_state& s, authorization_
   auto hash = hash_token(text);
   auto now = steady::now();
   auto& tokens = s.auth.tokens;
-  if (auto it = tokens.find(hash); it != tokens.end() && it->second.expires > now) {
-    c.token = it->second.rec;
-  } else {
-    auto t = co_await s.timed("token_find", s.st.auth().find_token(hash));
-    if (!t) {
-      if (t.error().is(errc::not_found))
-        co_return make_error(errc::unauthorized, "invalid or revoked token", "authorization");
-      co_return std::move(t).error();
-    }
-    if (tokens.size() >= 10'000) tokens.clear();
-    tokens[hash] = auth_caches::cached_token{*t, now + s.opt.auth_cache_ttl};
+  if (auto it = tokens.find(hash); it != tokens.end() && it->second.expires > now) co_return it->second.rec;
+  auto t = co_await s.timed("token_find", s.st.auth().find_token(hash));
+  if (!t) {
+    if (t.error().is(errc::not_found)) co_return make_error(errc::unauthorized, "invalid or revoked token", "authorization");
+    co_return std::move(t).error();
+  }
+  if (tokens.size() >= 10'000) tokens.clear();
+  tokens[hash] = auth_caches::cached_token{*t, now + s.opt.auth_cache_ttl};
+  co_return std::move(*t);
+}
+
+// Not cached: signing out must end the session at once, in every process.
+boost::asio::awaitable<result<store::ui_session>> session_of(server_state& s, const credentials& cred) {
+  auto sess = co_await s.timed("session_find", s.st.auth().find_session(hash_token(cred.session_cookie), s.clock.now_ms()));
+  if (!sess) {
+    if (sess.error().is(errc::not_found))
+      co_return make_error(errc::unauthorized, "the session expired or was signed out; sign in again", "session");
+    co_return std::move(sess).error();
+  }
+  // A browser sends the cookie with every request to this origin, also with one a foreign page
+  // makes it send. A state change must carry the token that only this origin's page can read.
+  if (cred.method != "GET" && cred.method != "HEAD" && !same_text(cred.csrf_token, csrf_token_for(cred.session_cookie)))
+    co_return make_error(errc::forbidden,
+                         "a request signed in by the session cookie that changes state needs the X-CSRF-Token header "
+                         "given at sign-in",
+                         "csrf_token");
+  // A WebSocket handshake is a GET that no CSRF header can guard: the origin must be ours.
+  if (cred.websocket && !cred.origin.empty() && !same_origin(cred.origin, cred.host))
+    co_return make_error(errc::forbidden, "a WebSocket with the session cookie must come from this server's own pages",
+                         "origin");
+  co_return std::move(*sess);
+}
+
+}  // namespace
+
+boost::asio::awaitable<result<caller>> authorize(server_state& s, const credentials& cred, const route_match& m,
+                                                 caller* known) {
+  caller c;
+  const auto& r = *m.route;
+  // Which of two would count is ambiguous (a proxy in front may have checked the other).
+  if (cred.authorization_count > 1)
+    co_return make_error(errc::invalid_argument, "the request has more than one Authorization header; send one",
+                         "authorization");
+  if (r.need == access::none) co_return c;
+  if (!cred.authorization.empty()) {
+    auto t = co_await bearer_token(s, cred.authorization);
+    if (!t) co_return std::move(t).error();
     c.token = std::move(*t);
+  } else if (!cred.session_cookie.empty()) {
+    auto sess = co_await session_of(s, cred);
+    if (!sess) co_return std::move(sess).error();
+    c.token = std::move(sess->token);
+    c.by_session = true;
+    c.session_expires_at = sess->expires_at;
+  } else {
+    co_return make_error(errc::unauthorized, "this route needs Authorization: Bearer <token> (or a signed-in session)",
+                         "authorization");
   }
   if (r.pattern.find("{p}") != std::string_view::npos) {
     // Another project's objects answer 404, exactly like objects that do not exist.

@@ -22,13 +22,29 @@ struct server_state;
 struct caller {
   std::optional<store::token_record> token;
   std::optional<store::project> project;
+  bool by_session = false;  // authenticated by the session cookie, not a bearer token
+  std::int64_t session_expires_at = 0;
 };
 
-// The request's Authorization fields, as the session read them.
-struct authorization_header {
-  std::size_t count = 0;    // how many Authorization fields
-  std::string_view value;   // the first one's value
+// What a request says about who sends it, as the session read it: a bearer token or the
+// browser's session cookie (DESIGN §8).
+struct credentials {
+  std::string_view method;
+  std::size_t authorization_count = 0;  // how many Authorization fields
+  std::string_view authorization;       // the first one's value
+  std::string_view session_cookie;      // the certfleet_session cookie's value; empty: none
+  std::string_view csrf_token;          // X-CSRF-Token
+  std::string_view origin;              // Origin, when the browser sent one
+  std::string_view host;                // Host
+  bool websocket = false;               // an Upgrade request
 };
+
+// The name of the session cookie, and the CSRF token that goes with a session: derived from the
+// cookie's value, so nothing but the cookie's hash is stored and only its holder can compute it.
+inline constexpr std::string_view session_cookie_name = "certfleet_session";
+std::string csrf_token_for(std::string_view session_cookie);
+// The certfleet_session value in a Cookie header; empty when there is none.
+std::string_view session_cookie_in(std::string_view cookie_header) noexcept;
 
 struct auth_caches {
   using steady = std::chrono::steady_clock;
@@ -55,7 +71,7 @@ boost::asio::awaitable<result<store::project>> project_by_name(server_state& s, 
 
 // Who is calling and may they use this route on this project? The error is the reply.
 // `known`, when given, gets who the caller is as far as it was learnt (for auditing a refusal).
-boost::asio::awaitable<result<caller>> authorize(server_state& s, authorization_header auth, const route_match& m,
+boost::asio::awaitable<result<caller>> authorize(server_state& s, const credentials& cred, const route_match& m,
                                                  caller* known = nullptr);
 
 // A refused (401/403) state-changing call: an audit entry, within the per-minute bound.

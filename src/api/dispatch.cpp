@@ -32,6 +32,11 @@ boost::asio::awaitable<reply> dispatch(server_state& s, const request_view& req,
       r.headers.emplace_back("Allow", m.error().field);
       co_return r;
     }
+    if (s.opt.serve_api)
+      if (auto ui = serve_ui(s, req.method, parts->path)) {
+        route_name = "ui";
+        co_return std::move(*ui);
+      }
     co_return error_reply(m.error());
   }
   route_name = std::string(m->route->pattern);
@@ -42,7 +47,7 @@ boost::asio::awaitable<reply> dispatch(server_state& s, const request_view& req,
   if (m->route->websocket)
     co_return error_reply(make_error(errc::invalid_argument, "this route is a WebSocket: send an Upgrade request", "upgrade"));
   caller known;
-  auto c = co_await authorize(s, req.authorization, *m, &known);
+  auto c = co_await authorize(s, req.cred, *m, &known);
   if (!c) {
     if (m->route->changes_state && (c.error().is(errc::unauthorized) || c.error().is(errc::forbidden)))
       co_await audit_refusal(s, known, *m, parts->path, c.error());
@@ -52,7 +57,7 @@ boost::asio::awaitable<reply> dispatch(server_state& s, const request_view& req,
     co_return error_reply(errc::invalid_argument, "id must be a 24-character hex object id", "id");
   const auto handler = handlers[static_cast<std::size_t>(m->route->id)];
   if (!handler) co_return error_reply(errc::not_found, "no such route", "path");
-  const route_call call{*c, *m, *q, req.body};
+  const route_call call{*c, *m, *q, req.body, req.cred};
   co_return co_await handler(s, call);
 }
 

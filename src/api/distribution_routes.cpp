@@ -45,7 +45,6 @@ boost::asio::awaitable<reply> execute_distribution(server_state& s, const route_
   auto t0 = steady::now();
   const std::string actor = actor_of(call.who);
   auto r = co_await s.catalog.execute(call.who.project->id, call.match.id, actor);
-  s.forget_lists(call.who.project->id);
   co_return co_await catalog_answer(s, call, "execute", 202, std::move(r), t0);
 }
 
@@ -53,7 +52,6 @@ boost::asio::awaitable<reply> rollback_distribution(server_state& s, const route
   auto t0 = steady::now();
   const std::string actor = actor_of(call.who);
   auto r = co_await s.catalog.rollback(call.who.project->id, call.match.id, call.body, actor);
-  s.forget_lists(call.who.project->id);
   co_return co_await catalog_answer(s, call, "rollback", 202, std::move(r), t0);
 }
 
@@ -61,14 +59,12 @@ boost::asio::awaitable<reply> retry_failed_distribution(server_state& s, const r
   auto t0 = steady::now();
   const std::string actor = actor_of(call.who);
   auto r = co_await s.catalog.retry_failed(call.who.project->id, call.match.id, actor);
-  s.forget_lists(call.who.project->id);
   co_return co_await catalog_answer(s, call, "retry_failed", 202, std::move(r), t0);
 }
 
 boost::asio::awaitable<reply> cancel_distribution(server_state& s, const route_call& call) {
   auto t0 = steady::now();
   auto r = co_await s.catalog.cancel(call.who.project->id, call.match.id);
-  s.forget_lists(call.who.project->id);
   co_return co_await catalog_answer(s, call, "cancel", 202, std::move(r), t0);
 }
 

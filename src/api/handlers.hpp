@@ -9,6 +9,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,7 @@ struct route_call {
   const route_match& match;  // match.route is the row; match.id is a valid object id when the pattern has {id}
   const query_params& query;
   const std::string& body;
+  const credentials& cred;  // the session routes read the cookie themselves
 };
 
 using route_handler = boost::asio::awaitable<reply> (*)(server_state&, const route_call&);
@@ -30,7 +32,7 @@ using route_handler = boost::asio::awaitable<reply> (*)(server_state&, const rou
 struct request_view {
   std::string_view method;
   std::string_view target;
-  authorization_header authorization;
+  credentials cred;
   const std::string& body;
 };
 
@@ -45,6 +47,15 @@ boost::asio::awaitable<reply> get_metrics(server_state&, const route_call&);
 boost::asio::awaitable<reply> get_settings(server_state&, const route_call&);
 boost::asio::awaitable<reply> put_settings(server_state&, const route_call&);
 boost::asio::awaitable<reply> list_audit(server_state&, const route_call&);
+
+// session_routes.cpp: the browser's sign-in (DESIGN §8).
+boost::asio::awaitable<reply> create_session(server_state&, const route_call&);
+boost::asio::awaitable<reply> get_session(server_state&, const route_call&);
+boost::asio::awaitable<reply> delete_session(server_state&, const route_call&);
+
+// ui_routes.cpp: the web UI's pages and assets, for a GET of a path outside the route table
+// and outside /api/; nullopt for any other request.
+std::optional<reply> serve_ui(const server_state&, std::string_view method, std::string_view path);
 
 // project_routes.cpp
 boost::asio::awaitable<reply> list_projects(server_state&, const route_call&);

@@ -1,6 +1,7 @@
 #pragma once
 // Beast, for the two files that speak HTTP/WebSocket (http_session.cpp, log_stream_session.cpp):
 // the request type, a reply as a response. Route handlers never include this.
+#include "auth.hpp"
 #include "reply.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -21,5 +22,8 @@ constexpr auto tuple_awaitable = boost::asio::as_tuple(boost::asio::use_awaitabl
 constexpr std::string_view server_name = "certfleet";
 
 http::response<http::string_body> make_response(const reply& r, unsigned version, bool keep_alive);
+// Who the request says it is from: its Authorization, session cookie, CSRF header, Origin, Host.
+// The views point into `req`.
+credentials credentials_of(const request_t& req);
 
 }  // namespace certfleet::api

@@ -23,11 +23,33 @@ http::response<http::string_body> make_response(const reply& r, unsigned version
   res.set(http::field::server, server_name);
   res.set(http::field::content_type, r.content_type);
   res.set(http::field::cache_control, "no-store");
+  // DESIGN §8: on every response, so a UI page, script, style or icon never goes without them.
+  res.set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'");
+  res.set("X-Content-Type-Options", "nosniff");
+  res.set("Referrer-Policy", "no-referrer");
   for (const auto& [k, v] : r.headers) res.set(k, v);
   res.body() = r.body;
   res.keep_alive(keep_alive);
   res.prepare_payload();
   return res;
+}
+
+credentials credentials_of(const request_t& req) {
+  auto field = [&](http::field f) {
+    auto v = req[f];
+    return std::string_view(v.data(), v.size());
+  };
+  credentials c;
+  c.method = std::string_view(req.method_string().data(), req.method_string().size());
+  c.authorization_count = req.count(http::field::authorization);
+  c.authorization = field(http::field::authorization);
+  c.session_cookie = session_cookie_in(field(http::field::cookie));
+  auto csrf = req["X-CSRF-Token"];
+  c.csrf_token = std::string_view(csrf.data(), csrf.size());
+  c.origin = field(http::field::origin);
+  c.host = field(http::field::host);
+  c.websocket = beast::websocket::is_upgrade(req);
+  return c;
 }
 
 namespace {
@@ -206,11 +228,8 @@ asio::awaitable<void> run_http_session(std::shared_ptr<server_state> self, tcp::
     reply r;
     std::string route_name = "unmatched";
     try {
-      auto auth_field = req[http::field::authorization];
       const request_view view{std::string_view(req.method_string().data(), req.method_string().size()),
-                              std::string_view(req.target().data(), req.target().size()),
-                              {req.count(http::field::authorization), std::string_view(auth_field.data(), auth_field.size())},
-                              req.body()};
+                              std::string_view(req.target().data(), req.target().size()), credentials_of(req), req.body()};
       r = co_await dispatch(s, view, route_name);
     } catch (const std::exception& e) {
       // A bug: this request fails and its connection ends; the process and others carry on.

@@ -1,6 +1,9 @@
-// Jobs: list (cached briefly), enqueue, get, retry, cancel, and the log pages.
+// Jobs: list (with the tab counts and keyset pages), enqueue, get, retry, cancel, and the log pages.
 #include "certfleet/api/requests.hpp"
+#include "certfleet/queue/error_hint.hpp"
+#include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/job_view.hpp"
+#include "certfleet/queue/worker.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "handlers.hpp"
 #include "server_state.hpp"
@@ -8,52 +11,77 @@
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
+#include <array>
+
 namespace certfleet::api {
 
 using steady = std::chrono::steady_clock;
+
+namespace {
+
+// Token names, read again when a job names a token this process has not seen (a new one), at
+// most every few seconds so a flood of unknown ids cannot turn each list into a token scan.
+boost::asio::awaitable<void> learn_token_names(server_state& s, const std::vector<store::job_record>& jobs) {
+  bool missing = false;
+  for (const auto& j : jobs)
+    if (j.triggered_by.rfind("token:", 0) == 0 && !s.token_names.contains(j.triggered_by.substr(6))) missing = true;
+  if (!missing || steady::now() - s.token_names_read < std::chrono::seconds(5)) co_return;
+  s.token_names_read = steady::now();
+  auto all = co_await s.timed("token_list", s.st.auth().list_tokens(""));
+  if (!all) co_return;  // the column shows the id instead; the list itself does not fail for it
+  for (const auto& t : *all) s.token_names[t.id] = t.name.empty() ? "token " + t.id.substr(0, 8) : t.name;
+}
+
+// A job as the API answers it: the stored fields (queue::to_json) and what the UI shows about
+// them — who triggered it in words, and the context hint for its error.
+boost::json::object job_json(const server_state& s, const store::job_record& j) {
+  auto o = queue::to_json(j);
+  boost::json::value name = nullptr;
+  if (auto words = queue::trigger_in_words(j.triggered_by)) {
+    name = *words;
+  } else if (j.triggered_by.rfind("token:", 0) == 0) {
+    auto id = j.triggered_by.substr(6);
+    auto it = s.token_names.find(id);
+    name = it != s.token_names.end() ? it->second : "token " + id.substr(0, 8);
+  }
+  o["triggered_by_name"] = std::move(name);
+  auto hint = queue::hint_for(j.type, j.error);
+  o["error_class"] = hint ? boost::json::value(hint->error_class) : boost::json::value(nullptr);
+  o["error_hint"] = hint ? boost::json::value(hint->hint) : boost::json::value(nullptr);
+  return o;
+}
+
+constexpr std::array<store::job_status, 6> tab_order{store::job_status::pending, store::job_status::active,
+                                                      store::job_status::completed, store::job_status::failed,
+                                                      store::job_status::dead, store::job_status::cancelled};
+
+}  // namespace
 
 boost::asio::awaitable<reply> list_jobs(server_state& s, const route_call& call) {
   const caller& c = call.who;
   auto lq = parse_job_list_query(call.query);
   if (!lq) co_return error_reply(lq.error());
   if (lq->page_size == 0) lq->page_size = static_cast<int>(co_await s.setting_int("jobs_page_size_default"));
-  std::string key;
-  auto& list_cache = s.list_cache;
-  if (s.opt.list_cache_ttl.count() > 0) {
-    key = fmt::format("{}|{}|{}|{}|{}", c.project->id, lq->status ? store::to_string(*lq->status) : "all", lq->type,
-                      lq->page, lq->page_size);
-    if (auto it = list_cache.find(key); it != list_cache.end()) {
-      // Fresh, or expired while another request is already re-reading it: no store call, so
-      // a busy list never sends every waiting connection to the store at once.
-      if (it->second.expires > steady::now() || it->second.refreshing) {
-        reply r;
-        r.body = it->second.body;
-        co_return r;
-      }
-      it->second.refreshing = true;
-    }
-  }
-  store::job_filter f{c.project->id, lq->status, lq->type, lq->page, lq->page_size};
-  const auto generation = s.list_generation[c.project->id];
+  store::job_filter f{c.project->id, lq->status, lq->type, lq->page, lq->page_size, lq->cursor};
   auto page = co_await s.timed("job_list", s.st.jobs().list(f));
-  if (!page) {
-    if (auto it = list_cache.find(key); !key.empty() && it != list_cache.end()) it->second.refreshing = false;
-    co_return error_reply(page.error());
-  }
+  if (!page) co_return error_reply(page.error());
+  co_await learn_token_names(s, page->items);
   boost::json::array items;
   items.reserve(page->items.size());
-  for (const auto& j : page->items) items.push_back(queue::to_json(j));
-  auto r = json_reply(200, boost::json::object{{"items", std::move(items)},
-                                               {"page", lq->page},
-                                               {"page_size", lq->page_size},
-                                               {"total", page->total}});
-  // A write through this API during the read may not be in it: cache only a read no write
-  // overtook.
-  if (!key.empty() && s.list_generation[c.project->id] == generation) {
-    if (list_cache.size() >= 1000) list_cache.clear();
-    list_cache[key] = server_state::cached_list{r.body, steady::now() + s.opt.list_cache_ttl, false};
-  }
-  co_return r;
+  for (const auto& j : page->items) items.push_back(job_json(s, j));
+  boost::json::object counts;
+  std::int64_t all = 0;
+  for (auto st : tab_order) all += page->counts[static_cast<std::size_t>(st)];
+  counts["all"] = all;
+  for (auto st : tab_order) counts[store::to_string(st)] = page->counts[static_cast<std::size_t>(st)];
+  co_return json_reply(200, boost::json::object{
+                                {"items", std::move(items)},
+                                {"page", lq->page},
+                                {"page_size", lq->page_size},
+                                {"total", page->total},
+                                {"counts", std::move(counts)},
+                                {"next_cursor", page->next_cursor.empty() ? boost::json::value(nullptr)
+                                                                          : boost::json::value(page->next_cursor)}});
 }
 
 boost::asio::awaitable<reply> enqueue_job(server_state& s, const route_call& call) {
@@ -72,7 +100,6 @@ boost::asio::awaitable<reply> enqueue_job(server_state& s, const route_call& cal
   req.triggered_by = "token:" + c.token->id;
   auto t0 = steady::now();
   auto out = co_await s.queue.enqueue(std::move(req), queue::caller::user);
-  s.forget_lists(c.project->id);
   s.metrics.store_call("job_enqueue", std::chrono::duration<double>(steady::now() - t0).count());
   if (!out) {
     // Built outside the co_await: GCC 12 miscompiles braced lists of literals inside one.
@@ -88,7 +115,7 @@ boost::asio::awaitable<reply> enqueue_job(server_state& s, const route_call& cal
   d["created"] = out->created;
   auto detail = boost::json::serialize(d);
   co_await s.audit(c, "job.enqueue", "job/" + out->job.id, "ok", detail);
-  auto o = queue::to_json(out->job);
+  auto o = job_json(s, out->job);
   o["created"] = out->created;
   co_return json_reply(out->created ? 201 : 200, o);
 }
@@ -96,7 +123,29 @@ boost::asio::awaitable<reply> enqueue_job(server_state& s, const route_call& cal
 boost::asio::awaitable<reply> get_job(server_state& s, const route_call& call) {
   auto j = co_await s.timed("job_get", s.st.jobs().get(call.who.project->id, call.match.id));
   if (!j) co_return error_reply(j.error());
-  co_return json_reply(200, queue::to_json(*j));
+  const std::vector<store::job_record> one{*j};
+  co_await learn_token_names(s, one);
+  auto o = job_json(s, *j);
+  if (j->status == store::job_status::pending || j->status == store::job_status::failed) {
+    // "Why is it waiting?": what decides when a worker takes it. Active jobs of its lane are
+    // counted over every project: the lanes are shared.
+    std::int64_t lane_active = 0;
+    auto counts = co_await s.timed("job_counts", s.st.observe().job_counts());
+    if (counts)
+      for (const auto& n : *counts)
+        if (n.status == "active")
+          if (const auto* t = queue::find_job_type(n.type); t && t->lane == j->lane) lane_active += n.count;
+    boost::json::object w;
+    w["lane"] = j->lane;
+    w["ready_at"] = format_iso8601(j->ready_at);
+    w["ready"] = j->ready_at <= s.clock.now_ms();
+    w["held"] = j->held;
+    w["cancel_requested"] = j->cancel_requested;
+    w["lane_concurrency"] = s.worker ? boost::json::value(s.worker->concurrency(j->lane)) : boost::json::value(nullptr);
+    w["lane_active"] = counts ? boost::json::value(lane_active) : boost::json::value(nullptr);
+    o["waiting"] = std::move(w);
+  }
+  co_return json_reply(200, o);
 }
 
 boost::asio::awaitable<reply> retry_job(server_state& s, const route_call& call) {
@@ -105,11 +154,10 @@ boost::asio::awaitable<reply> retry_job(server_state& s, const route_call& call)
   s.queue.set_retry_per_minute(static_cast<int>(co_await s.setting_int("job_retry_per_minute")));
   auto t0 = steady::now();
   auto r = co_await s.queue.retry(c.project->id, id);
-  s.forget_lists(c.project->id);
   s.metrics.store_call("job_retry", std::chrono::duration<double>(steady::now() - t0).count());
   co_await s.audit(c, "job.retry", "job/" + id, r ? "ok" : errc_name(r.error().value()));
   if (!r) co_return error_reply(r.error());
-  co_return json_reply(200, queue::to_json(*r));
+  co_return json_reply(200, job_json(s, *r));
 }
 
 boost::asio::awaitable<reply> cancel_job(server_state& s, const route_call& call) {
@@ -117,11 +165,10 @@ boost::asio::awaitable<reply> cancel_job(server_state& s, const route_call& call
   const std::string& id = call.match.id;
   auto t0 = steady::now();
   auto r = co_await s.queue.cancel(c.project->id, id);
-  s.forget_lists(c.project->id);
   s.metrics.store_call("job_cancel", std::chrono::duration<double>(steady::now() - t0).count());
   co_await s.audit(c, "job.cancel", "job/" + id, r ? "ok" : errc_name(r.error().value()));
   if (!r) co_return error_reply(r.error());
-  auto o = queue::to_json(r->job);
+  auto o = job_json(s, r->job);
   o["message"] = r->immediate ? "Job cancelled" : "Job cancel requested";
   co_return json_reply(r->immediate ? 200 : 202, o);
 }

@@ -116,9 +116,7 @@ asio::awaitable<void> run_log_stream(std::shared_ptr<server_state> self, beast::
   if (!s.opt.serve_api)
     co_return co_await reject_upgrade(s, stream, error_reply(errc::not_found, "this process does not serve the API", "path"),
                                       req.version());
-  auto auth_field = req[http::field::authorization];
-  const authorization_header auth{req.count(http::field::authorization), std::string_view(auth_field.data(), auth_field.size())};
-  auto c = co_await authorize(s, auth, m);
+  auto c = co_await authorize(s, credentials_of(req), m);
   if (!c) co_return co_await reject_upgrade(s, stream, error_reply(c.error()), req.version());
   auto lq = parse_log_query(*q, true);
   if (!lq) co_return co_await reject_upgrade(s, stream, error_reply(lq.error()), req.version());

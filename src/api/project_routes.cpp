@@ -59,7 +59,6 @@ boost::asio::awaitable<reply> delete_project(server_state& s, const route_call& 
   if (!p) co_return error_reply(p.error());
   s.auth.projects.erase(name);
   s.auth.tokens.clear();  // its tokens were revoked
-  s.forget_lists(p->id);
   co_return json_reply(200, boost::json::object{{"id", p->id}, {"name", p->name}, {"deleted", true}});
 }
 

@@ -1,6 +1,7 @@
 #include "certfleet/api/requests.hpp"
 
 #include "certfleet/core/json.hpp"
+#include "certfleet/core/object_id.hpp"
 #include "certfleet/core/settings.hpp"
 
 #include <boost/json/parse.hpp>
@@ -203,10 +204,15 @@ result<job_list_query> parse_job_list_query(const query_params& q) {
     } else if (k == "type") {
       if (v.size() > 100) return make_error(errc::invalid_argument, "type must be at most 100 characters", "type");
       out.type = v;
+    } else if (k == "cursor") {
+      if (!is_object_id(v))
+        return make_error(errc::invalid_argument, "cursor must be the next_cursor of a previous page (a 24-character hex job id)",
+                          "cursor");
+      out.cursor = v;
     } else {
       auto paged = page_param(k, v, out.page, out.page_size);
       if (!paged) return std::move(paged).error();
-      if (!*paged) return unknown_param(k, "status, type, page, page_size");
+      if (!*paged) return unknown_param(k, "status, type, page, page_size, cursor");
     }
   }
   return out;

@@ -11,12 +11,6 @@ server_state::server_state(boost::asio::any_io_executor e, store::store& s, queu
     : ex(e), st(s), queue(q), clock(c), opt(std::move(o)), hub(e, s, opt.log_poll_interval, opt.log_coalesce),
       catalog(s, q, c, opt.key, opt.cpu) {}
 
-void server_state::forget_lists(const std::string& project_id) {
-  ++list_generation[project_id];
-  for (auto it = list_cache.begin(); it != list_cache.end();)
-    it = it->first.rfind(project_id + "|", 0) == 0 ? list_cache.erase(it) : std::next(it);
-}
-
 boost::asio::awaitable<std::int64_t> server_state::setting_int(std::string_view name) {
   if (!settings_valid || steady::now() - settings_loaded > opt.settings_cache_ttl) {
     auto r = co_await timed("system_settings", st.auth().system_settings());

@@ -55,14 +55,10 @@ struct server_state : std::enable_shared_from_this<server_state> {
 
   auth_caches auth;
 
-  struct cached_list {
-    std::string body;
-    steady::time_point expires;
-    bool refreshing = false;  // one store read per entry at a time; the others get this body
-  };
-  std::unordered_map<std::string, cached_list> list_cache;  // "project_id|status|type|page|size"
-  std::unordered_map<std::string, std::uint64_t> list_generation;  // bumped by each write
-  void forget_lists(const std::string& project_id);
+  // Token names by id, for a job's "Triggered By" (tokens are never renamed; a new one is found
+  // by reading them again, at most once per refresh interval).
+  std::unordered_map<std::string, std::string> token_names;
+  steady::time_point token_names_read{};
 
   settings_map system_settings;
   steady::time_point settings_loaded{};

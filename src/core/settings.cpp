@@ -30,7 +30,7 @@ result<std::string> valid_expiry_thresholds(const setting_def& def, std::string_
 result<std::string> valid_base_dirs(const setting_def& def, std::string_view value);
 result<std::string> valid_allow_list(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 28> table{{
+constexpr std::array<setting_def, 29> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -74,6 +74,8 @@ constexpr std::array<setting_def, 28> table{{
     {"distribution_ssh_max_concurrency", T::integer, S::system, 0, 50, "0", "",
      "SSH sessions one distribution job opens at once; 0 means the module default, 10."},
     {"jobs_page_size_default", T::integer, S::system, 1, 200, "25", "", "Job list page size when none is asked."},
+    {"ui_session_ttl_s", T::integer, S::system, 300, 2'592'000, "43200", "",
+     "How long a web UI sign-in lasts (seconds); after it the browser must sign in again with a token."},
     {"job_retry_per_minute", T::integer, S::system, 1, 10'000, "20", "",
      "Manual job retries one project may make per minute."},
     {"certificate_expiry_thresholds_days", T::string, S::system, 0, 0, "30,14,7,1", "",

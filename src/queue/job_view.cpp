@@ -2,12 +2,32 @@
 
 #include <boost/json.hpp>
 
+#include <array>
+
 namespace certfleet::queue {
 
 namespace {
 boost::json::value opt_text(const std::string& s) { return s.empty() ? boost::json::value(nullptr) : boost::json::value(s); }
 boost::json::value opt_time(time_ms t) { return t ? boost::json::value(format_iso8601(t)) : boost::json::value(nullptr); }
 }  // namespace
+
+std::optional<std::string_view> trigger_in_words(std::string_view t) noexcept {
+  // What each system writer puts in triggered_by (prefix: the scheduler adds its holder id).
+  struct row {
+    std::string_view prefix, words;
+  };
+  static constexpr std::array<row, 7> rows{{{"scheduler:", "scheduler"},
+                                           {"cli", "command line"},
+                                           {"certificate_expiration_check", "expiry sweep"},
+                                           {"renewal_sweep", "renewal sweep"},
+                                           {"retry_wave", "retry wave"},
+                                           {"distribution_sweep", "distribution sweep"},
+                                           {"distribution", "fan-out"}}};
+  if (t.empty() || t.substr(0, 6) == "token:") return std::nullopt;
+  for (const auto& r : rows)
+    if (r.prefix.back() == ':' ? t.substr(0, r.prefix.size()) == r.prefix : t == r.prefix) return r.words;
+  return t;  // a trigger this build does not know: as written
+}
 
 boost::json::object to_json(const store::job_record& j) {
   boost::json::object o;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 namespace certfleet::queue {
 
 namespace {
@@ -12,12 +14,14 @@ struct noop_payload {
   std::int64_t ms = 0;
   std::int64_t fail_times = 0;
   bool log = false;
+  std::int64_t lines = 0;    // log lines to write, one every line_ms (a live log to watch)
+  std::int64_t line_ms = 0;
 };
 
 result<noop_payload> parse(const std::string& payload) {
   auto r = json::object_reader::parse(payload, "payload");
   if (!r) return std::move(r).error();
-  if (auto o = r->only({"ms", "fail_times", "log"}); !o) return std::move(o).error();
+  if (auto o = r->only({"ms", "fail_times", "log", "lines", "line_ms"}); !o) return std::move(o).error();
   noop_payload p;
   auto ms = r->optional_int("ms");
   if (!ms) return std::move(ms).error();
@@ -28,6 +32,16 @@ result<noop_payload> parse(const std::string& payload) {
   p.ms = ms->value_or(0);
   p.fail_times = ft->value_or(0);
   p.log = lg->value_or(false);
+  auto ln = r->optional_int("lines");
+  if (!ln) return std::move(ln).error();
+  auto lms = r->optional_int("line_ms");
+  if (!lms) return std::move(lms).error();
+  p.lines = ln->value_or(0);
+  p.line_ms = lms->value_or(0);
+  if (p.lines < 0 || p.lines > 100'000)
+    return make_error(errc::invalid_argument, "payload.lines must be from 0 to 100000", "payload.lines");
+  if (p.line_ms < 0 || p.line_ms > 60'000)
+    return make_error(errc::invalid_argument, "payload.line_ms must be from 0 to 60000", "payload.line_ms");
   if (p.ms < 0 || p.ms > 3'600'000)
     return make_error(errc::invalid_argument, "payload.ms must be from 0 to 3600000", "payload.ms");
   if (p.fail_times < 0 || p.fail_times > 100)
@@ -44,6 +58,15 @@ void register_noop(handler_registry& r) {
         if (!p) co_return outcome::permanent_failure(p.error().message);
         if (p->log) co_await ctx.log("info", fmt::format("noop attempt {}: sleeping {} ms", ctx.job().attempts, p->ms));
         if (p->ms > 0) co_await ctx.sleep(std::chrono::milliseconds(p->ms));
+        // Levels and details vary so a log viewer shows each kind of line.
+        static constexpr std::array<std::string_view, 4> levels{"info", "info", "warn", "error"};
+        for (std::int64_t i = 1; i <= p->lines; ++i) {
+          const auto level = levels[static_cast<std::size_t>(i % 4)];
+          std::string detail = i % 10 == 0 ? fmt::format(R"({{"line":{},"note":"every tenth line has a detail"}})", i) : "";
+          co_await ctx.log(std::string(level), fmt::format("[noop] line {} of {} from 127.0.0.1:{}", i, p->lines, 20000 + i % 100), detail);
+          if (p->line_ms > 0) co_await ctx.sleep(std::chrono::milliseconds(p->line_ms));
+          ctx.checkpoint();
+        }
         ctx.checkpoint();
         if (ctx.job().attempts <= p->fail_times)
           co_return outcome::failure(

@@ -386,6 +386,12 @@ void worker::request_cancel(const std::string& job_id) {
 
 const std::string& worker::id() const { return impl_->opt.worker_id; }
 const worker_stats& worker::stats() const { return impl_->stats; }
+int worker::concurrency(std::string_view lane) const {
+  if (lane == lane_main) return impl_->opt.main_concurrency;
+  if (lane == lane_dist) return impl_->opt.dist_concurrency;
+  return 0;
+}
+
 int worker::running() const {
   int n = 0;
   for (auto& l : impl_->lanes) n += l->running;

@@ -81,7 +81,6 @@ inline api::server_options test_options() {
   o.log_poll_interval = std::chrono::milliseconds(100);
   o.auth_cache_ttl = std::chrono::milliseconds(0);
   o.settings_cache_ttl = std::chrono::milliseconds(0);
-  o.list_cache_ttl = std::chrono::milliseconds(0);
   o.shutdown_grace = std::chrono::seconds(2);
   return o;
 }

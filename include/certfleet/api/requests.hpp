@@ -51,6 +51,7 @@ struct job_list_query {
   std::string type;
   int page = 1;
   int page_size = 0;  // 0: the default from settings
+  std::string cursor; // a previous answer's next_cursor (a job id); empty: use page
 };
 result<job_list_query> parse_job_list_query(const query_params& q);
 

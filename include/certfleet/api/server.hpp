@@ -53,10 +53,6 @@ struct server_options {
   std::size_t ws_queue_bytes = 8u << 20;
   std::chrono::milliseconds auth_cache_ttl{2'000};    // a revoked token may work this long in other processes
   std::chrono::milliseconds settings_cache_ttl{1'000};
-  // Job list responses are reused this long per (project, query): counting a project's jobs for
-  // `total` is a scan. Writes through this process's API drop the project's entries at once;
-  // changes made elsewhere (workers, other processes) show within this time. 0 disables.
-  std::chrono::milliseconds list_cache_ttl{250};
   std::chrono::milliseconds shutdown_grace{5'000};
   // Seals and opens catalog secrets; null: those routes answer 503 (must outlive the server).
   const kek* key = nullptr;

@@ -64,6 +64,8 @@ class worker {
   const std::string& id() const;
   const worker_stats& stats() const;
   int running() const;
+  // How many jobs of `lane` this process runs at once (its worker_*_concurrency); 0 for no such lane.
+  int concurrency(std::string_view lane) const;
   // Receives each log line a handler here appends; set before start().
   void set_log_publisher(log_publisher p);
 

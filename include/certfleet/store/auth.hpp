@@ -39,6 +39,13 @@ struct new_token {
   std::string hash;  // hex SHA-256 of the token text; the text itself is never stored
 };
 
+// A browser session (DESIGN §8): opened with a token, it acts as that token until it expires or
+// the token is revoked.
+struct ui_session {
+  token_record token;
+  time_ms expires_at = 0;
+};
+
 struct audit_entry {
   std::int64_t seq = 0;  // assigned by the store
   std::string project_id;
@@ -68,6 +75,13 @@ class auth_store {
   virtual task<std::vector<token_record>> list_tokens(std::string project_id) = 0;
   // Revokes an active token; not_found when there is none with this id, conflict when revoked.
   virtual task<token_record> revoke_token(std::string id, time_ms now) = 0;
+
+  // Sessions are stored by the hex SHA-256 of their cookie value, never the value itself.
+  // Creating one also deletes the expired ones.
+  virtual task<void> create_session(std::string hash, std::string token_id, time_ms expires_at, time_ms now) = 0;
+  // The unexpired session with this hash whose token is still active; not_found otherwise.
+  virtual task<ui_session> find_session(std::string hash, time_ms now) = 0;
+  virtual task<void> delete_session(std::string hash) = 0;
 
   virtual task<void> append_audit(audit_entry e) = 0;
   // One project's entries, newest first; pages count from 1.
@@ -99,6 +113,7 @@ struct log_watch {
 class observe_store {
  public:
   virtual ~observe_store() = default;
+  // Every project's jobs by status and type, from the counts kept with each status change.
   virtual task<std::vector<job_count>> job_counts() = 0;
   // Completed/failed/dead/cancelled jobs' run time (completed_at − started_at) over `bounds_s`.
   virtual task<duration_histogram> job_durations(std::vector<double> bounds_s) = 0;

@@ -2,6 +2,7 @@
 // The job document (DESIGN §3) and the values the job store takes and returns.
 #include "certfleet/core/clock.hpp"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -109,10 +110,17 @@ struct job_filter {
   std::string type;  // empty: all
   int page = 1;
   int page_size = 25;
+  // Keyset paging: only jobs older than this job id (the previous page's next_cursor); with a
+  // cursor, `page` is not used. A deep page then costs what the first does.
+  std::string cursor;
 };
+// Jobs per status, for the list's tabs: index = job_status.
+using status_counts = std::array<std::int64_t, 6>;
 struct job_page {
   std::vector<job_record> items;
-  std::int64_t total = 0;
+  std::int64_t total = 0;           // jobs matching the filter
+  status_counts counts{};           // the filter's project and type, per status
+  std::string next_cursor;          // empty: this page is the last
 };
 
 struct log_line {

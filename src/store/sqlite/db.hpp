@@ -44,6 +44,8 @@ class stmt {
   }
   stmt& bind_null(int i) { check(sqlite3_bind_null(s_, i)); return *this; }
   stmt& bind_real(int i, double v) { check(sqlite3_bind_double(s_, i, v)); return *this; }
+  // The highest ?N the statement uses (one binding list for statements that use a subset).
+  int parameter_count() const { return sqlite3_bind_parameter_count(s_); }
   // Makes a cached statement ready to run again with new bindings (a loop over rows).
   void reset() { sqlite3_reset(s_); }
 

@@ -6,7 +6,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 6> migrations{{
+constexpr std::array<const char*, 7> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -207,6 +207,40 @@ DROP INDEX jobs_claim;
 CREATE INDEX jobs_claim ON jobs (lane, ready_at, id) WHERE status IN ('pending', 'failed') AND held = 0;
 DROP INDEX jobs_project_status;
 CREATE INDEX jobs_project_status ON jobs (project_id, status, id) WHERE status <> 'active';
+)sql",
+    // 7: the web UI (DESIGN §8). Browser sessions, stored by the hash of the cookie. Job counts per
+    // (project, type, status) kept exact by triggers in the transaction of every status change, so
+    // the list's tab counts cost a few rows instead of a count over the jobs; filled here from the
+    // jobs already stored. The type-and-status index serves a tab filtered by type.
+    R"sql(
+CREATE TABLE ui_sessions (
+  hash TEXT PRIMARY KEY,
+  token_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX ui_sessions_expiry ON ui_sessions (expires_at);
+CREATE TABLE job_counts (
+  project_id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  status TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (project_id, type, status)
+) WITHOUT ROWID;
+INSERT INTO job_counts (project_id, type, status, n) SELECT project_id, type, status, count(*) FROM jobs GROUP BY 1, 2, 3;
+CREATE TRIGGER job_counts_insert AFTER INSERT ON jobs BEGIN
+  INSERT INTO job_counts (project_id, type, status, n) VALUES (new.project_id, new.type, new.status, 1)
+    ON CONFLICT (project_id, type, status) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER job_counts_delete AFTER DELETE ON jobs BEGIN
+  UPDATE job_counts SET n = n - 1 WHERE project_id = old.project_id AND type = old.type AND status = old.status;
+END;
+CREATE TRIGGER job_counts_status AFTER UPDATE OF status ON jobs WHEN old.status <> new.status BEGIN
+  UPDATE job_counts SET n = n - 1 WHERE project_id = old.project_id AND type = old.type AND status = old.status;
+  INSERT INTO job_counts (project_id, type, status, n) VALUES (new.project_id, new.type, new.status, 1)
+    ON CONFLICT (project_id, type, status) DO UPDATE SET n = n + 1;
+END;
+CREATE INDEX jobs_project_type_status ON jobs (project_id, type, status, id) WHERE status <> 'active';
 )sql",
 }};
 }  // namespace

@@ -166,11 +166,49 @@ class impl final : public auth_stores, public auth_store, public observe_store {
     });
   }
 
+  task<void> create_session(std::string hash, std::string token_id, time_ms expires_at, time_ms now) override {
+    return run_write<result<void>>(w_, [h = std::move(hash), t = std::move(token_id), expires_at, now](db& d) -> result<void> {
+      {
+        auto s = d.prepare("DELETE FROM ui_sessions WHERE expires_at <= ?1");
+        s->bind(1, now);
+        s->run();
+      }
+      auto s = d.prepare("INSERT INTO ui_sessions (hash, token_id, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)");
+      s->bind(1, h).bind(2, t).bind(3, now).bind(4, expires_at);
+      s->run();
+      return {};
+    });
+  }
+
+  task<ui_session> find_session(std::string hash, time_ms now) override {
+    return run_read<result<ui_session>>(r_, [h = std::move(hash), now](db& d) -> result<ui_session> {
+      auto s = d.prepare("SELECT t.id, t.project_id, t.role, t.system, t.name, t.created_by, t.created_at, t.revoked_at, "
+                         "s.expires_at FROM ui_sessions s JOIN tokens t ON t.id = s.token_id "
+                         "WHERE s.hash = ?1 AND s.expires_at > ?2 AND t.revoked_at IS NULL");
+      s->bind(1, h).bind(2, now);
+      if (!s->step()) return make_error(errc::not_found, "no such session, or it expired", "session");
+      ui_session out;
+      out.token = read_token(*s);
+      out.expires_at = s->int64(8);
+      return out;
+    });
+  }
+
+  task<void> delete_session(std::string hash) override {
+    return run_write<result<void>>(w_, [h = std::move(hash)](db& d) -> result<void> {
+      auto s = d.prepare("DELETE FROM ui_sessions WHERE hash = ?1");
+      s->bind(1, h);
+      s->run();
+      return {};
+    });
+  }
+
   // observe_store
   task<std::vector<job_count>> job_counts() override {
     return run_read<result<std::vector<job_count>>>(r_, [](db& d) {
       std::vector<job_count> out;
-      auto s = d.prepare("SELECT status, type, count(*) FROM jobs GROUP BY status, type ORDER BY status, type");
+      auto s = d.prepare("SELECT status, type, sum(n) FROM job_counts GROUP BY status, type HAVING sum(n) > 0 "
+                         "ORDER BY status, type");
       while (s->step()) out.push_back(job_count{s->text(0), s->text(1), s->int64(2)});
       return result<std::vector<job_count>>(std::move(out));
     });

@@ -453,45 +453,55 @@ class sqlite_store final : public store, public job_store, public project_store 
   task<job_page> list(job_filter f) override {
     return run_read<result<job_page>>(readers_, [f = std::move(f)](db& d) -> result<job_page> {
       job_page page;
-      std::int64_t offset = static_cast<std::int64_t>(f.page - 1) * f.page_size;
-      std::string status = f.status ? std::string(to_string(*f.status)) : std::string();
-      // One statement per filter shape, so each uses its own index.
+      const std::int64_t offset = f.cursor.empty() ? static_cast<std::int64_t>(f.page - 1) * f.page_size : 0;
+      const std::string status = f.status ? std::string(to_string(*f.status)) : std::string();
+      // Ids are lowercase hex: "~" sorts after every one, so no cursor means no bound.
+      const std::string before = f.cursor.empty() ? std::string("~") : f.cursor;
       read_snapshot snapshot(d);
-      auto fill = [&](stmt_scope items, stmt_scope count) {
-        while (items->step()) page.items.push_back(read_job(*items));
-        if (count->step()) page.total = count->int64(0);
-      };
-      if (status.empty() && f.type.empty()) {
-        auto a = d.prepare("SELECT " JOB_COLS " FROM jobs WHERE project_id = ?1 ORDER BY id DESC LIMIT ?2 OFFSET ?3");
-        a->bind(1, f.project_id).bind(2, f.page_size).bind(3, offset);
-        auto c = d.prepare("SELECT count(*) FROM jobs WHERE project_id = ?1");
-        c->bind(1, f.project_id);
-        fill(std::move(a), std::move(c));
-      } else if (f.type.empty() && status == "active") {
-        // Active jobs are not in jobs_project_status (migration 6); there are only as many as
-        // the workers' concurrency, all in jobs_lease.
-        auto a = d.prepare("SELECT " JOB_COLS " FROM jobs INDEXED BY jobs_lease WHERE status = 'active' AND project_id = ?1 "
-                           "ORDER BY id DESC LIMIT ?2 OFFSET ?3");
-        a->bind(1, f.project_id).bind(2, f.page_size).bind(3, offset);
-        auto c = d.prepare("SELECT count(*) FROM jobs INDEXED BY jobs_lease WHERE status = 'active' AND project_id = ?1");
-        c->bind(1, f.project_id);
-        fill(std::move(a), std::move(c));
-      } else if (f.type.empty()) {
-        // `status <> 'active'` spelled out: SQLite uses the partial index only when the query
-        // implies its WHERE clause.
-        auto a = d.prepare("SELECT " JOB_COLS " FROM jobs WHERE project_id = ?1 AND status = ?4 AND status <> 'active' "
-                           "ORDER BY id DESC LIMIT ?2 OFFSET ?3");
-        a->bind(1, f.project_id).bind(2, f.page_size).bind(3, offset).bind(4, status);
-        auto c = d.prepare("SELECT count(*) FROM jobs WHERE project_id = ?1 AND status = ?2 AND status <> 'active'");
-        c->bind(1, f.project_id).bind(2, status);
-        fill(std::move(a), std::move(c));
+      {
+        auto c = d.prepare("SELECT status, sum(n) FROM job_counts WHERE project_id = ?1 AND (?2 = '' OR type = ?2) "
+                           "GROUP BY status");
+        c->bind(1, f.project_id).bind(2, f.type);
+        while (c->step())
+          if (auto st = parse_job_status(c->text(0))) page.counts[static_cast<std::size_t>(*st)] = c->int64(1);
+      }
+      if (f.status) {
+        page.total = page.counts[static_cast<std::size_t>(*f.status)];
       } else {
-        auto a = d.prepare("SELECT " JOB_COLS " FROM jobs WHERE project_id = ?1 AND type = ?4 AND (?5 = '' OR status = ?5) "
-                           "ORDER BY id DESC LIMIT ?2 OFFSET ?3");
-        a->bind(1, f.project_id).bind(2, f.page_size).bind(3, offset).bind(4, f.type).bind(5, status);
-        auto c = d.prepare("SELECT count(*) FROM jobs WHERE project_id = ?1 AND type = ?2 AND (?3 = '' OR status = ?3)");
-        c->bind(1, f.project_id).bind(2, f.type).bind(3, status);
-        fill(std::move(a), std::move(c));
+        for (auto n : page.counts) page.total += n;
+      }
+      // One inner statement per filter shape, each on its own index. The inner select reads only
+      // that index (the rowid is in every index), so an offset skips index entries, not rows; the
+      // outer one reads the page's rows. One row more than the page says whether a next page exists.
+      // Active jobs are in no status index (migration 6): there are only as many as the workers'
+      // concurrency, all in jobs_lease. `status <> 'active'` is spelled out where a partial index
+      // is meant: SQLite uses one only when the query implies its WHERE clause.
+      const char* sql = nullptr;
+#define CERTFLEET_PAGE_OF(inner) "SELECT " JOB_COLS " FROM jobs WHERE rid IN (" inner ") ORDER BY id DESC"
+      if (status == "active")
+        sql = CERTFLEET_PAGE_OF("SELECT rid FROM jobs INDEXED BY jobs_lease WHERE status = 'active' AND project_id = ?1 AND id < ?4 "
+                "AND (?6 = '' OR type = ?6) ORDER BY id DESC LIMIT ?2 OFFSET ?3");
+      else if (status.empty() && f.type.empty())
+        sql = CERTFLEET_PAGE_OF("SELECT rid FROM jobs INDEXED BY jobs_project WHERE project_id = ?1 AND id < ?4 "
+                "ORDER BY id DESC LIMIT ?2 OFFSET ?3");
+      else if (f.type.empty())
+        sql = CERTFLEET_PAGE_OF("SELECT rid FROM jobs INDEXED BY jobs_project_status WHERE project_id = ?1 AND status = ?5 "
+                "AND status <> 'active' AND id < ?4 ORDER BY id DESC LIMIT ?2 OFFSET ?3");
+      else if (status.empty())
+        sql = CERTFLEET_PAGE_OF("SELECT rid FROM jobs INDEXED BY jobs_project_type WHERE project_id = ?1 AND type = ?6 AND id < ?4 "
+                "ORDER BY id DESC LIMIT ?2 OFFSET ?3");
+      else
+        sql = CERTFLEET_PAGE_OF("SELECT rid FROM jobs INDEXED BY jobs_project_type_status WHERE project_id = ?1 AND type = ?6 "
+                "AND status = ?5 AND status <> 'active' AND id < ?4 ORDER BY id DESC LIMIT ?2 OFFSET ?3");
+#undef CERTFLEET_PAGE_OF
+      auto a = d.prepare(sql);
+      a->bind(1, f.project_id).bind(2, f.page_size + 1).bind(3, offset).bind(4, before);
+      if (a->parameter_count() >= 5) a->bind(5, status);
+      if (a->parameter_count() >= 6) a->bind(6, f.type);
+      while (a->step()) page.items.push_back(read_job(*a));
+      if (static_cast<int>(page.items.size()) > f.page_size) {
+        page.items.pop_back();
+        page.next_cursor = page.items.back().id;
       }
       return page;
     });

@@ -1,0 +1,89 @@
+#include "certfleet/queue/error_hint.hpp"
+
+#include <array>
+#include <cctype>
+
+namespace certfleet::queue {
+
+namespace {
+
+struct row {
+  error_hint hint;
+  std::string_view only_type;  // empty: any job type
+  std::array<std::string_view, 6> words;  // any one of them, lowercase; empty ones unused
+};
+
+// The words come from our own error texts (delivery's classifier, the SSH session, the engine) and
+// the system's (getaddrinfo, errno). More specific rows first: a host-key refusal also says "ssh".
+constexpr std::array<row, 9> rows{{
+    {{"host_key",
+      "The server's SSH host key is not the one pinned on the target. If the host was reinstalled on purpose, scan its "
+      "key again (POST …/targets/{id}/scan-host-key) and compare the fingerprint out of band; otherwise treat it as a "
+      "possible interception and do not re-pin."},
+     "", {"host key", "host_key"}},
+    {{"dns",
+      "The host name did not resolve. Check the target's host for typos and that this worker's resolver can resolve it "
+      "(getent hosts HOST on the worker host)."},
+     "", {"name or service not known", "could not resolve", "host not found", "getaddrinfo", "resolve", "nxdomain"}},
+    {{"egress_refused",
+      "The destination is outside the allow-list (ssh_allow_list or egress_allow_list in Settings). Add its address or "
+      "name there if it is meant to be reached."},
+     "", {"allow-list", "allow list", "allow_list"}},
+    {{"credentials",
+      "The server refused the credentials. Check the credential's user name and key, and that its public key is in "
+      "~/.ssh/authorized_keys of that user on the host."},
+     "", {"authentication", "auth failed", "publickey", "permission denied (", "credential", "[auth]"}},
+    {{"ssh_unreachable",
+      "The worker could not open a TCP connection to the host: check the host and port, that sshd runs there, and that "
+      "firewalls between this worker and the host let the port through (nc -vz HOST PORT from the worker host)."},
+     "", {"connection refused", "no route to host", "network is unreachable", "connection reset", "econnrefused",
+      "ehostunreach"}},
+    {{"timeout",
+      "A step did not finish within its deadline: the host or the network is slow or a firewall drops packets silently. "
+      "Check the host's load and the path to it; the job's log says which step timed out."},
+     "", {"timed out", "timeout", "deadline", "", "", ""}},
+    {{"lease_lost",
+      "The worker that ran this job stopped heartbeating (it was stopped, killed or stalled) and lost the job's lease; "
+      "another worker takes the job over on its next attempt."},
+     "", {"lease", "worker_lost", "", "", "", ""}},
+    {{"remote_permission",
+      "The remote user may not write the certificate paths or run the post command. Check the paths' owners and modes "
+      "on the host, and the sudo rules of the post command."},
+     "", {"permission denied", "eacces", "read-only file system", "", "", ""}},
+    {{"on_purpose", "This noop job fails on purpose (its payload's fail_times): nothing is wrong."},
+     "noop", {"failing on purpose", "", "", "", "", ""}},
+}};
+
+bool contains_lower(std::string_view text, std::string_view word) noexcept {
+  if (word.empty() || word.size() > text.size()) return false;
+  for (std::size_t i = 0; i + word.size() <= text.size(); ++i) {
+    std::size_t k = 0;
+    while (k < word.size() && std::tolower(static_cast<unsigned char>(text[i + k])) == word[k]) ++k;
+    if (k == word.size()) return true;
+  }
+  return false;
+}
+
+constexpr auto hints = [] {
+  std::array<error_hint, rows.size()> out{};
+  for (std::size_t i = 0; i < rows.size(); ++i) out[i] = rows[i].hint;
+  return out;
+}();
+
+}  // namespace
+
+std::span<const error_hint> all_error_hints() noexcept { return hints; }
+
+std::optional<error_hint> hint_for(std::string_view job_type, std::string_view error) noexcept {
+  if (error.empty()) return std::nullopt;
+  // Long texts are cut: a hint needs the first words, and the scan stays cheap on a list page.
+  if (error.size() > 2000) error = error.substr(0, 2000);
+  for (const auto& r : rows) {
+    if (!r.only_type.empty() && r.only_type != job_type) continue;
+    for (auto w : r.words)
+      if (contains_lower(error, w)) return r.hint;
+  }
+  return std::nullopt;
+}
+
+}  // namespace certfleet::queue
