@@ -1,0 +1,96 @@
+// Every page in light and dark: an axe-core scan (no serious or critical violation) and a
+// screenshot to build/ui-screenshots/<page>-<scheme>.png. Also: no page logs an error (a CSP
+// violation would).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { startCertfleet, launch, signIn, catalog, runDistribution, mkdtemp, rm, tmpdir, join, shot, collectErrors } from './helpers.mjs';
+
+const axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** @type {Awaited<ReturnType<typeof startCertfleet>>} */
+let cf;
+let base = '';
+/** @type {Record<string, string>} */
+const paths = {};
+
+before(async () => {
+  base = await mkdtemp(join(tmpdir(), 'certfleet-ui-files-'));
+  cf = await startCertfleet({ settings: { file_target_base_dirs: base } });
+  const cat = await catalog(cf, base);
+  await runDistribution(cf, 'www to two hosts', cat.certificate.id, [cat.okTarget.id, cat.badTarget.id]);
+  await cf.api('PUT', '/api/v1/settings', { distribution_fanout_threshold: 2, distribution_fanout_batch_size: 1 });
+  const fan = await runDistribution(cf, 'www fan-out', cat.certificate.id, [cat.okTarget.id, cat.badTarget.id], 120000);
+  const admin = await cf.token('admin', { name: 'alice-admin' });
+  const logged = await cf.enqueue('noop', { lines: 120 }, { token: admin });
+  await cf.enqueue('noop', {}, { token: admin });
+  const failed = await cf.enqueue('noop', { fail_times: 1 }, { token: admin });
+  await cf.enqueue('noop', {}, { token: admin, run_at: Date.now() + 3600_000 });
+  const active = await cf.enqueue('noop', { ms: 600_000, lines: 30 }, { token: admin });
+  await cf.waitJob(logged.id, (j) => j.status === 'completed');
+  await cf.waitJob(failed.id, (j) => j.status === 'failed');
+  await cf.waitJob(active.id, (j) => j.status === 'active');
+  Object.assign(paths, {
+    jobs: '/jobs', 'jobs-failed': '/jobs?status=failed', 'job-detail': `/jobs/${logged.id}`,
+    'job-failed': `/jobs/${failed.id}`, 'job-active': `/jobs/${active.id}`,
+    distributions: '/distributions', 'distribution-detail': `/distributions/${fan.distribution.id}`,
+    certificates: '/certificates', 'certificate-detail': `/certificates/${cat.certificate.id}`,
+    'certificate-distribution': `/certificates/${cat.certificate.id}?tab=distribution`,
+    settings: '/settings', 'not-found': '/no/such/page',
+  });
+});
+after(async () => {
+  await cf?.stop();
+  await rm(base, { recursive: true, force: true });
+});
+
+/** @param {import('playwright-core').Page} page */
+async function axe(page) {
+  await page.evaluate(axeSource);
+  /** @type {{id: string, impact: string, help: string, nodes: {target: string[]}[]}[]} */
+  const violations = await page.evaluate(async () => {
+    // @ts-ignore axe is the script evaluated above
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((/** @type {any} */ v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((/** @type {any} */ n) => ({ target: n.target })) }));
+  });
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+/** @param {import('playwright-core').Page} page */
+async function settle(page) {
+  await page.waitForLoadState('networkidle').catch(() => {});
+  await page.waitForFunction(() => !document.querySelector('[role=status]')?.textContent?.startsWith('Loading'));
+  await page.waitForTimeout(300);
+}
+
+for (const scheme of /** @type {const} */ (['light', 'dark'])) {
+  test(`every page, ${scheme}: no serious or critical axe violation, no console error; screenshots`, { timeout: 180000 }, async () => {
+    const browser = await launch({ colorScheme: scheme });
+    try {
+      const page = await browser.newPage();
+      const errors = collectErrors(page);
+      /** @type {string[]} */
+      const problems = [];
+      await page.goto(`${cf.url}/login`);
+      await page.getByLabel('API token').waitFor();
+      await shot(page, `login-${scheme}`);
+      for (const v of await axe(page)) problems.push(`login: ${v.impact} ${v.id} (${v.help}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+      await signIn(page, cf.url, cf.ownerToken);
+      for (const [name, path] of Object.entries(paths)) {
+        await page.goto(cf.url + path);
+        await settle(page);
+        if (name === 'job-detail') {
+          await page.waitForFunction(() => document.querySelector('#log-count')?.textContent === '120 lines');
+          await page.getByRole('button', { name: 'Detail' }).first().click();
+        }
+        await shot(page, `${name}-${scheme}`);
+        for (const v of await axe(page)) problems.push(`${name}: ${v.impact} ${v.id} (${v.help}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+      }
+      assert.deepEqual(problems, []);
+      assert.deepEqual(errors.filter((e) => !/404|Failed to load resource/.test(e)), []);
+    } finally {
+      await browser.close();
+    }
+  });
+}

@@ -1,0 +1,74 @@
+// Settings: every system setting with its range; an out-of-range value is refused with the
+// API's message next to the field and nothing is saved; a good value is saved.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startCertfleet, launch, signIn, collectErrors } from './helpers.mjs';
+
+/** @type {Awaited<ReturnType<typeof startCertfleet>>} */
+let cf;
+/** @type {Awaited<ReturnType<typeof launch>>} */
+let browser;
+
+before(async () => {
+  cf = await startCertfleet();
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  await cf?.stop();
+});
+
+/** The API's value of one setting, whatever the shape of GET /settings. */
+async function apiValue(/** @type {string} */ name) {
+  const b = (await cf.api('GET', '/api/v1/settings')).body;
+  const list = Array.isArray(b?.items) ? b.items : Array.isArray(b?.settings) ? b.settings : null;
+  if (list) return list.find((/** @type {any} */ r) => r.name === name)?.value;
+  const v = b[name];
+  return v !== null && typeof v === 'object' ? v.value : v;
+}
+
+test('an out-of-range value shows the API message at its field; nothing is saved', async () => {
+  const page = await browser.newPage();
+  const errors = collectErrors(page);
+  await signIn(page, cf.url, cf.ownerToken);
+  await page.getByRole('link', { name: 'Settings' }).click();
+  await page.waitForURL(/\/settings$/);
+  const field = page.locator('#setting-jobs_page_size_default');
+  await field.waitFor();
+  // Every system setting is there, with its range.
+  for (const name of ['jobs_page_size_default', 'job_retry_per_minute', 'ui_session_ttl_s', 'egress_allow_list', 'distribution_fanout_threshold'])
+    assert.equal(await page.locator(`#setting-${name}`).count(), 1, name);
+  assert.match(await page.locator('[data-setting="jobs_page_size_default"] .range').innerText(), /1 to 200/);
+  const before = await apiValue('jobs_page_size_default');
+  const expected = await cf.api('PUT', '/api/v1/settings', { jobs_page_size_default: 500 });
+  assert.equal(expected.status, 400);
+
+  await field.fill('500');
+  await page.getByLabel('job_retry_per_minute').fill('7');  // also changed: all or nothing
+  await page.getByRole('button', { name: 'Save settings' }).click();
+  const msg = page.locator('[data-field-error="jobs_page_size_default"]');
+  await msg.filter({ hasText: /\S/ }).waitFor();
+  assert.equal(await msg.innerText(), expected.body.error.message);
+  assert.equal(await field.getAttribute('aria-invalid'), 'true');
+  assert.match(await page.locator('.feedback.error').innerText(), /Nothing was saved/);
+  assert.equal(await apiValue('jobs_page_size_default'), before);
+  assert.notEqual(String(await apiValue('job_retry_per_minute')), '7', 'the other value was not saved either');
+
+  await field.fill('30');
+  await page.getByRole('button', { name: 'Save settings' }).click();
+  await page.locator('.feedback.ok', { hasText: 'Settings saved' }).waitFor();
+  assert.equal(String(await apiValue('jobs_page_size_default')), '30');
+  assert.equal(String(await apiValue('job_retry_per_minute')), '7');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a token that is not a system admin gets no Settings link and the page says why', async () => {
+  const page = await browser.newPage();
+  await page.context().clearCookies();
+  await signIn(page, cf.url, await cf.token('owner', { name: 'project-owner' }));
+  assert.equal(await page.getByRole('link', { name: 'Settings' }).count(), 0);
+  await page.goto(`${cf.url}/settings`);
+  await page.locator('.feedback.error', { hasText: 'system-admin token' }).waitFor();
+  await page.close();
+});
