@@ -1,5 +1,6 @@
 #include "auth.hpp"
 
+#include "certfleet/api/requests.hpp"
 #include "certfleet/api/tokens.hpp"
 #include "server_state.hpp"
 
@@ -81,20 +82,6 @@ std::string csrf_token_for(std::string_view session_cookie) {
   return hash_token(material);
 }
 
-std::string_view session_cookie_in(std::string_view header) noexcept {
-  // Cookie: a=1; certfleet_session=…; b=2 (RFC 6265 §5.4: "; "-separated name=value pairs).
-  while (!header.empty()) {
-    auto semi = header.find(';');
-    auto pair = header.substr(0, semi);
-    while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
-    if (pair.size() > session_cookie_name.size() && pair.substr(0, session_cookie_name.size()) == session_cookie_name &&
-        pair[session_cookie_name.size()] == '=')
-      return pair.substr(session_cookie_name.size() + 1);
-    if (semi == std::string_view::npos) break;
-    header.remove_prefix(semi + 1);
-  }
-  return {};
-}
 
 namespace {
 

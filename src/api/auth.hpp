@@ -39,12 +39,9 @@ struct credentials {
   bool websocket = false;               // an Upgrade request
 };
 
-// The name of the session cookie, and the CSRF token that goes with a session: derived from the
-// cookie's value, so nothing but the cookie's hash is stored and only its holder can compute it.
-inline constexpr std::string_view session_cookie_name = "certfleet_session";
+// The CSRF token that goes with a session: derived from the cookie's value, so nothing but the
+// cookie's hash is stored and only the cookie's holder can compute it.
 std::string csrf_token_for(std::string_view session_cookie);
-// The certfleet_session value in a Cookie header; empty when there is none.
-std::string_view session_cookie_in(std::string_view cookie_header) noexcept;
 
 struct auth_caches {
   using steady = std::chrono::steady_clock;

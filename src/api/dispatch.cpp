@@ -53,6 +53,7 @@ boost::asio::awaitable<reply> dispatch(server_state& s, const request_view& req,
       co_await audit_refusal(s, known, *m, parts->path, c.error());
     co_return error_reply(c.error());
   }
+  if (c->token) s.remember_token_name(*c->token);  // a job it makes names it at once
   if (!m->id.empty() && !is_object_id(m->id))
     co_return error_reply(errc::invalid_argument, "id must be a 24-character hex object id", "id");
   const auto handler = handlers[static_cast<std::size_t>(m->route->id)];

@@ -29,7 +29,7 @@ boost::asio::awaitable<void> learn_token_names(server_state& s, const std::vecto
   s.token_names_read = steady::now();
   auto all = co_await s.timed("token_list", s.st.auth().list_tokens(""));
   if (!all) co_return;  // the column shows the id instead; the list itself does not fail for it
-  for (const auto& t : *all) s.token_names[t.id] = t.name.empty() ? "token " + t.id.substr(0, 8) : t.name;
+  for (const auto& t : *all) s.remember_token_name(t);
 }
 
 // A job as the API answers it: the stored fields (queue::to_json) and what the UI shows about

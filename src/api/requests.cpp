@@ -218,6 +218,21 @@ result<job_list_query> parse_job_list_query(const query_params& q) {
   return out;
 }
 
+std::string_view session_cookie_in(std::string_view header) noexcept {
+  // Cookie: a=1; certfleet_session=…; b=2 (RFC 6265 §5.4: "; "-separated name=value pairs).
+  while (!header.empty()) {
+    auto semi = header.find(';');
+    auto pair = header.substr(0, semi);
+    while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+    if (pair.size() > session_cookie_name.size() && pair.substr(0, session_cookie_name.size()) == session_cookie_name &&
+        pair[session_cookie_name.size()] == '=')
+      return pair.substr(session_cookie_name.size() + 1);
+    if (semi == std::string_view::npos) break;
+    header.remove_prefix(semi + 1);
+  }
+  return {};
+}
+
 result<log_query> parse_log_query(const query_params& q, bool stream) {
   log_query out;
   for (const auto& [k, v] : q) {

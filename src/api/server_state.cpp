@@ -11,6 +11,11 @@ server_state::server_state(boost::asio::any_io_executor e, store::store& s, queu
     : ex(e), st(s), queue(q), clock(c), opt(std::move(o)), hub(e, s, opt.log_poll_interval, opt.log_coalesce),
       catalog(s, q, c, opt.key, opt.cpu) {}
 
+void server_state::remember_token_name(const store::token_record& t) {
+  if (token_names.size() >= 100'000) token_names.clear();
+  token_names.try_emplace(t.id, t.name.empty() ? "token " + t.id.substr(0, 8) : t.name);
+}
+
 boost::asio::awaitable<std::int64_t> server_state::setting_int(std::string_view name) {
   if (!settings_valid || steady::now() - settings_loaded > opt.settings_cache_ttl) {
     auto r = co_await timed("system_settings", st.auth().system_settings());

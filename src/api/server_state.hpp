@@ -59,6 +59,7 @@ struct server_state : std::enable_shared_from_this<server_state> {
   // by reading them again, at most once per refresh interval).
   std::unordered_map<std::string, std::string> token_names;
   steady::time_point token_names_read{};
+  void remember_token_name(const store::token_record& t);
 
   settings_map system_settings;
   steady::time_point settings_loaded{};

@@ -1,5 +1,6 @@
 // The browser's sign-in (DESIGN §8): a token is exchanged once for a session cookie; the page
 // then sends the cookie (and, on writes, the CSRF token) instead of the token.
+#include "certfleet/api/requests.hpp"
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/core/json.hpp"
 #include "handlers.hpp"

@@ -1,5 +1,6 @@
 // The authorization matrix: every route × viewer/operator/admin/owner × another project's owner ×
-// a system admin × no token, each cell's status asserted. A route missing from the table fails.
+// a system admin × no token × an admin's browser session with and without the CSRF header, each
+// cell's status asserted. A route missing from the table fails.
 #include "api_fixture.hpp"
 #include "certfleet/api/router.hpp"
 #include "certfleet/core/object_id.hpp"
@@ -65,7 +66,19 @@ struct row {
   std::function<std::string(api_authz&)> target;
   std::string body;
   std::array<int, n_cols> expect;
+  // An admin's session cookie with / without X-CSRF-Token. Unset: with it, the admin's answer (a
+  // create that the owner's column finds taken is taken for it too); without it, a read answers
+  // the same and a write is refused.
+  std::optional<std::array<int, 2>> session = std::nullopt;
 };
+const char* session_col_names[] = {"admin session with CSRF header", "admin session without CSRF header"};
+
+std::array<int, 2> session_expect(const row& r) {
+  if (r.session) return *r.session;
+  int with = r.expect[admin] == 201 && r.expect[owner] == 409 ? 409 : r.expect[admin];
+  bool read = std::string_view(r.method) == "GET" || std::string_view(r.method) == "WS";
+  return {with, read ? with : 403};
+}
 
 TEST_F(api_authz, every_route_every_role) {
   start();
@@ -120,6 +133,14 @@ TEST_F(api_authz, every_route_every_role) {
     return boost::json::serialize(boost::json::object{{"name", "d"}, {"certificate_id", c}, {"target_ids", boost::json::array{boost::json::value(t)}}});
   }();
   const std::vector<row> rows = {
+      // The session routes: sign-in takes a token in the body (none here: 400 for everyone); the
+      // session is read and ended with the cookie only.
+      {api::route_id::session_create, "POST", [](auto&) { return "/api/v1/session"; }, "{}",
+       {400, 400, 400, 400, 400, 400, 400}, std::array<int, 2>{400, 400}},
+      {api::route_id::session_get, "GET", [](auto&) { return "/api/v1/session"; }, "",
+       {401, 401, 401, 401, 401, 401, 401}, std::array<int, 2>{200, 200}},
+      {api::route_id::session_delete, "DELETE", [](auto&) { return "/api/v1/session"; }, "",
+       {401, 401, 401, 401, 401, 401, 401}, std::array<int, 2>{204, 403}},
       {api::route_id::healthz, "GET", [](auto&) { return "/healthz"; }, "", {200, 200, 200, 200, 200, 200, 200}},
       {api::route_id::readyz, "GET", [](auto&) { return "/readyz"; }, "", {200, 200, 200, 200, 200, 200, 200}},
       {api::route_id::metrics, "GET", [](auto&) { return "/metrics"; }, "", {200, 200, 200, 200, 200, 200, 200}},
@@ -231,6 +252,29 @@ TEST_F(api_authz, every_route_every_role) {
         body = res.body;
       }
       EXPECT_EQ(status, r.expect[col]) << r.method << " " << target << " as " << col_names[col] << ": " << body;
+    }
+    const auto expect = session_expect(r);
+    for (int with_csrf = 1; with_csrf >= 0; --with_csrf) {
+      auto target = r.target(*this);
+      auto signed_in = c.post("/api/v1/session", boost::json::serialize(boost::json::object{{"token", tok["admin"]}}));
+      ASSERT_EQ(signed_in.status, 201) << signed_in.body;
+      auto cookie = signed_in.header("set-cookie").substr(0, signed_in.header("set-cookie").find(';'));
+      std::map<std::string, std::string> h{{"Cookie", cookie}};
+      if (with_csrf) h["X-CSRF-Token"] = std::string(signed_in.json().at("csrf_token").as_string());
+      int status = 0;
+      std::string body;
+      if (std::string_view(r.method) == "WS") {
+        testbed::ws_client ws("127.0.0.1", port);
+        status = ws.connect(target, "", 0, h);
+        body = ws.rejection();
+        ws.close();
+      } else {
+        auto res = c.request(r.method, target, r.body, {}, h);
+        status = res.status;
+        body = res.body;
+      }
+      EXPECT_EQ(status, expect[with_csrf ? 0 : 1])
+          << r.method << " " << target << " as " << session_col_names[with_csrf ? 0 : 1] << ": " << body;
     }
   }
 }

@@ -185,7 +185,7 @@ void ws_stream::hard_close() {
 }
 
 asio::awaitable<int> ws_stream::connect(std::string host, unsigned short port, std::string target, std::string token,
-                                        int receive_buffer) {
+                                        int receive_buffer, std::map<std::string, std::string> headers) {
   ws_ = std::make_unique<websocket::stream<beast::tcp_stream>>(ex_);
   auto& lowest = beast::get_lowest_layer(*ws_);
   boost::system::error_code ec;
@@ -197,8 +197,9 @@ asio::awaitable<int> ws_stream::connect(std::string host, unsigned short port, s
     rejection_ = "connect: " + cec.message();
     co_return 0;
   }
-  ws_->set_option(websocket::stream_base::decorator([token](websocket::request_type& req) {
+  ws_->set_option(websocket::stream_base::decorator([token, headers](websocket::request_type& req) {
     if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+    for (const auto& [k, v] : headers) req.set(k, v);
   }));
   ws_->control_callback([pongs = pongs_](websocket::frame_type kind, beast::string_view) {
     if (kind == websocket::frame_type::pong) ++*pongs;
@@ -253,9 +254,10 @@ ws_client::ws_client(std::string host, unsigned short port, std::chrono::millise
 
 ws_client::~ws_client() { ws_.hard_close(); }
 
-int ws_client::connect(const std::string& target, const std::string& token, int receive_buffer) {
+int ws_client::connect(const std::string& target, const std::string& token, int receive_buffer,
+                       std::map<std::string, std::string> headers) {
   std::optional<int> status;
-  run_with_deadline<int>(ioc_, ws_.connect(host_, port_, target, token, receive_buffer), timeout_, status,
+  run_with_deadline<int>(ioc_, ws_.connect(host_, port_, target, token, receive_buffer, std::move(headers)), timeout_, status,
                          [this] { ws_.hard_close(); });
   return status.value_or(0);
 }

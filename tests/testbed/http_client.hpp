@@ -71,8 +71,9 @@ class ws_stream {
   ~ws_stream();
   // Handshake; returns the HTTP status (101 when upgraded). A refusal's body is in rejection().
   // receive_buffer > 0 shrinks SO_RCVBUF (a stalled reader fills up quickly).
+  // `headers`: more request fields (Cookie, Origin) for the handshake.
   boost::asio::awaitable<int> connect(std::string host, unsigned short port, std::string target, std::string token,
-                                      int receive_buffer = 0);
+                                      int receive_buffer = 0, std::map<std::string, std::string> headers = {});
   boost::asio::awaitable<ws_message> read();
   boost::asio::awaitable<void> close();
   // Sends a ping (may run beside read()); false when the connection is gone.
@@ -94,7 +95,8 @@ class ws_client {
  public:
   ws_client(std::string host, unsigned short port, std::chrono::milliseconds timeout = std::chrono::seconds(10));
   ~ws_client();
-  int connect(const std::string& target, const std::string& token, int receive_buffer = 0);
+  int connect(const std::string& target, const std::string& token, int receive_buffer = 0,
+              std::map<std::string, std::string> headers = {});
   // A message, or closed; a timeout gives closed with error "timeout" (and the connection closed).
   ws_message read(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
   void close();

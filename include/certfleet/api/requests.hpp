@@ -55,6 +55,11 @@ struct job_list_query {
 };
 result<job_list_query> parse_job_list_query(const query_params& q);
 
+// The web UI's session cookie (DESIGN §8): its name, and its value in a Cookie header (empty
+// when there is none).
+inline constexpr std::string_view session_cookie_name = "certfleet_session";
+std::string_view session_cookie_in(std::string_view cookie_header) noexcept;
+
 // GET …/logs?after=&limit=   and   …/logs/stream?after=
 struct log_query {
   std::int64_t after = 0;

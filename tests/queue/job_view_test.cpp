@@ -1,0 +1,63 @@
+// The pure tables behind what the UI shows about a job: the error hint and the trigger in words.
+#include "certfleet/queue/error_hint.hpp"
+#include "certfleet/queue/job_view.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+using namespace certfleet::queue;
+
+TEST(error_hint, each_kind_of_failure_gets_its_hint) {
+  struct row {
+    const char* type;
+    const char* error;
+    const char* expect;  // "" = no hint
+  };
+  const row rows[] = {
+      {"distribution_execute", "all 2 targets failed: web1: resolve web1.invalid: Name or service not known", "dns"},
+      {"distribution_execute", "web1: connect 127.0.0.1:22: Connection refused", "ssh_unreachable"},
+      {"distribution_execute", "web1: handshake: timed out after 10000 ms", "timeout"},
+      {"distribution_execute", "web1: AUTHENTICATION failed for user deploy", "credentials"},
+      {"distribution_execute", "web1: the host key offered is not the pinned one", "host_key"},
+      {"distribution_execute", "web1: 10.0.0.1 is outside ssh_allow_list", "egress_refused"},
+      {"distribution_execute", "lost the job's lease while recording results", "lease_lost"},
+      {"noop", "noop: failing on purpose (attempt 1 of 3 planned failures)", "on_purpose"},
+      // The noop row is for noop jobs only.
+      {"distribution_execute", "failing on purpose", ""},
+      {"noop", "broken on purpose", ""},
+      {"noop", "", ""},
+  };
+  for (const auto& r : rows) {
+    auto h = hint_for(r.type, r.error);
+    if (!*r.expect) {
+      EXPECT_FALSE(h) << r.error << " -> " << (h ? h->error_class : "");
+      continue;
+    }
+    ASSERT_TRUE(h) << r.error;
+    EXPECT_EQ(h->error_class, r.expect) << r.error;
+    EXPECT_FALSE(h->hint.empty());
+  }
+}
+
+TEST(error_hint, classes_are_unique_and_every_row_can_be_reached) {
+  std::set<std::string> names;
+  for (const auto& h : all_error_hints()) {
+    EXPECT_TRUE(names.insert(std::string(h.error_class)).second) << h.error_class;
+    EXPECT_GT(h.hint.size(), 40u) << h.error_class;  // a sentence an operator can act on
+  }
+  EXPECT_EQ(names.size(), 9u);
+}
+
+TEST(trigger_in_words, system_triggers_read_as_words_and_tokens_are_left_to_the_api) {
+  EXPECT_EQ(trigger_in_words("scheduler:host:123:abc"), "scheduler");
+  EXPECT_EQ(trigger_in_words("retry_wave"), "retry wave");
+  EXPECT_EQ(trigger_in_words("distribution_sweep"), "distribution sweep");
+  EXPECT_EQ(trigger_in_words("distribution"), "fan-out");
+  EXPECT_EQ(trigger_in_words("certificate_expiration_check"), "expiry sweep");
+  EXPECT_EQ(trigger_in_words("cli"), "command line");
+  EXPECT_EQ(trigger_in_words("something_new"), "something_new");
+  EXPECT_FALSE(trigger_in_words("token:0123456789abcdef01234567"));
+  EXPECT_FALSE(trigger_in_words(""));
+}
