@@ -2,6 +2,8 @@
 // CERTFLEET_TEST_MONGODB_URI is set (and the backend is built).
 #include "backends.hpp"
 #include "certfleet/core/object_id.hpp"
+#include "certfleet/store/auth.hpp"
+#include "certfleet/store/maintenance.hpp"
 #include "certfleet/store/store.hpp"
 #include "run_sync.hpp"
 #include "temp_dir.hpp"
@@ -11,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
 #include <set>
 
@@ -553,6 +556,133 @@ TEST_P(store_conformance, list_filters_pages_newest_first) {
   EXPECT_EQ(run_sync(st->jobs().list({other_project, std::nullopt, "", 1, 10}))->total, 0);
 }
 
+// Every page of a filter, walked by cursor: each matching job once, newest first.
+std::vector<job_record> walk(certfleet::store::store& st, job_filter f) {
+  std::vector<job_record> out;
+  for (int guard = 0; guard < 1000; ++guard) {
+    auto p = run_sync(st.jobs().list(f));
+    EXPECT_TRUE(p) << p.error().message;
+    if (!p) break;
+    out.insert(out.end(), p->items.begin(), p->items.end());
+    if (p->next_cursor.empty()) break;
+    f.cursor = p->next_cursor;
+  }
+  return out;
+}
+
+// The tab counts come from counts the store keeps with each status change; here they are checked
+// against a tally of the jobs themselves after every kind of transition.
+TEST_P(store_conformance, tab_counts_stay_exact_through_every_transition) {
+  auto check = [&](const char* when) {
+    for (std::string type : {"", "noop", "other"}) {
+      auto all = walk(*st, {project, std::nullopt, type, 1, 7});
+      status_counts tally{};
+      for (const auto& j : all) ++tally[static_cast<std::size_t>(j.status)];
+      auto page = run_sync(st->jobs().list({project, std::nullopt, type, 1, 1}));
+      ASSERT_TRUE(page);
+      EXPECT_EQ(page->counts, tally) << when << ", type '" << type << "'";
+      EXPECT_EQ(page->total, static_cast<std::int64_t>(all.size())) << when;
+      for (int s = 0; s < 6; ++s) {
+        auto by = walk(*st, {project, static_cast<job_status>(s), type, 1, 3});
+        EXPECT_EQ(static_cast<std::int64_t>(by.size()), tally[static_cast<std::size_t>(s)])
+            << when << ", status " << to_string(static_cast<job_status>(s)) << ", type '" << type << "'";
+        for (const auto& j : by) EXPECT_EQ(j.status, static_cast<job_status>(s));
+      }
+    }
+  };
+  for (int i = 0; i < 12; ++i) enqueue(job(i % 3 ? "noop" : "other"));
+  enqueue(job(), t0);  // one more, then one in another project that must count nowhere here
+  auto foreign = job();
+  foreign.project_id = other_project;
+  enqueue(foreign);
+  check("enqueued");
+  auto c = claim("w", t0, 8);
+  ASSERT_EQ(c.size(), 8u);
+  check("claimed");
+  finish(c[0], "w", finish_kind::completed, t0 + 1);
+  finish(c[1], "w", finish_kind::failed, t0 + 1, t0 + 60'000);
+  finish(c[2], "w", finish_kind::dead, t0 + 1);
+  finish(c[3], "w", finish_kind::released, t0 + 1);
+  check("finished");
+  ASSERT_TRUE(run_sync(st->jobs().cancel(project, c[4].id, t0 + 2)));  // active: cancel requested only
+  auto pending = walk(*st, {project, job_status::pending, "", 1, 50});
+  ASSERT_FALSE(pending.empty());
+  ASSERT_TRUE(run_sync(st->jobs().cancel(project, pending[0].id, t0 + 2)));
+  ASSERT_TRUE(run_sync(st->jobs().retry(project, c[2].id, t0 + 3, 100)));
+  check("cancelled and retried");
+  auto reaped = run_sync(st->jobs().reap_expired(t0 + 10 * lease, 100));
+  ASSERT_TRUE(reaped);
+  EXPECT_GE(*reaped, 1);
+  check("reaped");
+  // Ids carry the real creation time (not t0): the cutoff must be later than both.
+  auto purged = run_sync(st->maintenance().purge_finished(4'000'000'000'000, 100));
+  ASSERT_TRUE(purged);
+  EXPECT_GE(*purged, 1);
+  check("purged");
+  // The other project kept its own.
+  auto theirs = run_sync(st->jobs().list({other_project, std::nullopt, "", 1, 1}));
+  EXPECT_EQ(theirs->total, 1);
+  EXPECT_EQ(theirs->counts[static_cast<std::size_t>(job_status::pending)], 1);
+}
+
+// Keyset pages in every filter shape agree with offset pages, and a job made between two pages
+// neither repeats a job nor hides one that was there.
+TEST_P(store_conformance, cursor_pages_agree_with_offset_pages_in_every_shape) {
+  for (int i = 0; i < 11; ++i) enqueue(job(i % 2 ? "noop" : "other"));
+  auto c = claim("w", t0, 5);
+  ASSERT_EQ(c.size(), 5u);
+  finish(c[0], "w", finish_kind::completed, t0 + 1);
+  finish(c[1], "w", finish_kind::completed, t0 + 1);
+  const std::vector<job_filter> shapes = {
+      {project, std::nullopt, "", 1, 2},         {project, job_status::active, "", 1, 2},
+      {project, job_status::pending, "", 1, 2},  {project, std::nullopt, "noop", 1, 2},
+      {project, job_status::completed, "other", 1, 1}, {project, job_status::active, "noop", 1, 1}};
+  for (const auto& f : shapes) {
+    auto by_cursor = walk(*st, f);
+    std::vector<job_record> by_offset;
+    for (int page = 1; page < 100; ++page) {
+      auto g = f;
+      g.page = page;
+      auto p = run_sync(st->jobs().list(g));
+      if (p->items.empty()) break;
+      by_offset.insert(by_offset.end(), p->items.begin(), p->items.end());
+    }
+    ASSERT_EQ(by_cursor.size(), by_offset.size()) << (f.status ? to_string(*f.status) : "all") << " " << f.type;
+    for (std::size_t i = 0; i < by_cursor.size(); ++i) EXPECT_EQ(by_cursor[i].id, by_offset[i].id);
+    for (std::size_t i = 1; i < by_cursor.size(); ++i) EXPECT_GT(by_cursor[i - 1].id, by_cursor[i].id);
+  }
+  auto first = run_sync(st->jobs().list({project, std::nullopt, "", 1, 4}));
+  enqueue(job());  // newer than every listed job: the next page does not shift
+  auto second = run_sync(st->jobs().list({project, std::nullopt, "", 1, 4, first->next_cursor}));
+  EXPECT_LT(second->items.front().id, first->items.back().id);
+}
+
+// Browser sessions: found by hash while unexpired and while their token is active.
+TEST_P(store_conformance, sessions_expire_end_and_follow_their_token) {
+  new_token t;
+  t.project_id = project;
+  t.token_role = role::admin;
+  t.name = "alice";
+  t.hash = std::string(64, 'a');
+  auto tok = run_sync(st->auth().create_token(t, t0));
+  ASSERT_TRUE(tok);
+  ASSERT_TRUE(run_sync(st->auth().create_session("h1", tok->id, t0 + 1000, t0)));
+  ASSERT_TRUE(run_sync(st->auth().create_session("h2", tok->id, t0 + 5000, t0)));
+  auto s = run_sync(st->auth().find_session("h1", t0 + 999));
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->token.id, tok->id);
+  EXPECT_EQ(s->token.name, "alice");
+  EXPECT_EQ(s->token.token_role, role::admin);
+  EXPECT_EQ(s->expires_at, t0 + 1000);
+  EXPECT_TRUE(run_sync(st->auth().find_session("h1", t0 + 1000)).error().is(errc::not_found));
+  EXPECT_TRUE(run_sync(st->auth().find_session("nope", t0)).error().is(errc::not_found));
+  ASSERT_TRUE(run_sync(st->auth().delete_session("h2")));
+  EXPECT_TRUE(run_sync(st->auth().find_session("h2", t0)).error().is(errc::not_found));
+  ASSERT_TRUE(run_sync(st->auth().create_session("h3", tok->id, t0 + 5000, t0)));
+  ASSERT_TRUE(run_sync(st->auth().revoke_token(tok->id, t0 + 1)));
+  EXPECT_TRUE(run_sync(st->auth().find_session("h3", t0 + 2)).error().is(errc::not_found));
+}
+
 TEST_P(store_conformance, lane_statistics_count_claimable_jobs) {
   auto j = job();
   j.run_at = t0 - 5'000;
@@ -597,6 +727,42 @@ TEST(sqlite_store, reopening_keeps_jobs_and_schema) {
   ASSERT_TRUE(s);
   auto p = run_sync((*s)->projects().find_by_name("default"));
   EXPECT_EQ(run_sync((*s)->jobs().get(p->id, id))->status, job_status::pending);
+}
+
+// Migration 7 fills the tab counts from the jobs already stored: a store written before it (its
+// counts table and triggers removed, its version set back) reopens with exact counts.
+TEST(sqlite_store, migration_fills_the_tab_counts_of_existing_jobs) {
+  testbed::temp_dir dir;
+  const auto file = dir.file("m.db");
+  std::string pid;
+  {
+    auto s = open_sqlite({file, 1, 5000, false});
+    ASSERT_TRUE(s);
+    pid = run_sync((*s)->projects().ensure("default", t0))->first.id;
+    for (int i = 0; i < 5; ++i) {
+      new_job j;
+      j.project_id = pid;
+      j.type = i < 3 ? "noop" : "other";
+      j.lane = "main";
+      j.max_attempts = 1;
+      ASSERT_TRUE(run_sync((*s)->jobs().enqueue(j, t0)));
+    }
+    ASSERT_EQ(run_sync((*s)->jobs().claim("main", "w", t0, 1000, 2))->size(), 2u);
+    (*s)->close();
+  }
+  const std::string undo =
+      "DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_delete; DROP TRIGGER job_counts_status; "
+      "DROP TABLE job_counts; DROP TABLE ui_sessions; DROP INDEX jobs_project_type_status; "
+      "DELETE FROM schema_migrations WHERE version = 7;";
+  ASSERT_EQ(std::system(("sqlite3 '" + file + "' \"" + undo + "\"").c_str()), 0);
+  auto s = open_sqlite({file, 1, 5000, false});
+  ASSERT_TRUE(s) << s.error().message;
+  auto p = run_sync((*s)->jobs().list({pid, std::nullopt, "", 1, 1}));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->total, 5);
+  EXPECT_EQ(p->counts[static_cast<std::size_t>(job_status::pending)], 3);
+  EXPECT_EQ(p->counts[static_cast<std::size_t>(job_status::active)], 2);
+  EXPECT_EQ(run_sync((*s)->jobs().list({pid, std::nullopt, "other", 1, 1}))->total, 2);
 }
 
 TEST(sqlite_store, unopenable_path_is_an_error_value) {
