@@ -13,12 +13,18 @@ test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-16 libclang-rt-16-dev
   openssh-server openssh-client procps iproute2 curl python3 sudo
+  chromium
 )
 # promtool only; the server's recommends are not needed.
 norec_pkgs=(prometheus)
 
 want=("${build_pkgs[@]}")
-if [[ "${1:-}" == "--test" ]]; then want+=("${test_pkgs[@]}" "${norec_pkgs[@]}"); fi
+if [[ "${1:-}" == "--test" ]]; then
+  want+=("${test_pkgs[@]}" "${norec_pkgs[@]}")
+  # The web UI's type check and browser tests run on Node.js and npm: the machine's when it has
+  # them (any packaging), else Debian's.
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then want+=(nodejs npm); fi
+fi
 
 missing=()
 for p in "${want[@]}"; do

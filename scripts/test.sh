@@ -11,6 +11,8 @@ jobs=$(nproc)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
+echo "== npm packages of the web UI's type check and browser tests (package-lock.json)"
+npm ci --no-audit --no-fund --loglevel=error
 echo "== build (gcc, RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCERTFLEET_TESTS=ON >/dev/null
 ninja -C build
