@@ -131,7 +131,7 @@ export function renderDistributionDetail(ctx) {
         h('td', null, h('code', { text: r.target_id })), h('td', null, fmt.statusTag(String(r.status))),
         h('td', { text: r.error_class ?? '' }), h('td', { class: 'error-cell' }, r.error ? h('span', { class: 'tag error-tag', title: r.error, text: r.error }) : ''),
         h('td', { class: 'num', text: String(r.retry_attempt ?? 0) }),
-        h('td', null, r.job_id ? h('a', { href: href(`/jobs/${r.job_id}`, { project }), text: String(r.job_id).slice(0, 8) + '…', 'aria-label': `Job ${r.job_id}` }) : ''),
+        h('td', null, r.job_id ? h('a', { href: href(`/jobs/${r.job_id}`, { project }), text: `${String(r.job_id).slice(0, 8)}…`, title: `Job ${r.job_id}` }) : ''),
         h('td', null, fmt.timeEl(r.finished_at))))))),
     h('p', { class: 'muted', text: filtered.length ? `${filtered.length} of ${items.length} targets` : (items.length ? 'No target matches the filter.' : 'No results yet.') }),
     pages > 1 ? h('nav', { class: 'pager', 'aria-label': 'Result pages' },

@@ -60,7 +60,8 @@ async function axe(page) {
 /** @param {import('playwright-core').Page} page */
 async function settle(page) {
   await page.waitForLoadState('networkidle').catch(() => {});
-  await page.waitForFunction(() => !document.querySelector('[role=status]')?.textContent?.startsWith('Loading'));
+  await page.waitForFunction(() => ![...document.querySelectorAll('[role=status]')].some((e) => !e.closest('[hidden]') && e.textContent?.startsWith('Loading')), null, { timeout: 10000 })
+    .catch((e) => { throw new Error(`${page.url()} still loading: ${e.message}`); });
   await page.waitForTimeout(300);
 }
 
