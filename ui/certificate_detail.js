@@ -52,7 +52,7 @@ export function renderCertificateDetail(ctx) {
             h('thead', null, h('tr', null, ...['Distribution', 'Status', 'Run', 'Targets', 'Updated'].map((x) => h('th', { scope: 'col', text: x })))),
             h('tbody', null, ...ds.map((d) => h('tr', null,
               h('td', null, h('a', { href: href(`/distributions/${d.id}`, { project }), text: d.name })),
-              h('td', null, fmt.statusTag(String(d.status))), h('td', { class: 'num', text: String(d.run_no ?? 0) }),
+              h('td', null, fmt.outcomeTag(String(d.status))), h('td', { class: 'num', text: String(d.run_no ?? 0) }),
               h('td', { class: 'num', text: String(Array.isArray(d.target_ids) ? d.target_ids.length : 0) }),
               h('td', null, fmt.timeEl(d.updated_at)))))))
             : h('p', { class: 'muted', text: 'No distribution delivers this certificate.' }));

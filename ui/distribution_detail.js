@@ -69,10 +69,15 @@ export function renderDistributionDetail(ctx) {
     return b;
   }
 
-  /** @param {any} d @param {Map<string, string>} certs @param {any[]} items */
-  function draw(d, certs, items) {
+  /**
+   * @param {any} d @param {Map<string, string>} certs @param {any[]} items
+   * @param {Map<string, string>} targets id -> name
+   */
+  function draw(d, certs, items, targets) {
+    /** @param {string} tid */
+    const targetName = (tid) => targets.get(tid) ?? tid;
     title.textContent = d.name ?? 'Distribution';
-    replace(statusEl, fmt.statusTag(String(d.status)), h('span', { class: 'run-no', text: `Run ${d.run_no ?? 0}` }),
+    replace(statusEl, fmt.outcomeTag(String(d.status)), h('span', { class: 'run-no', text: `Run ${d.run_no ?? 0}` }),
       d.mode ? h('span', { class: 'muted', text: d.mode }) : null);
     replace(actions, ...(session.canOperate() ? [
       actionButton('Execute', 'execute'), actionButton('Retry failed', 'retry-failed'),
@@ -81,15 +86,18 @@ export function renderDistributionDetail(ctx) {
 
     const f = d.fan_out;
     const s = d.summary;
-    const done = f ? (f.succeeded ?? 0) + (f.failed ?? 0) + (f.partial ?? 0) + (f.cancelled ?? 0)
-      : s ? (s.succeeded ?? 0) + (s.failed ?? 0) + (s.skipped ?? 0) + (s.cancelled ?? 0) : 0;
-    const total = f ? f.total : s?.targets;
+    // The bar: the run's targets with an outcome, of all its targets (red once one failed).
+    const total = s?.targets ?? 0;
+    const done = s ? total - (s.pending ?? 0) : 0;
     replace(overview, h('h2', { id: 'dist-progress-title', text: 'Progress' }),
-      total > 0 ? h('progress', { value: Math.min(done, total), max: total, 'aria-label': 'Distribution progress', class: (f?.failed || s?.failed) ? 'failed' : null }) : null,
+      total > 0 ? h('p', { class: 'progress-line' }, h('progress', { value: Math.min(done, total), max: total, 'aria-label': 'Distribution progress', class: s?.failed ? 'failed' : null }),
+        h('span', { class: 'progress-text', text: ` ${done} of ${total} targets done` })) : null,
+      f ? h('h3', { class: 'counter-group', text: 'Child jobs' }) : null,
       f ? h('div', { class: 'counters', id: 'fanout-counters' },
         counter('total', 'Total', f.total), counter('succeeded', 'Succeeded', f.succeeded), counter('failed', 'Failed', f.failed),
         counter('partial', 'Partial', f.partial), counter('cancelled', 'Cancelled', f.cancelled),
         counter('retrying', 'Retrying', f.retrying), counter('retry_wave', 'Retry wave', f.retry_wave)) : null,
+      s ? h('h3', { class: 'counter-group', text: 'Targets' }) : null,
       s ? h('div', { class: 'counters', id: 'target-counters' },
         counter('targets', 'Targets', s.targets), counter('t_succeeded', 'Succeeded', s.succeeded), counter('t_failed', 'Failed', s.failed),
         counter('t_skipped', 'Skipped', s.skipped), counter('t_cancelled', 'Cancelled', s.cancelled), counter('t_pending', 'Pending', s.pending)) : null,
@@ -105,7 +113,7 @@ export function renderDistributionDetail(ctx) {
     replace(children, h('h2', { id: 'children-title', text: f ? 'Finalized child jobs' : 'Jobs of this run' }),
       f ? (fin.length ? h('ul', { class: 'child-list' }, ...fin.map((/** @type {any} */ c) => h('li', null,
         h('a', { href: href(`/jobs/${c.job_id}`, { project }), text: c.job_id }), ' ',
-        h('span', { class: 'tag child', text: c.kind }), ' ', fmt.statusTag(String(c.outcome))))) : h('p', { class: 'muted', text: 'No child has finished yet.' }))
+        h('span', { class: 'tag child', text: c.kind }), ' ', fmt.outcomeTag(String(c.outcome))))) : h('p', { class: 'muted', text: 'No child has finished yet.' }))
         : (jobIds.length ? h('ul', { class: 'child-list' }, ...jobIds.map((/** @type {string} */ j) => h('li', null, h('a', { href: href(`/jobs/${j}`, { project }), text: j }))))
           : h('p', { class: 'muted', text: 'Not run yet.' })));
 
@@ -128,7 +136,7 @@ export function renderDistributionDetail(ctx) {
       h('caption', { class: 'visually-hidden', text: 'Per-target results' }),
       h('thead', null, h('tr', null, ...['Target', 'Status', 'Error class', 'Error', 'Retry wave', 'Job', 'Finished'].map((c) => h('th', { scope: 'col', text: c })))),
       h('tbody', null, ...pageItems.map((r) => h('tr', null,
-        h('td', null, h('code', { text: r.target_id })), h('td', null, fmt.statusTag(String(r.status))),
+        h('td', null, h('span', { title: r.target_id, text: targetName(r.target_id) })), h('td', null, fmt.outcomeTag(String(r.status))),
         h('td', { text: r.error_class ?? '' }), h('td', { class: 'error-cell' }, r.error ? h('span', { class: 'tag error-tag', title: r.error, text: r.error }) : ''),
         h('td', { class: 'num', text: String(r.retry_attempt ?? 0) }),
         h('td', null, r.job_id ? h('a', { href: href(`/jobs/${r.job_id}`, { project }), text: `${String(r.job_id).slice(0, 8)}…`, title: `Job ${r.job_id}` }) : ''),
@@ -145,11 +153,11 @@ export function renderDistributionDetail(ctx) {
         h('caption', { class: 'visually-hidden', text: 'Outcome of each target in each wave' }),
         h('thead', null, h('tr', null, h('th', { scope: 'col', text: 'Target' }),
           ...Array.from({ length: waves + 1 }, (_, w) => h('th', { scope: 'col', text: w === 0 ? 'Wave 0' : `Retry wave ${w}` })))),
-        h('tbody', null, ...pageItems.map((r) => h('tr', null, h('th', { scope: 'row' }, h('code', { text: String(r.target_id).slice(-8) })),
+        h('tbody', null, ...pageItems.map((r) => h('tr', null, h('th', { scope: 'row', title: r.target_id, text: targetName(r.target_id) }),
           ...Array.from({ length: waves + 1 }, (_, w) => {
             const ra = Number(r.retry_attempt ?? 0);
             const st = w < ra ? 'failed' : w === ra ? String(r.status) : '';
-            return h('td', { class: st ? `cell status-${st}` : 'cell' }, st ? h('span', { class: 'cell-text', text: st }) : '');
+            return h('td', { class: st ? `cell outcome-${st}` : 'cell' }, st ? h('span', { class: 'cell-text', text: st }) : '');
           })))))) : h('p', { class: 'muted', text: 'No results yet.' }));
   }
 
@@ -157,10 +165,13 @@ export function renderDistributionDetail(ctx) {
     if (timer) { clearTimeout(timer); timer = null; }
     try {
       const [d, certs] = await Promise.all([api.get(api.projectPath(project, `/distributions/${id}`)), certificateNames(project)]);
-      const items = d.run_no > 0 ? await allPages(api.projectPath(project, `/distributions/${id}/results?run=${d.run_no}`), 10000) : [];
+      const [items, targetList] = await Promise.all([
+        d.run_no > 0 ? allPages(api.projectPath(project, `/distributions/${id}/results?run=${d.run_no}`), 10000) : Promise.resolve([]),
+        allPages(api.projectPath(project, '/targets'), 10000).catch(() => []),
+      ]);
       if (disposed) return;
       state.hidden = true;
-      draw(d, certs, items);
+      draw(d, certs, items, new Map(targetList.map((t) => [String(t.id), String(t.name)])));
       if (d.status === 'running') timer = setTimeout(() => { void load(); }, 2000);
     } catch (e) {
       if (disposed) return;

@@ -30,7 +30,7 @@ export function renderDistributions(ctx) {
         const link = href(`/distributions/${d.id}`, { project });
         const tr = h('tr', { class: 'click-row', 'data-id': d.id },
           h('td', null, h('a', { href: link, text: d.name })),
-          h('td', null, fmt.statusTag(String(d.status))),
+          h('td', null, fmt.outcomeTag(String(d.status))),
           h('td', { class: 'num', text: String(d.run_no ?? 0) }),
           h('td', { text: d.mode ?? '' }),
           h('td', null, d.certificate_id ? h('a', { href: href(`/certificates/${d.certificate_id}`, { project }), text: certs.get(d.certificate_id) ?? d.certificate_id.slice(0, 8) }) : ''),

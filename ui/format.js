@@ -29,6 +29,24 @@ export function statusTag(status) {
   return h('span', { class: `tag status-${status.replace(/[^a-z_]/g, '')}`, text: status });
 }
 
+/**
+ * A distribution's or a target result's status (failed is red here: nothing retries it by itself).
+ * @param {string} status
+ */
+export function outcomeTag(status) {
+  return h('span', { class: `tag outcome-${status.replace(/[^a-z_]/g, '')}`, text: status });
+}
+
+/**
+ * "23:13:02.134", local (a log line's time; the date is in its title).
+ * @param {string} t
+ */
+export function clock(t) {
+  const d = new Date(t);
+  if (Number.isNaN(d.getTime())) return String(t);
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${String(d.getMilliseconds()).padStart(3, '0')}`;
+}
+
 /** @param {any} job */
 export function isLive(job) { return job.status === 'pending' || job.status === 'active'; }
 
@@ -62,7 +80,7 @@ export function timeEl(t) {
  */
 export function seconds(ms) {
   if (ms === null || ms === undefined) return '';
-  return `${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)} s`;
+  return `${(ms / 1000).toFixed(ms < 1000 ? 2 : ms < 10000 ? 1 : 0)} s`;
 }
 
 /** @param {any} job */

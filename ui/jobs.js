@@ -91,7 +91,7 @@ export function renderJobs(ctx) {
       ? h('a', { href: href(`/certificates/${job.certificate_id}`, { project }), text: certs.get(job.certificate_id) ?? job.certificate_id.slice(0, 8) })
       : '';
     const tr = h('tr', { class: 'job-row', 'data-job-id': job.id, 'data-status': job.status },
-      h('td', null, h('a', { href: detail, class: 'job-link', text: fmt.typeLabel(job.type) }),
+      h('td', { class: 'type-cell' }, h('a', { href: detail, class: 'job-link', text: fmt.typeLabel(job.type) }), ' ',
         kind ? h('span', { class: 'tag child', text: 'child', title: kind === 'batch' ? 'batch child of a fan-out run' : 'retry child of a fan-out run' }) : null),
       h('td', null, fmt.statusTag(fmt.shownStatus(job))),
       h('td', null, cert),

@@ -52,7 +52,7 @@ export function logsCard(opts) {
 
   const badge = h('span', { class: 'badge', id: 'log-stream-state', hidden: true });
   const countEl = h('span', { class: 'muted', id: 'log-count', text: '0 lines' });
-  const scrollState = h('span', { class: 'autoscroll', id: 'autoscroll-state', 'data-state': 'on', text: 'Auto-scroll on' });
+  const scrollState = h('span', { class: 'autoscroll', id: 'autoscroll-state', 'data-state': 'on', text: 'Auto-scroll on', hidden: true });
   const filterInput = h('input', { type: 'search', id: 'log-filter', placeholder: 'Filter lines…', 'aria-label': 'Filter log lines', value: opts.query.get('q') ?? '' });
   const detailPanel = h('div', { class: 'log-detail', id: 'log-detail', hidden: true });
   const errorEl = h('p', { class: 'alert error', role: 'alert', hidden: true });
@@ -63,7 +63,7 @@ export function logsCard(opts) {
       const lc = levelClass(l.level);
       const hasDetail = l.detail !== undefined && l.detail !== null;
       const row = h('div', { class: `vrow log-row level-${lc}${selected === l ? ' selected' : ''}`, role: 'listitem', 'data-seq': l.seq },
-        h('span', { class: 'log-time', text: fmt.time(l.ts) }),
+        h('span', { class: 'log-time', title: fmt.time(l.ts), text: fmt.clock(l.ts) }),
         h('span', { class: `tag level level-${lc}`, text: lc.toUpperCase() }),
         h('span', { class: 'log-msg' }, emphasize(l.message)),
         hasDetail ? h('button', { type: 'button', class: 'link-button detail-toggle', 'aria-expanded': selected === l ? 'true' : 'false', 'aria-controls': 'log-detail', text: selected === l ? 'Hide detail' : 'Detail' }) : null);
@@ -134,8 +134,11 @@ export function logsCard(opts) {
     if (autoScroll) list.scrollToBottom();
   }
 
-  /** Reads the whole log again (after `end`, or for a finished job). */
-  async function refetchAll() {
+  /**
+   * Reads the whole log again (after `end`, or for a finished job: then from the top).
+   * @param {boolean} [fromTop]
+   */
+  async function refetchAll(fromTop = false) {
     /** @type {LogLine[]} */
     const all = [];
     let after = 0;
@@ -157,6 +160,7 @@ export function logsCard(opts) {
     errorEl.hidden = true;
     lines = all;
     lastSeq = all.length ? all[all.length - 1].seq : 0;
+    if (fromTop) autoScroll = false;
     refilter();
   }
 
@@ -186,6 +190,7 @@ export function logsCard(opts) {
       } else if (m?.type === 'end') {
         ended = true;
         setBadge('', '');
+        scrollState.hidden = true;
         sock.close(1000);
         void refetchAll();
       }
@@ -227,13 +232,14 @@ export function logsCard(opts) {
     setLive(isLive) {
       if (isLive && !live && !ended) {
         live = true;
+        scrollState.hidden = false;
         connect();
       } else if (!isLive && !live && lines.length === 0 && !ended) {
         ended = true;
-        void refetchAll();
+        void refetchAll(true);
       }
     },
-    refresh() { if (!ws) void refetchAll(); },
+    refresh() { if (!ws && !reconnectTimer) void refetchAll(); },
     dispose() {
       disposed = true;
       if (reconnectTimer) clearTimeout(reconnectTimer);
