@@ -82,7 +82,6 @@ std::string csrf_token_for(std::string_view session_cookie) {
   return hash_token(material);
 }
 
-
 namespace {
 
 bool same_text(std::string_view a, std::string_view b) {

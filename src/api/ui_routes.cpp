@@ -72,7 +72,7 @@ reply page(unsigned status) {
 }  // namespace
 
 std::optional<reply> serve_ui(const server_state&, std::string_view method, std::string_view path) {
-  if (method != "GET" && method != "HEAD") return std::nullopt;
+  if (method != "GET") return std::nullopt;
   if (path == "/api" || path.substr(0, 5) == "/api/") return std::nullopt;
   if (path == "/") {
     reply r;
