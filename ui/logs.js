@@ -56,6 +56,7 @@ export function logsCard(opts) {
   const filterInput = h('input', { type: 'search', id: 'log-filter', placeholder: 'Filter lines…', 'aria-label': 'Filter log lines', value: opts.query.get('q') ?? '' });
   const detailPanel = h('div', { class: 'log-detail', id: 'log-detail', hidden: true });
   const errorEl = h('p', { class: 'alert error', role: 'alert', hidden: true });
+  const emptyEl = h('p', { class: 'muted log-empty', text: 'No log lines yet.' });
 
   const list = virtualList({
     label: 'Log lines',
@@ -112,6 +113,8 @@ export function logsCard(opts) {
   }
 
   function updateCount() {
+    emptyEl.hidden = shown.length > 0;
+    emptyEl.textContent = lines.length ? 'No line matches the filter.' : live && !ended ? 'No log lines yet.' : 'This job wrote no log lines.';
     countEl.textContent = filter ? `${shown.length} of ${lines.length} lines` : `${lines.length} lines`;
     countEl.dataset.total = String(lines.length);
     countEl.dataset.lastSeq = String(lastSeq);
@@ -221,7 +224,7 @@ export function logsCard(opts) {
   const el = h('section', { class: 'card logs-card', 'aria-labelledby': 'logs-title' },
     h('div', { class: 'card-head' }, h('h2', { id: 'logs-title', text: 'Logs' }), badge, countEl,
       h('div', { class: 'card-tools' }, filterInput)),
-    errorEl, list.el, h('div', { class: 'log-foot' }, scrollState), detailPanel);
+    errorEl, emptyEl, list.el, h('div', { class: 'log-foot' }, scrollState), detailPanel);
 
   return {
     el,

@@ -27,7 +27,7 @@ before(async () => {
   await cf.enqueue('noop', {}, { token: admin });
   const failed = await cf.enqueue('noop', { fail_times: 1 }, { token: admin });
   await cf.enqueue('noop', {}, { token: admin, run_at: Date.now() + 3600_000 });
-  const active = await cf.enqueue('noop', { ms: 600_000, lines: 30 }, { token: admin });
+  const active = await cf.enqueue('noop', { lines: 3000, line_ms: 200 }, { token: admin });
   await cf.waitJob(logged.id, (j) => j.status === 'completed');
   await cf.waitJob(failed.id, (j) => j.status === 'failed');
   await cf.waitJob(active.id, (j) => j.status === 'active');
@@ -85,6 +85,7 @@ for (const scheme of /** @type {const} */ (['light', 'dark'])) {
           await page.waitForFunction(() => document.querySelector('#log-count')?.textContent === '120 lines');
           await page.getByRole('button', { name: 'Detail' }).first().click();
         }
+        if (name === 'job-active') await page.waitForFunction(() => Number(document.querySelector('#log-count')?.getAttribute('data-total')) >= 25);
         await shot(page, `${name}-${scheme}`);
         for (const v of await axe(page)) problems.push(`${name}: ${v.impact} ${v.id} (${v.help}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
       }

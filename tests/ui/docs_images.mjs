@@ -1,0 +1,37 @@
+// Copies the reviewed screenshots from build/ui-screenshots/ to docs/img/ at a smaller scale
+// (Chromium draws each one scaled; no image tools needed). Run after the tests:
+//   node tests/ui/docs_images.mjs
+import { readFile, stat } from 'node:fs/promises';
+import { launch } from '../testbed/chromium.mjs';
+
+const pages = ['login', 'jobs', 'jobs-failed', 'job-active', 'job-detail', 'job-failed', 'distributions',
+  'distribution-detail', 'certificates', 'certificate-detail', 'certificate-distribution', 'settings', 'not-found'];
+const dark = new Set(['login', 'jobs', 'job-active', 'distribution-detail', 'settings']);
+/** @type {Record<string, number>} */
+const scales = { jobs: 0.64 };
+const defaultScale = 0.72;
+const limit = 150 * 1024;
+
+const browser = await launch();
+const page = await browser.newPage();
+try {
+  for (const name of pages) {
+    for (const scheme of ['light', 'dark']) {
+      if (scheme === 'dark' && !dark.has(name)) continue;
+      const src = `build/ui-screenshots/${name}-${scheme}.png`;
+      const png = await readFile(src);
+      const width = png.readUInt32BE(16), height = png.readUInt32BE(20);
+      const scale = scales[name] ?? defaultScale;
+      const w = Math.round(width * scale), hgt = Math.round(height * scale);
+      await page.setViewportSize({ width: w, height: hgt });
+      await page.setContent(`<body style="margin:0"><img id="i" width="${w}" height="${hgt}" src="data:image/png;base64,${png.toString('base64')}"></body>`);
+      await page.locator('#i').evaluate((img) => /** @type {HTMLImageElement} */ (img).decode());
+      const out = `docs/img/ui-${name}-${scheme}.png`;
+      await page.locator('#i').screenshot({ path: out });
+      const size = (await stat(out)).size;
+      console.log(`${out}: ${w}x${hgt}, ${Math.round(size / 1024)} KB${size > limit ? '  (over 150 KB!)' : ''}`);
+    }
+  }
+} finally {
+  await browser.close();
+}
