@@ -83,6 +83,29 @@ test('the Job Queue shows its title, badge, Go to Job ID…, Refresh and every c
   assert.deepEqual(errors, []);
 });
 
+test('the auto-refresh pauses while the tab is hidden and refetches when it shows again', async () => {
+  await page.goto(`${cf.url}/jobs`);
+  await page.locator('tr.job-row').first().waitFor();
+  /** @type {string[]} */
+  const lists = [];
+  const onReq = (/** @type {import('playwright-core').Request} */ r) => { if (/\/api\/v1\/projects\/default\/jobs(\?|$)/.test(r.url())) lists.push(r.url()); };
+  page.on('request', onReq);
+  const setHidden = (/** @type {boolean} */ hidden) => page.evaluate((h) => {
+    Object.defineProperty(document, 'hidden', { configurable: true, get: () => h });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, hidden);
+  await setHidden(true);
+  assert.equal(await page.locator('#auto-refresh').innerText(), 'Auto-refresh paused');
+  lists.length = 0;
+  await sleep(10500);
+  assert.equal(lists.length, 0, 'no refetch while hidden');
+  await setHidden(false);
+  assert.equal(await page.locator('#auto-refresh').innerText(), 'Auto-refreshing');
+  await sleep(300);
+  assert.ok(lists.length >= 1, 'refetched when shown again');
+  page.off('request', onReq);
+});
+
 test('every tab shows the API count; a tab lists only its status and resets to page 1', async () => {
   await page.goto(`${cf.url}/jobs?page=1`);
   // The dead job moves between failed/pending/active in the background: compare one snapshot.
