@@ -178,6 +178,18 @@ test('a row click opens the detail with its summary card; Back returns', async (
   await page.waitForURL(/\/jobs(\?|$)/);
 });
 
+test('by keyboard: Tab reaches a row link, Enter opens the detail', async () => {
+  await page.goto(`${cf.url}/jobs?status=completed`);
+  await page.locator('tr.job-row').first().waitFor();
+  await page.getByRole('button', { name: 'Refresh' }).focus();
+  let tabs = 0;
+  while (!(await page.evaluate(() => document.activeElement?.classList.contains('job-link'))) && tabs++ < 30) await page.keyboard.press('Tab');
+  assert.ok(tabs < 30, 'a job link is reachable by Tab');
+  await page.keyboard.press('Enter');
+  await page.waitForURL(/\/jobs\/[0-9a-f]{24}/);
+  await page.locator('.summary dt').first().waitFor();
+});
+
 test('the Live tag shows while a job runs and goes when it ends', async () => {
   const j = await cf.enqueue('noop', { ms: 2500 }, { token: admin });
   await page.goto(`${cf.url}/jobs/${j.id}`);

@@ -137,3 +137,22 @@ test('an unknown path shows "Page not found"; a session ended on the server send
   await page.waitForURL(/\/login\?next=/);
   await page.close();
 });
+
+test('the project selector lists the projects the session sees and switches the list', async () => {
+  const created = await cf.api('POST', '/api/v1/projects', { name: 'team-a' });
+  assert.equal(created.status, 201, created.text);
+  const j = await cf.enqueue('noop', {}, { project: 'team-a', run_at: Date.now() + 3600_000 });
+  const page = await browser.newPage();
+  await signIn(page, cf.url, cf.ownerToken);
+  const select = page.getByLabel('Project');
+  assert.deepEqual((await select.locator('option').allInnerTexts()).sort(), ['default', 'team-a']);
+  await select.selectOption('team-a');
+  await page.waitForURL(/\/jobs\?project=team-a/);
+  await page.locator(`tr[data-job-id="${j.id}"]`).waitFor();
+  assert.equal(await page.locator('tr.job-row').count(), 1);
+  // Links keep the project; a project token sees only its own.
+  assert.match(await page.getByRole('link', { name: 'Distributions' }).getAttribute('href') ?? '', /project=team-a/);
+  await signIn(page, cf.url, adminToken);
+  assert.deepEqual(await page.getByLabel('Project').locator('option').allInnerTexts(), ['default']);
+  await page.close();
+});
