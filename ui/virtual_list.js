@@ -18,12 +18,20 @@ export function virtualList(opts) {
   const viewport = h('div', { class: 'vviewport', tabindex: '0', role: 'region', 'aria-label': opts.label }, top, rows, bottom);
   /** @type {T[]} */
   let items = [];
-  let programmatic = false;
+  // Where our own last scroll put the view (-1: none pending): a scroll event that finds the
+  // view elsewhere was the user's, even when both landed in one event.
+  let programmaticTop = -1;
+  // The bottom (largest scrollTop) before rows were appended since the last scroll event: a
+  // user who scrolled to the bottom just before new rows arrived is still "at the bottom".
+  let bottomBeforeGrowth = Infinity;
   let frame = 0;
+  let drawnCount = 0;
+  let lastSetTop = -1; // scrollTop after our last scrollToBottom
 
   function draw() {
     frame = 0;
     const n = items.length;
+    drawnCount = n;
     const height = viewport.clientHeight || 400;
     const first = Math.max(0, Math.floor(viewport.scrollTop / ROW_HEIGHT) - overscan);
     const last = Math.min(n, Math.ceil((viewport.scrollTop + height) / ROW_HEIGHT) + overscan);
@@ -41,9 +49,11 @@ export function virtualList(opts) {
   }
 
   viewport.addEventListener('scroll', () => {
-    const user = !programmatic;
-    programmatic = false;
-    opts.onScrollState?.(atBottom(), user);
+    const user = programmaticTop < 0 || Math.abs(viewport.scrollTop - programmaticTop) > 1;
+    programmaticTop = -1;
+    const bottom = atBottom() || viewport.scrollTop >= bottomBeforeGrowth - ROW_HEIGHT;
+    bottomBeforeGrowth = Infinity;
+    opts.onScrollState?.(bottom, user);
     schedule();
   });
   const ro = new ResizeObserver(() => schedule());
@@ -52,15 +62,29 @@ export function virtualList(opts) {
   return {
     el: viewport,
     /** @param {T[]} next */
-    setItems(next) { items = next; draw(); },
+    setItems(next) {
+      // (The caller may append to the same array: compare with the count drawn last.)
+      if (next.length > drawnCount) bottomBeforeGrowth = Math.min(bottomBeforeGrowth, viewport.scrollHeight - viewport.clientHeight);
+      items = next;
+      draw();
+    },
     count() { return items.length; },
     redraw: draw,
     scrollToBottom() {
       const target = Math.max(0, items.length * ROW_HEIGHT - viewport.clientHeight);
+      // The user scrolled up since our last scroll and its event has not come yet: that is a
+      // pause, not something to scroll away from.
+      if (lastSetTop >= 0 && lastSetTop <= target && viewport.scrollTop < lastSetTop - 1) {
+        lastSetTop = -1;
+        opts.onScrollState?.(false, true);
+        draw();
+        return;
+      }
       if (Math.abs(viewport.scrollTop - target) > 1) {
-        programmatic = true;
+        programmaticTop = target;
         viewport.scrollTop = target;
       }
+      lastSetTop = viewport.scrollTop;
       draw();
     },
     atBottom,
