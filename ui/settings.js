@@ -11,37 +11,21 @@ import * as session from './session.js';
  */
 
 /**
- * GET /api/v1/settings in any of its shapes: a list of rows ({items|settings: [{name, type,
- * min, max, doc, value}]}), an object of rows ({name: {value, type, …}}), or a flat object of
- * values ({name: value}).
- * @param {any} body
+ * The rows of GET /api/v1/settings/schema (what each setting is) with the values of
+ * GET /api/v1/settings (what is in effect), in the schema's order.
+ * @param {{items: Array<{name: string, type: string, min?: number, max?: number, default?: string | number,
+ *          choices?: string[], doc?: string}>}} schema
+ * @param {Record<string, string | number>} values
  * @returns {Setting[]}
  */
-export function normalizeSettings(body) {
-  /** @param {string} name @param {any} v @returns {Setting} */
-  const fromRow = (name, v) => {
-    const value = v.value ?? v.effective ?? v.current ?? '';
-    const range = v.range && typeof v.range === 'object' ? v.range : {};
-    const choices = Array.isArray(v.choices) ? v.choices.map(String)
-      : typeof v.choices === 'string' && v.choices ? v.choices.split('|') : undefined;
-    return {
-      name, value, type: String(v.type ?? (typeof value === 'number' ? 'integer' : 'string')),
-      min: typeof (v.min ?? range.min) === 'number' ? (v.min ?? range.min) : undefined,
-      max: typeof (v.max ?? range.max) === 'number' ? (v.max ?? range.max) : undefined,
-      doc: typeof v.doc === 'string' ? v.doc : undefined,
-      default: v.default ?? v.default_value, choices,
-    };
-  };
-  const list = Array.isArray(body?.items) ? body.items : Array.isArray(body?.settings) ? body.settings : null;
-  if (list) return list.map((/** @type {any} */ r) => fromRow(String(r.name), r));
-  return Object.entries(body ?? {}).map(([name, v]) => (v !== null && typeof v === 'object'
-    ? fromRow(name, v) : { name, value: /** @type {string | number} */ (v), type: typeof v === 'number' ? 'integer' : 'string' }));
+export function settingsRows(schema, values) {
+  return schema.items.map((d) => ({ ...d, value: values[d.name] ?? '' }));
 }
 
 /** @param {Setting} s */
 export function rangeText(s) {
   if (s.choices?.length) return `one of ${s.choices.join(', ')}`;
-  if (s.type === 'integer' || s.type === 'int') {
+  if (s.type === 'integer') {
     if (s.min !== undefined && s.max !== undefined) return `integer from ${s.min} to ${s.max}`;
     return 'integer';
   }
@@ -117,8 +101,8 @@ export function renderSettings(ctx) {
 
   async function load() {
     try {
-      const body = await api.get('/api/v1/settings');
-      if (!disposed) draw(normalizeSettings(body));
+      const [schema, values] = await Promise.all([api.get('/api/v1/settings/schema'), api.get('/api/v1/settings')]);
+      if (!disposed) draw(settingsRows(schema, values));
     } catch (e) {
       if (!disposed) fb.fail(api.errorText(e));
     }

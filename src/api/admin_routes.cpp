@@ -114,6 +114,46 @@ boost::asio::awaitable<reply> get_settings(server_state& s, const route_call&) {
   co_return json_reply(200, o);
 }
 
+// Each system setting as the settings table describes it (the UI's Settings page reads it).
+boost::asio::awaitable<reply> get_settings_schema(server_state&, const route_call&) {
+  boost::json::array items;
+  for (const auto& d : all_settings()) {
+    if (d.scope != setting_scope::system) continue;
+    boost::json::object o;
+    o["name"] = d.name;
+    switch (d.type) {
+      case setting_type::integer: {
+        o["type"] = "integer";
+        o["min"] = d.min;
+        o["max"] = d.max;
+        std::int64_t v = 0;
+        std::from_chars(d.default_value.data(), d.default_value.data() + d.default_value.size(), v);
+        o["default"] = v;
+        break;
+      }
+      case setting_type::choice: {
+        o["type"] = "choice";
+        boost::json::array choices;
+        for (std::string_view rest = d.choices; !rest.empty();) {
+          auto bar = rest.find('|');
+          choices.emplace_back(rest.substr(0, bar));
+          rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
+        }
+        o["choices"] = std::move(choices);
+        o["default"] = d.default_value;
+        break;
+      }
+      default:
+        o["type"] = "string";
+        o["default"] = d.default_value;
+        break;
+    }
+    o["doc"] = d.doc;
+    items.push_back(std::move(o));
+  }
+  co_return json_reply(200, boost::json::object{{"items", std::move(items)}});
+}
+
 boost::asio::awaitable<reply> put_settings(server_state& s, const route_call& call) {
   const caller& c = call.who;
   // Every value is checked by its row of the settings table (the allow-lists' grammar included).

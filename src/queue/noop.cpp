@@ -14,6 +14,7 @@ struct noop_payload {
   std::int64_t ms = 0;
   std::int64_t fail_times = 0;
   bool log = false;
+  bool permanent = false;    // fail for good (dead at once) instead of retrying
   std::int64_t lines = 0;    // log lines to write, one every line_ms (a live log to watch)
   std::int64_t line_ms = 0;
 };
@@ -21,7 +22,7 @@ struct noop_payload {
 result<noop_payload> parse(const std::string& payload) {
   auto r = json::object_reader::parse(payload, "payload");
   if (!r) return std::move(r).error();
-  if (auto o = r->only({"ms", "fail_times", "log", "lines", "line_ms"}); !o) return std::move(o).error();
+  if (auto o = r->only({"ms", "fail_times", "log", "lines", "line_ms", "permanent"}); !o) return std::move(o).error();
   noop_payload p;
   auto ms = r->optional_int("ms");
   if (!ms) return std::move(ms).error();
@@ -32,6 +33,9 @@ result<noop_payload> parse(const std::string& payload) {
   p.ms = ms->value_or(0);
   p.fail_times = ft->value_or(0);
   p.log = lg->value_or(false);
+  auto perm = r->optional_bool("permanent");
+  if (!perm) return std::move(perm).error();
+  p.permanent = perm->value_or(false);
   auto ln = r->optional_int("lines");
   if (!ln) return std::move(ln).error();
   auto lms = r->optional_int("line_ms");
@@ -68,9 +72,11 @@ void register_noop(handler_registry& r) {
           ctx.checkpoint();
         }
         ctx.checkpoint();
-        if (ctx.job().attempts <= p->fail_times)
-          co_return outcome::failure(
-              fmt::format("noop: failing on purpose (attempt {} of {} planned failures)", ctx.job().attempts, p->fail_times));
+        if (ctx.job().attempts <= p->fail_times) {
+          auto why = fmt::format("noop: failing on purpose (attempt {} of {} planned failures)", ctx.job().attempts,
+                                 p->fail_times);
+          co_return p->permanent ? outcome::permanent_failure(std::move(why)) : outcome::failure(std::move(why));
+        }
         if (p->log) co_await ctx.log("info", "noop done");
         co_return outcome::ok();
       },

@@ -174,6 +174,36 @@ TEST_F(api_session, an_expired_session_is_refused) {
   EXPECT_NE(s.answer.header("set-cookie").find("Max-Age=300"), std::string::npos) << s.answer.header("set-cookie");
 }
 
+// The Settings page's descriptions come from the settings table: every system setting once, with
+// its type, range or choices, default and doc; no process setting.
+TEST_F(api_session, the_settings_schema_describes_every_system_setting) {
+  start();
+  auto c = client();
+  auto r = c.get("/api/v1/settings/schema", tok["system"]);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto values = c.get("/api/v1/settings", tok["system"]).json().as_object();
+  std::set<std::string> described;
+  const auto schema = r.json();
+  for (const auto& item : schema.at("items").as_array()) {
+    const std::string name(item.at("name").as_string());
+    EXPECT_TRUE(described.insert(name).second) << name;
+    EXPECT_TRUE(values.contains(name)) << name << " is described but has no value";
+    EXPECT_FALSE(item.at("doc").as_string().empty()) << name;
+    if (item.at("type") == std::string("integer")) {
+      EXPECT_LE(item.at("min").as_int64(), item.at("default").as_int64()) << name;
+      EXPECT_GE(item.at("max").as_int64(), item.at("default").as_int64()) << name;
+    }
+    if (name == "ui_session_ttl_s") {
+      EXPECT_EQ(item.at("min"), 300);
+      EXPECT_EQ(item.at("max"), 2592000);
+      EXPECT_EQ(item.at("default"), 43200);
+    }
+  }
+  EXPECT_EQ(described.size(), values.size());
+  EXPECT_TRUE(described.contains("ui_session_ttl_s"));
+  EXPECT_FALSE(described.contains("listen"));  // a process setting: not the API's to show or change
+}
+
 TEST_F(api_session, the_log_websocket_takes_the_cookie_from_this_origin_only) {
   start();
   auto c = client();

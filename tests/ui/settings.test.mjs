@@ -62,7 +62,7 @@ test('an out-of-range value shows the API message at its field; nothing is saved
   await page.close();
 });
 
-test('each setting shows its range and doc (GET /api/v1/settings must give type, min, max, doc)', async () => {
+test('each setting shows its range and doc (from GET /api/v1/settings/schema)', async () => {
   const page = await browser.newPage();
   await signIn(page, cf.url, cf.ownerToken);
   await page.goto(`${cf.url}/settings`);
