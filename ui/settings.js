@@ -62,7 +62,7 @@ export function renderSettings(ctx) {
       return h('div', { class: 'setting', 'data-setting': s.name },
         h('label', { for: id }, h('code', { text: s.name })), input,
         h('p', { class: 'setting-doc', id: docId }, h('span', { class: 'range', text: rangeText(s) }),
-          s.default !== undefined ? ` · default ${s.default}` : '', s.doc ? ` · ${s.doc}` : ''),
+          s.default === undefined ? '' : s.default === '' ? ' · default empty' : ` · default ${s.default}`, s.doc ? ` · ${s.doc}` : ''),
         msg);
     });
     replace(form, ...rows, h('div', { class: 'form-actions' }, h('button', { type: 'submit', class: 'primary', text: 'Save settings' })));
