@@ -24,7 +24,7 @@ before(async () => {
   jobs.dead = await cf.enqueue('noop', { fail_times: 1, permanent: true }, { token: admin });
   jobs.done1 = await cf.enqueue('noop', {}, { token: admin });
   jobs.done2 = await cf.enqueue('noop', { ms: 50 });
-  jobs.failed = await cf.enqueue('noop', { fail_times: 1 }, { token: admin });
+  jobs.failed = await cf.enqueue('noop', { fail_times: 3 }, { token: admin });  // keeps its error (failed, then dead)
   jobs.failed2 = await cf.enqueue('noop', { fail_times: 1 }, { token: admin });
   jobs.pending = await cf.enqueue('noop', {}, { token: admin, run_at: later() });
   jobs.pending2 = await cf.enqueue('noop', {}, { token: admin, run_at: later() });
@@ -212,10 +212,14 @@ test('as admin: cancel of a pending and of an active job show the API messages',
 });
 
 test('as admin: retry of a failed job', async () => {
+  // A fresh one: a failed noop is retried by the queue itself 30 s later (and then completes), so
+  // one made at the start of the file may have left the Failed tab by now.
+  const failed = await cf.enqueue('noop', { fail_times: 1 }, { token: admin });
+  await cf.waitJob(failed.id, (j) => j.status === 'failed');
   await page.goto(`${cf.url}/jobs?status=failed`);
-  await page.locator(`tr[data-job-id="${jobs.failed.id}"] button[data-action="retry"]`).click();
-  await page.locator('.feedback.ok', { hasText: `Job ${jobs.failed.id} queued for retry` }).waitFor();
-  assert.ok(await retried(jobs.failed.id));
+  await page.locator(`tr[data-job-id="${failed.id}"] button[data-action="retry"]`).click();
+  await page.locator('.feedback.ok', { hasText: `Job ${failed.id} queued for retry` }).waitFor();
+  assert.ok(await retried(failed.id));
 });
 
 test('a viewer sees no Retry or Cancel buttons', async () => {
