@@ -1,6 +1,6 @@
 // The Certificates list: name, subject, SANs, not_after with days left, fingerprint.
 import * as api from './api.js';
-import { h, replace } from './dom.js';
+import { h, openOnClick, pagerLinks, replace } from './dom.js';
 import * as fmt from './format.js';
 import { href, navigate } from './router.js';
 
@@ -43,15 +43,11 @@ export function renderCertificates(ctx) {
           h('td', { text: Array.isArray(c.sans) ? c.sans.join(', ') : '' }),
           h('td', null, c.not_after ? expiry(String(c.not_after)) : ''),
           h('td', null, h('code', { title: c.fingerprint_sha256 ?? '', text: shortFingerprint(String(c.fingerprint_sha256 ?? '')) })));
-        tr.addEventListener('click', (ev) => { if (!(ev.target instanceof Element && ev.target.closest('a'))) navigate(link); });
-        return tr;
+        return openOnClick(tr, link, navigate);
       }));
       state.textContent = items.length ? '' : 'No certificates in this project.';
       const pages = Math.max(1, Math.ceil((r.total ?? 0) / (r.page_size || 1)));
-      replace(pager,
-        page > 1 ? h('a', { href: href('/certificates', { project, page: page - 1 }), text: 'Previous' }) : null,
-        h('span', { text: `Page ${page} of ${pages}` }),
-        page < pages ? h('a', { href: href('/certificates', { project, page: page + 1 }), text: 'Next' }) : null);
+      replace(pager, ...pagerLinks(page, pages, (n) => href('/certificates', { project, page: n })));
     } catch (e) {
       if (!disposed) { state.className = 'alert error'; state.setAttribute('role', 'alert'); state.textContent = api.errorText(e); }
     }

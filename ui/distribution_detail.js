@@ -3,7 +3,7 @@
 // error class), the per-target × wave grid, and Execute / Retry failed / Cancel / Rollback.
 import * as api from './api.js';
 import { allPages, certificateNames } from './catalog.js';
-import { h, replace } from './dom.js';
+import { h, pagerLinks, replace } from './dom.js';
 import * as fmt from './format.js';
 import { feedback } from './job_actions.js';
 import { href, setQuery } from './router.js';
@@ -143,8 +143,7 @@ export function renderDistributionDetail(ctx) {
         h('td', null, fmt.timeEl(r.finished_at))))))),
     h('p', { class: 'muted', text: filtered.length ? `${filtered.length} of ${items.length} targets` : (items.length ? 'No target matches the filter.' : 'No results yet.') }),
     pages > 1 ? h('nav', { class: 'pager', 'aria-label': 'Result pages' },
-      rpage > 1 ? h('a', { href: pageLink(rpage - 1), text: 'Previous' }) : null, h('span', { text: `Page ${rpage} of ${pages}` }),
-      rpage < pages ? h('a', { href: pageLink(rpage + 1), text: 'Next' }) : null) : null);
+      ...pagerLinks(rpage, pages, pageLink)) : null);
 
     // The per-target × wave grid: a target that reached wave k failed in the waves before it.
     const waves = Math.max(Number(f?.retry_wave ?? 0), ...pageItems.map((r) => Number(r.retry_attempt ?? 0)), 0);

@@ -1,7 +1,7 @@
 // The Distributions list.
 import * as api from './api.js';
 import { certificateNames } from './catalog.js';
-import { h, replace } from './dom.js';
+import { h, openOnClick, pagerLinks, replace } from './dom.js';
 import * as fmt from './format.js';
 import { href, navigate } from './router.js';
 
@@ -36,15 +36,11 @@ export function renderDistributions(ctx) {
           h('td', null, d.certificate_id ? h('a', { href: href(`/certificates/${d.certificate_id}`, { project }), text: certs.get(d.certificate_id) ?? d.certificate_id.slice(0, 8) }) : ''),
           h('td', { class: 'num', text: String(Array.isArray(d.target_ids) ? d.target_ids.length : '') }),
           h('td', null, fmt.timeEl(d.updated_at)));
-        tr.addEventListener('click', (ev) => { if (!(ev.target instanceof Element && ev.target.closest('a'))) navigate(link); });
-        return tr;
+        return openOnClick(tr, link, navigate);
       }));
       state.textContent = items.length ? '' : 'No distributions in this project.';
       const pages = Math.max(1, Math.ceil((r.total ?? 0) / (r.page_size || 1)));
-      replace(pager,
-        page > 1 ? h('a', { href: href('/distributions', { project, page: page - 1 }), text: 'Previous' }) : null,
-        h('span', { text: `Page ${page} of ${pages}` }),
-        page < pages ? h('a', { href: href('/distributions', { project, page: page + 1 }), text: 'Next' }) : null);
+      replace(pager, ...pagerLinks(page, pages, (n) => href('/distributions', { project, page: n })));
     } catch (e) {
       if (!disposed) { state.className = 'alert error'; state.setAttribute('role', 'alert'); state.textContent = api.errorText(e); }
     }

@@ -2,7 +2,7 @@
 // every 10 s (paused while the tab is hidden), every column of DESIGN §8, Retry/Cancel by role.
 import * as api from './api.js';
 import { certificateNames } from './catalog.js';
-import { h, replace } from './dom.js';
+import { h, pagerLinks, replace } from './dom.js';
 import * as fmt from './format.js';
 import { feedback, jobActionButtons } from './job_actions.js';
 import { href, navigate } from './router.js';
@@ -125,10 +125,7 @@ export function renderJobs(ctx) {
       replace(tbody, ...items.map((/** @type {any} */ j) => row(j, certs)));
       state.textContent = items.length ? '' : 'No jobs here.';
       const pages = Math.max(1, Math.ceil((r.total ?? 0) / (r.page_size || 1)));
-      replace(pager,
-        page > 1 ? h('a', { href: href('/jobs', { project, status: status === 'all' ? null : status, type: type || null, page: page - 1 }), rel: 'prev', text: 'Previous' }) : null,
-        h('span', { class: 'page-no', text: `Page ${page} of ${pages}` }),
-        page < pages ? h('a', { href: href('/jobs', { project, status: status === 'all' ? null : status, type: type || null, page: page + 1 }), rel: 'next', text: 'Next' }) : null);
+      replace(pager, ...pagerLinks(page, pages, (n) => href('/jobs', { project, status: status === 'all' ? null : status, type: type || null, page: n })));
     } catch (e) {
       if (disposed) return;
       state.textContent = '';
