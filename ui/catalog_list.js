@@ -1,7 +1,7 @@
 // A paged list of one kind of catalog object (certificates, distributions): its title, its
 // columns, one row per object (a click opens the object), "Page N of M" and the API's error.
 import * as api from './api.js';
-import { h, openOnClick, pagerLinks, replace } from './dom.js';
+import { h, openOnClick, pagerLinks, replace, showAlert } from './dom.js';
 import { href, navigate } from './router.js';
 
 /**
@@ -48,7 +48,7 @@ export function renderCatalogList(ctx, spec) {
       const pages = Math.max(1, Math.ceil((r.total ?? 0) / (r.page_size || 1)));
       replace(pager, ...pagerLinks(page, pages, (n) => href(spec.path, { project, page: n })));
     } catch (e) {
-      if (!disposed) { state.className = 'alert error'; state.setAttribute('role', 'alert'); state.textContent = api.errorText(e); }
+      if (!disposed) showAlert(state, api.errorText(e));
     }
   }
   void load();

@@ -1,7 +1,7 @@
 // A certificate: tabs Overview · Distribution (?tab=distribution).
 import * as api from './api.js';
 import { allPages } from './catalog.js';
-import { h, replace } from './dom.js';
+import { h, replace, showAlert } from './dom.js';
 import * as fmt from './format.js';
 import { expiry } from './certificates.js';
 import { href } from './router.js';
@@ -58,11 +58,7 @@ export function renderCertificateDetail(ctx) {
             : h('p', { class: 'muted', text: 'No distribution delivers this certificate.' }));
       }
     } catch (e) {
-      if (disposed) return;
-      state.hidden = false;
-      state.className = 'alert error';
-      state.setAttribute('role', 'alert');
-      state.textContent = api.errorText(e);
+      if (!disposed) showAlert(state, api.errorText(e));
     }
   }
   void load();

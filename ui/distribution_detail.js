@@ -3,7 +3,7 @@
 // error class), the per-target × wave grid, and Execute / Retry failed / Cancel / Rollback.
 import * as api from './api.js';
 import { allPages, certificateNames } from './catalog.js';
-import { h, pagerLinks, replace } from './dom.js';
+import { h, pagerLinks, replace, showAlert } from './dom.js';
 import * as fmt from './format.js';
 import { feedback } from './job_actions.js';
 import { href, setQuery } from './router.js';
@@ -173,11 +173,7 @@ export function renderDistributionDetail(ctx) {
       draw(d, certs, items, new Map(targetList.map((t) => [String(t.id), String(t.name)])));
       if (d.status === 'running') timer = setTimeout(() => { void load(); }, 2000);
     } catch (e) {
-      if (disposed) return;
-      state.hidden = false;
-      state.className = 'alert error';
-      state.setAttribute('role', 'alert');
-      state.textContent = api.errorText(e);
+      if (!disposed) showAlert(state, api.errorText(e));
     }
   }
   void load();

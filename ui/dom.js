@@ -103,3 +103,14 @@ export function openOnClick(tr, link, open) {
   tr.addEventListener('click', (ev) => { if (!(ev.target instanceof Element && ev.target.closest('a'))) open(link); });
   return tr;
 }
+
+/**
+ * Turns a status line into an error alert with `text` (a failed read: the API's message).
+ * @param {HTMLElement} el @param {string} text
+ */
+export function showAlert(el, text) {
+  el.hidden = false;
+  el.className = 'alert error';
+  el.setAttribute('role', 'alert');
+  el.textContent = text;
+}

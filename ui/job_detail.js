@@ -2,7 +2,7 @@
 // card, Why is it waiting? / lease, Target Progress, fan-out alerts, the logs card.
 import * as api from './api.js';
 import { allPages, certificateNames } from './catalog.js';
-import { h, replace } from './dom.js';
+import { h, replace, showAlert } from './dom.js';
 import * as fmt from './format.js';
 import { feedback, jobActionButtons } from './job_actions.js';
 import { logsCard } from './logs.js';
@@ -153,11 +153,7 @@ export function renderJobDetail(ctx) {
       const live = draw(job, certs);
       if (live) timer = setTimeout(() => { void load(); }, 2000);
     } catch (e) {
-      if (disposed) return;
-      state.hidden = false;
-      state.className = 'alert error';
-      state.setAttribute('role', 'alert');
-      state.textContent = e instanceof api.ApiError && e.status === 404 ? `Job ${id} not found` : api.errorText(e);
+      if (!disposed) showAlert(state, e instanceof api.ApiError && e.status === 404 ? `Job ${id} not found` : api.errorText(e));
     }
   }
 

@@ -94,6 +94,16 @@ boost::asio::awaitable<reply> list_audit(server_state& s, const route_call& call
                                                 {"total", page->total}});
 }
 
+namespace {
+// A setting's text as the API shows it: integers as numbers, the rest as strings.
+boost::json::value setting_json(const setting_def& d, std::string_view text) {
+  if (d.type != setting_type::integer) return boost::json::string(text);
+  std::int64_t v = 0;
+  std::from_chars(text.data(), text.data() + text.size(), v);
+  return v;
+}
+}  // namespace
+
 boost::asio::awaitable<reply> get_settings(server_state& s, const route_call&) {
   auto stored = co_await s.timed("system_settings", s.st.auth().system_settings());
   if (!stored) co_return error_reply(stored.error());
@@ -102,14 +112,7 @@ boost::asio::awaitable<reply> get_settings(server_state& s, const route_call&) {
   boost::json::object o;
   for (const auto& d : all_settings()) {
     if (d.scope != setting_scope::system) continue;
-    const std::string& value = effective.text(d.name);
-    if (d.type == setting_type::integer) {
-      std::int64_t v = 0;
-      std::from_chars(value.data(), value.data() + value.size(), v);
-      o[d.name] = v;
-    } else {
-      o[d.name] = value;
-    }
+    o[d.name] = setting_json(d, effective.text(d.name));
   }
   co_return json_reply(200, o);
 }
@@ -121,33 +124,17 @@ boost::asio::awaitable<reply> get_settings_schema(server_state&, const route_cal
     if (d.scope != setting_scope::system) continue;
     boost::json::object o;
     o["name"] = d.name;
-    switch (d.type) {
-      case setting_type::integer: {
-        o["type"] = "integer";
-        o["min"] = d.min;
-        o["max"] = d.max;
-        std::int64_t v = 0;
-        std::from_chars(d.default_value.data(), d.default_value.data() + d.default_value.size(), v);
-        o["default"] = v;
-        break;
-      }
-      case setting_type::choice: {
-        o["type"] = "choice";
-        boost::json::array choices;
-        for (std::string_view rest = d.choices; !rest.empty();) {
-          auto bar = rest.find('|');
-          choices.emplace_back(rest.substr(0, bar));
-          rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
-        }
-        o["choices"] = std::move(choices);
-        o["default"] = d.default_value;
-        break;
-      }
-      default:
-        o["type"] = "string";
-        o["default"] = d.default_value;
-        break;
+    o["type"] = type_name(d.type);
+    if (d.type == setting_type::integer) {
+      o["min"] = d.min;
+      o["max"] = d.max;
     }
+    if (d.type == setting_type::choice) {
+      boost::json::array choices;
+      for (auto c : choice_values(d)) choices.emplace_back(c);
+      o["choices"] = std::move(choices);
+    }
+    o["default"] = setting_json(d, d.default_value);
     o["doc"] = d.doc;
     items.push_back(std::move(o));
   }

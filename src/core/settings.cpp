@@ -3,6 +3,7 @@
 #include "certfleet/core/allow_list.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -121,6 +122,21 @@ result<std::string> valid_data(const setting_def&, std::string_view value) {
 
 std::span<const setting_def> all_settings() noexcept { return table; }
 
+std::string_view type_name(setting_type t) noexcept {
+  return t == T::integer ? "integer" : t == T::choice ? "choice" : "string";
+}
+
+std::vector<std::string_view> choice_values(const setting_def& def) {
+  std::vector<std::string_view> out;
+  if (def.type != T::choice) return out;
+  for (std::string_view rest = def.choices; !rest.empty();) {
+    auto bar = rest.find('|');
+    out.push_back(rest.substr(0, bar));
+    rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
+  }
+  return out;
+}
+
 result<std::vector<std::int64_t>> parse_expiry_thresholds(std::string_view value) {
   std::vector<std::int64_t> out;
   auto bad = [&] {
@@ -229,12 +245,8 @@ result<std::string> validate_setting(const setting_def& def, std::string_view va
       return std::to_string(v);
     }
     case T::choice: {
-      std::string_view rest = def.choices;
-      while (!rest.empty()) {
-        auto bar = rest.find('|');
-        if (rest.substr(0, bar) == value) return std::string(value);
-        rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
-      }
+      for (auto c : choice_values(def))
+        if (c == value) return std::string(value);
       return make_error(errc::invalid_argument,
                         fmt::format("{} must be one of {} (got \"{}\")", def.name, def.choices, value),
                         std::string(def.name));
@@ -254,11 +266,8 @@ std::string settings_reference_markdown() {
   for (const auto& d : table) {
     std::string range = "text";
     if (d.type == T::integer) range = fmt::format("{} – {}", d.min, d.max);
-    if (d.type == T::choice) {
-      range.clear();
-      for (char c : d.choices) range += c == '|' ? std::string(", ") : std::string(1, c);
-    }
-    const char* type = d.type == T::integer ? "integer" : d.type == T::choice ? "choice" : "string";
+    if (d.type == T::choice) range = fmt::format("{}", fmt::join(choice_values(d), ", "));
+    const auto type = type_name(d.type);
     std::string def = d.default_value.empty() ? std::string("*(empty)*") : fmt::format("`{}`", d.default_value);
     out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", d.name, d.scope == S::process ? "process" : "system",
                        type, range, def, d.doc);

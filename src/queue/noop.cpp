@@ -23,33 +23,40 @@ result<noop_payload> parse(const std::string& payload) {
   auto r = json::object_reader::parse(payload, "payload");
   if (!r) return std::move(r).error();
   if (auto o = r->only({"ms", "fail_times", "log", "lines", "line_ms", "permanent"}); !o) return std::move(o).error();
+  // An optional integer member from 0 to `max` (0 when absent).
+  auto int_in = [&](std::string_view key, std::int64_t max) -> result<std::int64_t> {
+    auto v = r->optional_int(key);
+    if (!v) return std::move(v).error();
+    auto n = v->value_or(0);
+    if (n < 0 || n > max)
+      return make_error(errc::invalid_argument, fmt::format("payload.{} must be from 0 to {}", key, max),
+                        fmt::format("payload.{}", key));
+    return n;
+  };
+  auto flag = [&](std::string_view key) -> result<bool> {
+    auto v = r->optional_bool(key);
+    if (!v) return std::move(v).error();
+    return v->value_or(false);
+  };
   noop_payload p;
-  auto ms = r->optional_int("ms");
+  auto ms = int_in("ms", 3'600'000);
   if (!ms) return std::move(ms).error();
-  auto ft = r->optional_int("fail_times");
+  auto ft = int_in("fail_times", 100);
   if (!ft) return std::move(ft).error();
-  auto lg = r->optional_bool("log");
-  if (!lg) return std::move(lg).error();
-  p.ms = ms->value_or(0);
-  p.fail_times = ft->value_or(0);
-  p.log = lg->value_or(false);
-  auto perm = r->optional_bool("permanent");
-  if (!perm) return std::move(perm).error();
-  p.permanent = perm->value_or(false);
-  auto ln = r->optional_int("lines");
+  auto ln = int_in("lines", 100'000);
   if (!ln) return std::move(ln).error();
-  auto lms = r->optional_int("line_ms");
+  auto lms = int_in("line_ms", 60'000);
   if (!lms) return std::move(lms).error();
-  p.lines = ln->value_or(0);
-  p.line_ms = lms->value_or(0);
-  if (p.lines < 0 || p.lines > 100'000)
-    return make_error(errc::invalid_argument, "payload.lines must be from 0 to 100000", "payload.lines");
-  if (p.line_ms < 0 || p.line_ms > 60'000)
-    return make_error(errc::invalid_argument, "payload.line_ms must be from 0 to 60000", "payload.line_ms");
-  if (p.ms < 0 || p.ms > 3'600'000)
-    return make_error(errc::invalid_argument, "payload.ms must be from 0 to 3600000", "payload.ms");
-  if (p.fail_times < 0 || p.fail_times > 100)
-    return make_error(errc::invalid_argument, "payload.fail_times must be from 0 to 100", "payload.fail_times");
+  auto lg = flag("log");
+  if (!lg) return std::move(lg).error();
+  auto perm = flag("permanent");
+  if (!perm) return std::move(perm).error();
+  p.ms = *ms;
+  p.fail_times = *ft;
+  p.lines = *ln;
+  p.line_ms = *lms;
+  p.log = *lg;
+  p.permanent = *perm;
   return p;
 }
 }  // namespace

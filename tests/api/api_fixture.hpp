@@ -204,6 +204,30 @@ class api_fixture : public ::testing::Test {
     EXPECT_TRUE(r) << r.error().message;
     return r ? *r : 0;
   }
+  // A browser session of token `who`, opened by POST /api/v1/session.
+  struct browser_session {
+    std::string cookie;  // "certfleet_session=…", as a Cookie header sends it
+    std::string value;
+    std::string csrf;
+    testbed::http_response answer;
+  };
+  browser_session sign_in(testbed::http_client& c, const std::string& who) {
+    browser_session s;
+    s.answer = c.post("/api/v1/session", boost::json::serialize(boost::json::object{{"token", tok[who]}}));
+    EXPECT_EQ(s.answer.status, 201) << s.answer.body;
+    auto set = s.answer.header("set-cookie");
+    s.cookie = set.substr(0, set.find(';'));
+    s.value = s.cookie.substr(s.cookie.find('=') + 1);
+    if (s.answer.status == 201) s.csrf = std::string(s.answer.json().at("csrf_token").as_string());
+    return s;
+  }
+  // The headers a page of that session sends: its cookie among others, and the CSRF token.
+  static std::map<std::string, std::string> with(const browser_session& s, bool csrf) {
+    std::map<std::string, std::string> h{{"Cookie", "theme=dark; " + s.cookie + "; other=1"}};
+    if (csrf) h["X-CSRF-Token"] = s.csrf;
+    return h;
+  }
+
   std::int64_t count_jobs() {
     auto p = run_sync(st->jobs().list({project_id, std::nullopt, "", 1, 1}));
     return p ? p->total : -1;

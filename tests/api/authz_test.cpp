@@ -237,44 +237,31 @@ TEST_F(api_authz, every_route_every_role) {
     EXPECT_TRUE(covered.contains(r.id)) << "route " << r.method << " " << r.pattern << " has no authorization row";
 
   auto c = client();
+  // One cell: the route's request with a bearer token (may be empty) and more headers.
+  auto call = [&](const row& r, const std::string& target, const std::string& token,
+                  const std::map<std::string, std::string>& h) -> std::pair<int, std::string> {
+    if (std::string_view(r.method) == "WS") {
+      testbed::ws_client ws("127.0.0.1", port);
+      int status = ws.connect(target, token, 0, h);
+      std::string body = ws.rejection();
+      ws.close();
+      return {status, body};
+    }
+    auto res = c.request(r.method, target, r.body, token, h);
+    return {res.status, res.body};
+  };
   for (const auto& r : rows) {
     for (int col = 0; col < n_cols; ++col) {
       auto target = r.target(*this);
       std::string token = col_tokens[col][0] ? tok[col_tokens[col]] : std::string();
-      int status = 0;
-      std::string body;
-      if (std::string_view(r.method) == "WS") {
-        testbed::ws_client ws("127.0.0.1", port);
-        status = ws.connect(target, token);
-        body = ws.rejection();
-        ws.close();
-      } else {
-        auto res = c.request(r.method, target, r.body, token);
-        status = res.status;
-        body = res.body;
-      }
+      auto [status, body] = call(r, target, token, {});
       EXPECT_EQ(status, r.expect[col]) << r.method << " " << target << " as " << col_names[col] << ": " << body;
     }
     const auto expect = session_expect(r);
     for (int with_csrf = 1; with_csrf >= 0; --with_csrf) {
       auto target = r.target(*this);
-      auto signed_in = c.post("/api/v1/session", boost::json::serialize(boost::json::object{{"token", tok["admin"]}}));
-      ASSERT_EQ(signed_in.status, 201) << signed_in.body;
-      auto cookie = signed_in.header("set-cookie").substr(0, signed_in.header("set-cookie").find(';'));
-      std::map<std::string, std::string> h{{"Cookie", cookie}};
-      if (with_csrf) h["X-CSRF-Token"] = std::string(signed_in.json().at("csrf_token").as_string());
-      int status = 0;
-      std::string body;
-      if (std::string_view(r.method) == "WS") {
-        testbed::ws_client ws("127.0.0.1", port);
-        status = ws.connect(target, "", 0, h);
-        body = ws.rejection();
-        ws.close();
-      } else {
-        auto res = c.request(r.method, target, r.body, {}, h);
-        status = res.status;
-        body = res.body;
-      }
+      auto s = sign_in(c, "admin");
+      auto [status, body] = call(r, target, "", with(s, with_csrf));
       EXPECT_EQ(status, expect[with_csrf ? 0 : 1])
           << r.method << " " << target << " as " << session_col_names[with_csrf ? 0 : 1] << ": " << body;
     }

@@ -9,32 +9,7 @@ using namespace api_test;
 
 namespace {
 
-struct signed_in {
-  std::string cookie;  // "certfleet_session=…"
-  std::string value;
-  std::string csrf;
-  testbed::http_response answer;
-};
-
-class api_session : public api_fixture {
- public:
-  signed_in sign_in(testbed::http_client& c, const std::string& who) {
-    signed_in s;
-    s.answer = c.post("/api/v1/session", boost::json::serialize(boost::json::object{{"token", tok[who]}}));
-    EXPECT_EQ(s.answer.status, 201) << s.answer.body;
-    auto set = s.answer.header("set-cookie");
-    auto semi = set.find(';');
-    s.cookie = set.substr(0, semi);
-    s.value = s.cookie.substr(s.cookie.find('=') + 1);
-    if (s.answer.status == 201) s.csrf = std::string(s.answer.json().at("csrf_token").as_string());
-    return s;
-  }
-  static std::map<std::string, std::string> with(const signed_in& s, bool csrf) {
-    std::map<std::string, std::string> h{{"Cookie", "theme=dark; " + s.cookie + "; other=1"}};
-    if (csrf) h["X-CSRF-Token"] = s.csrf;
-    return h;
-  }
-};
+class api_session : public api_fixture {};
 
 TEST_F(api_session, sign_in_gives_an_http_only_strict_cookie_and_the_session_acts_as_the_token) {
   start();

@@ -40,6 +40,10 @@ struct setting_def {
 };
 
 std::span<const setting_def> all_settings() noexcept;
+// "integer", "string" or "choice" (docs/configuration.md and the settings schema route).
+std::string_view type_name(setting_type t) noexcept;
+// A choice setting's values (its `choices` split at '|'), in table order; empty for other types.
+std::vector<std::string_view> choice_values(const setting_def& def);
 const setting_def* find_setting(std::string_view name) noexcept;
 
 // The settings table as Markdown (docs/configuration.md embeds it; a test keeps them equal).
