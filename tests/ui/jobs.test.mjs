@@ -161,10 +161,14 @@ test('Go to Job ID… opens a job that exists and says so when it does not; "/" 
 });
 
 test('a row click opens the detail with its summary card; Back returns', async () => {
+  // A fresh failed job: the queue retries a failed noop itself 30 s later, so one made at the
+  // start of the file may have left the Failed tab (and its waiting panel) by now.
+  const failed = await cf.enqueue('noop', { fail_times: 1 }, { token: admin });
+  await cf.waitJob(failed.id, (j) => j.status === 'failed');
   await page.goto(`${cf.url}/jobs?status=failed`);
-  const row = page.locator(`tr[data-job-id="${jobs.failed2.id}"]`);
+  const row = page.locator(`tr[data-job-id="${failed.id}"]`);
   await row.locator('td').nth(4).click();
-  await page.waitForURL(new RegExp(`/jobs/${jobs.failed2.id}`));
+  await page.waitForURL(new RegExp(`/jobs/${failed.id}`));
   const dl = page.locator('.summary').first();
   await dl.locator('dt', { hasText: 'Type' }).waitFor();
   const terms = await dl.locator('dt').allInnerTexts();
