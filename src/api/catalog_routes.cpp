@@ -61,6 +61,13 @@ boost::asio::awaitable<reply> delete_catalog_object(server_state& s, const route
   co_return co_await catalog_answer(s, call, "delete", 200, std::move(r), t0);
 }
 
+boost::asio::awaitable<reply> add_certificate_version(server_state& s, const route_call& call) {
+  auto t0 = steady::now();
+  const std::string actor = call.who.token ? "token:" + call.who.token->id : "anonymous";
+  auto r = co_await s.catalog.add_certificate_version(call.who.project->id, call.match.id, call.body, actor);
+  co_return co_await catalog_answer(s, call, "version", 201, std::move(r), t0);
+}
+
 boost::asio::awaitable<reply> scan_target_host_key(server_state& s, const route_call& call) {
   auto t0 = steady::now();
   auto r = co_await s.catalog.scan_host_key(call.who.project->id, call.match.id);

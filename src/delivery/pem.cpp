@@ -37,6 +37,7 @@ using x509_ptr = std::unique_ptr<X509, deleter<X509_free>>;
 using pkey_ptr = std::unique_ptr<EVP_PKEY, deleter<EVP_PKEY_free>>;
 using pkey_ctx_ptr = std::unique_ptr<EVP_PKEY_CTX, deleter<EVP_PKEY_CTX_free>>;
 using names_ptr = std::unique_ptr<GENERAL_NAMES, deleter<GENERAL_NAMES_free>>;
+using bn_ptr = std::unique_ptr<BIGNUM, deleter<BN_free>>;
 void ossl_free(void* p) { OPENSSL_free(p); }  // a macro: needs a function to point to
 using ossl_free_ptr = std::unique_ptr<void, deleter<ossl_free>>;
 
@@ -367,6 +368,20 @@ result<ssh_key_info> parse_openssl_key(std::string_view pem, std::string_view pa
 
 }  // namespace
 
+namespace {
+// The serial as lower-case hex (BN_bn2hex gives upper case, and "0" for zero).
+std::string serial_hex(const X509* x) {
+  const ASN1_INTEGER* a = X509_get0_serialNumber(x);
+  bn_ptr bn(a ? ASN1_INTEGER_to_BN(a, nullptr) : nullptr);
+  if (!bn) return {};
+  ossl_free_ptr h(BN_bn2hex(bn.get()));
+  if (!h) return {};
+  std::string out(static_cast<const char*>(h.get()));
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+}  // namespace
+
 result<certificate_info> parse_certificate_bundle(std::string_view cert_pem, std::string_view chain_pem,
                                                   std::string_view key_pem, std::int64_t now_ms) {
   clear_errors_on_exit clear;
@@ -416,6 +431,7 @@ result<certificate_info> parse_certificate_bundle(std::string_view cert_pem, std
   info.sans = subject_alt_names(leaf);
   info.fingerprint_sha256 = detail::fingerprint_sha256(leaf);
   if (info.fingerprint_sha256.empty()) return bad("cert_pem", "the certificate cannot be hashed");
+  info.serial = serial_hex(leaf);
   info.chain_length = chain->size();
   return info;
 }

@@ -95,13 +95,20 @@ json::object base_view(const store::catalog_object& o) {
 
 // ---- certificates -------------------------------------------------------------------------
 
-result<new_certificate> parse_certificate_request(std::string_view body, time_ms now) {
-  auto o = body_object(body, {"name", "cert_pem", "chain_pem", "key_pem"});
+namespace {
+
+// A certificate bundle body: {name, cert_pem, chain_pem?, key_pem}, or without the name for a
+// new version of a certificate.
+result<new_certificate> parse_bundle_body(std::string_view body, time_ms now, bool with_name) {
+  auto o = with_name ? body_object(body, {"name", "cert_pem", "chain_pem", "key_pem"})
+                     : body_object(body, {"cert_pem", "chain_pem", "key_pem"});
   if (!o) return std::move(o).error();
   new_certificate c;
-  auto name = name_of(*o);
-  if (!name) return std::move(name).error();
-  c.name = std::move(*name);
+  if (with_name) {
+    auto name = name_of(*o);
+    if (!name) return std::move(name).error();
+    c.name = std::move(*name);
+  }
   auto cert = text(*o, "cert_pem", true);
   if (!cert) return std::move(cert).error();
   auto chain = text(*o, "chain_pem", false);
@@ -117,9 +124,22 @@ result<new_certificate> parse_certificate_request(std::string_view body, time_ms
   c.doc.not_before = info->not_before_ms;
   c.doc.not_after = info->not_after_ms;
   c.doc.fingerprint_sha256 = info->fingerprint_sha256;
+  c.doc.serial = info->serial;
+  c.doc.version_created_at = now;
+  c.doc.versions.push_back({1, info->serial, info->fingerprint_sha256, info->not_before_ms, info->not_after_ms, now});
   c.doc.cert_pem = std::move(*cert);
   c.doc.chain_pem = std::move(*chain);
   return c;
+}
+
+}  // namespace
+
+result<new_certificate> parse_certificate_request(std::string_view body, time_ms now) {
+  return parse_bundle_body(body, now, true);
+}
+
+result<new_certificate> parse_certificate_version_request(std::string_view body, time_ms now) {
+  return parse_bundle_body(body, now, false);
 }
 
 std::string certificate_doc_json(const certificate_doc& d) {
@@ -127,16 +147,30 @@ std::string certificate_doc_json(const certificate_doc& d) {
   for (const auto& s : d.sans) sans.emplace_back(s);
   json::array notified;
   for (auto n : d.notified_days) notified.emplace_back(n);
+  json::array versions;
+  for (const auto& v : d.versions)
+    versions.emplace_back(json::object{{"version", v.version},
+                                       {"serial", v.serial},
+                                       {"fingerprint_sha256", v.fingerprint_sha256},
+                                       {"not_before", v.not_before},
+                                       {"not_after", v.not_after},
+                                       {"created_at", v.created_at}});
   return json::serialize(json::object{{"subject", d.subject},
                                       {"issuer", d.issuer},
                                       {"sans", std::move(sans)},
                                       {"not_before", d.not_before},
                                       {"not_after", d.not_after},
                                       {"fingerprint_sha256", d.fingerprint_sha256},
+                                      {"serial", d.serial},
                                       {"cert_pem", d.cert_pem},
                                       {"chain_pem", d.chain_pem},
                                       {"expired", d.expired},
-                                      {"notified_days", std::move(notified)}});
+                                      {"notified_days", std::move(notified)},
+                                      {"version", d.version},
+                                      {"version_created_at", d.version_created_at},
+                                      {"versions", std::move(versions)},
+                                      {"source", d.source},
+                                      {"status", d.status}});
 }
 
 result<store::catalog_object> make_certificate_object(const new_certificate& c, const kek& key, std::string id,
@@ -155,18 +189,25 @@ result<store::catalog_object> make_certificate_object(const new_certificate& c, 
   return o;
 }
 
-result<certificate_doc> parse_certificate_doc(const store::catalog_object& o) {
+result<certificate_doc> parse_certificate_doc(const store::catalog_object& o, bool allow_unissued) {
   auto d = parse_doc(o);
   certificate_doc c;
-  auto str = [&](const char* k) { auto* p = d.if_contains(k); return p && p->is_string() ? std::string(p->as_string()) : std::string(); };
-  auto num = [&](const char* k) { auto* p = d.if_contains(k); return p && p->is_int64() ? p->as_int64() : std::int64_t(0); };
-  c.subject = str("subject");
-  c.issuer = str("issuer");
-  c.not_before = num("not_before");
-  c.not_after = num("not_after");
-  c.fingerprint_sha256 = str("fingerprint_sha256");
-  c.cert_pem = str("cert_pem");
-  c.chain_pem = str("chain_pem");
+  auto str = [](const json::object& obj, const char* k) {
+    auto* p = obj.if_contains(k);
+    return p && p->is_string() ? std::string(p->as_string()) : std::string();
+  };
+  auto num = [](const json::object& obj, const char* k, std::int64_t fallback = 0) {
+    auto* p = obj.if_contains(k);
+    return p && p->is_int64() ? p->as_int64() : fallback;
+  };
+  c.subject = str(d, "subject");
+  c.issuer = str(d, "issuer");
+  c.not_before = num(d, "not_before");
+  c.not_after = num(d, "not_after");
+  c.fingerprint_sha256 = str(d, "fingerprint_sha256");
+  c.serial = str(d, "serial");
+  c.cert_pem = str(d, "cert_pem");
+  c.chain_pem = str(d, "chain_pem");
   if (auto* e = d.if_contains("expired"); e && e->is_bool()) c.expired = e->as_bool();
   if (auto* s = d.if_contains("sans"); s && s->is_array())
     for (const auto& x : s->as_array())
@@ -174,8 +215,23 @@ result<certificate_doc> parse_certificate_doc(const store::catalog_object& o) {
   if (auto* n = d.if_contains("notified_days"); n && n->is_array())
     for (const auto& x : n->as_array())
       if (x.is_int64()) c.notified_days.push_back(x.as_int64());
-  if (c.cert_pem.empty())
-    return make_error(errc::store_failure, fmt::format("certificate {} has no PEM in the store", o.id), "certificate_id");
+  // Documents stored before versions existed hold version 1, created with the object.
+  c.version = num(d, "version", 1);
+  c.version_created_at = num(d, "version_created_at", o.created_at);
+  if (auto* vs = d.if_contains("versions"); vs && vs->is_array()) {
+    for (const auto& x : vs->as_array()) {
+      if (!x.is_object()) continue;
+      const auto& v = x.as_object();
+      c.versions.push_back({num(v, "version"), str(v, "serial"), str(v, "fingerprint_sha256"), num(v, "not_before"),
+                            num(v, "not_after"), num(v, "created_at")});
+    }
+  } else if (c.version > 0) {
+    c.versions.push_back({c.version, c.serial, c.fingerprint_sha256, c.not_before, c.not_after, c.version_created_at});
+  }
+  if (auto src = str(d, "source"); !src.empty()) c.source = std::move(src);
+  if (auto st = str(d, "status"); !st.empty()) c.status = std::move(st);
+  if (c.cert_pem.empty() && !allow_unissued)
+    return make_error(errc::conflict, fmt::format("certificate {} has no issued version yet", o.id), "certificate_id");
   return c;
 }
 
@@ -185,19 +241,37 @@ result<std::string> open_certificate_key(const kek& key, const store::catalog_ob
 
 boost::json::object certificate_view(const store::catalog_object& o) {
   auto v = base_view(o);
-  auto d = parse_certificate_doc(o);
+  auto d = parse_certificate_doc(o, true);
   if (!d) return v;
   json::array sans;
   for (const auto& s : d->sans) sans.emplace_back(s);
+  json::array versions;
+  for (const auto& x : d->versions)
+    versions.emplace_back(json::object{{"version", x.version},
+                                       {"serial", x.serial},
+                                       {"fingerprint_sha256", x.fingerprint_sha256},
+                                       {"not_before", delivery::certificate_time_text(x.not_before)},
+                                       {"not_after", delivery::certificate_time_text(x.not_after)},
+                                       {"created_at", format_iso8601(x.created_at)}});
+  v["source"] = d->source;
+  v["status"] = d->expired && d->status == "active" ? std::string("expired") : d->status;
+  v["version"] = d->version;
+  v["serial"] = d->serial;
   v["subject"] = d->subject;
   v["issuer"] = d->issuer;
   v["sans"] = std::move(sans);
-  v["not_before"] = delivery::certificate_time_text(d->not_before);
-  v["not_after"] = delivery::certificate_time_text(d->not_after);
+  if (d->version > 0) {
+    v["not_before"] = delivery::certificate_time_text(d->not_before);
+    v["not_after"] = delivery::certificate_time_text(d->not_after);
+  } else {
+    v["not_before"] = nullptr;
+    v["not_after"] = nullptr;
+  }
   v["fingerprint_sha256"] = d->fingerprint_sha256;
   v["expired"] = d->expired;
   v["cert_pem"] = d->cert_pem;
   v["chain_pem"] = d->chain_pem;
+  v["versions"] = std::move(versions);
   return v;
 }
 
@@ -443,8 +517,9 @@ boost::json::object target_view(const store::catalog_object& o) {
 
 // ---- distributions ------------------------------------------------------------------------
 
-result<store::distribution_record> parse_distribution_request(std::string_view body) {
-  auto o = body_object(body, {"name", "certificate_id", "target_ids", "canary", "failure_tolerance", "fail_fast"});
+result<store::distribution_record> parse_distribution_request(std::string_view body, bool* auto_execute_given) {
+  auto o = body_object(body,
+                       {"name", "certificate_id", "target_ids", "canary", "failure_tolerance", "fail_fast", "auto_execute"});
   if (!o) return std::move(o).error();
   store::distribution_record d;
   auto name = name_of(*o);
@@ -476,6 +551,11 @@ result<store::distribution_record> parse_distribution_request(std::string_view b
     if (!(v >= 0 && v <= 1)) return bad("failure_tolerance", "failure_tolerance must be a number from 0 to 1");
     d.failure_tolerance = v;
   }
+  auto* ae = o->if_contains("auto_execute");
+  if (auto_execute_given) *auto_execute_given = ae && !ae->is_null();
+  auto auto_execute = boolean(*o, "auto_execute", false);
+  if (!auto_execute) return std::move(auto_execute).error();
+  d.auto_execute = *auto_execute;
   return d;
 }
 

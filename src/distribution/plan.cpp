@@ -118,6 +118,10 @@ std::string run_notification_key(std::string_view distribution_id, std::int64_t 
   return fmt::format("notify:{}:{}:{}", distribution_id, run_no, channel_id);
 }
 
+std::string renewal_run_trigger(std::string_view distribution_id, std::int64_t version) {
+  return fmt::format("dist-renew:{}:{}", distribution_id, version);
+}
+
 std::string expiry_notification_key(std::string_view certificate_id, std::int64_t days, std::string_view channel_id) {
   return fmt::format("notify:cert:{}:{}:{}", certificate_id, days, channel_id);
 }

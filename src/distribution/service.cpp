@@ -7,8 +7,10 @@
 #include "certfleet/delivery/file.hpp"
 #include "certfleet/delivery/ssh.hpp"
 #include "certfleet/distribution/catalog.hpp"
+#include "certfleet/distribution/certificates.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/distribution/plan.hpp"
+#include "certfleet/distribution/runs.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/store/settings.hpp"
 
@@ -247,6 +249,11 @@ op<json::value> service::remove(std::string_view kind_view, std::string project_
       if (!d) return std::move(d).error();
       if (!d->empty())
         return make_error(errc::conflict, fmt::format("certificate {} is used by distribution {}", id, d->front()), "id");
+      // Its earlier versions go with it.
+      auto versions = tx.objects_referencing(project_id, store::kind_certificate_version, id);
+      if (!versions) return std::move(versions).error();
+      for (const auto& v : *versions)
+        if (auto del = tx.delete_object(project_id, store::kind_certificate_version, v.id); !del) return del;
     }
     // A target may go while distributions name it: their next run skips it.
     return tx.delete_object(project_id, kind, id);
@@ -269,12 +276,15 @@ json::object distribution_view(const store::distribution_record& d, const std::v
                  {"canary", d.canary},
                  {"failure_tolerance", d.failure_tolerance},
                  {"fail_fast", d.fail_fast},
+                 {"auto_execute", d.auto_execute},
                  {"created_at", d.created_at},
                  {"updated_at", d.updated_at}};
   if (d.run_no > 0) {
     v["mode"] = d.mode;
     v["run_started_at"] = d.run_started_at;
     if (d.run_finished_at) v["run_finished_at"] = d.run_finished_at;
+    v["run_certificate_version"] = d.run_certificate_version;
+    if (!d.run_trigger.empty()) v["run_trigger"] = d.run_trigger;
     if (!d.error.empty()) v["error"] = d.error;
     json::array jobs;
     for (const auto& j : d.job_ids) jobs.emplace_back(j);
@@ -300,13 +310,21 @@ json::object distribution_view(const store::distribution_record& d, const std::v
 }
 
 op<json::value> service::create_distribution(std::string project_id, std::string body) {
-  auto d = parse_distribution_request(body);
+  bool auto_execute_given = false;
+  auto d = parse_distribution_request(body, &auto_execute_given);
   if (!d) co_return std::move(d).error();
   d->project_id = project_id;
   d->created_at = clock_.now_ms();
   auto rec = std::make_shared<store::distribution_record>(std::move(*d));
-  store::tx_fn op5 = [rec](store::catalog_tx& tx) -> result<void> {
+  store::tx_fn op5 = [rec, auto_execute_given](store::catalog_tx& tx) -> result<void> {
     if (auto r = check_ref(tx, rec->project_id, store::kind_certificate, rec->certificate_id, "certificate_id"); !r) return r;
+    if (!auto_execute_given) {
+      // Left out: a certificate that renews itself (ACME) delivers each new version by itself.
+      auto cert = tx.get_object(rec->project_id, store::kind_certificate, rec->certificate_id);
+      if (!cert) return std::move(cert).error();
+      auto doc = parse_certificate_doc(*cert, true);
+      rec->auto_execute = doc && doc->source == "acme";
+    }
     auto found = tx.objects_by_ids(rec->project_id, store::kind_target, rec->target_ids);
     if (!found) return std::move(found).error();
     if (found->size() != rec->target_ids.size()) {
@@ -375,11 +393,49 @@ op<json::value> service::remove_distribution(std::string project_id, std::string
 }
 
 op<json::value> service::execute(std::string project_id, std::string id, std::string actor) {
-  return open_run(std::move(project_id), std::move(id), std::move(actor), "execute", 0);
+  return open_run(std::move(project_id), std::move(id), std::move(actor), run_kind::execute, 0);
+}
+
+op<json::value> service::add_certificate_version(std::string project_id, std::string id, std::string body,
+                                                 std::string actor) {
+  if (!key_) co_return no_key();
+  auto now = clock_.now_ms();
+  auto next = parse_certificate_version_request(body, now);
+  if (!next) co_return std::move(next).error();
+  auto rs = run_settings_from(co_await store::read_settings(st_));
+  auto out = std::make_shared<json::object>();
+  const kek* key = key_;
+  auto material = std::make_shared<new_certificate>(std::move(*next));
+  store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
+    auto cert = tx.get_object(project_id, store::kind_certificate, id);
+    if (!cert) return std::move(cert).error();
+    auto doc = parse_certificate_doc(*cert, true);
+    if (!doc) return std::move(doc).error();
+    if (doc->source != "uploaded")
+      return make_error(errc::conflict,
+                        fmt::format("certificate {} is renewed by ACME: its versions come from the CA (renew it instead)", id),
+                        "id");
+    auto stored = store_new_version(tx, *key, *cert, *material, rs, now, actor);
+    if (!stored) return std::move(stored).error();
+    auto fresh = tx.get_object(project_id, store::kind_certificate, id);
+    if (!fresh) return std::move(fresh).error();
+    *out = certificate_view(*fresh);
+    json::array opened, deferred;
+    for (const auto& d : stored->runs_opened) opened.emplace_back(d);
+    for (const auto& d : stored->runs_deferred) deferred.emplace_back(d);
+    (*out)["auto_execute"] = json::object{{"runs_opened", std::move(opened)}, {"runs_deferred", std::move(deferred)}};
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op));
+  if (!w) co_return std::move(w).error();
+  if (out->contains("auto_execute") && !out->at("auto_execute").as_object().at("runs_opened").as_array().empty() &&
+      queue_.on_enqueued)
+    queue_.on_enqueued(queue::lane_dist);
+  co_return json::value(std::move(*out));
 }
 
 op<json::value> service::retry_failed(std::string project_id, std::string id, std::string actor) {
-  return open_run(std::move(project_id), std::move(id), std::move(actor), "retry_failed", 0);
+  return open_run(std::move(project_id), std::move(id), std::move(actor), run_kind::retry_failed, 0);
 }
 
 op<json::value> service::rollback(std::string project_id, std::string id, std::string body, std::string actor) {
@@ -397,113 +453,19 @@ op<json::value> service::rollback(std::string project_id, std::string id, std::s
       run = val.as_int64();
     }
   }
-  co_return co_await open_run(std::move(project_id), std::move(id), std::move(actor), "rollback", run);
+  co_return co_await open_run(std::move(project_id), std::move(id), std::move(actor), run_kind::rollback, run);
 }
 
-op<json::value> service::open_run(std::string project_id, std::string id, std::string actor, std::string kind,
+op<json::value> service::open_run(std::string project_id, std::string id, std::string actor, run_kind kind,
                                   std::int64_t rollback_of) {
-  // Settings are read at execute time (DESIGN §4).
-  auto settings = co_await store::read_settings(st_);
-  auto threshold = settings.integer("distribution_fanout_threshold");
-  auto batch_size = effective_batch_size(settings.integer("distribution_fanout_batch_size"));
+  auto rs = run_settings_from(co_await store::read_settings(st_));
   auto now = clock_.now_ms();
   auto out = std::make_shared<json::object>();
+  run_request req{std::move(project_id), std::move(id), std::move(actor), kind, rollback_of, {}};
   store::tx_fn op9 = [=](store::catalog_tx& tx) -> result<void> {
-    auto dr = tx.get_distribution(project_id, id);
-    if (!dr) return std::move(dr).error();
-    auto& d = *dr;
-    if (d.status == "running")
-      return make_error(errc::conflict, fmt::format("run {} of this distribution is still running", d.run_no), "status");
-    if (auto c = tx.get_object(project_id, store::kind_certificate, d.certificate_id); !c)
-      return make_error(errc::conflict, "the distribution's certificate was deleted", "certificate_id");
-
-    std::vector<std::string> targets;
-    std::int64_t files_run = 0;
-    job_mode mode = job_mode::normal;
-    if (kind == "execute") {
-      targets = d.target_ids;
-    } else if (kind == "retry_failed") {
-      if (d.run_no == 0 || d.mode == "rollback")
-        return make_error(errc::conflict, "retry-failed needs a finished delivery run", "run_no");
-      auto outs = tx.run_outcomes(id, d.run_no);
-      if (!outs) return std::move(outs).error();
-      std::set<std::string> done;
-      for (const auto& o : *outs) {
-        if (o.status == "failed" || o.status == "cancelled") targets.push_back(o.target_id);
-        done.insert(o.target_id);
-      }
-      for (const auto& t : d.run_target_ids)
-        if (!done.count(t)) targets.push_back(t);  // never got a result
-      std::sort(targets.begin(), targets.end());
-      if (targets.empty()) return make_error(errc::conflict, fmt::format("run {} has no failed targets", d.run_no), "run_no");
-    } else {
-      mode = job_mode::rollback;
-      files_run = rollback_of ? rollback_of : d.run_no;
-      // The last delivery run: skip over rollback runs.
-      if (!rollback_of && d.mode == "rollback") files_run = 0;
-      if (files_run <= 0 || files_run > d.run_no)
-        return make_error(errc::invalid_argument, "run_no must name a delivery run of this distribution", "run_no");
-      auto outs = tx.run_outcomes(id, files_run);
-      if (!outs) return std::move(outs).error();
-      for (const auto& o : *outs) targets.push_back(o.target_id);
-      if (targets.empty()) return make_error(errc::conflict, fmt::format("run {} delivered to no target", files_run), "run_no");
-    }
-
-    d.run_no += 1;
-    d.status = "running";
-    d.run_target_ids = targets;
-    d.job_ids.clear();
-    d.error.clear();
-    d.fan_out_total = d.fan_out_succeeded = d.fan_out_failed = d.fan_out_partial = d.fan_out_cancelled = 0;
-    d.fan_out_retrying = d.fan_out_retry_wave = 0;
-    d.fail_fast_fired = false;
-    d.cancel_requested = false;
-    d.run_started_at = now;
-    d.run_finished_at = 0;
-    d.updated_at = now;
-
-    std::vector<job_plan> plans;
-    bool fan = mode != job_mode::rollback && fans_out(targets.size(), threshold);
-    if (fan) {
-      d.mode = "fan_out";
-      auto batches = split_batches(targets, batch_size);
-      for (std::size_t i = 0; i < batches.size(); ++i) {
-        job_plan p{d.id, d.run_no, job_mode::batch, std::move(batches[i]), static_cast<std::int64_t>(i + 1), 0, 0};
-        plans.push_back(std::move(p));
-      }
-    } else {
-      d.mode = mode == job_mode::rollback ? "rollback" : "normal";
-      plans.push_back(job_plan{d.id, d.run_no, mode, targets, 0, 0, files_run});
-    }
-    d.fan_out_total = static_cast<std::int64_t>(plans.size());
-    // Recovery tests: the run opens but its jobs are not stored, as when an execute is aborted
-    // between the two on a store without multi-document transactions; the distribution sweep
-    // re-triggers it.
-    if (fault_point("distribution_enqueue")) plans.clear();
-    for (std::size_t i = 0; i < plans.size(); ++i) {
-      store::new_job j;
-      j.project_id = project_id;
-      j.type = mode == job_mode::rollback ? queue::job_names::distribution_rollback
-                                          : queue::job_names::distribution_execute;
-      j.lane = std::string(queue::lane_dist);
-      j.payload = to_payload(plans[i]);
-      j.max_attempts = queue::find_job_type(j.type)->max_attempts;
-      j.idempotency_key = job_key(plans[i]);
-      j.certificate_id = d.certificate_id;
-      j.distribution_id = d.id;
-      j.triggered_by = actor;
-      // Canary: the first batch runs alone; the rest wait, held, for its verdict.
-      j.held = fan && d.canary && i > 0;
-      auto e = tx.jobs().enqueue(j, now);
-      if (!e) return std::move(e).error();
-      d.job_ids.push_back(e->job.id);
-      if (i == 0) crash_point("fanout_first_child_enqueued");
-    }
-    if (auto u = tx.update_distribution(d); !u) return u;
-    json::array ids;
-    for (const auto& j : d.job_ids) ids.emplace_back(j);
-    *out = json::object{{"distribution_id", d.id}, {"run_no", d.run_no}, {"mode", fan ? "fan_out" : d.mode},
-                        {"job_ids", std::move(ids)}, {"targets", static_cast<std::int64_t>(targets.size())}};
+    auto opened = distribution::open_run(tx, req, rs, now);
+    if (!opened) return std::move(opened).error();
+    *out = std::move(*opened);
     return {};
   };
   auto w = co_await st_.catalog().transact(std::move(op9));

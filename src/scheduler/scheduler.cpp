@@ -18,6 +18,7 @@
 #include <chrono>
 #include <functional>
 
+#include "certfleet/distribution/certificates.hpp"
 #include "certfleet/distribution/engine.hpp"
 
 namespace certfleet::scheduler {
@@ -34,7 +35,9 @@ struct sweep_def {
 constexpr std::array<sweep_def, 4> sweeps{{
     {"lost_leases", "active jobs past their lease with no attempts left become dead (terminal hooks run)"},
     {"distributions", "re-triggers running distribution runs whose jobs are gone (an execute aborted before its jobs "
-                      "were stored): their targets without a job or a result are enqueued again"},
+                      "were stored): their targets without a job or a result are enqueued again; and opens the run "
+                      "owed to a certificate's new version by an auto_execute distribution that was running when "
+                      "the version was stored"},
     {"fanout_reconcile", "reports finished distribution children missing from their run's count and completes runs "
                          "whose batches have all reported"},
     {"retention", "completed and cancelled jobs (and their logs) older than job_retention_s, and audit entries older "
@@ -204,6 +207,10 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
           if (!n) co_return queue::outcome::failure(n.error().message);
           auto line = fmt::format("distributions: {} runs with lost jobs re-triggered or closed", *n);
           co_await ctx.log("info", std::move(line));
+          auto owed = co_await distribution::run_pending_auto_executes(ctx.store(), ctx.clock());
+          if (!owed) co_return queue::outcome::failure(owed.error().message);
+          auto line2 = fmt::format("distributions: {} runs opened for a certificate's new version", *owed);
+          co_await ctx.log("info", std::move(line2));
           co_return queue::outcome::ok();
         }
         if (*name == "fanout_reconcile") {

@@ -88,6 +88,9 @@ TEST_F(api_authz, every_route_every_role) {
   auto leaf = testbed::make_certificate({});
   const std::string cert_body = boost::json::serialize(
       boost::json::object{{"name", "c"}, {"cert_pem", leaf.cert_pem}, {"key_pem", leaf.key_pem}});
+  auto next_leaf = testbed::make_certificate({});
+  const std::string version_body = boost::json::serialize(
+      boost::json::object{{"cert_pem", next_leaf.cert_pem}, {"key_pem", next_leaf.key_pem}});
   const std::string cred_id = put_object(store::kind_credential, R"({"kind":"ssh_key"})");
   // Local delivery is a system-level capability: file targets under this base dir, system admins only.
   const std::string base = (dir.path() / "file-base").string();
@@ -176,6 +179,19 @@ TEST_F(api_authz, every_route_every_role) {
        {401, 403, 403, 201, 409, 404, 409}},
       {api::route_id::certificate_get, "GET", [&](api_authz& t) { return p + "/certificates/" + t.put_object(store::kind_certificate); }, "",
        {401, 200, 200, 200, 200, 404, 200}},
+      // A new version of a real certificate (made through the API, so its key is sealed): every
+      // admin-or-better column stores one.
+      {api::route_id::certificate_version_create, "POST",
+       [&](api_authz& t) {
+         auto made = t.client().post(p + "/certificates",
+                                     boost::json::serialize(boost::json::object{{"name", new_object_id()},
+                                                                                {"cert_pem", leaf.cert_pem},
+                                                                                {"key_pem", leaf.key_pem}}),
+                                     t.tok["admin"]);
+         EXPECT_EQ(made.status, 201) << made.body;
+         return p + "/certificates/" + std::string(made.json().at("id").as_string()) + "/versions";
+       },
+       version_body, {401, 403, 403, 201, 201, 404, 201}, std::array<int, 2>{201, 403}},
       {api::route_id::certificate_delete, "DELETE", [&](api_authz& t) { return p + "/certificates/" + t.put_object(store::kind_certificate); }, "",
        {401, 403, 403, 200, 200, 404, 200}},
       {api::route_id::credentials_list, "GET", [&](auto&) { return p + "/credentials"; }, "", {401, 200, 200, 200, 200, 404, 200}},

@@ -566,6 +566,8 @@ TEST_P(catalog_conformance, update_distribution_writes_every_field_of_the_curren
   d.run_started_at = t0 + 100;
   d.run_finished_at = t0 + 200;
   d.updated_at = t0 + 300;
+  d.run_certificate_version = 4;
+  d.run_trigger = "dist-renew:x:4";
   ASSERT_TRUE(write([&](catalog_tx& tx) { return tx.update_distribution(d); }));
   auto got = get_distribution(project, d.id);
   ASSERT_TRUE(got);
@@ -587,6 +589,8 @@ TEST_P(catalog_conformance, update_distribution_writes_every_field_of_the_curren
   EXPECT_EQ(got->run_started_at, t0 + 100);
   EXPECT_EQ(got->run_finished_at, t0 + 200);
   EXPECT_EQ(got->updated_at, t0 + 300);
+  EXPECT_EQ(got->run_certificate_version, 4);
+  EXPECT_EQ(got->run_trigger, "dist-renew:x:4");
   EXPECT_EQ(got->name, "web");
   EXPECT_EQ(got->created_at, t0);
 
@@ -598,9 +602,11 @@ TEST_P(catalog_conformance, update_distribution_writes_every_field_of_the_curren
   d.fail_fast_fired = false;
   d.cancel_requested = false;
   d.fan_out_total = 0;
+  d.run_trigger.clear();
   ASSERT_TRUE(write([&](catalog_tx& tx) { return tx.update_distribution(d); }));
   got = get_distribution(project, d.id);
   ASSERT_TRUE(got);
+  EXPECT_EQ(got->run_trigger, "");
   EXPECT_EQ(got->status, "success");
   EXPECT_EQ(got->mode, "normal");
   EXPECT_EQ(got->error, "");
@@ -645,6 +651,64 @@ TEST_P(catalog_conformance, distributions_in_status_span_projects_oldest_update_
   auto idles = read_value<std::vector<distribution_record>>(
       [](catalog_read& rd) { return rd.distributions_in_status("idle", 10); });
   EXPECT_EQ(ids(idles), (std::vector<std::string>{idle.id}));
+}
+
+TEST_P(catalog_conformance, auto_execute_distributions_are_those_not_running_oldest_update_first) {
+  auto cert = insert(object(std::string(kind_certificate), "c")).id;
+  auto cert2 = insert(object(std::string(kind_certificate), "c", other_project)).id;
+  auto make = [&](std::string name, bool auto_execute, std::string status, time_ms updated, std::string pid = {}) {
+    auto d = distribution(std::move(name), pid.empty() ? cert : cert2, {}, pid);
+    d.auto_execute = auto_execute;
+    d = insert(d);
+    EXPECT_EQ(d.auto_execute, auto_execute);
+    d.status = std::move(status);
+    d.updated_at = updated;
+    EXPECT_TRUE(write([&](catalog_tx& tx) { return tx.update_distribution(d); }));
+    return d.id;
+  };
+  auto late = make("late", true, "success", t0 + 30);
+  auto other = make("other", true, "idle", t0 + 10, other_project);
+  make("running", true, "running", t0 + 5);
+  make("manual", false, "success", t0 + 1);
+  auto early = make("early", true, "failed", t0 + 20);
+  auto got = read_value<std::vector<distribution_record>>(
+      [](catalog_read& rd) { return rd.auto_execute_distributions(10); });
+  std::vector<std::string> ids;
+  for (const auto& d : got) ids.push_back(d.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{other, early, late}));
+  EXPECT_TRUE(get_distribution(project, late)->auto_execute);
+  auto one = read_value<std::vector<distribution_record>>(
+      [](catalog_read& rd) { return rd.auto_execute_distributions(1); });
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].id, other);
+}
+
+TEST_P(catalog_conformance, update_object_rewrites_doc_secret_ref_and_expiry) {
+  auto c = object(std::string(kind_certificate), "c");
+  c.sealed = "v1-secret";
+  c.not_after = t0 + 10;
+  c = insert(c);
+  auto next = c;
+  next.doc = R"({"version":2})";
+  next.sealed = "v2-secret";
+  next.ref_id = "ref";
+  next.not_after = t0 + 99;
+  ASSERT_TRUE(write([&](catalog_tx& tx) { return tx.update_object(next); }));
+  auto got = get_object(project, kind_certificate, c.id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->doc, R"({"version":2})");
+  EXPECT_EQ(got->sealed, "v2-secret");
+  EXPECT_EQ(got->ref_id, "ref");
+  EXPECT_EQ(got->not_after, t0 + 99);
+  EXPECT_EQ(got->name, "c");
+  auto expiring = read_value<std::vector<catalog_object>>(
+      [&](catalog_read& rd) { return rd.certificates_expiring(t0 + 50, 10); });
+  EXPECT_TRUE(expiring.empty());  // the index follows the new not_after
+  auto gone = next;
+  gone.id = new_object_id();
+  auto missing = write([&](catalog_tx& tx) { return tx.update_object(gone); });
+  ASSERT_FALSE(missing);
+  EXPECT_TRUE(missing.error().is(errc::not_found));
 }
 
 // ---- runs: results, outcomes, the finalized-jobs guard -----------------------------------

@@ -22,6 +22,7 @@ struct certificate_info {
   std::int64_t not_before_ms = 0;  // unix ms
   std::int64_t not_after_ms = 0;
   std::string fingerprint_sha256;  // lower-case hex SHA-256 of the leaf's DER
+  std::string serial;              // lower-case hex of the serial number, without leading zeros
   std::size_t chain_length = 0;    // certificates in chain_pem (0: none)
 };
 

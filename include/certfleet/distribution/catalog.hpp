@@ -24,14 +24,29 @@ inline constexpr std::size_t max_distribution_targets = 10'000;
 
 // ---- certificates -------------------------------------------------------------------------
 
+// One stored version of a certificate, as the versions list shows it.
+struct certificate_version_info {
+  std::int64_t version = 0;
+  std::string serial, fingerprint_sha256;
+  time_ms not_before = 0, not_after = 0, created_at = 0;
+};
+
 struct certificate_doc {
   std::string subject, issuer;
   std::vector<std::string> sans;
   time_ms not_before = 0, not_after = 0;
   std::string fingerprint_sha256;
+  std::string serial;  // lower-case hex
   std::string cert_pem, chain_pem;
   bool expired = false;                 // marked by certificate_expiration_check
-  std::vector<std::int64_t> notified_days;  // expiry thresholds already notified
+  std::vector<std::int64_t> notified_days;  // expiry thresholds already notified (of this version)
+  // Versions (DESIGN §9): each new one (an upload to …/versions, an ACME issuance or renewal) gets
+  // the next number; the earlier ones are kept as certificate_version objects. 0: none issued yet.
+  std::int64_t version = 1;
+  time_ms version_created_at = 0;
+  std::vector<certificate_version_info> versions;  // every version, oldest first (the current one last)
+  std::string source = "uploaded";  // uploaded | acme
+  std::string status = "active";    // active | expired | revoked | pending | failed
 };
 
 struct new_certificate {
@@ -43,10 +58,15 @@ struct new_certificate {
 // POST …/certificates {name, cert_pem, chain_pem?, key_pem}: PEM parsed and checked (key matches
 // the leaf, chain in order, not expired).
 result<new_certificate> parse_certificate_request(std::string_view body, time_ms now);
+// POST …/certificates/{id}/versions {cert_pem, chain_pem?, key_pem}: the same checks, no name.
+result<new_certificate> parse_certificate_version_request(std::string_view body, time_ms now);
 // The stored object: {doc, sealed key, not_after}; `id` names the row the key is sealed to.
 result<store::catalog_object> make_certificate_object(const new_certificate& c, const kek& key, std::string id,
                                                       std::string project_id, time_ms now);
-result<certificate_doc> parse_certificate_doc(const store::catalog_object& o);
+// Fails (store_failure, field certificate_id) when the object holds no issued version yet, so
+// a delivery never starts without a certificate; views and the lifecycle jobs ask with
+// `allow_unissued` to read a certificate whose first issuance is still under way.
+result<certificate_doc> parse_certificate_doc(const store::catalog_object& o, bool allow_unissued = false);
 std::string certificate_doc_json(const certificate_doc& d);
 result<std::string> open_certificate_key(const kek& key, const store::catalog_object& o);
 // The API view: {id, name, subject, sans[], not_after, fingerprint_sha256, …} — never the key.
@@ -122,8 +142,9 @@ boost::json::object target_view(const store::catalog_object& o);
 // ---- distributions ------------------------------------------------------------------------
 
 // POST …/distributions {name, certificate_id, target_ids[], canary=false, failure_tolerance=0,
-// fail_fast=false}; target ids sorted and deduplicated.
-result<store::distribution_record> parse_distribution_request(std::string_view body);
+// fail_fast=false, auto_execute?}; target ids sorted and deduplicated. `auto_execute_given` tells
+// whether the body set auto_execute (absent: the service decides from the certificate's source).
+result<store::distribution_record> parse_distribution_request(std::string_view body, bool* auto_execute_given = nullptr);
 
 // ---- notifications ------------------------------------------------------------------------
 

@@ -49,6 +49,9 @@ std::string run_notification_key(std::string_view distribution_id, std::int64_t 
 // A certificate's expiry notification for one threshold in days (0: expired) to one channel:
 // notify:cert:<certificate>:<days>:<channel>.
 std::string expiry_notification_key(std::string_view certificate_id, std::int64_t days, std::string_view channel_id);
+// What opened a distribution's run for a new version of its certificate (its run_trigger):
+// dist-renew:<distribution>:<version>. One per distribution and version.
+std::string renewal_run_trigger(std::string_view distribution_id, std::int64_t version);
 // The scheduler's certificate_expiration_check: exp_check:<hours since the epoch>, one per hour
 // whatever the cycle, so a restart within the hour finds the hour's key taken.
 std::string expiration_check_key(time_ms now);

@@ -4,6 +4,7 @@
 // are values naming the field (invalid_argument → 400, not_found → 404, conflict → 409).
 #include "certfleet/core/clock.hpp"
 #include "certfleet/core/secrets.hpp"
+#include "certfleet/distribution/runs.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/store/catalog.hpp"
 
@@ -49,6 +50,10 @@ class service {
   // Opens a new run: fan-out batch children or one normal job, enqueued with the run in one
   // transaction. Conflict while a run is going.
   op<boost::json::value> execute(std::string project_id, std::string id, std::string actor);
+  // POST …/certificates/{id}/versions: a new version of an uploaded certificate; every
+  // distribution of it with auto_execute opens a run in the same transaction (certificates.hpp).
+  op<boost::json::value> add_certificate_version(std::string project_id, std::string id, std::string body,
+                                                 std::string actor);
   // A new run over the failed (and cancelled) targets of the last run.
   op<boost::json::value> retry_failed(std::string project_id, std::string id, std::string actor);
   // A new run that puts back what run `run_no` (0: the last delivery run) replaced.
@@ -60,7 +65,7 @@ class service {
   op<boost::json::value> scan_host_key(std::string project_id, std::string target_id);
 
  private:
-  op<boost::json::value> open_run(std::string project_id, std::string id, std::string actor, std::string kind,
+  op<boost::json::value> open_run(std::string project_id, std::string id, std::string actor, run_kind kind,
                                   std::int64_t rollback_of);
   store::store& st_;
   queue::queue_service& queue_;

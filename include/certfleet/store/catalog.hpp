@@ -23,6 +23,9 @@ inline constexpr std::string_view kind_credential = "credential";
 inline constexpr std::string_view kind_target = "target";
 inline constexpr std::string_view kind_channel = "notification_channel";
 inline constexpr std::string_view kind_rule = "notification_rule";
+// An earlier version of a certificate (ref_id: the certificate), kept when a new one is stored:
+// its document and sealed key as they were while it was current.
+inline constexpr std::string_view kind_certificate_version = "certificate_version";
 
 struct catalog_object {
   std::string id;
@@ -51,6 +54,8 @@ struct distribution_record {
   bool canary = false;
   double failure_tolerance = 0;
   bool fail_fast = false;
+  // Each new version of the certificate opens a run by itself (DESIGN §9).
+  bool auto_execute = false;
   // Current run. status: idle | running | success | partial | failed | cancelled.
   std::string status = "idle";
   std::int64_t run_no = 0;
@@ -64,6 +69,10 @@ struct distribution_record {
   std::int64_t fan_out_retry_wave = 0;
   bool fail_fast_fired = false;
   bool cancel_requested = false;
+  // The certificate version that was current when the run opened, and what opened it when it was
+  // not a person ("dist-renew:<distribution>:<version>" for a new version's automatic run).
+  std::int64_t run_certificate_version = 0;
+  std::string run_trigger;
   time_ms run_started_at = 0;
   time_ms run_finished_at = 0;
   time_ms created_at = 0;
@@ -127,6 +136,9 @@ class catalog_read {
   virtual result<std::vector<std::string>> distributions_using(std::string_view project_id, std::string_view object_id) = 0;
   // Distributions whose status is `status` (the sweeps), oldest update first.
   virtual result<std::vector<distribution_record>> distributions_in_status(std::string_view status, int limit) = 0;
+  // Distributions that run by themselves for a new certificate version and are not running now
+  // (the distributions sweep looks for runs owed to a new version), oldest update first.
+  virtual result<std::vector<distribution_record>> auto_execute_distributions(int limit) = 0;
   // Every result row of a run (all attempts), ordered by target, retry_attempt, fence.
   virtual result<std::vector<target_result>> run_results(std::string_view distribution_id, std::int64_t run_no) = 0;
   // The result rows one job of a run wrote (a child's report reads only its own).
@@ -154,6 +166,8 @@ class catalog_tx : public catalog_read {
   // Insert; conflict when the project already has an object of this kind with that name.
   virtual result<catalog_object> insert_object(catalog_object o) = 0;
   virtual result<void> update_object_doc(std::string_view id, std::string_view doc) = 0;
+  // Rewrites an object's doc, sealed secret, ref_id and not_after (a certificate's new version).
+  virtual result<void> update_object(const catalog_object& o) = 0;
   virtual result<void> delete_object(std::string_view project_id, std::string_view kind, std::string_view id) = 0;
   virtual result<void> set_meta(std::string_view key, std::string_view value) = 0;
 

@@ -6,7 +6,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 7> migrations{{
+constexpr std::array<const char*, 8> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -241,6 +241,13 @@ CREATE TRIGGER job_counts_status AFTER UPDATE OF status ON jobs WHEN old.status 
     ON CONFLICT (project_id, type, status) DO UPDATE SET n = n + 1;
 END;
 CREATE INDEX jobs_project_type_status ON jobs (project_id, type, status, id) WHERE status <> 'active';
+)sql",
+    // 8: certificate versions (DESIGN §9): a distribution may run by itself for each new version
+    // of its certificate; a run records the version it opened with and what opened it.
+    R"sql(
+ALTER TABLE distributions ADD COLUMN auto_execute INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE distributions ADD COLUMN run_certificate_version INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE distributions ADD COLUMN run_trigger TEXT;
 )sql",
 }};
 }  // namespace

@@ -48,7 +48,7 @@ std::vector<std::string> ids_from_json(const std::string& text) {
   "id, project_id, name, certificate_id, target_ids, canary, failure_tolerance, fail_fast, status, run_no, " \
   "mode, run_target_ids, job_ids, error, fan_out_total, fan_out_succeeded, fan_out_failed, fan_out_partial, " \
   "fan_out_cancelled, fan_out_retrying, fan_out_retry_wave, fail_fast_fired, cancel_requested, "             \
-  "run_started_at, run_finished_at, created_at, updated_at"
+  "run_started_at, run_finished_at, created_at, updated_at, auto_execute, run_certificate_version, run_trigger"
 
 distribution_record read_distribution(stmt& s) {
   distribution_record d;
@@ -79,6 +79,9 @@ distribution_record read_distribution(stmt& s) {
   d.run_finished_at = s.int64(24);
   d.created_at = s.int64(25);
   d.updated_at = s.int64(26);
+  d.auto_execute = s.int64(27) != 0;
+  d.run_certificate_version = s.int64(28);
+  d.run_trigger = s.text(29);
   return d;
 }
 
@@ -232,6 +235,15 @@ class reads : public Base {
     return out;
   }
 
+  result<std::vector<distribution_record>> auto_execute_distributions(int limit) override {
+    std::vector<distribution_record> out;
+    auto s = d_.prepare("SELECT " DIST_COLS " FROM distributions WHERE auto_execute = 1 AND status <> 'running' "
+                        "ORDER BY updated_at LIMIT ?1");
+    s->bind(1, limit);
+    while (s->step()) out.push_back(read_distribution(*s));
+    return out;
+  }
+
   result<std::vector<target_result>> run_results(std::string_view distribution_id, std::int64_t run_no) override {
     std::vector<target_result> out;
     auto s = d_.prepare("SELECT " RESULT_COLS " FROM target_results WHERE distribution_id = ?1 AND run_no = ?2 "
@@ -359,6 +371,16 @@ class tx_impl final : public reads<catalog_tx> {
     return {};
   }
 
+  result<void> update_object(const catalog_object& o) override {
+    auto s = d_.prepare("UPDATE objects SET doc = ?2, sealed = ?3, ref_id = ?4, not_after = ?5 WHERE id = ?1");
+    s->bind(1, o.id).bind(2, o.doc).bind_or_null(3, o.sealed).bind_or_null(4, o.ref_id);
+    if (o.not_after) s->bind(5, o.not_after);
+    else s->bind_null(5);
+    s->run();
+    if (d_.changes() == 0) return object_not_found(o.kind, o.id);
+    return {};
+  }
+
   result<void> delete_object(std::string_view project_id, std::string_view kind, std::string_view id) override {
     auto s = d_.prepare("DELETE FROM objects WHERE id = ?1 AND project_id = ?2 AND kind = ?3");
     s->bind(1, id).bind(2, project_id).bind(3, kind);
@@ -379,11 +401,12 @@ class tx_impl final : public reads<catalog_tx> {
     if (d.id.empty()) d.id = new_object_id();
     auto s = d_.prepare(
         "INSERT INTO distributions (id, project_id, name, certificate_id, target_ids, canary, failure_tolerance, "
-        "fail_fast, status, run_no, run_target_ids, job_ids, created_at, updated_at) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'idle', 0, '[]', '[]', ?9, ?9) "
+        "fail_fast, status, run_no, run_target_ids, job_ids, created_at, updated_at, auto_execute) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'idle', 0, '[]', '[]', ?9, ?9, ?10) "
         "ON CONFLICT (project_id, name) DO NOTHING");
     s->bind(1, d.id).bind(2, d.project_id).bind(3, d.name).bind(4, d.certificate_id).bind(5, ids_to_json(d.target_ids));
     s->bind(6, d.canary ? 1 : 0).bind_real(7, d.failure_tolerance).bind(8, d.fail_fast ? 1 : 0).bind(9, d.created_at);
+    s->bind(10, d.auto_execute ? 1 : 0);
     s->run();
     if (d_.changes() == 0)
       return make_error(errc::conflict, fmt::format("a distribution named \"{}\" already exists in this project", d.name),
@@ -406,13 +429,14 @@ class tx_impl final : public reads<catalog_tx> {
         "UPDATE distributions SET status = ?2, run_no = ?3, mode = ?4, run_target_ids = ?5, job_ids = ?6, error = ?7, "
         "fan_out_total = ?8, fan_out_succeeded = ?9, fan_out_failed = ?10, fan_out_partial = ?11, "
         "fan_out_cancelled = ?12, fan_out_retrying = ?13, fan_out_retry_wave = ?14, fail_fast_fired = ?15, "
-        "cancel_requested = ?16, run_started_at = ?17, run_finished_at = ?18, updated_at = ?19 WHERE id = ?1");
+        "cancel_requested = ?16, run_started_at = ?17, run_finished_at = ?18, updated_at = ?19, "
+        "run_certificate_version = ?20, run_trigger = ?21 WHERE id = ?1");
     s->bind(1, d.id).bind(2, d.status).bind(3, d.run_no).bind_or_null(4, d.mode).bind(5, ids_to_json(d.run_target_ids));
     s->bind(6, ids_to_json(d.job_ids)).bind_or_null(7, d.error).bind(8, d.fan_out_total).bind(9, d.fan_out_succeeded);
     s->bind(10, d.fan_out_failed).bind(11, d.fan_out_partial).bind(12, d.fan_out_cancelled);
     s->bind(13, d.fan_out_retrying).bind(14, d.fan_out_retry_wave).bind(15, d.fail_fast_fired ? 1 : 0);
     s->bind(16, d.cancel_requested ? 1 : 0).bind(17, d.run_started_at).bind(18, d.run_finished_at);
-    s->bind(19, d.updated_at);
+    s->bind(19, d.updated_at).bind(20, d.run_certificate_version).bind_or_null(21, d.run_trigger);
     s->run();
     if (d_.changes() == 0) return object_not_found("distribution", d.id);
     return {};
