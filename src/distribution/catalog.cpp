@@ -3,6 +3,7 @@
 #include "certfleet/core/json.hpp"
 #include "certfleet/delivery/pem.hpp"
 #include "certfleet/delivery/webhook.hpp"
+#include "certfleet/distribution/events.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -481,11 +482,6 @@ result<store::distribution_record> parse_distribution_request(std::string_view b
 
 // ---- notifications ------------------------------------------------------------------------
 
-const std::vector<std::string>& notification_events() {
-  static const std::vector<std::string> events{"distribution.finished", "certificate.expiring", "certificate.expired"};
-  return events;
-}
-
 std::string channel_doc_json(const channel_spec& c) {
   json::object o{{"kind", c.kind}, {"url", c.url}};
   if (!c.secret_credential_id.empty()) o["secret_credential_id"] = c.secret_credential_id;
@@ -528,9 +524,7 @@ result<rule_spec> parse_rule_request(std::string_view body) {
   rule_spec r;
   auto ev = text(*o, "event", true, 64);
   if (!ev) return std::move(ev).error();
-  const auto& events = notification_events();
-  if (std::find(events.begin(), events.end(), *ev) == events.end())
-    return bad("event", "event must be one of distribution.finished, certificate.expiring, certificate.expired");
+  if (!find_event(*ev)) return bad("event", "event must be one of " + event_choices());
   r.event = *ev;
   auto ch = id_field(*o, "channel_id", true);
   if (!ch) return std::move(ch).error();

@@ -4,6 +4,7 @@
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/distribution/engine.hpp"
+#include "certfleet/distribution/events.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
 
@@ -73,42 +74,22 @@ result<void> stop_children(store::catalog_tx& tx, store::distribution_record& d,
   return {};
 }
 
-result<void> enqueue_notifications(store::catalog_tx& tx, const store::distribution_record& d,
-                                   const run_summary& s, time_ms now) {
-  auto rules = tx.list_objects(d.project_id, store::kind_rule, 1, 1000);
-  if (!rules) return std::move(rules).error();
-  std::set<std::string> channels;
-  for (const auto& rule : rules->items) {
-    boost::system::error_code ec;
-    auto doc = boost::json::parse(rule.doc, ec);
-    if (ec || !doc.is_object()) continue;
-    auto* ev = doc.as_object().if_contains("event");
-    if (ev && ev->is_string() && ev->as_string() == "distribution.finished") channels.insert(rule.ref_id);
-  }
-  for (const auto& channel : channels) {
-    boost::json::object summary{{"targets", s.targets},     {"succeeded", s.succeeded}, {"failed", s.failed},
-                                {"skipped", s.skipped},     {"cancelled", s.cancelled + s.pending}};
-    boost::json::object payload{
-        {"event_id", fmt::format("distribution.finished:{}:{}", d.id, d.run_no)},
-        {"event", "distribution.finished"},
-        {"channel_id", channel},
-        {"data", boost::json::object{{"distribution_id", d.id},
-                                     {"name", d.name},
-                                     {"run_no", d.run_no},
-                                     {"status", d.status},
-                                     {"error", d.error},
-                                     {"summary", std::move(summary)}}}};
-    store::new_job j;
-    j.project_id = d.project_id;
-    j.type = std::string(queue::job_names::notification_send);
-    j.lane = std::string(queue::lane_main);
-    j.payload = boost::json::serialize(payload);
-    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
-    j.idempotency_key = run_notification_key(d.id, d.run_no, channel);
-    j.distribution_id = d.id;
-    j.triggered_by = "distribution";
-    if (auto r = tx.jobs().enqueue(j, now); !r) return std::move(r).error();
-  }
+// The run's distribution.finished, in the transaction that completes it.
+result<void> notify_finished(store::catalog_tx& tx, const store::distribution_record& d, const run_summary& s,
+                             time_ms now) {
+  boost::json::object summary{{"targets", s.targets},     {"succeeded", s.succeeded}, {"failed", s.failed},
+                              {"skipped", s.skipped},     {"cancelled", s.cancelled + s.pending}};
+  fired_event e;
+  e.project_id = d.project_id;
+  e.event = event_names::distribution_finished;
+  e.event_id = fmt::format("{}:{}:{}", event_names::distribution_finished, d.id, d.run_no);
+  e.data = boost::json::object{{"distribution_id", d.id}, {"name", d.name},   {"run_no", d.run_no},
+                               {"status", d.status},      {"error", d.error}, {"summary", std::move(summary)}};
+  e.key_base = run_notification_base(d.id, d.run_no);
+  e.source.distribution_id = d.id;
+  e.source.triggered_by = "distribution";
+  auto fired = fire_event(tx, e, now);
+  if (!fired) return std::move(fired).error();
   return {};
 }
 
@@ -146,7 +127,7 @@ result<bool> try_complete(store::catalog_tx& tx, store::distribution_record& d, 
   crash_point("distribution_before_final");
   if (auto r = tx.update_distribution(d); !r) return std::move(r).error();
   if (d.mode != "rollback")
-    if (auto r = enqueue_notifications(tx, d, summary, now); !r) return std::move(r).error();
+    if (auto r = notify_finished(tx, d, summary, now); !r) return std::move(r).error();
   return true;
 }
 

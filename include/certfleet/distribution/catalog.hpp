@@ -138,10 +138,9 @@ result<channel_spec> parse_channel_doc(const store::catalog_object& o);
 std::string channel_doc_json(const channel_spec& c);
 
 struct rule_spec {
-  std::string event;  // distribution.finished | certificate.expiring | certificate.expired
+  std::string event;  // a name of the events table (events.hpp)
   std::string channel_id;
 };
-const std::vector<std::string>& notification_events();
 result<rule_spec> parse_rule_request(std::string_view body);
 
 // The API view of any object kind (never a secret).
