@@ -148,6 +148,18 @@ constexpr std::array<event_def, 9> table{{
      "/jobs/{job_id}"},
 }};
 
+constexpr event_field test_fields[] = {
+    {"channel", F::text, "the channel's name", "Channel"},
+    {"kind", F::text, "the channel's kind", "Kind"},
+};
+
+constexpr event_def test_def{
+    "notification.test", "an admin asks for a test message (POST …/notification-channels/{id}/test)", test_fields,
+    "certfleet test message for channel {{channel}}",
+    "This is a test message from certfleet to the {{kind}} channel {{channel}} of project {{project}}.\n"
+    "It arrived, so the channel works: events its rules name will come here too.",
+    "/notifications"};
+
 constexpr builtin_placeholder builtins[] = {
     {"event", "the event's name, e.g. certificate.expiring"},
     {"event_id", "the event's id (the same in every message about this event: receivers dedupe by it)"},
@@ -209,6 +221,8 @@ const event_def* find_event(std::string_view name) noexcept {
     if (e.name == name) return &e;
   return nullptr;
 }
+
+const event_def& test_event() noexcept { return test_def; }
 
 std::string event_choices() {
   std::string out;
@@ -281,6 +295,7 @@ result<int> fire_event(store::catalog_tx& tx, const fired_event& e, time_ms now)
     j.idempotency_key = notification_key(e.key_base, channel);
     j.certificate_id = e.source.certificate_id;
     j.distribution_id = e.source.distribution_id;
+    j.parent_job_id = e.source.parent_job_id;
     j.triggered_by = e.source.triggered_by;
     auto r = tx.jobs().enqueue(j, now);
     if (!r) return std::move(r).error();

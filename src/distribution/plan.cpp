@@ -134,6 +134,10 @@ std::string expiry_notification_key(std::string_view certificate_id, std::int64_
   return notification_key(expiry_notification_base(certificate_id, days), channel_id);
 }
 
+std::string dead_job_notification_base(std::string_view job_id, std::int64_t fence) {
+  return fmt::format("job:{}:{}", job_id, fence);
+}
+
 std::string expiration_check_key(time_ms now) { return fmt::format("exp_check:{}", now / 3'600'000); }
 
 error job_retry_refusal(const store::job_record& job) {

@@ -244,18 +244,56 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
   return {};
 }
 
+namespace {
+
+// job.dead, in the transaction that made the job dead. Not for notification.send (a message
+// about a message that could not be sent would fail the same way, and could loop) nor for
+// distribution jobs (their run's distribution.finished tells). A project without a job.dead
+// rule pays one indexed read of its rules.
+result<void> fire_job_dead(store::catalog_tx& tx, const store::job_record& job, time_ms now) {
+  if (job.type == queue::job_names::notification_send || queue::driven_by_distribution(job.type)) return {};
+  boost::json::object data{{"job_id", job.id},
+                           {"type", job.type},
+                           {"error", job.error.substr(0, 2000)},
+                           {"attempts", job.attempts},
+                           {"max_attempts", job.max_attempts}};
+  if (!job.certificate_id.empty()) data["certificate_id"] = job.certificate_id;
+  if (!job.distribution_id.empty()) data["distribution_id"] = job.distribution_id;
+  fired_event e;
+  e.project_id = job.project_id;
+  e.event = event_names::job_dead;
+  // The fence tells apart two deaths of one job (dead, retried by hand, dead again).
+  e.event_id = fmt::format("{}:{}:{}", event_names::job_dead, job.id, job.fence);
+  e.data = std::move(data);
+  e.key_base = dead_job_notification_base(job.id, job.fence);
+  e.source.certificate_id = job.certificate_id;
+  e.source.parent_job_id = job.id;
+  e.source.triggered_by = "job_dead";
+  auto fired = fire_event(tx, e, now);
+  if (!fired) return std::move(fired).error();
+  return {};
+}
+
+}  // namespace
+
 store::terminal_hook make_terminal_hook() {
-  auto report = [](store::job_tx& tx, const store::job_record& job) {
-    if (!queue::driven_by_distribution(job.type)) return;
-    auto r = report_child(tx.catalog(), job, job.completed_at ? job.completed_at : system_clock().now_ms());
+  auto hook = [](store::job_tx& tx, const store::job_record& job) {
+    const time_ms now = job.completed_at ? job.completed_at : system_clock().now_ms();
     // An error here is a store failure inside the transaction: fail it, so the job's transition
     // is retried (by its worker or the reaper) rather than committed without its report.
-    if (!r) throw std::runtime_error("distribution report failed: " + r.error().message);
+    if (queue::driven_by_distribution(job.type)) {
+      if (auto r = report_child(tx.catalog(), job, now); !r)
+        throw std::runtime_error("distribution report failed: " + r.error().message);
+      return;
+    }
+    if (job.status == store::job_status::dead)
+      if (auto r = fire_job_dead(tx.catalog(), job, now); !r)
+        throw std::runtime_error("job.dead notification failed: " + r.error().message);
   };
   std::vector<std::string> types;
   for (const auto& t : queue::all_job_types())
     if (t.driven_by_distribution) types.emplace_back(t.name);
-  return {report, std::move(types)};
+  return {hook, std::move(types), /*every_dead=*/true};
 }
 
 }  // namespace certfleet::distribution

@@ -61,6 +61,10 @@ const event_def* find_event(std::string_view name) noexcept;
 // "distribution.finished, certificate.expiring, …" for error messages.
 std::string event_choices();
 
+// The message POST …/notification-channels/{id}/test sends: rendered like an event, but not in
+// the table (no rule can ask for it, nothing fires it).
+const event_def& test_event() noexcept;
+
 // Placeholders every template has besides its event's fields.
 struct builtin_placeholder {
   std::string_view name;
@@ -80,6 +84,7 @@ std::string events_reference_markdown();
 struct event_source {
   std::string certificate_id;
   std::string distribution_id;
+  std::string parent_job_id;  // the job the event is about (job.dead): the UI links to it
   std::string triggered_by;  // the job's trigger ("distribution", a job type, …)
 };
 

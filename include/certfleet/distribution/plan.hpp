@@ -54,6 +54,8 @@ std::string run_notification_key(std::string_view distribution_id, std::int64_t 
 // notify:cert:<certificate>:<days>:<channel>.
 std::string expiry_notification_base(std::string_view certificate_id, std::int64_t days);
 std::string expiry_notification_key(std::string_view certificate_id, std::int64_t days, std::string_view channel_id);
+// A job's death (job.dead) at one fence: job:<job>:<fence>, so notify:job:<job>:<fence>:<channel>.
+std::string dead_job_notification_base(std::string_view job_id, std::int64_t fence);
 // The scheduler's certificate_expiration_check: exp_check:<hours since the epoch>, one per hour
 // whatever the cycle, so a restart within the hour finds the hour's key taken.
 std::string expiration_check_key(time_ms now);
