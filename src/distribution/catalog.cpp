@@ -784,6 +784,12 @@ result<rule_spec> parse_rule_request(std::string_view body) {
   return r;
 }
 
+std::string rule_object_name(std::string_view event, std::string_view channel_id) {
+  return fmt::format("{}{}", rule_name_prefix(event), channel_id);
+}
+
+std::string rule_name_prefix(std::string_view event) { return fmt::format("{}->", event); }
+
 std::string rule_doc_json(const rule_spec& r) {
   json::object o{{"event", r.event}, {"channel_id", r.channel_id}};
   if (!r.template_override.is_null()) o["template"] = r.template_override;

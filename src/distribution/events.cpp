@@ -1,6 +1,7 @@
 // The events table and fire_event (events.hpp).
 #include "certfleet/distribution/events.hpp"
 
+#include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
 
@@ -185,12 +186,14 @@ const event_field* field_of(const event_def& e, std::string_view name) {
 }
 
 // The rules of a project for one event: channel -> the rule's template override (null: none).
+// One range read of the rules named for this event: a project without one pays that read only
+// (a dead job's terminal hook runs this for every dead job).
 result<std::map<std::string, json::value>> rules_for(store::catalog_read& rd, const std::string& project,
                                                      std::string_view event) {
-  auto rules = rd.list_objects(project, store::kind_rule, 1, 1000);
+  auto rules = rd.objects_named(project, store::kind_rule, rule_name_prefix(event), 1000);
   if (!rules) return std::move(rules).error();
   std::map<std::string, json::value> out;
-  for (const auto& r : rules->items) {
+  for (const auto& r : *rules) {
     boost::system::error_code ec;
     auto doc = json::parse(r.doc, ec);
     if (ec || !doc.is_object()) continue;

@@ -177,7 +177,7 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
     auto r = parse_rule_request(body);
     if (!r) co_return std::move(r).error();
     obj->id = id;
-    obj->name = fmt::format("{}->{}", r->event, r->channel_id);  // one rule per event and channel
+    obj->name = rule_object_name(r->event, r->channel_id);  // one rule per event and channel
     obj->doc = rule_doc_json(*r);
     obj->ref_id = r->channel_id;
     refs.emplace_back(std::string(store::kind_channel), r->channel_id);

@@ -188,6 +188,11 @@ struct rule_spec {
 // POST …/notification-rules {event, channel_id, template?: {subject?, body?}}
 result<rule_spec> parse_rule_request(std::string_view body);
 std::string rule_doc_json(const rule_spec& r);
+// A rule's object name, "<event>-><channel>": names are unique per project and kind, so an event
+// has one rule per channel, and the rules of an event are the names starting with
+// rule_name_prefix(event) (found by catalog_read::objects_named without reading the others).
+std::string rule_object_name(std::string_view event, std::string_view channel_id);
+std::string rule_name_prefix(std::string_view event);
 
 // The API view of any object kind (never a secret).
 boost::json::object object_view(const store::catalog_object& o);
