@@ -15,7 +15,6 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <memory>
@@ -307,10 +306,6 @@ class client {
 
   awaitable<bool> authenticate(const ehlo_capabilities& caps) {
     rec_.begin("auth");
-    if (!opts_.starttls) {
-      // The only plain connections are to this host; still, say so rather than surprise.
-      spdlog::debug("smtp {}: authenticating without TLS on a loopback relay", where_);
-    }
     if (caps.auth.count("PLAIN")) {
       auto r = co_await command("AUTH PLAIN " + auth_plain(opts_.username, opts_.password) + "\r\n", smtp_step::auth, 235);
       if (!r) co_return false;

@@ -38,7 +38,9 @@ before(async () => {
   const slack = await channel({ name: 'ops-slack', kind: 'slack', slack: { webhook_url: 'https://hooks.slack.com/services/T0/B0/x' } });
   await channel({ name: 'ops-teams', kind: 'teams', teams: { webhook_url: 'https://prod-00.westeurope.logic.azure.com/workflows/x' } });
   for (const [event, channel_id, template] of /** @type {const} */ ([['distribution.finished', hook, undefined],
-    ['job.dead', mail, { subject: '[certfleet] {{type}} died in {{project}}' }], ['certificate.expiring', slack, undefined]]))
+    // Not job.dead: this file's failing noop must not start notification jobs of its own.
+    ['certificate.renewal_failed', mail, { subject: '[certfleet] renewal of {{name}} failed in {{project}}' }],
+    ['certificate.expiring', slack, undefined]]))
     await cf.api('POST', '/api/v1/projects/default/notification-rules', { event, channel_id, ...(template ? { template } : {}) });
   Object.assign(paths, {
     jobs: '/jobs', 'jobs-failed': '/jobs?status=failed', 'job-detail': `/jobs/${logged.id}`,
