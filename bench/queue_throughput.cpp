@@ -3,11 +3,15 @@
 // (p50/p99), and peak RSS. With --preload M, M jobs (pending, due tomorrow: inside the claim
 // index but not ready) are in the table first, to show claim latency stays flat as it grows.
 // The store is durable as shipped: WAL with synchronous=NORMAL (--synchronous full for FULL).
+// --dead 1: every job fails for good (dead), to measure what a dead job costs with the job.dead
+// hook (--dead-hook on, as shipped) or without it (off: the hook sees distribution jobs only), and
+// with a job.dead rule in the project (--dead-rule 1: each death enqueues a notification.send).
 #include "certfleet/core/clock.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/queue/worker.hpp"
+#include "certfleet/store/catalog.hpp"
 #include "certfleet/store/store.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -59,7 +63,8 @@ T run(asio::io_context& ioc, asio::awaitable<T> a) {
 int main(int argc, char** argv) {
   long jobs = 100'000, preload = 0, latency_jobs = 1000, latency_rate = 200;
   int concurrency = 256, batch = 32;
-  std::string dir, synchronous = "normal";
+  std::string dir, synchronous = "normal", dead_hook = "on";
+  bool dead = false, dead_rule = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--jobs") jobs = std::stol(v);
@@ -70,9 +75,13 @@ int main(int argc, char** argv) {
     else if (a == "--synchronous") synchronous = v;
     else if (a == "--latency-jobs") latency_jobs = std::stol(v);
     else if (a == "--latency-rate") latency_rate = std::stol(v);
+    else if (a == "--dead") dead = v == "1";
+    else if (a == "--dead-hook") dead_hook = v;
+    else if (a == "--dead-rule") dead_rule = v == "1";
     else {
       std::cerr << "usage: queue_throughput [--jobs N] [--preload M] [--concurrency C] [--claim-batch B] "
-                   "[--dir DIR] [--synchronous normal|full] [--latency-jobs M] [--latency-rate R]\n";
+                   "[--dir DIR] [--synchronous normal|full] [--latency-jobs M] [--latency-rate R] [--dead 0|1] "
+                   "[--dead-hook on|off] [--dead-rule 0|1]\n";
       return 2;
     }
   }
@@ -88,17 +97,42 @@ int main(int argc, char** argv) {
   }
   auto& st = **opened;
   // As `certfleet serve` runs it: distribution jobs report to their run when they end.
-  st.jobs().set_terminal_hook(distribution::make_terminal_hook());
+  auto hook = distribution::make_terminal_hook();
+  hook.every_dead = dead_hook == "on";
+  st.jobs().set_terminal_hook(std::move(hook));
   const auto& clock = system_clock();
   asio::io_context ioc(1);
   auto project = run(ioc, st.projects().ensure("default", clock.now_ms()))->first.id;
+  if (dead_rule) {
+    // A webhook channel and a job.dead rule: every death enqueues one notification.send (not
+    // handled here: this measures the dead job's transaction).
+    auto channel = std::make_shared<store::catalog_object>();
+    channel->id = "6b0e8f0c1a2b3c4d5e6f7081";
+    channel->project_id = project;
+    channel->kind = std::string(store::kind_channel);
+    channel->name = "bench";
+    channel->doc = R"({"kind":"webhook","url":"http://127.0.0.1:9/"})";
+    store::tx_fn add = [channel](store::catalog_tx& tx) -> result<void> {
+      if (auto r = tx.insert_object(*channel); !r) return std::move(r).error();
+      store::catalog_object rule;
+      rule.id = "6b0e8f0c1a2b3c4d5e6f7082";
+      rule.project_id = channel->project_id;
+      rule.kind = std::string(store::kind_rule);
+      rule.name = "job.dead->bench";
+      rule.ref_id = channel->id;
+      rule.doc = R"({"event":"job.dead","channel_id":"6b0e8f0c1a2b3c4d5e6f7081"})";
+      if (auto r = tx.insert_object(rule); !r) return std::move(r).error();
+      return {};
+    };
+    if (!run(ioc, st.catalog().transact(std::move(add)))) return 1;
+  }
 
   auto make = [&](time_ms run_at) {
     store::new_job j;
     j.project_id = project;
     j.type = "noop";
     j.lane = "main";
-    j.payload = "{}";
+    j.payload = dead ? R"({"fail_times":1,"permanent":true})" : "{}";
     j.max_attempts = 3;
     j.run_at = run_at;
     return j;
@@ -156,7 +190,7 @@ int main(int argc, char** argv) {
       auto r = co_await qs.enqueue(std::move(req), queue::caller::system);
       if (r) enqueued_at.emplace(r->job.id, at);
     }
-    while (w.stats().completed < jobs + latency_jobs) {
+    while (w.stats().completed + w.stats().dead < jobs + latency_jobs) {
       t.expires_after(std::chrono::milliseconds(5));
       co_await t.async_wait(asio::use_awaitable);
     }
@@ -168,7 +202,7 @@ int main(int argc, char** argv) {
       ioc,
       [&]() -> asio::awaitable<void> {
         asio::steady_timer t(ioc);
-        while (w.stats().completed < jobs) {
+        while (w.stats().completed + w.stats().dead < jobs) {
           t.expires_after(std::chrono::milliseconds(1));
           co_await t.async_wait(asio::use_awaitable);
         }
@@ -184,11 +218,11 @@ int main(int argc, char** argv) {
   const auto& s = w.stats();
   std::cout << fmt::format(
                    "{{\"peer\":\"certfleet\",\"jobs\":{},\"preload\":{},\"concurrency\":{},\"claim_batch\":{},"
-                   "\"synchronous\":\"{}\",\"enqueue_per_s\":{:.0f},\"processed_per_s\":{:.0f},"
+                   "\"synchronous\":\"{}\",\"dead\":{},\"dead_hook\":\"{}\",\"dead_rule\":{},\"enqueue_per_s\":{:.0f},\"processed_per_s\":{:.0f},"
                    "\"claim_p50_ms\":{:.3f},\"claim_p99_ms\":{:.3f},\"claim_to_start_p50_ms\":{:.3f},"
                    "\"claim_to_start_p99_ms\":{:.3f},\"p50_ms\":{:.3f},\"p99_ms\":{:.3f},\"claims\":{},\"completed\":{},"
                    "\"peak_rss_mb\":{:.1f},\"latency\":\"enqueue->handler start, {} jobs enqueued one by one at {}/s to an idle worker\"}}",
-                   jobs, preload, concurrency, batch, synchronous, jobs / enqueue_s, jobs / process_s,
+                   jobs, preload, concurrency, batch, synchronous, dead, dead_hook, dead_rule, jobs / enqueue_s, jobs / process_s,
                    percentile(s.claim_us, 0.5), percentile(s.claim_us, 0.99), percentile(s.claim_to_start_us, 0.5),
                    percentile(s.claim_to_start_us, 0.99), percentile(enqueue_to_start_us, 0.5),
                    percentile(enqueue_to_start_us, 0.99), s.claim_calls, s.completed, peak_rss_kb() / 1024.0, latency_jobs,
@@ -196,5 +230,5 @@ int main(int argc, char** argv) {
             << std::endl;
   st.close();
   std::filesystem::remove_all(dir);
-  return s.completed == jobs + latency_jobs ? 0 : 1;
+  return s.completed + s.dead == jobs + latency_jobs ? 0 : 1;
 }

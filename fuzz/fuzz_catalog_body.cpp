@@ -40,9 +40,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (auto d = parse_distribution_request(in); !d) must_name_field(d.error());
       else if (d->target_ids.empty() || !std::is_sorted(d->target_ids.begin(), d->target_ids.end())) std::abort();
       break;
-    case 3:
-      if (auto c = parse_channel_request(in); !c) must_name_field(c.error());
+    case 3: {
+      auto c = parse_channel_request(in);
+      if (!c) {
+        must_name_field(c.error());
+        break;
+      }
+      // An accepted channel reads back through the stored-document parser as the same kind.
+      store::catalog_object o;
+      o.kind = "notification_channel";
+      o.doc = channel_doc_json(c->spec);
+      if (!c->secret.empty()) o.sealed = "sealed";
+      auto back = parse_channel_doc(o);
+      if (!back || back->kind != c->spec.kind || back->email.to != c->spec.email.to) std::abort();
       break;
+    }
     case 4:
       if (auto r = parse_rule_request(in); !r) must_name_field(r.error());
       break;

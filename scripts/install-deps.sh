@@ -13,6 +13,8 @@ test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-16 libclang-rt-16-dev
   openssh-server openssh-client procps iproute2 curl python3 sudo
+  # the SMTP server of the email notification tests (tests/testbed/smtp_server.py)
+  python3-aiosmtpd
   chromium
 )
 # promtool only; the server's recommends are not needed.

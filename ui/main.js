@@ -11,6 +11,7 @@ import { renderDistributionDetail } from './distribution_detail.js';
 import { renderCertificates } from './certificates.js';
 import { renderCertificateDetail } from './certificate_detail.js';
 import { renderSettings } from './settings.js';
+import { renderNotifications } from './notifications.js';
 import { renderLogin } from './login.js';
 import { renderNotFound } from './not_found.js';
 
@@ -20,6 +21,7 @@ router.addRoute('distributions', '/distributions', 'Distributions', renderDistri
 router.addRoute('distribution', '/distributions/:id', 'Distribution', renderDistributionDetail);
 router.addRoute('certificates', '/certificates', 'Certificates', renderCertificates);
 router.addRoute('certificate', '/certificates/:id', 'Certificate', renderCertificateDetail);
+router.addRoute('notifications', '/notifications', 'Notifications', renderNotifications);
 router.addRoute('settings', '/settings', 'Settings', renderSettings);
 router.addRoute('login', '/login', 'Sign in', renderLogin);
 
@@ -52,7 +54,8 @@ function renderHeader(active) {
   select.addEventListener('change', () => {
     const m = router.match(location.pathname);
     const list = m?.route.name.startsWith('distribution') ? '/distributions'
-      : m?.route.name.startsWith('certificate') ? '/certificates' : '/jobs';
+      : m?.route.name.startsWith('certificate') ? '/certificates'
+        : m?.route.name === 'notifications' ? '/notifications' : '/jobs';
     router.navigate(router.href(list, { project: select.value }));
   });
   const signOut = h('button', { type: 'button', class: 'link-button', text: 'Sign out' });
@@ -66,6 +69,7 @@ function renderHeader(active) {
       link('/jobs', 'Jobs', ['jobs', 'job']),
       link('/distributions', 'Distributions', ['distributions', 'distribution']),
       link('/certificates', 'Certificates', ['certificates', 'certificate']),
+      link('/notifications', 'Notifications', ['notifications']),
       session.isSystem() ? link('/settings', 'Settings', ['settings']) : null),
     h('div', { class: 'header-right' },
       h('label', { class: 'project-label', for: 'project-select', text: 'Project' }), select,

@@ -74,4 +74,12 @@ boost::asio::awaitable<reply> scan_target_host_key(server_state& s, const route_
   co_return co_await catalog_answer(s, call, "", 200, std::move(r), t0);
 }
 
+// A test message, sent now: 200 with what happened, delivered or not (a refusal by the channel's
+// server is the answer the admin asked for, not an API error).
+boost::asio::awaitable<reply> test_notification_channel(server_state& s, const route_call& call) {
+  auto t0 = steady::now();
+  auto r = co_await s.catalog.test_channel(call.who.project->id, call.match.id);
+  co_return co_await catalog_answer(s, call, "test", 200, std::move(r), t0);
+}
+
 }  // namespace certfleet::api

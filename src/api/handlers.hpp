@@ -79,6 +79,7 @@ boost::asio::awaitable<reply> get_catalog_object(server_state&, const route_call
 boost::asio::awaitable<reply> delete_catalog_object(server_state&, const route_call&);
 boost::asio::awaitable<reply> scan_target_host_key(server_state&, const route_call&);
 boost::asio::awaitable<reply> add_certificate_version(server_state&, const route_call&);
+boost::asio::awaitable<reply> test_notification_channel(server_state&, const route_call&);
 
 // distribution_routes.cpp
 boost::asio::awaitable<reply> list_distributions(server_state&, const route_call&);

@@ -9,7 +9,7 @@ namespace certfleet::api {
 server_state::server_state(boost::asio::any_io_executor e, store::store& s, queue::queue_service& q,
                            const clock_source& c, server_options o)
     : ex(e), st(s), queue(q), clock(c), opt(std::move(o)), hub(e, s, opt.log_poll_interval, opt.log_coalesce),
-      catalog(s, q, c, opt.key, opt.cpu) {}
+      catalog(s, q, c, opt.key, opt.cpu, opt.ca_pem) {}
 
 void server_state::remember_token_name(const store::token_record& t) {
   if (token_names.size() >= 100'000) token_names.clear();

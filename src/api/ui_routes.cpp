@@ -15,8 +15,12 @@ struct ui_page {
   std::string_view first;
   bool with_id;
 };
-constexpr std::array<ui_page, 5> pages{{
-    {"jobs", true}, {"distributions", true}, {"certificates", true}, {"settings", false}, {"login", false}}};
+constexpr std::array<ui_page, 6> pages{{{"jobs", true},
+                                        {"distributions", true},
+                                        {"certificates", true},
+                                        {"notifications", false},
+                                        {"settings", false},
+                                        {"login", false}}};
 
 std::string_view content_type_of(std::string_view path) {
   struct row {

@@ -85,17 +85,26 @@ queue::worker_options worker_options_from(const settings_map& s) {
   return o;
 }
 
+namespace {
+// Extra trust anchors for webhook, notification and SMTP peers (a private CA; the tests' local
+// one), read at start.
+std::string extra_ca_pem() {
+  std::string pem;
+  if (const char* ca = std::getenv("CERTFLEET_EXTRA_CA_FILE")) {
+    std::ifstream in(ca);
+    pem.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  return pem;
+}
+}  // namespace
+
 void register_handlers(queue::handler_registry& r, const settings_map& s, const kek* key, asio::thread_pool* cpu) {
   queue::register_noop(r);
   scheduler::register_sweep_handler(r, s.integer("job_retention_s") * 1000, s.integer("audit_retention_s") * 1000);
   auto o = std::make_shared<distribution::engine_options>();
   o->key = key;
   o->cpu = cpu;
-  if (const char* ca = std::getenv("CERTFLEET_EXTRA_CA_FILE")) {
-    // Extra trust anchors for webhook destinations (a private CA; the tests' local one).
-    std::ifstream in(ca);
-    o->ca_pem.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  o->ca_pem = extra_ca_pem();
   distribution::register_handlers(r, o);
 }
 
@@ -248,6 +257,7 @@ int serve(const settings_map& settings) {
   sopt.max_connections_per_client = static_cast<int>(settings.integer("http_max_connections_per_client"));
   sopt.key = &*key;
   sopt.cpu = &cpu;
+  sopt.ca_pem = extra_ca_pem();
   api::server http(ioc.get_executor(), store, queue, clock, sopt);
   auto bound = http.start();
   if (!bound) {

@@ -30,8 +30,9 @@ result<std::string> valid_data(const setting_def& def, std::string_view value);
 result<std::string> valid_expiry_thresholds(const setting_def& def, std::string_view value);
 result<std::string> valid_base_dirs(const setting_def& def, std::string_view value);
 result<std::string> valid_allow_list(const setting_def& def, std::string_view value);
+result<std::string> valid_ui_base_url(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 29> table{{
+constexpr std::array<setting_def, 30> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -90,6 +91,9 @@ constexpr std::array<setting_def, 29> table{{
     {"ssh_allow_list", T::string, S::system, 0, 0, "", "",
      "CIDRs and host names (egress_allow_list grammar) that SSH targets may connect to; empty allows any destination.",
      valid_allow_list, ssh_allow_list_invalid},
+    {"ui_base_url", T::string, S::system, 0, 0, "", "",
+     "The web UI's address as people reach it (https://certfleet.example.com): notification messages link to the job, distribution or certificate there; empty sends no links.",
+     valid_ui_base_url},
 }};
 
 bool parse_int(std::string_view s, std::int64_t& out) {
@@ -224,6 +228,38 @@ result<std::string> valid_allow_list(const setting_def& def, std::string_view va
   auto policy = parse_egress_allow_list(value, def.name);
   if (!policy) return std::move(policy).error();
   return std::string(value);
+}
+// An http(s) origin with an optional path prefix: what a link in a message starts with. No
+// user:password@, query or fragment (the link adds its own path and query); stored without a
+// trailing slash.
+result<std::string> valid_ui_base_url(const setting_def& def, std::string_view value) {
+  if (value.empty()) return std::string();
+  auto bad = [&](std::string_view why) {
+    return make_error(errc::invalid_argument,
+                      fmt::format("{} {} (write it like https://certfleet.example.com or http://10.0.0.5:8080/certfleet)",
+                                  def.name, why),
+                      std::string(def.name));
+  };
+  if (value.size() > 512) return bad("is longer than 512 characters");
+  std::string_view rest;
+  if (value.starts_with("https://")) rest = value.substr(8);
+  else if (value.starts_with("http://")) rest = value.substr(7);
+  else return bad("must start with https:// or http://");
+  for (char c : value)
+    if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f)
+      return bad("must be ASCII without spaces (percent-encode the rest)");
+  auto slash = rest.find('/');
+  auto authority = rest.substr(0, slash);
+  if (authority.empty()) return bad("has no host");
+  if (authority.find('@') != std::string_view::npos) return bad("must not carry a user name or password");
+  for (char c : authority)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' || c == '[' || c == ']'))
+      return bad("has a host that is not a name, an address or name:port");
+  if (value.find_first_of("?#") != std::string_view::npos) return bad("must not have a query or fragment");
+  std::string canon(value);
+  while (canon.size() > 1 && canon.back() == '/' && canon.size() > value.size() - rest.size() + authority.size())
+    canon.pop_back();
+  return canon;
 }
 }  // namespace
 

@@ -21,10 +21,15 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <ctime>
+#include <iomanip>
+#include <locale>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "delivery/codec.hpp"
+#include "delivery/tls_client.hpp"
 #include "delivery/ssh/session.hpp"  // resolve_on_pool
 
 namespace certfleet::delivery {
@@ -111,34 +116,6 @@ awaitable<void> watchdog(asio::steady_timer& timer, tcp::socket& sock) {
   sock.close(ignored);
 }
 
-// The verified-peer client context: system CA store, TLS 1.2+. Built once (loading the store is
-// not free) and shared; an SSL_CTX is safe to use from several threads once configured.
-std::shared_ptr<asio::ssl::context> make_context(const std::string& ca_pem, std::string& error) {
-  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
-  SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
-  boost::system::error_code ec;
-  ctx->set_default_verify_paths(ec);  // a host without a CA store still works with ca_pem
-  ctx->set_verify_mode(asio::ssl::verify_peer);
-  if (!ca_pem.empty()) {
-    ctx->add_certificate_authority(asio::buffer(ca_pem), ec);
-    ERR_clear_error();
-    if (ec) {
-      error = "ca_pem does not parse as PEM certificates";
-      return nullptr;
-    }
-  }
-  return ctx;
-}
-
-std::shared_ptr<asio::ssl::context> context_for(const std::string& ca_pem, std::string& error) {
-  if (!ca_pem.empty()) return make_context(ca_pem, error);
-  static const std::shared_ptr<asio::ssl::context> shared = [] {
-    std::string ignored;
-    return make_context({}, ignored);
-  }();
-  return shared;
-}
-
 // Extra headers: only what cannot smuggle a second header or request, and nothing certfleet
 // sets itself.
 std::optional<std::string> check_headers(const std::vector<std::pair<std::string, std::string>>& headers) {
@@ -199,6 +176,10 @@ awaitable<void> exchange(Stream& stream, tcp::socket& sock, asio::steady_timer& 
     co_return;
   }
   rec.r.status = static_cast<int>(parser.get().result_int());
+  if (auto ra = parser.get().find(http::field::retry_after); ra != parser.get().end()) {
+    auto now_s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    if (auto wait = parse_retry_after(ra->value(), now_s)) rec.r.retry_after = *wait;
+  }
   rec.r.body = parser.get().body();
   if (rec.r.body.size() > max_response_body) rec.r.body.resize(max_response_body);
   rec.end();
@@ -217,6 +198,27 @@ void classify_status(recorder& rec, const std::string& where) {
 }
 
 }  // namespace
+
+std::optional<std::chrono::seconds> parse_retry_after(std::string_view v, std::int64_t now_s) {
+  constexpr std::int64_t max_wait = 86'400;
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  if (v.empty() || v.size() > 64) return std::nullopt;
+  if (std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (v.size() > 9) return std::chrono::seconds(max_wait);
+    return std::chrono::seconds(std::min<std::int64_t>(std::stoll(std::string(v)), max_wait));
+  }
+  // IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT" (the obsolete forms are not accepted).
+  std::tm tm{};
+  std::istringstream in{std::string(v)};
+  in.imbue(std::locale::classic());
+  in >> std::get_time(&tm, "%a, %d %b %Y %H:%M:%S GMT");
+  if (in.fail()) return std::nullopt;
+  in.peek();
+  if (!in.eof()) return std::nullopt;
+  std::int64_t at = static_cast<std::int64_t>(timegm(&tm));
+  return std::chrono::seconds(std::clamp<std::int64_t>(at - now_s, 0, max_wait));
+}
 
 bool http_url::host_is_ip() const { return is_ipv4_literal(host) || is_ipv6_literal(host); }
 
@@ -310,7 +312,7 @@ awaitable<webhook_result> post_json(webhook_request req) {
   std::shared_ptr<asio::ssl::context> ctx;
   if (url->tls()) {
     std::string why;
-    ctx = context_for(req.ca_pem, why);
+    ctx = detail::client_tls_context(req.ca_pem, why);
     if (!ctx) co_return rec.fail(error_class::validation, why.empty() ? "TLS client context could not be set up" : why);
   }
   // An empty policy can refuse before any DNS query leaves the host.

@@ -1,6 +1,6 @@
-// The distribution_execute / distribution_rollback handlers and notification.send: they deliver,
-// record one result per target (fenced by the job's attempt), and leave the reporting to the
-// terminal hook (report.cpp), which runs in the transaction that ends the job.
+// The distribution_execute / distribution_rollback handlers: they deliver, record one result per
+// target (fenced by the job's attempt), and leave the reporting to the terminal hook
+// (report.cpp), which runs in the transaction that ends the job. notification.send is notify.cpp's.
 #include "certfleet/distribution/engine.hpp"
 
 #include "certfleet/core/crash.hpp"
@@ -11,6 +11,7 @@
 #include "certfleet/delivery/ssh.hpp"
 #include "certfleet/delivery/webhook.hpp"
 #include "certfleet/distribution/catalog.hpp"
+#include "certfleet/distribution/notify.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/store/settings.hpp"
@@ -512,66 +513,6 @@ asio::awaitable<outcome> run_distribution(job_context& ctx, std::shared_ptr<cons
   co_return outcome::ok();
 }
 
-// notification.send: one signed POST of an event to a channel.
-asio::awaitable<outcome> send_notification(job_context& ctx, std::shared_ptr<const engine_options> opt) {
-  boost::system::error_code ec;
-  auto v = boost::json::parse(ctx.payload(), ec);
-  if (ec || !v.is_object()) co_return outcome::permanent_failure("payload must be a JSON object");
-  const auto& o = v.as_object();
-  auto* channel_id = o.if_contains("channel_id");
-  auto* event_id = o.if_contains("event_id");
-  if (!channel_id || !channel_id->is_string() || !event_id || !event_id->is_string())
-    co_return outcome::permanent_failure("payload needs channel_id and event_id");
-  auto channel = std::make_shared<store::catalog_object>();
-  auto secret_obj = std::make_shared<std::optional<store::catalog_object>>();
-  std::string project = ctx.job().project_id;
-  std::string cid(channel_id->as_string());
-  store::read_fn op3 = [=](store::catalog_read& rd) -> result<void> {
-    auto c = rd.get_object(project, store::kind_channel, cid);
-    if (!c) return std::move(c).error();
-    *channel = std::move(*c);
-    if (!channel->ref_id.empty()) {
-      auto s = rd.get_object(project, store::kind_credential, channel->ref_id);
-      if (s) *secret_obj = std::move(*s);
-    }
-    return {};
-  };
-  auto r = co_await ctx.store().catalog().read(std::move(op3));
-  if (!r) co_return outcome::permanent_failure(fmt::format("channel {}: {}", cid, r.error().message));
-  auto spec = parse_channel_doc(*channel);
-  if (!spec) co_return outcome::permanent_failure(spec.error().message);
-  std::string secret;
-  if (*secret_obj) {
-    if (!opt->key) co_return outcome::permanent_failure("no key-encryption key loaded");
-    auto s = open_credential(*opt->key, **secret_obj);
-    if (!s) co_return outcome::permanent_failure(s.error().message);
-    secret = s->password;
-  }
-  auto settings = co_await store::read_settings(ctx.store());
-  auto egress = delivery::parse_egress_allow_list(settings.text("egress_allow_list"));
-  delivery::webhook_request req;
-  req.url = spec->url;
-  req.body = ctx.payload();
-  req.headers.emplace_back("X-Certfleet-Event-Id", std::string(event_id->as_string()));
-  req.hmac_secret = secret;
-  req.egress = egress ? &*egress : nullptr;
-  req.ca_pem = opt->ca_pem;
-  req.resolve_pool = opt->cpu;
-  auto res = co_await delivery::post_json(std::move(req));
-  if (res.ok()) {
-    auto line5 = fmt::format("event {} delivered to channel {} (HTTP {})", event_id->as_string(),
-                                         channel->name, res.status);
-    co_await ctx.log("info", std::move(line5));
-    co_return outcome::ok();
-  }
-  auto line6 = fmt::format("event {} to channel {}: [{}] {}", event_id->as_string(), channel->name,
-                                        delivery::error_class_name(res.cls), res.error);
-  co_await ctx.log("error", std::move(line6));
-  if (res.cls == delivery::error_class::network || res.cls == delivery::error_class::io_transient)
-    co_return outcome::failure(res.error);
-  co_return outcome::permanent_failure(res.error);
-}
-
 }  // namespace
 
 void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_options> options) {
@@ -585,7 +526,11 @@ void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_
         validate, job_retry_refusal);
   r.add(std::string(n::distribution_rollback), [options](job_context& ctx) { return run_distribution(ctx, options); },
         validate, job_retry_refusal);
-  r.add(std::string(n::notification_send), [options](job_context& ctx) { return send_notification(ctx, options); });
+  auto notify = std::make_shared<notify_options>();
+  notify->key = options->key;
+  notify->cpu = options->cpu;
+  notify->ca_pem = options->ca_pem;
+  register_notification_handler(r, std::move(notify));
   register_expiration_check(r);
 }
 

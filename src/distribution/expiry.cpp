@@ -5,6 +5,7 @@
 #include "certfleet/core/settings.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/engine.hpp"
+#include "certfleet/distribution/events.hpp"
 #include "certfleet/distribution/gauges.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
@@ -14,31 +15,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 
 namespace certfleet::distribution {
 
 namespace asio = boost::asio;
 namespace json = boost::json;
-
-namespace {
-
-// The channels of a project's rules for `event`.
-result<std::set<std::string>> channels_for(store::catalog_read& rd, const std::string& project, std::string_view event) {
-  auto rules = rd.list_objects(project, store::kind_rule, 1, 1000);
-  if (!rules) return std::move(rules).error();
-  std::set<std::string> out;
-  for (const auto& r : rules->items) {
-    boost::system::error_code ec;
-    auto doc = json::parse(r.doc, ec);
-    if (ec || !doc.is_object()) continue;
-    auto* ev = doc.as_object().if_contains("event");
-    if (ev && ev->is_string() && ev->as_string() == event) out.insert(r.ref_id);
-  }
-  return out;
-}
-
-}  // namespace
 
 asio::awaitable<result<expiry_report>> check_expirations(store::store& st, time_ms now) {
   auto settings = co_await store::read_settings(st);
@@ -80,33 +61,19 @@ asio::awaitable<result<expiry_report>> check_expirations(store::store& st, time_
           changed = true;
         }
       if (step.notify_days && !already) {
-        std::string event = *step.notify_days == 0 ? "certificate.expired" : "certificate.expiring";
-        auto channels = channels_for(tx, cert.project_id, event);
-        if (!channels) return std::move(channels).error();
-        for (const auto& channel : *channels) {
-          auto event_id = fmt::format("{}:{}:{}", event, cert.id, *step.notify_days);
-          json::object payload{{"event_id", event_id},
-                               {"event", event},
-                               {"channel_id", channel},
-                               {"data", json::object{{"certificate_id", cert.id},
-                                                     {"name", cert.name},
-                                                     {"subject", d->subject},
-                                                     {"not_after", d->not_after},
-                                                     {"days_threshold", *step.notify_days},
-                                                     {"fingerprint_sha256", d->fingerprint_sha256}}}};
-          store::new_job j;
-          j.project_id = cert.project_id;
-          j.type = std::string(queue::job_names::notification_send);
-          j.lane = std::string(queue::lane_main);
-          j.payload = json::serialize(payload);
-          j.max_attempts = queue::find_job_type(j.type)->max_attempts;
-          j.idempotency_key = expiry_notification_key(cert.id, *step.notify_days, channel);
-          j.certificate_id = cert.id;
-          j.triggered_by = queue::job_names::certificate_expiration_check;
-          auto e = tx.jobs().enqueue(j, now);
-          if (!e) return std::move(e).error();
-          if (e->created) ++*sent;
-        }
+        fired_event e;
+        e.project_id = cert.project_id;
+        e.event = *step.notify_days == 0 ? event_names::certificate_expired : event_names::certificate_expiring;
+        e.event_id = fmt::format("{}:{}:{}", e.event, cert.id, *step.notify_days);
+        e.data = json::object{{"certificate_id", cert.id},         {"name", cert.name},
+                              {"subject", d->subject},             {"not_after", d->not_after},
+                              {"days_threshold", *step.notify_days}, {"fingerprint_sha256", d->fingerprint_sha256}};
+        e.key_base = expiry_notification_base(cert.id, *step.notify_days);
+        e.source.certificate_id = cert.id;
+        e.source.triggered_by = queue::job_names::certificate_expiration_check;
+        auto fired = fire_event(tx, e, now);
+        if (!fired) return std::move(fired).error();
+        *sent += *fired;
       }
       if (changed) return tx.update_object_doc(cert.id, certificate_doc_json(*d));
       return {};

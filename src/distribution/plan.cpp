@@ -114,8 +114,20 @@ std::string run_key_prefix(std::string_view distribution_id, std::int64_t run_no
   return fmt::format("dist:{}:{}:", distribution_id, run_no);
 }
 
+std::string notification_key(std::string_view key_base, std::string_view channel_id) {
+  return fmt::format("notify:{}:{}", key_base, channel_id);
+}
+
+std::string run_notification_base(std::string_view distribution_id, std::int64_t run_no) {
+  return fmt::format("{}:{}", distribution_id, run_no);
+}
+
 std::string run_notification_key(std::string_view distribution_id, std::int64_t run_no, std::string_view channel_id) {
-  return fmt::format("notify:{}:{}:{}", distribution_id, run_no, channel_id);
+  return notification_key(run_notification_base(distribution_id, run_no), channel_id);
+}
+
+std::string expiry_notification_base(std::string_view certificate_id, std::int64_t days) {
+  return fmt::format("cert:{}:{}", certificate_id, days);
 }
 
 std::string renewal_run_trigger(std::string_view distribution_id, std::int64_t version) {
@@ -123,7 +135,11 @@ std::string renewal_run_trigger(std::string_view distribution_id, std::int64_t v
 }
 
 std::string expiry_notification_key(std::string_view certificate_id, std::int64_t days, std::string_view channel_id) {
-  return fmt::format("notify:cert:{}:{}:{}", certificate_id, days, channel_id);
+  return notification_key(expiry_notification_base(certificate_id, days), channel_id);
+}
+
+std::string dead_job_notification_base(std::string_view job_id, std::int64_t fence) {
+  return fmt::format("job:{}:{}", job_id, fence);
 }
 
 std::string expiration_check_key(time_ms now) { return fmt::format("exp_check:{}", now / 3'600'000); }

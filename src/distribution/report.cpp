@@ -4,6 +4,7 @@
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/distribution/engine.hpp"
+#include "certfleet/distribution/events.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
 
@@ -73,42 +74,22 @@ result<void> stop_children(store::catalog_tx& tx, store::distribution_record& d,
   return {};
 }
 
-result<void> enqueue_notifications(store::catalog_tx& tx, const store::distribution_record& d,
-                                   const run_summary& s, time_ms now) {
-  auto rules = tx.list_objects(d.project_id, store::kind_rule, 1, 1000);
-  if (!rules) return std::move(rules).error();
-  std::set<std::string> channels;
-  for (const auto& rule : rules->items) {
-    boost::system::error_code ec;
-    auto doc = boost::json::parse(rule.doc, ec);
-    if (ec || !doc.is_object()) continue;
-    auto* ev = doc.as_object().if_contains("event");
-    if (ev && ev->is_string() && ev->as_string() == "distribution.finished") channels.insert(rule.ref_id);
-  }
-  for (const auto& channel : channels) {
-    boost::json::object summary{{"targets", s.targets},     {"succeeded", s.succeeded}, {"failed", s.failed},
-                                {"skipped", s.skipped},     {"cancelled", s.cancelled + s.pending}};
-    boost::json::object payload{
-        {"event_id", fmt::format("distribution.finished:{}:{}", d.id, d.run_no)},
-        {"event", "distribution.finished"},
-        {"channel_id", channel},
-        {"data", boost::json::object{{"distribution_id", d.id},
-                                     {"name", d.name},
-                                     {"run_no", d.run_no},
-                                     {"status", d.status},
-                                     {"error", d.error},
-                                     {"summary", std::move(summary)}}}};
-    store::new_job j;
-    j.project_id = d.project_id;
-    j.type = std::string(queue::job_names::notification_send);
-    j.lane = std::string(queue::lane_main);
-    j.payload = boost::json::serialize(payload);
-    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
-    j.idempotency_key = run_notification_key(d.id, d.run_no, channel);
-    j.distribution_id = d.id;
-    j.triggered_by = "distribution";
-    if (auto r = tx.jobs().enqueue(j, now); !r) return std::move(r).error();
-  }
+// The run's distribution.finished, in the transaction that completes it.
+result<void> notify_finished(store::catalog_tx& tx, const store::distribution_record& d, const run_summary& s,
+                             time_ms now) {
+  boost::json::object summary{{"targets", s.targets},     {"succeeded", s.succeeded}, {"failed", s.failed},
+                              {"skipped", s.skipped},     {"cancelled", s.cancelled + s.pending}};
+  fired_event e;
+  e.project_id = d.project_id;
+  e.event = event_names::distribution_finished;
+  e.event_id = fmt::format("{}:{}:{}", event_names::distribution_finished, d.id, d.run_no);
+  e.data = boost::json::object{{"distribution_id", d.id}, {"name", d.name},   {"run_no", d.run_no},
+                               {"status", d.status},      {"error", d.error}, {"summary", std::move(summary)}};
+  e.key_base = run_notification_base(d.id, d.run_no);
+  e.source.distribution_id = d.id;
+  e.source.triggered_by = "distribution";
+  auto fired = fire_event(tx, e, now);
+  if (!fired) return std::move(fired).error();
   return {};
 }
 
@@ -146,7 +127,7 @@ result<bool> try_complete(store::catalog_tx& tx, store::distribution_record& d, 
   crash_point("distribution_before_final");
   if (auto r = tx.update_distribution(d); !r) return std::move(r).error();
   if (d.mode != "rollback")
-    if (auto r = enqueue_notifications(tx, d, summary, now); !r) return std::move(r).error();
+    if (auto r = notify_finished(tx, d, summary, now); !r) return std::move(r).error();
   return true;
 }
 
@@ -263,18 +244,56 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
   return {};
 }
 
+namespace {
+
+// job.dead, in the transaction that made the job dead. Not for notification.send (a message
+// about a message that could not be sent would fail the same way, and could loop) nor for
+// distribution jobs (their run's distribution.finished tells). A project without a job.dead
+// rule pays one indexed read of its rules.
+result<void> fire_job_dead(store::catalog_tx& tx, const store::job_record& job, time_ms now) {
+  if (job.type == queue::job_names::notification_send || queue::driven_by_distribution(job.type)) return {};
+  boost::json::object data{{"job_id", job.id},
+                           {"type", job.type},
+                           {"error", job.error.substr(0, 2000)},
+                           {"attempts", job.attempts},
+                           {"max_attempts", job.max_attempts}};
+  if (!job.certificate_id.empty()) data["certificate_id"] = job.certificate_id;
+  if (!job.distribution_id.empty()) data["distribution_id"] = job.distribution_id;
+  fired_event e;
+  e.project_id = job.project_id;
+  e.event = event_names::job_dead;
+  // The fence tells apart two deaths of one job (dead, retried by hand, dead again).
+  e.event_id = fmt::format("{}:{}:{}", event_names::job_dead, job.id, job.fence);
+  e.data = std::move(data);
+  e.key_base = dead_job_notification_base(job.id, job.fence);
+  e.source.certificate_id = job.certificate_id;
+  e.source.parent_job_id = job.id;
+  e.source.triggered_by = "job_dead";
+  auto fired = fire_event(tx, e, now);
+  if (!fired) return std::move(fired).error();
+  return {};
+}
+
+}  // namespace
+
 store::terminal_hook make_terminal_hook() {
-  auto report = [](store::job_tx& tx, const store::job_record& job) {
-    if (!queue::driven_by_distribution(job.type)) return;
-    auto r = report_child(tx.catalog(), job, job.completed_at ? job.completed_at : system_clock().now_ms());
+  auto hook = [](store::job_tx& tx, const store::job_record& job) {
+    const time_ms now = job.completed_at ? job.completed_at : system_clock().now_ms();
     // An error here is a store failure inside the transaction: fail it, so the job's transition
     // is retried (by its worker or the reaper) rather than committed without its report.
-    if (!r) throw std::runtime_error("distribution report failed: " + r.error().message);
+    if (queue::driven_by_distribution(job.type)) {
+      if (auto r = report_child(tx.catalog(), job, now); !r)
+        throw std::runtime_error("distribution report failed: " + r.error().message);
+      return;
+    }
+    if (job.status == store::job_status::dead)
+      if (auto r = fire_job_dead(tx.catalog(), job, now); !r)
+        throw std::runtime_error("job.dead notification failed: " + r.error().message);
   };
   std::vector<std::string> types;
   for (const auto& t : queue::all_job_types())
     if (t.driven_by_distribution) types.emplace_back(t.name);
-  return {report, std::move(types)};
+  return {hook, std::move(types), /*every_dead=*/true};
 }
 
 }  // namespace certfleet::distribution

@@ -9,6 +9,7 @@
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/certificates.hpp"
 #include "certfleet/distribution/engine.hpp"
+#include "certfleet/distribution/notify.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/distribution/runs.hpp"
 #include "certfleet/queue/job_types.hpp"
@@ -90,8 +91,18 @@ result<void> check_ref(store::catalog_read& rd, const std::string& project, std:
 }  // namespace
 
 service::service(store::store& st, queue::queue_service& queue, const clock_source& clock, const kek* key,
-                 boost::asio::thread_pool* cpu)
-    : st_(st), queue_(queue), clock_(clock), key_(key), cpu_(cpu) {}
+                 boost::asio::thread_pool* cpu, std::string ca_pem)
+    : st_(st), queue_(queue), clock_(clock), key_(key), cpu_(cpu), ca_pem_(std::move(ca_pem)) {}
+
+op<json::value> service::test_channel(std::string project_id, std::string channel_id) {
+  notify_options opt;
+  opt.key = key_;
+  opt.cpu = cpu_;
+  opt.ca_pem = ca_pem_;
+  auto r = co_await send_test_message(st_, project_id, channel_id, std::move(opt), clock_.now_ms());
+  if (!r) co_return std::move(r).error();
+  co_return json::value(send_report_view(*r, channel_id));
+}
 
 op<json::value> service::create(std::string_view kind_view, std::string project_id, std::string body, requester who) {
   std::string kind(kind_view);
@@ -104,6 +115,7 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
   std::vector<std::pair<std::string, std::string>> refs;  // (kind, id) -> field checked inside the transaction
   std::vector<std::string> ref_fields;
   std::string want_credential_kind;  // ssh targets: the kind ssh.auth needs
+  bool templated_rule = false;       // a rule with a template: its channel must render one
   if (kind == store::kind_certificate) {
     if (!key_) co_return no_key();
     auto c = parse_certificate_request(body, now);
@@ -157,27 +169,40 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
   } else if (kind == store::kind_channel) {
     auto c = parse_channel_request(body);
     if (!c) co_return std::move(c).error();
-    obj->id = id;
-    obj->name = c->first;
-    obj->doc = channel_doc_json(c->second);
-    obj->ref_id = c->second.secret_credential_id;
-    refs.emplace_back(std::string(store::kind_credential), c->second.secret_credential_id);
+    if (!c->secret.empty() && !key_) co_return no_key();
+    auto o = make_channel_object(*c, key_, id, project_id, now);
+    if (!o) co_return std::move(o).error();
+    *obj = std::move(*o);
+    refs.emplace_back(std::string(store::kind_credential), c->spec.secret_credential_id);
     ref_fields.push_back("secret_credential_id");
   } else if (kind == store::kind_rule) {
     auto r = parse_rule_request(body);
     if (!r) co_return std::move(r).error();
     obj->id = id;
-    obj->name = fmt::format("{}->{}", r->event, r->channel_id);  // one rule per event and channel
-    obj->doc = json::serialize(json::object{{"event", r->event}, {"channel_id", r->channel_id}});
+    obj->name = rule_object_name(r->event, r->channel_id);  // one rule per event and channel
+    obj->doc = rule_doc_json(*r);
     obj->ref_id = r->channel_id;
     refs.emplace_back(std::string(store::kind_channel), r->channel_id);
     ref_fields.push_back("channel_id");
+    templated_rule = !r->template_override.is_null();
   } else {
     co_return make_error(errc::not_found, fmt::format("no object kind {}", kind), "kind");
   }
-  store::tx_fn op1 = [obj, refs, ref_fields, project_id, want_credential_kind](store::catalog_tx& tx) -> result<void> {
+  store::tx_fn op1 = [obj, refs, ref_fields, project_id, want_credential_kind,
+                      templated_rule](store::catalog_tx& tx) -> result<void> {
     for (std::size_t i = 0; i < refs.size(); ++i)
       if (auto r = check_ref(tx, project_id, refs[i].first, refs[i].second, ref_fields[i]); !r) return r;
+    if (templated_rule) {
+      auto ch = tx.get_object(project_id, store::kind_channel, obj->ref_id);
+      if (!ch) return std::move(ch).error();
+      auto spec = parse_channel_doc(*ch);
+      if (spec && spec->kind == channel_kind::webhook)
+        return make_error(errc::invalid_argument,
+                          fmt::format("channel {} is a webhook channel: it receives the event as JSON, so a template "
+                                      "has nothing to shape (templates are for email, slack and teams channels)",
+                                      obj->ref_id),
+                          "template");
+    }
     if (!want_credential_kind.empty()) {
       auto cred = tx.get_object(project_id, store::kind_credential, obj->ref_id);
       if (!cred) return std::move(cred).error();

@@ -16,13 +16,14 @@ std::optional<std::string_view> trigger_in_words(std::string_view t) noexcept {
   struct row {
     std::string_view prefix, words;
   };
-  static constexpr std::array<row, 7> rows{{{"scheduler:", "scheduler"},
+  static constexpr std::array<row, 8> rows{{{"scheduler:", "scheduler"},
                                            {"cli", "command line"},
                                            {"certificate_expiration_check", "expiry sweep"},
                                            {"renewal_sweep", "renewal sweep"},
                                            {"retry_wave", "retry wave"},
                                            {"distribution_sweep", "distribution sweep"},
-                                           {"distribution", "fan-out"}}};
+                                           {"distribution", "fan-out"},
+                                           {"job_dead", "dead job"}}};
   if (t.empty() || t.substr(0, 6) == "token:") return std::nullopt;
   for (const auto& r : rows)
     if (r.prefix.back() == ':' ? t.substr(0, r.prefix.size()) == r.prefix : t == r.prefix) return r.words;

@@ -196,7 +196,7 @@ struct worker::impl : std::enable_shared_from_this<impl> {
         case outcome::kind::failed:
           req.kind = store::finish_kind::failed;
           req.error = out->error;
-          req.retry_at = clock.now_ms() + backoff_ms(job.attempts);
+          req.retry_at = clock.now_ms() + std::max<time_ms>(backoff_ms(job.attempts), out->not_before.count());
           break;
         case outcome::kind::failed_permanently:
           req.kind = store::finish_kind::dead;

@@ -218,6 +218,13 @@ TEST_F(api_authz, every_route_every_role) {
        {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::channel_delete, "DELETE", [&](api_authz& t) { return p + "/notification-channels/" + t.put_object(store::kind_channel); }, "",
        {401, 403, 403, 200, 200, 404, 200}},
+      // The test message is refused by the (empty) egress allow-list: a 200 answer saying so.
+      {api::route_id::channel_test, "POST",
+       [&](api_authz& t) {
+         return p + "/notification-channels/" +
+                t.put_object(store::kind_channel, R"({"kind":"webhook","url":"https://127.0.0.1:9/"})") + "/test";
+       },
+       "", {401, 403, 403, 200, 200, 404, 200}},
       {api::route_id::rules_list, "GET", [&](auto&) { return p + "/notification-rules"; }, "", {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::rule_create, "POST", [&](auto&) { return p + "/notification-rules"; }, rule_body,
        {401, 403, 403, 201, 409, 404, 409}},

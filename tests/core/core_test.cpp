@@ -100,6 +100,21 @@ TEST(settings, file_target_base_dirs_canonical_form_is_stable) {
   EXPECT_FALSE(validate_setting(*def, "/ /"));  // the root directory, however it is spelled
 }
 
+TEST(settings, ui_base_url_is_an_http_origin_with_an_optional_path) {
+  const auto& def = *find_setting("ui_base_url");
+  EXPECT_EQ(*validate_setting(def, ""), "");
+  EXPECT_EQ(*validate_setting(def, "https://certfleet.example.com/"), "https://certfleet.example.com");
+  EXPECT_EQ(*validate_setting(def, "http://10.0.0.5:8080/certfleet/"), "http://10.0.0.5:8080/certfleet");
+  EXPECT_EQ(*validate_setting(def, "https://[2001:db8::1]:8443"), "https://[2001:db8::1]:8443");
+  for (auto bad : {"certfleet.example.com", "ftp://x.example", "https://", "https://user:pw@x.example",
+                   "https://x.example/?a=b", "https://x.example/#top", "https://x example", "https://x.example/Ã©",
+                   "https://x_y.example"}) {
+    auto r = validate_setting(def, bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().field, "ui_base_url");
+  }
+}
+
 TEST(settings, config_file_env_and_flags_in_that_order) {
   testbed::temp_dir dir;
   auto file = dir.file("c.toml");

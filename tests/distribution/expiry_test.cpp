@@ -121,7 +121,7 @@ TEST(expiration_check, expired_certificates_are_marked_and_notified_once) {
     rule.id = new_object_id();
     rule.project_id = project;
     rule.kind = std::string(store::kind_rule);
-    rule.name = "expired";
+    rule.name = distribution::rule_object_name("certificate.expired", channel->id);  // as the API names it
     rule.ref_id = channel->id;
     rule.doc = R"({"event":"certificate.expired","channel_id":")" + channel->id + "\"}";
     if (auto r = tx.insert_object(rule); !r) return std::move(r).error();

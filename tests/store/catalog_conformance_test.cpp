@@ -257,6 +257,30 @@ TEST_P(catalog_conformance, objects_by_ids_returns_the_existing_ones_of_that_pro
   EXPECT_TRUE(empty.empty());
 }
 
+TEST_P(catalog_conformance, objects_named_finds_the_names_with_a_prefix_in_that_project_and_kind) {
+  insert(object(std::string(kind_rule), "job.dead->c2"));
+  insert(object(std::string(kind_rule), "job.dead->c1"));
+  insert(object(std::string(kind_rule), "job.dead"));        // shorter than the prefix
+  insert(object(std::string(kind_rule), "job.dead-?x"));     // just past the range
+  insert(object(std::string(kind_rule), "job.deadline->c1"));
+  insert(object(std::string(kind_rule), "distribution.finished->c1"));
+  insert(object(std::string(kind_channel), "job.dead->c3"));  // another kind
+  insert(object(std::string(kind_rule), "job.dead->c4", other_project));
+  auto names = [&](std::string prefix, int limit = 100) {
+    auto got = read_value<std::vector<catalog_object>>(
+        [&](catalog_read& rd) { return rd.objects_named(project, kind_rule, prefix, limit); });
+    std::vector<std::string> out;
+    for (const auto& o : got) out.push_back(o.name);
+    return out;
+  };
+  EXPECT_EQ(names("job.dead->"), (std::vector<std::string>{"job.dead->c1", "job.dead->c2"}));
+  EXPECT_EQ(names("job.dead->", 1), (std::vector<std::string>{"job.dead->c1"}));
+  EXPECT_EQ(names("job.dead"), (std::vector<std::string>{"job.dead", "job.dead->c1", "job.dead->c2", "job.dead-?x",
+                                                          "job.deadline->c1"}));  // byte order: '>' before '?'
+  EXPECT_TRUE(names("certificate.expiring->").empty());
+  EXPECT_EQ(names("").size(), 6u);  // every rule of the project
+}
+
 TEST_P(catalog_conformance, objects_referencing_finds_the_users_of_an_object) {
   auto cred = insert(object(std::string(kind_credential), "key"));
   auto spare = insert(object(std::string(kind_credential), "spare"));

@@ -385,6 +385,35 @@ TEST_P(store_conformance, a_hook_for_some_types_sees_only_those) {
   EXPECT_EQ(get(other.id).status, job_status::completed);
 }
 
+TEST_P(store_conformance, a_hook_for_every_dead_job_sees_dead_jobs_of_any_type_and_nothing_else) {
+  std::vector<std::string> hooked;
+  st->jobs().set_terminal_hook(
+      {[&](job_tx&, const job_record& j) { hooked.push_back(j.type + ":" + std::string(to_string(j.status))); },
+       {"child"},
+       true});
+  auto completed = enqueue(job("noop"));
+  auto dies = enqueue(job("noop"));
+  auto child = enqueue(job("child"));
+  auto c = claim("w", t0);
+  ASSERT_EQ(c.size(), 3u);
+  for (const auto& j : c)
+    ASSERT_TRUE(finish(j, "w", j.id == dies.id ? finish_kind::dead : finish_kind::completed, t0 + 1));
+  // The child (a type it names) whatever its end, the dead noop, never the completed noop.
+  std::sort(hooked.begin(), hooked.end());
+  EXPECT_EQ(hooked, (std::vector<std::string>{"child:completed", "noop:dead"}));
+  // A lease lost with no attempts left is dead too, through the reaper.
+  hooked.clear();
+  auto lost = job("noop");
+  lost.max_attempts = 1;
+  auto l = enqueue(lost, t0 + 10);
+  ASSERT_EQ(claim("w", t0 + 10).size(), 1u);
+  EXPECT_EQ(*run_sync(st->jobs().reap_expired(t0 + 10 + 10 * lease, 100)), 1);
+  EXPECT_EQ(hooked, (std::vector<std::string>{"noop:dead"}));
+  EXPECT_EQ(get(l.id).status, job_status::dead);
+  (void)completed;
+  (void)child;
+}
+
 TEST_P(store_conformance, a_failing_hook_rolls_back_the_transition) {
   st->jobs().set_terminal_hook({[](job_tx&, const job_record&) { throw std::runtime_error("hook bug"); }, {}});
   auto a = enqueue(job());

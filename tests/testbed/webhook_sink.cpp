@@ -114,6 +114,7 @@ struct webhook_sink::impl {
   struct action {
     bool hang = false;
     int status = 200;
+    std::string retry_after;
   };
 
   asio::io_context ioc;
@@ -127,14 +128,20 @@ struct webhook_sink::impl {
   std::vector<received_request> seen;
   std::deque<action> script;
   int default_status = 200;
+  std::string default_body = "{}";
   std::thread thread;
 
   action next_action() {
     std::lock_guard lk(m);
-    if (script.empty()) return {false, default_status};
+    if (script.empty()) return {false, default_status, {}};
     auto a = script.front();
     script.pop_front();
     return a;
+  }
+
+  std::string body_for_success() {
+    std::lock_guard lk(m);
+    return default_body;
   }
 
   void record(received_request r) {
@@ -178,10 +185,11 @@ struct webhook_sink::impl {
       res.version(version);
       res.result(static_cast<unsigned>(a.status));
       res.set(http::field::content_type, "application/json");
-      if (a.status == 429) res.set(http::field::retry_after, "1");
+      if (!a.retry_after.empty()) res.set(http::field::retry_after, a.retry_after);
+      else if (a.status == 429) res.set(http::field::retry_after, "1");
       // 204/304 (and 1xx) carry no body: Beast refuses to serialize one.
       bool bodyless = a.status < 200 || a.status == 204 || a.status == 304;
-      if (!bodyless) res.body() = a.status < 300 ? "{}" : "{\"error\":\"scripted by webhook_sink\"}";
+      if (!bodyless) res.body() = a.status < 300 ? body_for_success() : "{\"error\":\"scripted by webhook_sink\"}";
       res.keep_alive(keep_alive);
       res.prepare_payload();
       auto [wec, wn] = co_await http::async_write(stream, res, tuple_awaitable);
@@ -252,14 +260,19 @@ void webhook_sink::set_default_status(int status) {
   p_->default_status = status;
 }
 
-void webhook_sink::respond_with(int status, int count) {
+void webhook_sink::respond_with(int status, int count, std::string retry_after) {
   std::lock_guard lk(p_->m);
-  for (int i = 0; i < count; ++i) p_->script.push_back({false, status});
+  for (int i = 0; i < count; ++i) p_->script.push_back({false, status, retry_after});
+}
+
+void webhook_sink::set_default_body(std::string body) {
+  std::lock_guard lk(p_->m);
+  p_->default_body = std::move(body);
 }
 
 void webhook_sink::hang_next(int count) {
   std::lock_guard lk(p_->m);
-  for (int i = 0; i < count; ++i) p_->script.push_back({true, 0});
+  for (int i = 0; i < count; ++i) p_->script.push_back({true, 0, {}});
 }
 
 std::vector<received_request> webhook_sink::requests() const {

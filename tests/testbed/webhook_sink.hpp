@@ -43,8 +43,11 @@ class webhook_sink {
 
   // The answer to requests with no scripted behaviour left (default 200, body "{}").
   void set_default_status(int status);
-  // The next `count` requests are answered with `status` (then the default again).
-  void respond_with(int status, int count = 1);
+  // The next `count` requests are answered with `status` (then the default again); a 429 says
+  // `Retry-After: <retry_after>` ("1" when empty), another status only when retry_after is given.
+  void respond_with(int status, int count = 1, std::string retry_after = {});
+  // The body of answers with no scripted behaviour left (default "{}" for 2xx).
+  void set_default_body(std::string body);
   // The next `count` requests are read and recorded, then never answered; the connection stays
   // open until the sink is destroyed. Scripted hangs and statuses are used in the order given.
   void hang_next(int count = 1);

@@ -5,8 +5,9 @@ import { readFile, stat } from 'node:fs/promises';
 import { launch } from '../testbed/chromium.mjs';
 
 const pages = ['login', 'jobs', 'jobs-failed', 'job-active', 'job-detail', 'job-failed', 'distributions',
-  'distribution-detail', 'certificates', 'certificate-detail', 'certificate-distribution', 'settings', 'not-found'];
-const dark = new Set(['login', 'jobs', 'job-active', 'distribution-detail', 'settings']);
+  'distribution-detail', 'certificates', 'certificate-detail', 'certificate-distribution', 'notifications', 'settings',
+  'not-found'];
+const dark = new Set(['login', 'jobs', 'job-active', 'distribution-detail', 'notifications', 'settings']);
 /** @type {Record<string, number>} */
 const scales = { jobs: 0.64 };
 const defaultScale = 0.72;

@@ -31,13 +31,24 @@ before(async () => {
   await cf.waitJob(logged.id, (j) => j.status === 'completed');
   await cf.waitJob(failed.id, (j) => j.status === 'failed');
   await cf.waitJob(active.id, (j) => j.status === 'active');
+  // Notification channels of each kind and rules, one with a template.
+  const channel = async (/** @type {any} */ body) => (await cf.api('POST', '/api/v1/projects/default/notification-channels', body)).body.id;
+  const hook = await channel({ name: 'ops-hook', kind: 'webhook', url: 'https://hooks.example.com/certfleet' });
+  const mail = await channel({ name: 'ops-mail', kind: 'email', email: { host: 'smtp.example.com', username: 'certfleet', password: 'pw', from: 'certfleet@example.com', to: ['ops@example.com'] } });
+  const slack = await channel({ name: 'ops-slack', kind: 'slack', slack: { webhook_url: 'https://hooks.slack.com/services/T0/B0/x' } });
+  await channel({ name: 'ops-teams', kind: 'teams', teams: { webhook_url: 'https://prod-00.westeurope.logic.azure.com/workflows/x' } });
+  for (const [event, channel_id, template] of /** @type {const} */ ([['distribution.finished', hook, undefined],
+    // Not job.dead: this file's failing noop must not start notification jobs of its own.
+    ['certificate.renewal_failed', mail, { subject: '[certfleet] renewal of {{name}} failed in {{project}}' }],
+    ['certificate.expiring', slack, undefined]]))
+    await cf.api('POST', '/api/v1/projects/default/notification-rules', { event, channel_id, ...(template ? { template } : {}) });
   Object.assign(paths, {
     jobs: '/jobs', 'jobs-failed': '/jobs?status=failed', 'job-detail': `/jobs/${logged.id}`,
     'job-failed': `/jobs/${failed.id}`, 'job-active': `/jobs/${active.id}`,
     distributions: '/distributions', 'distribution-detail': `/distributions/${fan.distribution.id}`,
     certificates: '/certificates', 'certificate-detail': `/certificates/${cat.certificate.id}`,
     'certificate-distribution': `/certificates/${cat.certificate.id}?tab=distribution`,
-    settings: '/settings', 'not-found': '/no/such/page',
+    notifications: '/notifications', settings: '/settings', 'not-found': '/no/such/page',
   });
 });
 after(async () => {

@@ -56,7 +56,9 @@ struct server_options {
   std::chrono::milliseconds shutdown_grace{5'000};
   // Seals and opens catalog secrets; null: those routes answer 503 (must outlive the server).
   const kek* key = nullptr;
-  boost::asio::thread_pool* cpu = nullptr;  // name resolution of scan-host-key
+  boost::asio::thread_pool* cpu = nullptr;  // name resolution of scan-host-key and channel tests
+  // Extra trust anchors (PEM) for a channel test's TLS peers (CERTFLEET_EXTRA_CA_FILE).
+  std::string ca_pem;
 };
 
 class server {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -72,10 +73,16 @@ struct webhook_result {
   std::string phase;  // where it failed: check, resolve, egress, connect, tls, write, read, status
   std::string body;   // the response body, at most 64 KiB; it may echo what was sent, so
                       // callers that sent secrets must not log it
+  // The answer's Retry-After (429, 503), as a wait from when it arrived; 0 when absent.
+  std::chrono::seconds retry_after{0};
   std::vector<phase_timing> timings;
 
   bool ok() const { return cls == error_class::none; }
 };
+
+// A Retry-After header value (RFC 9110: delta-seconds or an HTTP-date) as a wait from `now_s`
+// (unix seconds), at most one day; nullopt when it is neither form. A date in the past is 0.
+std::optional<std::chrono::seconds> parse_retry_after(std::string_view value, std::int64_t now_s);
 
 // One POST. Never throws for expected failures; the result says what happened.
 boost::asio::awaitable<webhook_result> post_json(webhook_request req);

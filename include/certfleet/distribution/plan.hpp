@@ -44,14 +44,21 @@ result<job_plan> parse_payload(std::string_view payload);
 std::string job_key(const job_plan& p, std::string_view parent_job_id = {});
 // "dist:<id>:<run>:", the start of every job key of that run and of no other run's.
 std::string run_key_prefix(std::string_view distribution_id, std::int64_t run_no);
-// A finished run's notification to one channel: notify:<distribution>:<run>:<channel>.
+// An event's notification to one channel: notify:<key base>:<channel> (fire_event's jobs). The
+// key base names the event's occurrence; the ones below are this module's.
+std::string notification_key(std::string_view key_base, std::string_view channel_id);
+// A finished run: <distribution>:<run>, so notify:<distribution>:<run>:<channel>.
+std::string run_notification_base(std::string_view distribution_id, std::int64_t run_no);
 std::string run_notification_key(std::string_view distribution_id, std::int64_t run_no, std::string_view channel_id);
-// A certificate's expiry notification for one threshold in days (0: expired) to one channel:
+// A certificate's expiry for one threshold in days (0: expired): cert:<certificate>:<days>, so
 // notify:cert:<certificate>:<days>:<channel>.
+std::string expiry_notification_base(std::string_view certificate_id, std::int64_t days);
 std::string expiry_notification_key(std::string_view certificate_id, std::int64_t days, std::string_view channel_id);
 // What opened a distribution's run for a new version of its certificate (its run_trigger):
 // dist-renew:<distribution>:<version>. One per distribution and version.
 std::string renewal_run_trigger(std::string_view distribution_id, std::int64_t version);
+// A job's death (job.dead) at one fence: job:<job>:<fence>, so notify:job:<job>:<fence>:<channel>.
+std::string dead_job_notification_base(std::string_view job_id, std::int64_t fence);
 // The scheduler's certificate_expiration_check: exp_check:<hours since the epoch>, one per hour
 // whatever the cycle, so a restart within the hour finds the hour's key taken.
 std::string expiration_check_key(time_ms now);

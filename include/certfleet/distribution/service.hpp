@@ -30,7 +30,7 @@ class service {
  public:
   // `key` may be null: then every route that seals or opens a secret answers 503.
   service(store::store& st, queue::queue_service& queue, const clock_source& clock, const kek* key,
-          boost::asio::thread_pool* cpu = nullptr);
+          boost::asio::thread_pool* cpu = nullptr, std::string ca_pem = {});
 
   // Objects by kind (store::kind_certificate, kind_credential, kind_target, kind_channel, kind_rule).
   // A `file` target writes and runs commands on the worker host: only a system admin may create
@@ -63,6 +63,9 @@ class service {
   op<boost::json::value> results(std::string project_id, std::string id, std::int64_t run_no, int page, int page_size);
   // The host keys a target's server offers: shown for an operator to compare and pin.
   op<boost::json::value> scan_host_key(std::string project_id, std::string target_id);
+  // Sends a test message to a notification channel now and says what happened (notify.hpp's
+  // send_report_view); a failed delivery is an answer, not an error.
+  op<boost::json::value> test_channel(std::string project_id, std::string channel_id);
 
  private:
   op<boost::json::value> open_run(std::string project_id, std::string id, std::string actor, run_kind kind,
@@ -72,6 +75,7 @@ class service {
   const clock_source& clock_;
   const kek* key_;
   boost::asio::thread_pool* cpu_;
+  std::string ca_pem_;
 };
 
 // The distribution's API view: definition, current run, fan-out counters and target summary.

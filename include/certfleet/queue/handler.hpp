@@ -25,11 +25,16 @@ struct outcome {
   enum class kind { ok, partial, failed, failed_permanently };
   kind k = kind::ok;
   std::string error;
+  // failed: the next attempt waits at least this long (a peer's Retry-After), even when the
+  // backoff alone would be shorter.
+  std::chrono::milliseconds not_before{0};
 
   static outcome ok() { return {kind::ok, {}}; }
   static outcome partial(std::string why = {}) { return {kind::partial, std::move(why)}; }
   // Retried with backoff while attempts remain.
-  static outcome failure(std::string why) { return {kind::failed, std::move(why)}; }
+  static outcome failure(std::string why, std::chrono::milliseconds not_before = {}) {
+    return {kind::failed, std::move(why), not_before};
+  }
   // Dead at once: retrying cannot help.
   static outcome permanent_failure(std::string why) { return {kind::failed_permanently, std::move(why)}; }
 };

@@ -124,6 +124,11 @@ class catalog_read {
   // Objects of a kind whose ref_id is `ref` (targets using a credential, rules of a channel).
   virtual result<std::vector<catalog_object>> objects_referencing(std::string_view project_id, std::string_view kind,
                                                                   std::string_view ref) = 0;
+  // Objects of a kind whose name starts with `name_prefix`, in name order, at most `limit`: a
+  // range scan of the (project, kind, name) index (the rules of one event, named
+  // "<event>-><channel>", without reading the others).
+  virtual result<std::vector<catalog_object>> objects_named(std::string_view project_id, std::string_view kind,
+                                                            std::string_view name_prefix, int limit) = 0;
   // Every certificate (all projects) with not_after before `before`, oldest first.
   virtual result<std::vector<catalog_object>> certificates_expiring(time_ms before, int limit) = 0;
   virtual result<std::int64_t> count_sealed() = 0;

@@ -38,9 +38,14 @@ struct terminal_hook {
   // The job types it acts on (empty: every type). A job of another type skips the hook and the
   // read of its whole document: a worker finishing thousands of no-op jobs a second pays nothing.
   std::vector<std::string> types;
+  // Also every job of any type that ends dead (job.dead notifications): dead jobs are few, and
+  // completed or cancelled jobs of other types still skip the hook.
+  bool every_dead = false;
 
-  bool wants(std::string_view type) const {
-    return fn && (types.empty() || std::find(types.begin(), types.end(), type) != types.end());
+  bool wants(std::string_view type, job_status status) const {
+    if (!fn) return false;
+    if (every_dead && status == job_status::dead) return true;
+    return types.empty() || std::find(types.begin(), types.end(), type) != types.end();
   }
 };
 

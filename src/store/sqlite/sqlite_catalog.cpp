@@ -7,6 +7,10 @@
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
+#include <map>
+
 namespace certfleet::store::sqlite {
 
 namespace {
@@ -120,6 +124,33 @@ std::pair<std::string, std::string> prefix_range(std::string_view prefix) {
 }
 
 
+constexpr std::string_view known_kinds[] = {kind_certificate, kind_credential, kind_target, kind_channel, kind_rule};
+
+bool is_known_kind(std::string_view kind) {
+  return std::find(std::begin(known_kinds), std::end(known_kinds), kind) != std::end(known_kinds);
+}
+
+// objects_named's statement, with a known kind written into it rather than bound: with `kind = ?`
+// SQLite prepares the statement again on every run (the partial index objects_not_after is on
+// kind = 'certificate', so the planner must look at each bound value), 15 µs instead of 1 — and
+// a dead job's terminal hook runs this for every dead job. Texts live as long as the process, so
+// the connection's statement cache (keyed by the text's address) keeps one per kind.
+const char* named_sql(std::string_view kind, bool bounded) {
+  static const std::map<std::string, std::array<std::string, 2>, std::less<>> by_kind = [] {
+    std::map<std::string, std::array<std::string, 2>, std::less<>> m;
+    for (auto k : known_kinds) {
+      auto head = fmt::format("SELECT " OBJECT_COLS " FROM objects WHERE project_id = ?1 AND kind = '{}' AND name >= ?3 ", k);
+      m[std::string(k)] = {head + "ORDER BY name LIMIT ?5", head + "AND name < ?4 ORDER BY name LIMIT ?5"};
+    }
+    return m;
+  }();
+  if (auto it = by_kind.find(kind); it != by_kind.end()) return it->second[bounded ? 1 : 0].c_str();
+  return bounded ? "SELECT " OBJECT_COLS " FROM objects WHERE project_id = ?1 AND kind = ?2 AND name >= ?3 "
+                   "AND name < ?4 ORDER BY name LIMIT ?5"
+                 : "SELECT " OBJECT_COLS " FROM objects WHERE project_id = ?1 AND kind = ?2 AND name >= ?3 "
+                   "ORDER BY name LIMIT ?5";
+}
+
 error object_not_found(std::string_view kind, std::string_view id) {
   return make_error(errc::not_found, fmt::format("{} {} not found", kind, id), "id");
 }
@@ -169,6 +200,20 @@ class reads : public Base {
     auto s = d_.prepare("SELECT " OBJECT_COLS " FROM objects WHERE project_id = ?1 AND kind = ?2 AND ref_id = ?3 "
                         "ORDER BY id");
     s->bind(1, project_id).bind(2, kind).bind(3, ref);
+    while (s->step()) out.push_back(read_object(*s));
+    return out;
+  }
+
+  result<std::vector<catalog_object>> objects_named(std::string_view project_id, std::string_view kind,
+                                                    std::string_view name_prefix, int limit) override {
+    std::vector<catalog_object> out;
+    // A range of the unique (project_id, kind, name) index.
+    auto [lower, upper] = prefix_range(name_prefix);
+    const char* sql = named_sql(kind, !upper.empty());
+    auto s = d_.prepare(sql);
+    s->bind(1, project_id).bind(3, lower).bind(5, limit);
+    if (!upper.empty()) s->bind(4, upper);
+    if (!is_known_kind(kind)) s->bind(2, kind);
     while (s->step()) out.push_back(read_object(*s));
     return out;
   }

@@ -202,7 +202,7 @@ class sqlite_store final : public store, public job_store, public project_store 
 
   // Runs the terminal hook for a job that just became terminal, in the current transaction.
   void terminal(db& d, const job_record& j) {
-    if (!hook_.wants(j.type)) return;
+    if (!hook_.wants(j.type, j.status)) return;
     tx_impl tx(d);
     hook_.fn(tx, j);
   }
@@ -389,7 +389,7 @@ class sqlite_store final : public store, public job_store, public project_store 
         break;
       }
     }
-    if (is_terminal(j.status) && hook_.wants(j.type)) {
+    if (is_terminal(j.status) && hook_.wants(j.type, j.status)) {
       auto full = d.prepare("SELECT " JOB_COLS " FROM jobs WHERE rid = ?1");
       full->bind(1, rid);
       if (!full->step()) throw db_error(0, "finished job vanished inside the write transaction");

@@ -1,0 +1,16 @@
+#pragma once
+// The verified-peer TLS client context the delivery modules share (webhook POSTs, SMTP STARTTLS):
+// the system CA store plus optional extra trust anchors, TLS 1.2 or newer, peer always verified.
+// Private to src/delivery (OpenSSL stays in src/).
+#include <boost/asio/ssl/context.hpp>
+
+#include <memory>
+#include <string>
+
+namespace certfleet::delivery::detail {
+
+// Shared and built once when `ca_pem` is empty (loading the store is not free); a new one with
+// the extra anchors otherwise. nullptr with `error` set when ca_pem does not parse.
+std::shared_ptr<boost::asio::ssl::context> client_tls_context(const std::string& ca_pem, std::string& error);
+
+}  // namespace certfleet::delivery::detail
