@@ -14,6 +14,9 @@ test_pkgs=(
   clang-16 libclang-rt-16-dev
   openssh-server openssh-client procps iproute2 curl python3 sudo
   chromium
+  # DNS-01 tests: an authoritative server taking TSIG-signed RFC 2136 updates (knotd), and dig
+  # and nsupdate as the independent client.
+  knot bind9-dnsutils
 )
 # promtool only; the server's recommends are not needed.
 norec_pkgs=(prometheus)

@@ -97,7 +97,7 @@ struct client_options {
 
 // Adds one TXT RR `fqdn` = `value` with `ttl` (RFC 2136 add: adding a value that is already there
 // changes nothing, so a retried job is harmless). `zone` empty: found first with find_zone at
-// the same server. Returns the zone the update went to (text form, no trailing dot).
+// the same server. Returns the zone the update went to (lower-case text, no trailing dot).
 // Names are accepted with or without the trailing dot.
 boost::asio::awaitable<result<std::string>> present_txt(std::string server, std::string zone, tsig_key key,
                                                         std::string fqdn, std::string value, std::uint32_t ttl,
@@ -112,7 +112,8 @@ boost::asio::awaitable<result<std::string>> remove_txt(std::string server, std::
 
 // The zone containing `fqdn` as `server` serves it: asks SOA for the name, then for each parent
 // in turn, until an answer (or an NXDOMAIN/NODATA authority section) shows the zone's SOA.
-// zone_not_found when the server serves none of them.
+// Returns the zone in lower case without the trailing dot ("example.test"). zone_not_found when
+// the server serves none of them, or delegates the name to other servers (a referral).
 boost::asio::awaitable<result<std::string>> find_zone(std::string server, std::string fqdn,
                                                       client_options opts = {});
 

@@ -91,7 +91,7 @@ struct header {
   std::uint16_t id = 0;
   bool qr = false;  // a response
   opcode op = opcode::query;
-  bool aa = false, tc = false, rd = false, ra = false, ad = false, cd = false;
+  bool aa = false, tc = false, rd = false, ra = false, z = false, ad = false, cd = false;
   std::uint8_t rcode = 0;  // 4 bits
 
   bool operator==(const header&) const = default;
