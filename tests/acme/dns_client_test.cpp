@@ -1,12 +1,18 @@
 // The DNS-01 operations against a real knot on 127.0.0.1 (tests/testbed/knot): records added and
 // removed as our queries AND dig see them, two values at one name, every refusal named (BADKEY,
 // BADSIG, BADTIME, an ACL without the key, a zone not served), a server that never answers, the
-// TCP retry of a truncated answer, the SOA walk, the zone's name servers.
+// TCP retry of a truncated answer, the SOA walk, the zone's name servers, and answers that are
+// forged, split into single bytes or cut off by a reset.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <thread>
 
 #include "certfleet/acme/dns.hpp"
 #include "certfleet/core/base64.hpp"
@@ -14,6 +20,7 @@
 #include "knot.hpp"
 #include "run_sync.hpp"
 #include "sshd.hpp"  // closed_port
+#include "tcp_proxy.hpp"
 #include "temp_dir.hpp"
 
 using namespace certfleet::acme::dns;
@@ -339,4 +346,111 @@ TEST_F(DnsClient, AServerGivenByNameIsResolvedOffTheLoop) {
   EXPECT_EQ(dns_error_code(unknown.error()), dns_errc::network);
   EXPECT_NE(unknown.error().message.find("no-such-host.invalid"), std::string::npos);
   pool.join();
+}
+
+namespace {
+
+// A TCP "DNS server" that answers every UPDATE with NOERROR, either unsigned or with a TSIG
+// record whose MAC is garbage: what a proxy rewriting answers, or a server that does not hold
+// the key, would send. One thread, stopped when the test ends.
+class forging_server {
+ public:
+  explicit forging_server(bool with_bad_mac) : with_bad_mac_(with_bad_mac) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 4) != 0)
+      throw std::runtime_error("forging_server: bind/listen failed");
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~forging_server() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  std::string server() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  void serve() {
+    for (;;) {
+      int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      bytes in;
+      std::size_t want = 2;
+      while (in.size() < want) {
+        std::uint8_t buf[4096];
+        auto n = ::recv(c, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        in.insert(in.end(), buf, buf + n);
+        if (in.size() >= 2) want = 2 + static_cast<std::size_t>(in[0] << 8 | in[1]);
+      }
+      auto request = decode(std::span<const std::uint8_t>(in).subspan(std::min<std::size_t>(2, in.size())));
+      if (request) {
+        message answer;
+        answer.header = request->header;
+        answer.header.qr = true;
+        answer.questions = request->questions;
+        if (with_bad_mac_ && request->tsig) {
+          answer.tsig = *request->tsig;
+          answer.tsig->mac = bytes(32, 0xab);
+        }
+        if (auto w = encode(answer)) {
+          bytes framed;
+          framed.reserve(w->size() + 2);
+          framed.push_back(static_cast<std::uint8_t>(w->size() >> 8));
+          framed.push_back(static_cast<std::uint8_t>(w->size()));
+          framed.insert(framed.end(), w->begin(), w->end());
+          (void)::send(c, framed.data(), framed.size(), MSG_NOSIGNAL);
+        }
+      }
+      ::close(c);
+    }
+  }
+  bool with_bad_mac_;
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_F(DnsClient, AnUnsignedOrForgedNoerrorIsNotBelieved) {
+  for (bool bad_mac : {false, true}) {
+    forging_server forger(bad_mac);
+    auto r = testbed::run_sync(present_txt(forger.server(), "example.test", key(), "_acme-challenge.example.test", "v", 60,
+                                           options()));
+    ASSERT_FALSE(r) << "bad_mac=" << bad_mac;
+    EXPECT_EQ(dns_error_code(r.error()), dns_errc::bad_answer_signature);
+    EXPECT_TRUE(dns_permanent(r.error()));
+    EXPECT_NE(r.error().message.find("answer's TSIG does not verify with key 'certfleet-key.'"), std::string::npos)
+        << r.error().message;
+    EXPECT_NE(r.error().message.find(bad_mac ? "MAC does not match" : "no TSIG record"), std::string::npos)
+        << r.error().message;
+  }
+}
+
+TEST_F(DnsClient, AnUpdateAnswerArrivingOneBytePerSegmentIsReadWhole) {
+  testbed::tcp_proxy split(testbed::tcp_proxy::mode::byte_split, knot().port());
+  auto fqdn = fresh_name("split");
+  auto where = "127.0.0.1:" + std::to_string(split.port());
+  auto r = testbed::run_sync(present_txt(where, "example.test", key(), fqdn, "through-the-proxy", 60, options()));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(knot().dig_txt(fqdn), std::vector<std::string>{"through-the-proxy"});
+  ASSERT_TRUE(testbed::run_sync(remove_txt(where, "example.test", key(), fqdn, "through-the-proxy", options())));
+  EXPECT_TRUE(knot().dig_txt(fqdn).empty());
+}
+
+TEST_F(DnsClient, AConnectionResetMidUpdateIsATransientNetworkError) {
+  testbed::tcp_proxy reset(testbed::tcp_proxy::mode::reset_after, knot().port(), 10);
+  auto where = "127.0.0.1:" + std::to_string(reset.port());
+  auto r = testbed::run_sync(present_txt(where, "example.test", key(), fresh_name("reset"), "v", 60, options()));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(dns_error_code(r.error()), dns_errc::network) << r.error().message;
+  EXPECT_FALSE(dns_permanent(r.error()));
+  EXPECT_NE(r.error().message.find(where), std::string::npos);
+  EXPECT_GE(reset.resets(), 1u);
 }

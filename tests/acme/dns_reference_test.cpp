@@ -74,7 +74,10 @@ bytes tcp_exchange(std::uint16_t port, const bytes& request) {
     ::close(fd);
     throw std::runtime_error("connect failed");
   }
-  bytes framed{static_cast<std::uint8_t>(request.size() >> 8), static_cast<std::uint8_t>(request.size())};
+  bytes framed;
+  framed.reserve(request.size() + 2);
+  framed.push_back(static_cast<std::uint8_t>(request.size() >> 8));
+  framed.push_back(static_cast<std::uint8_t>(request.size()));
   framed.insert(framed.end(), request.begin(), request.end());
   if (::send(fd, framed.data(), framed.size(), 0) != static_cast<ssize_t>(framed.size())) {
     ::close(fd);
