@@ -16,6 +16,9 @@ test_pkgs=(
   # the SMTP server of the email notification tests (tests/testbed/smtp_server.py)
   python3-aiosmtpd
   chromium
+  # DNS-01 tests: an authoritative server taking TSIG-signed RFC 2136 updates (knotd), and dig
+  # and nsupdate as the independent client.
+  knot bind9-dnsutils
 )
 # promtool only; the server's recommends are not needed.
 norec_pkgs=(prometheus)

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <memory>
 
+#include "certfleet/core/base64.hpp"
+
 namespace certfleet {
 
 struct kek_access {
@@ -41,31 +43,6 @@ struct cleanse_on_exit {
 };
 
 error key_error(std::string msg) { return make_error(errc::config_invalid, std::move(msg), "key_file"); }
-
-std::string base64_encode(std::string_view in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
-
-// Strict: only the canonical encoding (what base64_encode makes) decodes; EVP_DecodeBlock alone
-// skips whitespace and ignores padding.
-std::optional<std::string> base64_decode(std::string_view in) {
-  if (in.empty() || in.size() % 4 != 0 || in.size() > 2 * max_plaintext) return std::nullopt;
-  std::string out(in.size() / 4 * 3, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
-  if (n < 0) return std::nullopt;
-  std::size_t pad = in.ends_with("==") ? 2 : in.ends_with("=") ? 1 : 0;
-  out.resize(static_cast<std::size_t>(n) - pad);
-  if (base64_encode(out) != in) {
-    OPENSSL_cleanse(out.data(), out.size());
-    return std::nullopt;
-  }
-  return out;
-}
 
 // A decimal u32 >= 1 without sign or leading zeros ("1", "42").
 std::optional<std::uint32_t> parse_version(std::string_view s) {
@@ -276,6 +253,8 @@ result<std::string> open_sealed(const kek& key, std::string_view envelope, std::
   if (parts->first != key.version())
     return key_error("sealed secret is for key version " + std::to_string(parts->first) + " but the loaded key is version " +
                      std::to_string(key.version()) + "; load the key file of version " + std::to_string(parts->first));
+  if (parts->second.size() > 2 * max_plaintext)
+    return make_error(errc::invalid_argument, "sealed secret is malformed (longer than any secret)", "sealed");
   auto blob = base64_decode(parts->second);
   if (!blob || blob->size() < nonce_size + tag_size || aad.size() > max_plaintext)
     return make_error(errc::invalid_argument, "sealed secret is malformed (bad base64 or too short)", "sealed");
