@@ -48,9 +48,8 @@ struct http_request {
   http_method method = http_method::get;
   std::string url;
   // Extra headers. Names must be HTTP tokens, values one line; Host, Content-Length,
-  // Transfer-Encoding and Connection are set here and refused (as are `reserved_headers`).
+  // Transfer-Encoding and Connection are set here and refused.
   std::vector<std::pair<std::string, std::string>> headers;
-  std::vector<std::string> reserved_headers;  // lower-case names a user of this client sets itself
   std::string body;  // sent with POST (Content-Length always set, even when empty)
   std::chrono::milliseconds timeout{10000};  // the whole exchange: resolve … last response byte
   // nullptr: no egress check (the caller vouches for the destination, e.g. an operator's ACME
@@ -73,13 +72,13 @@ struct http_response {
   // repeat (Link).
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;  // at most max_body bytes
-  // False when the body broke off or ran past max_body: a status line and headers arrived, so
-  // status is set, but the body is not the whole document.
+  // False when the body broke off, timed out or ran past max_body. A status line and headers
+  // are an answer (status set, cls none), but then the body is not the whole document.
   bool body_complete = false;
-  // Transport failure (status may still be set when only the body failed): none when the
-  // exchange completed, whatever the status. network: DNS, refused, timeout, TLS handshake;
-  // io_transient: reset/EOF mid-exchange; auth: untrusted TLS certificate; validation: bad
-  // URL/headers, egress refused, an answer that is not HTTP.
+  // Why no answer arrived: none when a status line and headers did, whatever the status.
+  // network: DNS, refused, timeout, TLS handshake; io_transient: reset/EOF mid-exchange; auth:
+  // untrusted TLS certificate; validation: bad URL/headers/CA PEM, egress refused, an answer
+  // that is not HTTP.
   error_class cls = error_class::none;
   std::string error;  // for operators: names the destination by host[:port] only; no secret
   std::string phase;  // where it failed: check, resolve, egress, connect, tls, write, read
