@@ -14,6 +14,7 @@ test_pkgs=(
   clang-16 libclang-rt-16-dev
   openssh-server openssh-client procps iproute2 curl python3 sudo
   chromium
+  pebble  # ACME tests: pebble and pebble-challtestsrv (tests/testbed/pebble.*)
 )
 # promtool only; the server's recommends are not needed.
 norec_pkgs=(prometheus)

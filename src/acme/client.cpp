@@ -147,6 +147,8 @@ struct exchange_result {
 
 client::client(client_options opts, const account_key& key) : opts_(std::move(opts)), key_(key) {}
 
+// Callers build the message in a local first: GCC 12 destroys a ?: temporary inside a co_await
+// full-expression twice.
 awaitable<void> client::log_line(std::string level, std::string message) {
   if (opts_.log) co_await opts_.log(std::move(level), std::move(message));
 }
@@ -196,14 +198,16 @@ awaitable<outcome<acme::directory>> client::get_directory() {
   const std::string type = res.header("Content-Type");
   if (res.status != 200) {
     // A CA that is down answers 5xx: a retry may work. Anything else is the wrong URL.
-    auto p = is_json_type(type) ? parse_problem(res.body) : result<acme::problem>(make_error(errc::invalid_argument, ""));
-    failure f = make_failure(failure_kind::not_acme,
-                             what + " answered HTTP " + std::to_string(res.status) +
-                                 (p && !p->type.empty() ? ": " + p->text() : std::string()) +
-                                 (res.status >= 500 ? std::string() : " (is directory_url the CA's ACME directory URL?)"));
-    if (p && !p->type.empty()) {
+    std::optional<acme::problem> p;
+    if (is_json_type(type))
+      if (auto parsed = parse_problem(res.body); parsed && !parsed->type.empty()) p = std::move(*parsed);
+    std::string message = what + " answered HTTP " + std::to_string(res.status);
+    if (p) message += ": " + p->text();
+    if (res.status < 500) message += " (is directory_url the CA's ACME directory URL?)";
+    failure f = make_failure(failure_kind::not_acme, std::move(message));
+    if (p) {
       f.kind = failure_kind::ca_problem;
-      f.problem = *p;
+      f.problem = std::move(p);
     }
     f.http_status = res.status;
     f.cls = res.status >= 500 || res.status == 429 ? failure_class::transient : failure_class::permanent;
@@ -222,10 +226,13 @@ awaitable<outcome<acme::directory>> client::get_directory() {
     co_return f;
   }
   directory_ = std::move(*d);
-  co_await log_line("info", "ACME directory " + url + ": renewalInfo " +
-                                (directory_->renewal_info.empty() ? "not offered" : "offered") +
-                                (directory_->meta.external_account_required ? ", external account binding required" : "") +
-                                (directory_->meta.terms_of_service.empty() ? "" : ", terms of service " + directory_->meta.terms_of_service));
+  {
+    std::string line = "ACME directory " + url + ": renewalInfo " +
+        (directory_->renewal_info.empty() ? "not offered" : "offered") +
+        (directory_->meta.external_account_required ? ", external account binding required" : "") +
+        (directory_->meta.terms_of_service.empty() ? "" : ", terms of service " + directory_->meta.terms_of_service);
+    co_await log_line("info", std::move(line));
+  }
   co_return *directory_;
 }
 
@@ -277,8 +284,11 @@ awaitable<outcome<client::answer>> client::post(std::string url, std::string ste
       auto p = parse_problem(res.body);
       if (p && p->acme_type() == "badNonce" && attempt < opts_.bad_nonce_retries) {
         // §6.5: the answer's Replay-Nonce (now first in the pool) is the one to use.
-        co_await log_line("warn", step + ": the CA refused the nonce (badNonce); retrying with the nonce its answer carried (" +
-                                      std::to_string(attempt + 1) + "/" + std::to_string(opts_.bad_nonce_retries) + ")");
+        {
+          std::string line = step + ": the CA refused the nonce (badNonce); retrying with the nonce its answer carried (" +
+              std::to_string(attempt + 1) + "/" + std::to_string(opts_.bad_nonce_retries) + ")";
+          co_await log_line("warn", std::move(line));
+        }
         continue;
       }
       failure f;
@@ -360,8 +370,11 @@ awaitable<outcome<account_info>> client::new_account(account_request req) {
   if (!acct) co_return bad_document("newAccount", acct.error(), a->status);
   account_info info{a->location, std::move(*acct), a->status == 201};
   account_url_ = info.url;
-  co_await log_line("info", std::string(info.created ? "ACME account created: " : "ACME account of this key: ") + info.url +
-                                " (" + info.account.status + ")");
+  {
+    std::string line = std::string(info.created ? "ACME account created: " : "ACME account of this key: ") + info.url +
+        " (" + info.account.status + ")";
+    co_await log_line("info", std::move(line));
+  }
   co_return info;
 }
 
@@ -395,10 +408,13 @@ awaitable<outcome<order_info>> client::new_order(order_request req) {
     co_return make_failure(failure_kind::not_acme, "newOrder: the CA's answer has no order URL (Location)");
   auto o = parse_order(a->body);
   if (!o) co_return bad_document("newOrder", o.error(), a->status);
-  co_await log_line("info", "ACME order " + short_url(a->location) + ": " + std::string(order_status_name(o->status)) + ", " +
-                                std::to_string(o->authorizations.size()) + " authorization(s) for " +
-                                std::to_string(o->identifiers.size()) + " name(s)" +
-                                (req.replaces.empty() ? "" : ", replaces " + req.replaces));
+  {
+    std::string line = "ACME order " + short_url(a->location) + ": " + std::string(order_status_name(o->status)) + ", " +
+        std::to_string(o->authorizations.size()) + " authorization(s) for " +
+        std::to_string(o->identifiers.size()) + " name(s)" +
+        (req.replaces.empty() ? "" : ", replaces " + req.replaces);
+    co_await log_line("info", std::move(line));
+  }
   co_return order_info{a->location, std::move(*o)};
 }
 
@@ -423,7 +439,10 @@ awaitable<outcome<acme::challenge>> client::respond_challenge(std::string url) {
   if (!a) co_return std::move(a).failure();
   auto c = parse_challenge(a->body);
   if (!c) co_return bad_document("challenge", c.error(), a->status);
-  co_await log_line("info", "ACME challenge " + c->type + " answered: " + std::string(challenge_status_name(c->status)));
+  {
+    std::string line = "ACME challenge " + c->type + " answered: " + std::string(challenge_status_name(c->status));
+    co_await log_line("info", std::move(line));
+  }
   co_return std::move(*c);
 }
 
@@ -456,7 +475,10 @@ awaitable<outcome<authorization_info>> client::poll_authorization(std::string ur
     auto z = parse_authorization(a->body);
     if (!z) co_return bad_document("authorization", z.error(), a->status);
     if (z->status == authorization_status::valid) {
-      co_await log_line("info", "ACME authorization for " + z->ident.value + ": valid");
+      {
+        std::string line = "ACME authorization for " + z->ident.value + ": valid";
+        co_await log_line("info", std::move(line));
+      }
       co_return authorization_info{std::move(url), std::move(*z)};
     }
     if (z->status != authorization_status::pending) {
@@ -467,8 +489,11 @@ awaitable<outcome<authorization_info>> client::poll_authorization(std::string ur
     auto next = wait;
     if (a->retry_after_s) {
       next = milliseconds(*a->retry_after_s * 1000);
-      co_await log_line("info", "ACME authorization for " + z->ident.value + " still pending: the CA asks to wait " +
-                                    seconds_text(*a->retry_after_s) + " (Retry-After)");
+      {
+        std::string line = "ACME authorization for " + z->ident.value + " still pending: the CA asks to wait " +
+            seconds_text(*a->retry_after_s) + " (Retry-After)";
+        co_await log_line("info", std::move(line));
+      }
     }
     if (steady::now() + next > deadline) {
       auto f = make_failure(failure_kind::timeout, "authorization for " + z->ident.value + " still pending after " +
@@ -514,14 +539,20 @@ awaitable<outcome<order_info>> client::poll_order(std::string url, milliseconds 
       co_return f;
     }
     if (o->status != order_status::pending && o->status != order_status::processing) {
-      co_await log_line("info", "ACME order " + short_url(url) + ": " + std::string(order_status_name(o->status)));
+      {
+        std::string line = "ACME order " + short_url(url) + ": " + std::string(order_status_name(o->status));
+        co_await log_line("info", std::move(line));
+      }
       co_return order_info{std::move(url), std::move(*o)};
     }
     auto next = wait;
     if (a->retry_after_s) {
       next = milliseconds(*a->retry_after_s * 1000);
-      co_await log_line("info", "ACME order " + short_url(url) + " " + std::string(order_status_name(o->status)) +
-                                    ": the CA asks to wait " + seconds_text(*a->retry_after_s) + " (Retry-After)");
+      {
+        std::string line = "ACME order " + short_url(url) + " " + std::string(order_status_name(o->status)) +
+            ": the CA asks to wait " + seconds_text(*a->retry_after_s) + " (Retry-After)";
+        co_await log_line("info", std::move(line));
+      }
     }
     if (steady::now() + next > deadline) {
       auto f = make_failure(failure_kind::timeout, "order " + short_url(url) + " still " +
@@ -550,21 +581,29 @@ awaitable<outcome<order_info>> client::finalize(const order_info& o, std::string
     }
     co_return f;
   }
-  co_await log_line("info", "ACME finalize: order " + short_url(o.url) + " " + std::string(order_status_name(next->status)));
+  {
+    std::string line = "ACME finalize: order " + short_url(o.url) + " " + std::string(order_status_name(next->status));
+    co_await log_line("info", std::move(line));
+  }
   co_return order_info{o.url, std::move(*next)};
 }
 
 awaitable<outcome<std::string>> client::download_certificate(std::string url) {
   auto a = co_await post(url, "certificate", std::nullopt, false, "application/pem-certificate-chain");
   if (!a) co_return std::move(a).failure();
-  if (a->body.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
-    co_return make_failure(failure_kind::not_acme, "certificate: the CA's answer holds no PEM certificate" +
-                                                       (a->content_type.empty() ? std::string() : " (Content-Type " + a->content_type + ")"));
+  if (a->body.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+    std::string why = "certificate: the CA's answer holds no PEM certificate";
+    if (!a->content_type.empty()) why += " (Content-Type " + a->content_type + ")";
+    co_return make_failure(failure_kind::not_acme, std::move(why));
+  }
   std::size_t count = 0;
   for (std::size_t p = 0; (p = a->body.find("-----BEGIN CERTIFICATE-----", p)) != std::string::npos; ++p) ++count;
   auto alternates = link_targets(a->links, "alternate");
-  co_await log_line("info", "ACME certificate downloaded: " + std::to_string(count) + " certificate(s)" +
-                                (alternates.empty() ? "" : ", " + std::to_string(alternates.size()) + " alternate chain(s) offered"));
+  {
+    std::string line = "ACME certificate downloaded: " + std::to_string(count) + " certificate(s)" +
+        (alternates.empty() ? "" : ", " + std::to_string(alternates.size()) + " alternate chain(s) offered");
+    co_await log_line("info", std::move(line));
+  }
   co_return std::move(a->body);
 }
 
@@ -578,7 +617,10 @@ awaitable<outcome<void>> client::revoke(std::string cert_der, std::optional<int>
   if (reason) payload["reason"] = *reason;
   auto a = co_await post(dir->revoke_cert, "revokeCert", boost::json::serialize(payload), false);
   if (!a) co_return std::move(a).failure();
-  co_await log_line("info", "ACME certificate revoked" + (reason ? " (reason " + std::to_string(*reason) + ")" : std::string()));
+  {
+    std::string line = "ACME certificate revoked" + (reason ? " (reason " + std::to_string(*reason) + ")" : std::string());
+    co_await log_line("info", std::move(line));
+  }
   co_return outcome<void>();
 }
 
@@ -617,10 +659,13 @@ awaitable<outcome<renewal_info_answer>> client::get_renewal_info(std::string cer
   if (!res.body_complete) co_return make_failure(failure_kind::network, "renewalInfo: the CA's answer broke off");
   auto info = parse_renewal_info(res.body);
   if (!info) co_return bad_document("renewalInfo", info.error(), res.status);
-  co_await log_line("info", "ACME renewal information: window " + format_iso8601(info->suggested_window.start) + " to " +
-                                format_iso8601(info->suggested_window.end) +
-                                (retry_after ? ", ask again in " + seconds_text(*retry_after) : std::string()) +
-                                (info->explanation_url.empty() ? "" : ", explanation " + info->explanation_url));
+  {
+    std::string line = "ACME renewal information: window " + format_iso8601(info->suggested_window.start) + " to " +
+        format_iso8601(info->suggested_window.end) +
+        (retry_after ? ", ask again in " + seconds_text(*retry_after) : std::string()) +
+        (info->explanation_url.empty() ? "" : ", explanation " + info->explanation_url);
+    co_await log_line("info", std::move(line));
+  }
   co_return renewal_info_answer{std::move(*info), retry_after};
 }
 

@@ -109,9 +109,10 @@ pem_cert make_certificate(const cert_spec& spec) {
   }
   add_ext(cert.get(), &ctx, NID_subject_key_identifier, "hash");
   if (issuer_cert) add_ext(cert.get(), &ctx, NID_authority_key_identifier, "keyid:always");
-  if (!spec.dns_sans.empty()) {
+  if (!spec.dns_sans.empty() || !spec.ip_sans.empty()) {
     std::string sans;
     for (const auto& d : spec.dns_sans) sans += (sans.empty() ? "DNS:" : ",DNS:") + d;
+    for (const auto& ip : spec.ip_sans) sans += (sans.empty() ? "IP:" : ",IP:") + ip;
     add_ext(cert.get(), &ctx, NID_subject_alt_name, sans);
   }
 

@@ -22,6 +22,7 @@ inline std::int64_t unix_now_ms() {
 struct cert_spec {
   std::string common_name = "test.example";
   std::vector<std::string> dns_sans = {};                    // subjectAltName DNS entries
+  std::vector<std::string> ip_sans = {};                     // subjectAltName IP entries ("127.0.0.1")
   std::int64_t not_before_ms = unix_now_ms() - 3600'000;     // unix ms (X.509 keeps whole seconds)
   std::int64_t not_after_ms = unix_now_ms() + 90LL * 86400'000;
   std::string key_type = "ec";                               // "ec" (P-256) or "ed25519"

@@ -126,12 +126,20 @@ struct eab_credentials {
   std::string hmac_key;  // base64url, as CAs hand it out
 };
 
+// The request types of the coroutine methods below have constructors on purpose: GCC 12
+// destroys an aggregate temporary passed by value to a coroutine twice (`co_await
+// c.new_order({…})` freed a string twice), which a class with a constructor is not.
 struct account_request {
   std::vector<std::string> contact;  // "mailto:ops@example.com"
   bool terms_agreed = false;         // required when the directory has meta.termsOfService
   std::optional<eab_credentials> eab;
   // Only look up the account of this key (RFC 8555 §7.3.1); accountDoesNotExist when none.
   bool only_return_existing = false;
+
+  account_request(std::vector<std::string> contact_ = {}, bool terms_agreed_ = false,
+                  std::optional<eab_credentials> eab_ = std::nullopt, bool only_return_existing_ = false)
+      : contact(std::move(contact_)), terms_agreed(terms_agreed_), eab(std::move(eab_)),
+        only_return_existing(only_return_existing_) {}
 };
 
 struct account_info {
@@ -144,6 +152,9 @@ struct order_request {
   std::vector<std::string> domains;  // DNS identifiers, "*.example.com" for a wildcard
   std::string replaces;              // RFC 9773 certID of the certificate this order renews
   std::string profile;               // a name from directory.meta.profiles
+
+  order_request(std::vector<std::string> domains_ = {}, std::string replaces_ = {}, std::string profile_ = {})
+      : domains(std::move(domains_)), replaces(std::move(replaces_)), profile(std::move(profile_)) {}
 };
 
 struct order_info {
