@@ -259,7 +259,8 @@ awaitable<outcome<std::string>> client::take_nonce(std::string_view step) {
 }
 
 awaitable<outcome<client::answer>> client::post(std::string url, std::string step, std::optional<std::string> payload,
-                                                bool use_jwk, std::string accept) {
+                                                bool use_jwk, std::string accept,
+                                                std::optional<steady::time_point> deadline) {
   if (!use_jwk && account_url_.empty())
     co_return bad_input("account_url", step + ": no account URL (register the account first)");
   for (int attempt = 0;; ++attempt) {
@@ -267,7 +268,11 @@ awaitable<outcome<client::answer>> client::post(std::string url, std::string ste
     if (!nonce) co_return std::move(nonce).failure();
     auto jws = sign_jws(key_, {url, *nonce, use_jwk ? std::string() : account_url_}, payload);
     if (!jws) co_return bad_input("account_key", step + ": " + jws.error().message);
-    auto req = base_request(opts_, delivery::http_method::post, url, opts_.request_timeout);
+    auto timeout = opts_.request_timeout;
+    // A poll's last request ends with the poll (at least a second, so it can be answered).
+    if (deadline)
+      timeout = std::min(timeout, std::max(std::chrono::duration_cast<milliseconds>(*deadline - steady::now()), milliseconds(1000)));
+    auto req = base_request(opts_, delivery::http_method::post, url, timeout);
     req.headers.emplace_back("Content-Type", "application/jose+json");
     if (!accept.empty()) req.headers.emplace_back("Accept", accept);
     req.body = std::move(*jws);
@@ -470,7 +475,7 @@ awaitable<outcome<authorization_info>> client::poll_authorization(std::string ur
   auto ex = co_await asio::this_coro::executor;
   asio::steady_timer timer(ex);
   for (;;) {
-    auto a = co_await post(url, "authorization", std::nullopt, false);
+    auto a = co_await post(url, "authorization", std::nullopt, false, {}, deadline);
     if (!a) co_return std::move(a).failure();
     auto z = parse_authorization(a->body);
     if (!z) co_return bad_document("authorization", z.error(), a->status);
@@ -513,7 +518,7 @@ awaitable<outcome<order_info>> client::poll_order(std::string url, milliseconds 
   auto ex = co_await asio::this_coro::executor;
   asio::steady_timer timer(ex);
   for (;;) {
-    auto a = co_await post(url, "order", std::nullopt, false);
+    auto a = co_await post(url, "order", std::nullopt, false, {}, deadline);
     if (!a) co_return std::move(a).failure();
     auto o = parse_order(a->body);
     if (!o) co_return bad_document("order", o.error(), a->status);

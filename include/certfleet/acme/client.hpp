@@ -41,7 +41,7 @@ enum class failure_kind {
   order_invalid,  // the order or an authorization went invalid: `problem` holds the CA's reason
                   // (permanent: a new order is needed)
   bad_input,      // the caller's arguments: domains, CSR, EAB key, reason (permanent; `field`)
-  key_mismatch,   // the CA's certificate is not for our key (permanent)
+  key_mismatch,   // the CA's certificate is not for our key (permanent; for callers of read_issued_chain)
 };
 std::string_view failure_kind_name(failure_kind k) noexcept;
 
@@ -223,9 +223,11 @@ class client {
 
  private:
   struct answer;
+  // `deadline`: a polling loop's end; each exchange gets the earlier of it and request_timeout.
   boost::asio::awaitable<outcome<answer>> post(std::string url, std::string step,
                                                std::optional<std::string> payload, bool use_jwk,
-                                               std::string accept = {});
+                                               std::string accept = {},
+                                               std::optional<std::chrono::steady_clock::time_point> deadline = {});
   boost::asio::awaitable<outcome<std::string>> take_nonce(std::string_view step);
   boost::asio::awaitable<void> log_line(std::string level, std::string message);
 
