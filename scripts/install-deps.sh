@@ -19,6 +19,7 @@ test_pkgs=(
   # DNS-01 tests: an authoritative server taking TSIG-signed RFC 2136 updates (knotd), and dig
   # and nsupdate as the independent client.
   knot bind9-dnsutils
+  pebble  # ACME tests: pebble and pebble-challtestsrv (tests/testbed/pebble.*)
 )
 # promtool only; the server's recommends are not needed.
 norec_pkgs=(prometheus)

@@ -155,17 +155,6 @@ TEST(mime, headers_are_encoded_and_cannot_be_injected) {
   EXPECT_NE(text.find("multipart/alternative"), std::string::npos);
 }
 
-TEST(retry_after, seconds_and_http_dates) {
-  EXPECT_EQ(parse_retry_after("120", 0), std::chrono::seconds(120));
-  EXPECT_EQ(parse_retry_after(" 7 ", 0), std::chrono::seconds(7));
-  EXPECT_EQ(parse_retry_after("99999999999", 0), std::chrono::seconds(86'400));  // capped at a day
-  // Sun, 06 Nov 1994 08:49:37 GMT = 784111777
-  EXPECT_EQ(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", 784'111'777 - 30), std::chrono::seconds(30));
-  EXPECT_EQ(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", 784'111'777 + 30), std::chrono::seconds(0));
-  for (auto bad : {"", "soon", "-5", "1.5", "Sun, 06 Nov 1994 08:49:37 GMT junk"})
-    EXPECT_FALSE(parse_retry_after(bad, 0)) << bad;
-}
-
 // ---- the client against a real server ----------------------------------------------------
 
 class smtp_client : public ::testing::Test {

@@ -16,10 +16,13 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 
 #include <condition_variable>
 #include <deque>
+#include <map>
+#include <optional>
 #include <mutex>
 #include <random>
 #include <stdexcept>
@@ -127,6 +130,7 @@ struct webhook_sink::impl {
   mutable std::condition_variable cv;
   std::vector<received_request> seen;
   std::deque<action> script;
+  std::map<std::string, canned_response> routes;
   int default_status = 200;
   std::string default_body = "{}";
   std::thread thread;
@@ -172,6 +176,30 @@ struct webhook_sink::impl {
       r.body = req.body();
       bool keep_alive = req.keep_alive();
       unsigned version = req.version();
+      std::optional<canned_response> canned;
+      {
+        std::lock_guard lk(m);
+        auto path = r.target.substr(0, r.target.find('?'));
+        if (auto it = routes.find(path); it != routes.end()) canned = it->second;
+      }
+      if (canned) {
+        record(std::move(r));
+        http::response<http::string_body> res;
+        res.version(version);
+        res.result(static_cast<unsigned>(canned->status));
+        bool typed = false;
+        for (const auto& [name, value] : canned->headers) {
+          res.insert(name, value);
+          typed = typed || beast::iequals(name, "content-type");
+        }
+        if (!typed) res.set(http::field::content_type, "application/json");
+        res.body() = canned->body;
+        res.keep_alive(keep_alive);
+        res.prepare_payload();
+        auto [wec, wn] = co_await http::async_write(stream, res, tuple_awaitable);
+        if (wec || !keep_alive) co_return;
+        continue;
+      }
       // Decide before recording: a test that saw the request may change the script next.
       auto a = next_action();
       record(std::move(r));
@@ -273,6 +301,11 @@ void webhook_sink::set_default_body(std::string body) {
 void webhook_sink::hang_next(int count) {
   std::lock_guard lk(p_->m);
   for (int i = 0; i < count; ++i) p_->script.push_back({true, 0, {}});
+}
+
+void webhook_sink::serve(std::string path, canned_response answer) {
+  std::lock_guard lk(p_->m);
+  p_->routes[std::move(path)] = std::move(answer);
 }
 
 std::vector<received_request> webhook_sink::requests() const {

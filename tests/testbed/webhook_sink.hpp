@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace testbed {
@@ -24,6 +25,14 @@ struct received_request {
   // Whether X-Certfleet-Signature is "sha256=<hex HMAC-SHA256 of the body>" under `secret`,
   // computed here independently of the product's code.
   bool signature_valid(std::string_view secret) const;
+};
+
+// A fixed answer for one path (serve()): e.g. an ACME directory or an RFC 9773 renewalInfo
+// document with its Retry-After, or a web page where a JSON document was expected.
+struct canned_response {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;  // Content-Type defaults to JSON
+  std::string body;
 };
 
 class webhook_sink {
@@ -51,6 +60,10 @@ class webhook_sink {
   // The next `count` requests are read and recorded, then never answered; the connection stays
   // open until the sink is destroyed. Scripted hangs and statuses are used in the order given.
   void hang_next(int count = 1);
+
+  // Requests for exactly `path` (the target without its query) get `answer`, every time,
+  // before any scripted answer; the last call for a path wins.
+  void serve(std::string path, canned_response answer);
 
   std::vector<received_request> requests() const;
   std::size_t count() const;

@@ -1,10 +1,9 @@
 #pragma once
 // HTTP(S) POSTs of JSON to webhook receivers: the `webhook` delivery module (DESIGN §4) and the
-// transport notification.send uses (DESIGN §6). One request per connection, on the caller's
-// event loop: name resolution on a thread pool, the egress allow-list checked against the
+// transport notification.send uses (DESIGN §6), over the one HTTP client (http.hpp): name
+// resolution on a thread pool, the egress allow-list (required here) checked against the
 // resolved addresses BEFORE anything connects, then connect, TLS, write and read, all under one
 // deadline. Redirects are never followed (the new location would bypass the egress check).
-// Beast/OpenSSL stay in src/.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/thread_pool.hpp>
 
@@ -19,27 +18,10 @@
 #include "certfleet/core/error.hpp"
 #include "certfleet/delivery/egress.hpp"
 #include "certfleet/delivery/error_class.hpp"
+#include "certfleet/delivery/http.hpp"  // http_url, parse_url
 #include "certfleet/delivery/module.hpp"
 
 namespace certfleet::delivery {
-
-// An http:// or https:// URL, split. Userinfo ("user:pass@") and non-ASCII are refused; the
-// fragment is dropped.
-struct http_url {
-  std::string scheme;  // "http" | "https" (lower-case)
-  std::string host;    // lower-case name or IP literal, IPv6 without brackets
-  std::uint16_t port = 0;  // explicit, or 80/443
-  std::string target;  // path and query, at least "/"
-
-  bool tls() const { return scheme == "https"; }
-  bool host_is_ip() const;
-  // "host" or "host:port" (port only when not the scheme's default), IPv6 in brackets: the
-  // Host header, and how error messages name the destination (never the path or query, which
-  // often carry a token).
-  std::string authority() const;
-};
-// Errors are invalid_argument with `field` (default "url").
-result<http_url> parse_url(std::string_view text, std::string_view field = "url");
 
 // Lower-case hex HMAC-SHA256 of `data` keyed with `key` (the X-Certfleet-Signature value
 // after "sha256=").
@@ -79,10 +61,6 @@ struct webhook_result {
 
   bool ok() const { return cls == error_class::none; }
 };
-
-// A Retry-After header value (RFC 9110: delta-seconds or an HTTP-date) as a wait from `now_s`
-// (unix seconds), at most one day; nullopt when it is neither form. A date in the past is 0.
-std::optional<std::chrono::seconds> parse_retry_after(std::string_view value, std::int64_t now_s);
 
 // One POST. Never throws for expected failures; the result says what happened.
 boost::asio::awaitable<webhook_result> post_json(webhook_request req);

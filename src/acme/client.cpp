@@ -1,0 +1,677 @@
+// The ACME client (client.hpp) over delivery's HTTP client.
+#include "certfleet/acme/client.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <array>
+
+#include "certfleet/core/allow_list.hpp"  // valid_dns_name
+#include "certfleet/delivery/http.hpp"
+
+namespace certfleet::acme {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using steady = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr std::size_t max_answer_bytes = 1024 * 1024;  // a certificate chain or a document
+constexpr std::size_t max_pooled_nonces = 8;
+constexpr std::size_t max_domains = 100;
+constexpr milliseconds first_poll_wait{250};
+constexpr milliseconds max_poll_wait{5000};
+
+failure make_failure(failure_kind kind, std::string message) {
+  failure f;
+  f.kind = kind;
+  switch (kind) {
+    case failure_kind::network:
+    case failure_kind::timeout:
+      f.cls = failure_class::transient;
+      break;
+    default:
+      f.cls = failure_class::permanent;
+  }
+  f.message = std::move(message);
+  return f;
+}
+
+failure bad_input(std::string field, std::string message) {
+  auto f = make_failure(failure_kind::bad_input, std::move(message));
+  f.field = std::move(field);
+  return f;
+}
+
+std::string seconds_text(std::int64_t s) { return std::to_string(s) + " s"; }
+
+std::string ms_text(milliseconds d) {
+  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + " s";
+  return std::to_string(d.count()) + " ms";
+}
+
+// A nonce is base64url (§6.5.1); anything else is not sent back (it would go into our JWS).
+bool valid_nonce(std::string_view n) {
+  if (n.empty() || n.size() > 256) return false;
+  return std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  });
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+bool is_json_type(std::string_view content_type) {
+  auto t = lower(content_type);
+  return t.find("json") != std::string::npos;
+}
+
+// A Location may be relative (RFC 9110 §10.2.2): resolved against the request URL.
+std::string absolute(const std::string& location, const std::string& request_url) {
+  if (location.empty() || location.find("://") != std::string::npos) return location;
+  auto u = delivery::parse_url(request_url);
+  if (!u) return location;
+  std::string base = u->scheme + "://" + u->authority();
+  if (location.front() == '/') return base + location;
+  auto slash = u->target.rfind('/');
+  return base + u->target.substr(0, slash + 1) + location;
+}
+
+// "order https://ca/acme/order/1/2" is long in a log: the path is what identifies it.
+std::string short_url(const std::string& url) {
+  auto u = delivery::parse_url(url);
+  return u ? u->target : url;
+}
+
+}  // namespace
+
+std::string_view failure_kind_name(failure_kind k) noexcept {
+  switch (k) {
+    case failure_kind::network: return "network";
+    case failure_kind::timeout: return "timeout";
+    case failure_kind::untrusted: return "untrusted";
+    case failure_kind::ca_problem: return "ca_problem";
+    case failure_kind::not_acme: return "not_acme";
+    case failure_kind::order_invalid: return "order_invalid";
+    case failure_kind::bad_input: return "bad_input";
+    case failure_kind::key_mismatch: return "key_mismatch";
+  }
+  return "unknown";
+}
+
+certfleet::error failure::to_error() const {
+  certfleet::error e;
+  if (problem && problem->acme_type() == "rateLimited") {
+    e = make_error(errc::rate_limited, message);
+    e.retry_after_s = retry_after_s.value_or(0);
+  } else if (kind == failure_kind::bad_input) {
+    e = make_error(errc::invalid_argument, message, field);
+  } else if (cls == failure_class::permanent) {
+    e = make_error(errc::conflict, message);
+  } else {
+    e = make_error(errc::timeout, message);
+    e.retry_after_s = retry_after_s.value_or(0);
+  }
+  return e;
+}
+
+// What a successful exchange leaves for the operation.
+struct client::answer {
+  int status = 0;
+  std::string body;
+  std::string location;
+  std::string content_type;
+  std::optional<std::int64_t> retry_after_s;
+  std::vector<std::string> links;
+};
+
+namespace {
+
+// One HTTP exchange with the client's settings; collects the Replay-Nonce of any answer.
+struct exchange_result {
+  delivery::http_response res;
+  std::optional<std::int64_t> retry_after_s;
+};
+
+}  // namespace
+
+client::client(client_options opts, const account_key& key) : opts_(std::move(opts)), key_(key) {}
+
+// Callers build the message in a local first: GCC 12 destroys a ?: temporary inside a co_await
+// full-expression twice.
+awaitable<void> client::log_line(std::string level, std::string message) {
+  if (opts_.log) co_await opts_.log(std::move(level), std::move(message));
+}
+
+namespace {
+
+delivery::http_request base_request(const client_options& o, delivery::http_method m, std::string url,
+                                    milliseconds timeout) {
+  delivery::http_request r;
+  r.method = m;
+  r.url = std::move(url);
+  r.timeout = timeout;
+  r.egress = o.egress;
+  r.ca_pem = o.ca_pem;
+  r.resolve_pool = o.resolve_pool;
+  r.max_body = max_answer_bytes;
+  r.headers.emplace_back("Accept-Language", "en");
+  return r;
+}
+
+// A transport failure (no answer) as the operation's failure.
+failure transport_failure(const delivery::http_response& res, std::string_view step) {
+  std::string msg = std::string(step) + ": " + res.error;
+  switch (res.cls) {
+    case delivery::error_class::auth:
+      return make_failure(failure_kind::untrusted,
+                          msg + " (a private CA: give the account's ca_bundle_pem; a public CA: check the host's CA store)");
+    case delivery::error_class::validation:
+      if (res.phase == "check" || res.phase == "egress") return bad_input("directory_url", msg);
+      return make_failure(failure_kind::not_acme, msg + " (is the URL an ACME server?)");
+    default:
+      return make_failure(res.timed_out ? failure_kind::timeout : failure_kind::network, msg);
+  }
+}
+
+}  // namespace
+
+awaitable<outcome<acme::directory>> client::get_directory() {
+  if (directory_) co_return *directory_;
+  const std::string& url = opts_.directory_url;
+  if (auto u = delivery::parse_url(url, "directory_url"); !u)
+    co_return bad_input("directory_url", "directory: directory_url: " + u.error().message);
+  auto res = co_await delivery::http_exchange(
+      base_request(opts_, delivery::http_method::get, url, opts_.request_timeout));
+  if (!res.ok()) co_return transport_failure(res, "directory");
+  const std::string what = "directory: " + url;
+  const std::string type = res.header("Content-Type");
+  if (res.status != 200) {
+    // A CA that is down answers 5xx: a retry may work. Anything else is the wrong URL.
+    std::optional<acme::problem> p;
+    if (is_json_type(type))
+      if (auto parsed = parse_problem(res.body); parsed && !parsed->type.empty()) p = std::move(*parsed);
+    std::string message = what + " answered HTTP " + std::to_string(res.status);
+    if (p) message += ": " + p->text();
+    if (res.status < 500) message += " (is directory_url the CA's ACME directory URL?)";
+    failure f = make_failure(failure_kind::not_acme, std::move(message));
+    if (p) {
+      f.kind = failure_kind::ca_problem;
+      f.problem = std::move(p);
+    }
+    f.http_status = res.status;
+    f.cls = res.status >= 500 || res.status == 429 ? failure_class::transient : failure_class::permanent;
+    f.retry_after_s = parse_retry_after(res.header("Retry-After"), system_clock().now_ms());
+    co_return f;
+  }
+  if (!res.body_complete) co_return make_failure(failure_kind::not_acme, what + " sent an incomplete or oversized answer");
+  auto d = parse_directory(res.body);
+  if (!d) {
+    std::string why = d.error().message;
+    if (!type.empty() && !is_json_type(type)) why += " (Content-Type " + type + ")";
+    auto f = make_failure(failure_kind::not_acme,
+                          what + " is not an ACME directory: " + why + " (is directory_url the CA's ACME directory URL?)");
+    f.http_status = res.status;
+    f.field = "directory_url";
+    co_return f;
+  }
+  directory_ = std::move(*d);
+  {
+    std::string line = "ACME directory " + url + ": renewalInfo " +
+        (directory_->renewal_info.empty() ? "not offered" : "offered") +
+        (directory_->meta.external_account_required ? ", external account binding required" : "") +
+        (directory_->meta.terms_of_service.empty() ? "" : ", terms of service " + directory_->meta.terms_of_service);
+    co_await log_line("info", std::move(line));
+  }
+  co_return *directory_;
+}
+
+awaitable<outcome<std::string>> client::take_nonce(std::string_view step) {
+  if (!nonces_.empty()) {
+    std::string n = std::move(nonces_.back());
+    nonces_.pop_back();
+    co_return n;
+  }
+  auto dir = co_await get_directory();
+  if (!dir) co_return std::move(dir).failure();
+  auto res = co_await delivery::http_exchange(
+      base_request(opts_, delivery::http_method::head, dir->new_nonce, opts_.request_timeout));
+  if (!res.ok()) co_return transport_failure(res, std::string(step) + " (newNonce)");
+  std::string nonce = res.header("Replay-Nonce");
+  if (res.status >= 300 || !valid_nonce(nonce)) {
+    auto f = make_failure(failure_kind::not_acme, std::string(step) + ": newNonce answered HTTP " + std::to_string(res.status) +
+                                                      " without a Replay-Nonce");
+    f.http_status = res.status;
+    if (res.status >= 500) f.cls = failure_class::transient;
+    co_return f;
+  }
+  co_return nonce;
+}
+
+awaitable<outcome<client::answer>> client::post(std::string url, std::string step, std::optional<std::string> payload,
+                                                bool use_jwk, std::string accept,
+                                                std::optional<steady::time_point> deadline) {
+  if (!use_jwk && account_url_.empty())
+    co_return bad_input("account_url", step + ": no account URL (register the account first)");
+  for (int attempt = 0;; ++attempt) {
+    auto nonce = co_await take_nonce(step);
+    if (!nonce) co_return std::move(nonce).failure();
+    auto jws = sign_jws(key_, {url, *nonce, use_jwk ? std::string() : account_url_}, payload);
+    if (!jws) co_return bad_input("account_key", step + ": " + jws.error().message);
+    auto timeout = opts_.request_timeout;
+    // A poll's last request ends with the poll (at least a second, so it can be answered).
+    if (deadline)
+      timeout = std::min(timeout, std::max(std::chrono::duration_cast<milliseconds>(*deadline - steady::now()), milliseconds(1000)));
+    auto req = base_request(opts_, delivery::http_method::post, url, timeout);
+    req.headers.emplace_back("Content-Type", "application/jose+json");
+    if (!accept.empty()) req.headers.emplace_back("Accept", accept);
+    req.body = std::move(*jws);
+    auto res = co_await delivery::http_exchange(std::move(req));
+    if (!res.ok()) co_return transport_failure(res, step);
+    // Every answer carries a fresh nonce (§6.5): keep it for the next request.
+    if (auto n = res.header("Replay-Nonce"); valid_nonce(n)) {
+      if (nonces_.size() >= max_pooled_nonces) nonces_.erase(nonces_.begin());
+      nonces_.push_back(std::move(n));
+    }
+    auto retry_after = parse_retry_after(res.header("Retry-After"), system_clock().now_ms());
+    const std::string type = res.header("Content-Type");
+    if (res.status >= 400) {
+      auto p = parse_problem(res.body);
+      if (p && p->acme_type() == "badNonce" && attempt < opts_.bad_nonce_retries) {
+        // §6.5: the answer's Replay-Nonce (now first in the pool) is the one to use.
+        {
+          std::string line = step + ": the CA refused the nonce (badNonce); retrying with the nonce its answer carried (" +
+              std::to_string(attempt + 1) + "/" + std::to_string(opts_.bad_nonce_retries) + ")";
+          co_await log_line("warn", std::move(line));
+        }
+        continue;
+      }
+      failure f;
+      f.http_status = res.status;
+      f.retry_after_s = retry_after;
+      if (p && (!p->type.empty() || !p->detail.empty())) {
+        f.kind = failure_kind::ca_problem;
+        f.cls = classify_problem(*p);
+        f.message = step + ": the CA answered HTTP " + std::to_string(res.status) + ": " + p->text();
+        f.problem = std::move(*p);
+      } else {
+        f.kind = failure_kind::not_acme;
+        f.cls = res.status >= 500 || res.status == 429 ? failure_class::transient : failure_class::permanent;
+        f.message = step + ": the CA answered HTTP " + std::to_string(res.status) + " without a problem document" +
+                    (type.empty() ? std::string() : " (Content-Type " + type + ")");
+      }
+      if (retry_after) f.message += " (Retry-After " + seconds_text(*retry_after) + ")";
+      co_await log_line("warn", f.message);
+      co_return f;
+    }
+    if (res.status >= 300) {
+      auto f = make_failure(failure_kind::not_acme, step + ": the CA answered HTTP " + std::to_string(res.status) +
+                                                        " (redirects are not followed)");
+      f.http_status = res.status;
+      co_return f;
+    }
+    if (!res.body_complete)
+      co_return make_failure(failure_kind::network, step + ": the CA's answer broke off or was larger than " +
+                                                        std::to_string(max_answer_bytes) + " bytes");
+    answer a;
+    a.status = res.status;
+    a.body = std::move(res.body);
+    a.location = absolute(res.header("Location"), url);
+    a.content_type = type;
+    a.retry_after_s = retry_after;
+    a.links = res.header_values("Link");
+    co_return a;
+  }
+}
+
+namespace {
+
+// A document the CA answered that does not parse: the CA is not speaking ACME as expected.
+failure bad_document(const std::string& step, const certfleet::error& e, int status) {
+  auto f = make_failure(failure_kind::not_acme, step + ": the CA's answer is not a valid ACME document: " + e.message);
+  f.http_status = status;
+  return f;
+}
+
+}  // namespace
+
+awaitable<outcome<account_info>> client::new_account(account_request req) {
+  auto dir = co_await get_directory();
+  if (!dir) co_return std::move(dir).failure();
+  boost::json::object payload;
+  if (req.terms_agreed) payload["termsOfServiceAgreed"] = true;
+  if (!req.contact.empty()) {
+    boost::json::array c;
+    for (std::size_t i = 0; i < req.contact.size(); ++i) {
+      const auto& v = req.contact[i];
+      if (v.size() > 320 || v.rfind("mailto:", 0) != 0 || v.find_first_of(",\r\n ") != std::string::npos)
+        co_return bad_input("contact[" + std::to_string(i) + "]",
+                            "newAccount: contact[" + std::to_string(i) + "] must be one mailto: address");
+      c.emplace_back(v);
+    }
+    payload["contact"] = std::move(c);
+  }
+  if (req.only_return_existing) payload["onlyReturnExisting"] = true;
+  if (req.eab) {
+    auto eab = external_account_binding(key_, req.eab->kid, req.eab->hmac_key, dir->new_account);
+    if (!eab) co_return bad_input(eab.error().field, "newAccount: " + eab.error().message);
+    payload["externalAccountBinding"] = std::move(*eab);
+  }
+  auto a = co_await post(dir->new_account, "newAccount", boost::json::serialize(payload), true);
+  if (!a) co_return std::move(a).failure();
+  if (a->location.empty() || !delivery::parse_url(a->location))
+    co_return make_failure(failure_kind::not_acme, "newAccount: the CA's answer has no account URL (Location)");
+  auto acct = parse_account(a->body);
+  if (!acct) co_return bad_document("newAccount", acct.error(), a->status);
+  account_info info{a->location, std::move(*acct), a->status == 201};
+  account_url_ = info.url;
+  {
+    std::string line = std::string(info.created ? "ACME account created: " : "ACME account of this key: ") + info.url +
+        " (" + info.account.status + ")";
+    co_await log_line("info", std::move(line));
+  }
+  co_return info;
+}
+
+awaitable<outcome<order_info>> client::new_order(order_request req) {
+  if (req.domains.empty()) co_return bad_input("domains", "newOrder: domains must name at least one DNS name");
+  if (req.domains.size() > max_domains)
+    co_return bad_input("domains", "newOrder: domains may have at most " + std::to_string(max_domains) + " names");
+  boost::json::array ids;
+  for (std::size_t i = 0; i < req.domains.size(); ++i) {
+    std::string_view d = req.domains[i];
+    std::string_view base = d.substr(0, 2) == "*." ? d.substr(2) : d;
+    if (!valid_dns_name(base) || base.find('*') != std::string_view::npos)
+      co_return bad_input("domains[" + std::to_string(i) + "]",
+                          "newOrder: domains[" + std::to_string(i) + "] is not a DNS name (a wildcard only as a leading \"*.\")");
+    ids.push_back(boost::json::object{{"type", "dns"}, {"value", req.domains[i]}});
+  }
+  boost::json::object payload{{"identifiers", std::move(ids)}};
+  if (!req.replaces.empty()) payload["replaces"] = req.replaces;
+  if (!req.profile.empty()) payload["profile"] = req.profile;
+  auto dir = co_await get_directory();
+  if (!dir) co_return std::move(dir).failure();
+  if (!req.profile.empty() && !dir->meta.profiles.empty() &&
+      std::none_of(dir->meta.profiles.begin(), dir->meta.profiles.end(), [&](const auto& p) { return p.name == req.profile; })) {
+    std::string names;
+    for (const auto& p : dir->meta.profiles) names += (names.empty() ? "" : "|") + p.name;
+    co_return bad_input("profile", "newOrder: the CA offers no profile \"" + req.profile + "\" (it offers " + names + ")");
+  }
+  auto a = co_await post(dir->new_order, "newOrder", boost::json::serialize(payload), false);
+  if (!a) co_return std::move(a).failure();
+  if (a->location.empty() || !delivery::parse_url(a->location))
+    co_return make_failure(failure_kind::not_acme, "newOrder: the CA's answer has no order URL (Location)");
+  auto o = parse_order(a->body);
+  if (!o) co_return bad_document("newOrder", o.error(), a->status);
+  {
+    std::string line = "ACME order " + short_url(a->location) + ": " + std::string(order_status_name(o->status)) + ", " +
+        std::to_string(o->authorizations.size()) + " authorization(s) for " +
+        std::to_string(o->identifiers.size()) + " name(s)" +
+        (req.replaces.empty() ? "" : ", replaces " + req.replaces);
+    co_await log_line("info", std::move(line));
+  }
+  co_return order_info{a->location, std::move(*o)};
+}
+
+awaitable<outcome<order_info>> client::get_order(std::string url) {
+  auto a = co_await post(url, "order", std::nullopt, false);
+  if (!a) co_return std::move(a).failure();
+  auto o = parse_order(a->body);
+  if (!o) co_return bad_document("order", o.error(), a->status);
+  co_return order_info{std::move(url), std::move(*o)};
+}
+
+awaitable<outcome<authorization_info>> client::get_authorization(std::string url) {
+  auto a = co_await post(url, "authorization", std::nullopt, false);
+  if (!a) co_return std::move(a).failure();
+  auto z = parse_authorization(a->body);
+  if (!z) co_return bad_document("authorization", z.error(), a->status);
+  co_return authorization_info{std::move(url), std::move(*z)};
+}
+
+awaitable<outcome<acme::challenge>> client::respond_challenge(std::string url) {
+  auto a = co_await post(url, "challenge", std::string("{}"), false);
+  if (!a) co_return std::move(a).failure();
+  auto c = parse_challenge(a->body);
+  if (!c) co_return bad_document("challenge", c.error(), a->status);
+  {
+    std::string line = "ACME challenge " + c->type + " answered: " + std::string(challenge_status_name(c->status));
+    co_await log_line("info", std::move(line));
+  }
+  co_return std::move(*c);
+}
+
+namespace {
+
+// Why an authorization is not valid, in the CA's words (the failed challenge's problem).
+failure authorization_failure(const authorization& z) {
+  std::string who = z.ident.type + " " + (z.wildcard ? "*." : "") + z.ident.value;
+  auto f = make_failure(failure_kind::order_invalid,
+                        "authorization for " + who + " is " + std::string(authorization_status_name(z.status)));
+  for (const auto& c : z.challenges)
+    if (c.error) {
+      f.message += ": " + c.type + ": " + c.error->text();
+      f.problem = c.error;
+      break;
+    }
+  return f;
+}
+
+}  // namespace
+
+awaitable<outcome<authorization_info>> client::poll_authorization(std::string url, milliseconds max_wait) {
+  const auto deadline = steady::now() + max_wait;
+  auto wait = first_poll_wait;
+  auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer timer(ex);
+  for (;;) {
+    auto a = co_await post(url, "authorization", std::nullopt, false, {}, deadline);
+    if (!a) co_return std::move(a).failure();
+    auto z = parse_authorization(a->body);
+    if (!z) co_return bad_document("authorization", z.error(), a->status);
+    if (z->status == authorization_status::valid) {
+      {
+        std::string line = "ACME authorization for " + z->ident.value + ": valid";
+        co_await log_line("info", std::move(line));
+      }
+      co_return authorization_info{std::move(url), std::move(*z)};
+    }
+    if (z->status != authorization_status::pending) {
+      auto f = authorization_failure(*z);
+      co_await log_line("warn", f.message);
+      co_return f;
+    }
+    auto next = wait;
+    if (a->retry_after_s) {
+      next = milliseconds(*a->retry_after_s * 1000);
+      {
+        std::string line = "ACME authorization for " + z->ident.value + " still pending: the CA asks to wait " +
+            seconds_text(*a->retry_after_s) + " (Retry-After)";
+        co_await log_line("info", std::move(line));
+      }
+    }
+    if (steady::now() + next > deadline) {
+      auto f = make_failure(failure_kind::timeout, "authorization for " + z->ident.value + " still pending after " +
+                                                       ms_text(max_wait) + " (the CA has not validated the challenge)");
+      f.retry_after_s = a->retry_after_s;
+      co_return f;
+    }
+    timer.expires_after(next);
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    wait = std::min(wait * 2, max_poll_wait);
+  }
+}
+
+awaitable<outcome<order_info>> client::poll_order(std::string url, milliseconds max_wait) {
+  const auto deadline = steady::now() + max_wait;
+  auto wait = first_poll_wait;
+  auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer timer(ex);
+  for (;;) {
+    auto a = co_await post(url, "order", std::nullopt, false, {}, deadline);
+    if (!a) co_return std::move(a).failure();
+    auto o = parse_order(a->body);
+    if (!o) co_return bad_document("order", o.error(), a->status);
+    if (o->status == order_status::invalid) {
+      auto f = make_failure(failure_kind::order_invalid, "order " + short_url(url) + " is invalid");
+      if (o->error) {
+        f.message += ": " + o->error->text();
+        f.problem = o->error;
+      } else {
+        // Not every CA says why on the order: the failed authorization does.
+        for (const auto& z_url : o->authorizations) {
+          auto z = co_await get_authorization(z_url);
+          if (z && z->authorization.status != authorization_status::valid &&
+              z->authorization.status != authorization_status::pending) {
+            auto zf = authorization_failure(z->authorization);
+            f.message += ": " + zf.message;
+            f.problem = zf.problem;
+            break;
+          }
+        }
+      }
+      co_await log_line("warn", f.message);
+      co_return f;
+    }
+    if (o->status != order_status::pending && o->status != order_status::processing) {
+      {
+        std::string line = "ACME order " + short_url(url) + ": " + std::string(order_status_name(o->status));
+        co_await log_line("info", std::move(line));
+      }
+      co_return order_info{std::move(url), std::move(*o)};
+    }
+    auto next = wait;
+    if (a->retry_after_s) {
+      next = milliseconds(*a->retry_after_s * 1000);
+      {
+        std::string line = "ACME order " + short_url(url) + " " + std::string(order_status_name(o->status)) +
+            ": the CA asks to wait " + seconds_text(*a->retry_after_s) + " (Retry-After)";
+        co_await log_line("info", std::move(line));
+      }
+    }
+    if (steady::now() + next > deadline) {
+      auto f = make_failure(failure_kind::timeout, "order " + short_url(url) + " still " +
+                                                       std::string(order_status_name(o->status)) + " after " + ms_text(max_wait));
+      f.retry_after_s = a->retry_after_s;
+      co_return f;
+    }
+    timer.expires_after(next);
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    wait = std::min(wait * 2, max_poll_wait);
+  }
+}
+
+awaitable<outcome<order_info>> client::finalize(const order_info& o, std::string csr_der) {
+  if (csr_der.empty()) co_return bad_input("csr", "finalize: the CSR is empty");
+  boost::json::object payload{{"csr", base64url_encode(csr_der)}};
+  auto a = co_await post(o.order.finalize, "finalize", boost::json::serialize(payload), false);
+  if (!a) co_return std::move(a).failure();
+  auto next = parse_order(a->body);
+  if (!next) co_return bad_document("finalize", next.error(), a->status);
+  if (next->status == order_status::invalid) {
+    auto f = make_failure(failure_kind::order_invalid, "finalize: order " + short_url(o.url) + " is invalid");
+    if (next->error) {
+      f.message += ": " + next->error->text();
+      f.problem = next->error;
+    }
+    co_return f;
+  }
+  {
+    std::string line = "ACME finalize: order " + short_url(o.url) + " " + std::string(order_status_name(next->status));
+    co_await log_line("info", std::move(line));
+  }
+  co_return order_info{o.url, std::move(*next)};
+}
+
+awaitable<outcome<std::string>> client::download_certificate(std::string url) {
+  auto a = co_await post(url, "certificate", std::nullopt, false, "application/pem-certificate-chain");
+  if (!a) co_return std::move(a).failure();
+  if (a->body.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+    std::string why = "certificate: the CA's answer holds no PEM certificate";
+    if (!a->content_type.empty()) why += " (Content-Type " + a->content_type + ")";
+    co_return make_failure(failure_kind::not_acme, std::move(why));
+  }
+  std::size_t count = 0;
+  for (std::size_t p = 0; (p = a->body.find("-----BEGIN CERTIFICATE-----", p)) != std::string::npos; ++p) ++count;
+  auto alternates = link_targets(a->links, "alternate");
+  {
+    std::string line = "ACME certificate downloaded: " + std::to_string(count) + " certificate(s)" +
+        (alternates.empty() ? "" : ", " + std::to_string(alternates.size()) + " alternate chain(s) offered");
+    co_await log_line("info", std::move(line));
+  }
+  co_return std::move(a->body);
+}
+
+awaitable<outcome<void>> client::revoke(std::string cert_der, std::optional<int> reason) {
+  if (cert_der.empty()) co_return bad_input("certificate", "revokeCert: the certificate is empty");
+  if (reason && (*reason < 0 || *reason > 10 || *reason == 7))
+    co_return bad_input("reason", "revokeCert: reason must be an RFC 5280 reason code (0-10, not 7)");
+  auto dir = co_await get_directory();
+  if (!dir) co_return std::move(dir).failure();
+  boost::json::object payload{{"certificate", base64url_encode(cert_der)}};
+  if (reason) payload["reason"] = *reason;
+  auto a = co_await post(dir->revoke_cert, "revokeCert", boost::json::serialize(payload), false);
+  if (!a) co_return std::move(a).failure();
+  {
+    std::string line = "ACME certificate revoked" + (reason ? " (reason " + std::to_string(*reason) + ")" : std::string());
+    co_await log_line("info", std::move(line));
+  }
+  co_return outcome<void>();
+}
+
+awaitable<outcome<renewal_info_answer>> client::get_renewal_info(std::string cert_id) {
+  auto dir = co_await get_directory();
+  if (!dir) co_return std::move(dir).failure();
+  if (dir->renewal_info.empty())
+    co_return bad_input("renewalInfo", "renewalInfo: the CA's directory offers no renewalInfo (RFC 9773)");
+  auto dot = cert_id.find('.');
+  if (cert_id.empty() || cert_id.size() > 512 || dot == std::string::npos || dot == 0 || dot + 1 == cert_id.size() ||
+      !base64url_decode(cert_id.substr(0, dot)) || !base64url_decode(cert_id.substr(dot + 1)))
+    co_return bad_input("cert_id", "renewalInfo: the certificate ID must be base64url(AKI).base64url(serial)");
+  std::string url = dir->renewal_info;
+  if (url.back() != '/') url += '/';
+  url += cert_id;
+  auto res = co_await delivery::http_exchange(base_request(opts_, delivery::http_method::get, url, opts_.request_timeout));
+  if (!res.ok()) co_return transport_failure(res, "renewalInfo");
+  auto retry_after = parse_retry_after(res.header("Retry-After"), system_clock().now_ms());
+  if (res.status != 200) {
+    auto p = parse_problem(res.body);
+    failure f;
+    f.http_status = res.status;
+    f.retry_after_s = retry_after;
+    if (p && !p->type.empty()) {
+      f.kind = failure_kind::ca_problem;
+      f.cls = classify_problem(*p);
+      f.message = "renewalInfo: the CA answered HTTP " + std::to_string(res.status) + ": " + p->text();
+      f.problem = std::move(*p);
+    } else {
+      f.kind = failure_kind::not_acme;
+      f.cls = res.status >= 500 || res.status == 429 ? failure_class::transient : failure_class::permanent;
+      f.message = "renewalInfo: the CA answered HTTP " + std::to_string(res.status);
+    }
+    co_return f;
+  }
+  if (!res.body_complete) co_return make_failure(failure_kind::network, "renewalInfo: the CA's answer broke off");
+  auto info = parse_renewal_info(res.body);
+  if (!info) co_return bad_document("renewalInfo", info.error(), res.status);
+  {
+    std::string line = "ACME renewal information: window " + format_iso8601(info->suggested_window.start) + " to " +
+        format_iso8601(info->suggested_window.end) +
+        (retry_after ? ", ask again in " + seconds_text(*retry_after) : std::string()) +
+        (info->explanation_url.empty() ? "" : ", explanation " + info->explanation_url);
+    co_await log_line("info", std::move(line));
+  }
+  co_return renewal_info_answer{std::move(*info), retry_after};
+}
+
+}  // namespace certfleet::acme
