@@ -18,6 +18,7 @@
 #include <chrono>
 #include <functional>
 
+#include "certfleet/distribution/acme_jobs.hpp"
 #include "certfleet/distribution/certificates.hpp"
 #include "certfleet/distribution/engine.hpp"
 
@@ -32,7 +33,7 @@ struct sweep_def {
   std::string_view name;
   std::string_view doc;
 };
-constexpr std::array<sweep_def, 4> sweeps{{
+constexpr std::array<sweep_def, 5> sweeps{{
     {"lost_leases", "active jobs past their lease with no attempts left become dead (terminal hooks run)"},
     {"distributions", "re-triggers running distribution runs whose jobs are gone (an execute aborted before its jobs "
                       "were stored): their targets without a job or a result are enqueued again; and opens the run "
@@ -40,6 +41,8 @@ constexpr std::array<sweep_def, 4> sweeps{{
                       "the version was stored"},
     {"fanout_reconcile", "reports finished distribution children missing from their run's count and completes runs "
                          "whose batches have all reported"},
+    {"acme_renewal", "enqueues renew_certificate (key renew:<certificate>:<expires_at_unix>) for each auto-renewing "
+                     "ACME certificate inside the last third of its lifetime"},
     {"retention", "completed and cancelled jobs (and their logs) older than job_retention_s, and audit entries older "
                   "than audit_retention_s, are deleted in batches"},
 }};
@@ -218,6 +221,12 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
           if (!n) co_return queue::outcome::failure(n.error().message);
           auto line = fmt::format("fanout_reconcile: {} distribution runs reported or completed", *n);
           co_await ctx.log("info", std::move(line));
+          co_return queue::outcome::ok();
+        }
+        if (*name == "acme_renewal") {
+          auto n = co_await distribution::enqueue_due_renewals(ctx.store(), ctx.clock());
+          if (!n) co_return queue::outcome::failure(n.error().message);
+          co_await ctx.log("info", fmt::format("acme_renewal: {} renew_certificate jobs enqueued", *n));
           co_return queue::outcome::ok();
         }
         if (*name == "retention") {
