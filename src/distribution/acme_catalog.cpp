@@ -22,8 +22,9 @@ error bad(std::string field, std::string message) {
 }
 
 // A nested reader's error names its member inside the outer one ("eab.kid").
+// (object_reader already names its fields after the document it was given: those stay.)
 error nested(error e, std::string_view prefix) {
-  if (!e.field.empty()) {
+  if (!e.field.empty() && e.field.rfind(fmt::format("{}.", prefix), 0) != 0 && e.field != prefix) {
     auto old = e.field;
     e.field = fmt::format("{}.{}", prefix, old);
     // The reader words its message with the bare name; say the full one.

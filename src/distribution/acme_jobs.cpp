@@ -423,7 +423,7 @@ asio::awaitable<queue::outcome> acme_job::run() {
     co_await ctx_.log("info", fmt::format("certificate {} already has version {}: nothing to issue", *cert_id, in->doc.version));
     co_return queue::outcome::ok();
   }
-  if (renewal_ && !in->doc.acme->auto_renew && ctx_.job().triggered_by.rfind("scheduler", 0) == 0) {
+  if (renewal_ && !in->doc.acme->auto_renew && ctx_.job().triggered_by == "renewal_sweep") {
     co_await ctx_.log("info", "auto_renew is off for this certificate: the sweep's renewal does nothing");
     co_return queue::outcome::ok();
   }
@@ -551,7 +551,7 @@ asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_
     j.max_attempts = queue::find_job_type(j.type)->max_attempts;
     j.idempotency_key = renew_job_key(c.id, doc->not_after);
     j.certificate_id = c.id;
-    j.triggered_by = "scheduler:renewal";
+    j.triggered_by = "renewal_sweep";
     jobs.push_back(std::move(j));
   }
   if (jobs.empty()) co_return 0;
