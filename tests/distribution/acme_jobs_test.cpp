@@ -260,6 +260,26 @@ TEST(acme_jobs, refusals_end_the_job_with_the_cause_and_bad_bodies_name_the_fiel
   EXPECT_EQ(err.find("c2VjcmV0"), std::string::npos) << "the secret must never be quoted: " << err;
   EXPECT_TRUE(a.knot->dig_txt("_acme-challenge." + domain).empty());
 
+  // A DNS server that never answers is transient: the job fails, to be retried with backoff, and
+  // the certificate stays pending with the cause.
+  testbed::silent_dns_server silent;
+  auto silent_body = a.provider_body("silent");
+  silent_body["rfc2136"].as_object()["server"] = silent.server();
+  auto mute = a.create("dns-providers", silent_body);
+  auto [slow_cert, slow_job] = a.issue("slow", {"slow." + label() + "." + a.knot->zone()}, account, mute);
+  json::value slow;
+  for (auto until = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(200ms)) {
+    slow = a.env.ok("GET", "jobs/" + slow_job);
+    if (str(slow, "status") != "pending" && str(slow, "status") != "active") break;
+  }
+  EXPECT_EQ(str(slow, "status"), "failed") << json::serialize(slow) << "\n" << a.log_text(slow_job);
+  EXPECT_NE(str(slow, "error").find("DNS provider silent"), std::string::npos) << json::serialize(slow);
+  EXPECT_NE(str(slow, "error").find("no answer"), std::string::npos) << json::serialize(slow);
+  auto pending = a.env.ok("GET", "certificates/" + slow_cert);
+  EXPECT_EQ(str(pending, "status"), "pending");
+  EXPECT_EQ(str(pending, "last_error"), str(slow, "error"));
+
   // Bad bodies: 400 naming the field; nothing stored.
   struct bad_body {
     std::string path;
@@ -309,8 +329,8 @@ TEST(acme_jobs, refusals_end_the_job_with_the_cause_and_bad_bodies_name_the_fiel
     EXPECT_EQ(str(r.json().at("error"), "field"), b.field) << b.path << " -> " << r.body;
   }
   EXPECT_EQ(num(a.env.ok("GET", "acme-accounts"), "total"), 1);
-  EXPECT_EQ(num(a.env.ok("GET", "dns-providers"), "total"), 2);
-  EXPECT_EQ(num(a.env.ok("GET", "certificates"), "total"), 2);
+  EXPECT_EQ(num(a.env.ok("GET", "dns-providers"), "total"), 3);
+  EXPECT_EQ(num(a.env.ok("GET", "certificates"), "total"), 3);
 }
 
 TEST(acme_jobs, an_account_the_ca_refuses_is_not_stored_and_the_answer_carries_the_ca_problem) {
