@@ -28,6 +28,7 @@
 #include <limits>
 #include <chrono>
 #include <exception>
+#include <map>
 #include <set>
 
 namespace certfleet::distribution {
@@ -514,47 +515,127 @@ void register_acme_handlers(queue::handler_registry& r, std::shared_ptr<const ac
   }
 }
 
-renewal_due acme_renewal_due(const certificate_doc& d, time_ms now) {
+renewal_due acme_renewal_due(const certificate_doc& d, time_ms now, std::optional<acme_renewal_window> ari) {
   renewal_due out;
   if (!d.acme || d.version == 0 || !d.acme->auto_renew || d.status == "revoked") return out;
   acme::renewal_inputs in;
   in.now = now;
   in.not_before = d.not_before;
   in.not_after = d.not_after;
+  if (ari) in.ari = acme::renewal_window{ari->start, ari->end};
+  in.seed = std::hash<std::string>{}(d.serial);
   auto decision = acme::decide_renewal(in);
   out.due = decision.renew_now;
   out.renew_at = decision.renew_at;
+  out.source = std::string(acme::renewal_source_name(decision.source));
   out.reason = decision.reason;
   return out;
 }
 
-asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_source& clock) {
+namespace {
+
+// One CA's renewal information for the sweep: the directory once per account, then one GET per
+// certificate. Requests are unauthenticated; the client still wants a key, so a throwaway one.
+class ari_reader {
+ public:
+  ari_reader(const acme_job_options& opt, sweep_logger log) : opt_(opt), log_(std::move(log)) {}
+
+  asio::awaitable<std::optional<acme_renewal_window>> window(const acme_account_spec& account, const std::string& account_id,
+                                                             const certificate_doc& d, const std::string& cert_id) {
+    if (!key_) {
+      auto k = co_await on_cpu<result<acme::account_key>>(opt_.cpu, [] { return acme::account_key::generate(); });
+      if (!k) co_return std::nullopt;
+      key_ = std::make_unique<acme::account_key>(std::move(*k));
+    }
+    auto& c = clients_[account_id];
+    if (!c) {
+      acme::client_options co;
+      co.directory_url = account.directory_url;
+      co.ca_pem = trust_anchors(account.ca_bundle_pem, opt_.ca_pem);
+      co.resolve_pool = opt_.cpu;
+      c = std::make_unique<acme::client>(std::move(co), *key_);
+    }
+    auto dir = co_await c->get_directory();
+    if (!dir) {
+      co_await say("warn", fmt::format("acme_renewal: certificate {}: directory of its account {}: {} (lifetime rule used)",
+                                       cert_id, account_id, dir.failure().message));
+      co_return std::nullopt;
+    }
+    if (dir->renewal_info.empty()) co_return std::nullopt;
+    auto id = acme::ari_cert_id_of(d.cert_pem);
+    if (!id) {
+      co_await say("warn", fmt::format("acme_renewal: certificate {}: {} (lifetime rule used)", cert_id, id.error().message));
+      co_return std::nullopt;
+    }
+    auto info = co_await c->get_renewal_info(*id);
+    if (!info) {
+      co_await say("warn", fmt::format("acme_renewal: certificate {}: {} (lifetime rule used)", cert_id, info.failure().message));
+      co_return std::nullopt;
+    }
+    co_return acme_renewal_window{info->info.suggested_window.start, info->info.suggested_window.end};
+  }
+
+ private:
+  asio::awaitable<void> say(std::string level, std::string message) {
+    if (log_) co_await log_(std::move(level), std::move(message));
+  }
+  const acme_job_options& opt_;
+  sweep_logger log_;
+  std::unique_ptr<acme::account_key> key_;
+  std::map<std::string, std::unique_ptr<acme::client>> clients_;
+};
+
+}  // namespace
+
+asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_source& clock, const acme_job_options* opt,
+                                                  sweep_logger log) {
   auto now = clock.now_ms();
-  // Every certificate that has an expiry: the catalog index by not_after, all projects.
-  store::read_value_fn<std::vector<store::catalog_object>> read = [](store::catalog_read& rd) {
-    return rd.certificates_expiring(std::numeric_limits<time_ms>::max() / 2, 100'000);
+  // Every certificate that has an expiry (the catalog index by not_after, all projects), and the
+  // accounts of the ACME ones.
+  struct candidate {
+    store::catalog_object cert;
+    certificate_doc doc;
+    acme_account_spec account;
   };
-  auto certs = co_await store::read_value(st.catalog(), std::move(read));
-  if (!certs) co_return std::move(certs).error();
-  auto created = std::make_shared<int>(0);
+  auto found = std::make_shared<std::vector<candidate>>();
+  store::read_fn read = [found](store::catalog_read& rd) -> result<void> {
+    auto certs = rd.certificates_expiring(std::numeric_limits<time_ms>::max() / 2, 100'000);
+    if (!certs) return std::move(certs).error();
+    for (auto& c : *certs) {
+      auto doc = parse_certificate_doc(c, true);
+      if (!doc || !doc->acme || doc->version == 0 || !doc->acme->auto_renew || doc->status == "revoked") continue;
+      auto a = rd.get_object(c.project_id, store::kind_acme_account, doc->acme->acme_account_id);
+      if (!a) continue;
+      auto spec = parse_acme_account_doc(*a);
+      if (!spec) continue;
+      found->push_back(candidate{std::move(c), std::move(*doc), std::move(*spec)});
+    }
+    return {};
+  };
+  if (auto r = co_await st.catalog().read(std::move(read)); !r) co_return std::move(r).error();
+
+  std::optional<ari_reader> ari;
+  if (opt) ari.emplace(*opt, log);
   std::vector<store::new_job> jobs;
-  for (const auto& c : *certs) {
-    auto doc = parse_certificate_doc(c, true);
-    if (!doc) continue;
-    auto due = acme_renewal_due(*doc, now);
+  for (const auto& c : *found) {
+    std::optional<acme_renewal_window> window;
+    if (ari) window = co_await ari->window(c.account, c.doc.acme->acme_account_id, c.doc, c.cert.id);
+    auto due = acme_renewal_due(c.doc, now, window);
     if (!due.due) continue;
+    if (log) co_await log("info", fmt::format("acme_renewal: certificate {} is due ({}): {}", c.cert.id, due.source, due.reason));
     store::new_job j;
-    j.project_id = c.project_id;
+    j.project_id = c.cert.project_id;
     j.type = std::string(queue::job_names::renew_certificate);
     j.lane = std::string(queue::lane_main);
-    j.payload = acme_job_payload(c.id);
+    j.payload = acme_job_payload(c.cert.id);
     j.max_attempts = queue::find_job_type(j.type)->max_attempts;
-    j.idempotency_key = renew_job_key(c.id, doc->not_after);
-    j.certificate_id = c.id;
+    j.idempotency_key = renew_job_key(c.cert.id, c.doc.not_after);
+    j.certificate_id = c.cert.id;
     j.triggered_by = "renewal_sweep";
     jobs.push_back(std::move(j));
   }
   if (jobs.empty()) co_return 0;
+  auto created = std::make_shared<int>(0);
   store::tx_fn write = [jobs, now, created](store::catalog_tx& tx) -> result<void> {
     for (const auto& j : jobs) {
       auto e = tx.jobs().enqueue(j, now);

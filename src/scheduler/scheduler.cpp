@@ -42,7 +42,8 @@ constexpr std::array<sweep_def, 5> sweeps{{
     {"fanout_reconcile", "reports finished distribution children missing from their run's count and completes runs "
                          "whose batches have all reported"},
     {"acme_renewal", "enqueues renew_certificate (key renew:<certificate>:<expires_at_unix>) for each auto-renewing "
-                     "ACME certificate inside the last third of its lifetime"},
+                     "ACME certificate due: at its point in the CA's renewal information window (RFC 9773) when "
+                     "the CA offers it, else in the last third of its lifetime"},
     {"retention", "completed and cancelled jobs (and their logs) older than job_retention_s, and audit entries older "
                   "than audit_retention_s, are deleted in batches"},
 }};
@@ -190,10 +191,14 @@ asio::awaitable<result<int>> in_batches(queue::job_context& ctx, batch_op op) {
 
 }  // namespace
 
-void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, time_ms audit_retention_ms) {
+void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, time_ms audit_retention_ms,
+                            asio::thread_pool* cpu, std::string ca_pem) {
+  auto acme = std::make_shared<distribution::acme_job_options>();
+  acme->cpu = cpu;
+  acme->ca_pem = std::move(ca_pem);
   r.add(
       std::string(queue::job_names::maintenance_sweep),
-      [retention_ms, audit_retention_ms](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
+      [retention_ms, audit_retention_ms, acme](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
         auto p = json::object_reader::parse(ctx.payload(), "payload");
         if (!p) co_return queue::outcome::permanent_failure(p.error().message);
         auto name = p->required_string("name");
@@ -224,7 +229,10 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
           co_return queue::outcome::ok();
         }
         if (*name == "acme_renewal") {
-          auto n = co_await distribution::enqueue_due_renewals(ctx.store(), ctx.clock());
+          distribution::sweep_logger log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
+            co_await ctx.log(std::move(level), std::move(message));
+          };
+          auto n = co_await distribution::enqueue_due_renewals(ctx.store(), ctx.clock(), acme.get(), std::move(log));
           if (!n) co_return queue::outcome::failure(n.error().message);
           co_await ctx.log("info", fmt::format("acme_renewal: {} renew_certificate jobs enqueued", *n));
           co_return queue::outcome::ok();

@@ -4,8 +4,12 @@
 // new version delivered by the certificate's auto_execute distribution to a real sshd target.
 // The CA's refusals, a TSIG key knot rejects, and bad API bodies end clearly, naming the cause.
 #include "dist_fixture.hpp"
+#include "certfleet/acme/client.hpp"
+#include "certfleet/acme/renewal_info.hpp"
+#include "certfleet/core/clock.hpp"
 #include "knot.hpp"
 #include "pebble.hpp"
+#include "run_sync.hpp"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -225,6 +229,73 @@ TEST(acme_jobs, the_renewal_sweep_renews_a_certificate_in_the_last_third_of_its_
   const auto& versions = now.at("versions").as_array();
   ASSERT_GE(versions.size(), 2u);
   EXPECT_NE(str(versions[0], "serial"), str(versions[1], "serial"));
+}
+
+// pebble 2.4 has no renewalInfo (RFC 9773 came in a later pebble): a testbed HTTPS server serves
+// pebble's directory with a renewalInfo URL added, and the renewal information of the
+// certificate. A 5-year certificate is then renewed when, and only when, the CA's window says so.
+TEST(acme_jobs, the_renewal_sweep_follows_the_cas_renewal_information_when_the_directory_offers_it) {
+  acme_env a({}, {"scheduler_interval_ms=1000", "scheduler_lease_ms=3000"});
+  auto key = certfleet::acme::account_key::generate();
+  ASSERT_TRUE(key);
+  certfleet::acme::client_options co;
+  co.directory_url = a.ca->directory_url();
+  co.ca_pem = a.ca->tls_ca_pem();
+  certfleet::acme::client plain(co, *key);
+  auto pebble_dir = testbed::run_sync(plain.get_directory());
+  ASSERT_TRUE(pebble_dir) << pebble_dir.failure().message;
+  testbed::webhook_sink ari(true);
+  json::object d{{"newNonce", pebble_dir->new_nonce},     {"newAccount", pebble_dir->new_account},
+                 {"newOrder", pebble_dir->new_order},     {"revokeCert", pebble_dir->revoke_cert},
+                 {"keyChange", pebble_dir->key_change},   {"renewalInfo", ari.url("/renewal-info")},
+                 {"meta", {{"termsOfService", pebble_dir->meta.terms_of_service}}}};
+  ari.serve("/directory", {200, {}, json::serialize(d)});
+
+  auto body = a.account_body("ari-ca");
+  body["directory_url"] = ari.url("/directory");
+  body["ca_bundle_pem"] = a.ca->tls_ca_pem() + ari.ca_pem();
+  auto account = a.create("acme-accounts", body);
+  auto provider = a.create("dns-providers", a.provider_body("knot"));
+  const std::string domain = "ari." + label() + "." + a.knot->zone();
+  auto [cert, job] = a.issue("ari", {domain}, account, provider);
+  ASSERT_EQ(str(a.wait_job(job), "status"), "completed") << a.log_text(job);
+  auto v1 = a.env.ok("GET", "certificates/" + cert);
+  auto id = certfleet::acme::ari_cert_id_of(str(v1, "cert_pem"));
+  ASSERT_TRUE(id) << id.error().message;
+  const std::string info_path = "/renewal-info/" + *id;
+  auto info_requests = [&] {
+    std::size_t n = 0;
+    for (const auto& r : ari.requests()) n += r.method == "GET" && r.target == info_path;
+    return n;
+  };
+
+  // A window 20 days ahead: the sweep asks (again each cycle) and leaves the certificate alone.
+  const auto now = certfleet::system_clock().now_ms();
+  auto window = [](certfleet::time_ms start, certfleet::time_ms end) {
+    return R"({"suggestedWindow": {"start": ")" + certfleet::format_iso8601(start) + R"(", "end": ")" +
+           certfleet::format_iso8601(end) + R"("}})";
+  };
+  ari.serve(info_path, {200, {{"Retry-After", "60"}}, window(now + 20 * 86'400'000LL, now + 22 * 86'400'000LL)});
+  ari.clear();
+  for (auto until = std::chrono::steady_clock::now() + 30s; info_requests() < 3 && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(100ms);
+  ASSERT_GE(info_requests(), 3u) << "the sweep did not ask for the renewal information";
+  EXPECT_EQ(num(a.env.ok("GET", "jobs?type=renew_certificate"), "total"), 0);
+
+  // The CA moves the window into the past (a mass revocation): the next sweep renews.
+  ari.serve(info_path, {200, {{"Retry-After", "60"}}, window(now - 2 * 86'400'000LL, now - 86'400'000LL)});
+  json::value current;
+  for (auto until = std::chrono::steady_clock::now() + 90s; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(300ms)) {
+    current = a.env.ok("GET", "certificates/" + cert);
+    if (num(current, "version") >= 2) break;
+  }
+  ASSERT_EQ(num(current, "version"), 2) << json::serialize(current);
+  auto renewals = a.env.ok("GET", "jobs?type=renew_certificate");
+  ASSERT_EQ(num(renewals, "total"), 1) << json::serialize(renewals);
+  EXPECT_EQ(str(renewals.at("items").as_array()[0], "triggered_by"), "renewal_sweep");
+  auto log = a.log_text(str(renewals.at("items").as_array()[0], "id"));
+  EXPECT_NE(log.find("workflow step: completed"), std::string::npos) << log;
 }
 
 TEST(acme_jobs, refusals_end_the_job_with_the_cause_and_bad_bodies_name_the_field) {

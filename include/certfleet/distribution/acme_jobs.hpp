@@ -13,11 +13,17 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 namespace certfleet::distribution {
+
+// The CA's suggested renewal window for one certificate (RFC 9773), in unix ms.
+struct acme_renewal_window {
+  time_ms start = 0, end = 0;
+};
 
 struct acme_job_options {
   const kek* key = nullptr;                 // opens the account key, the TSIG secret; seals the new key
@@ -37,17 +43,26 @@ void register_acme_handlers(queue::handler_registry& r, std::shared_ptr<const ac
 // The payload of both jobs.
 std::string acme_job_payload(std::string_view certificate_id);
 
-// Whether an issued ACME certificate is due for renewal now, without renewal information:
-// auto_renew and inside the last third of its lifetime (acme::decide_renewal). Pure.
+// Whether an issued ACME certificate is due for renewal now (acme::decide_renewal): auto_renew
+// and, with the CA's renewal information (RFC 9773) when it has some, at the point drawn in its
+// suggested window (seeded by the serial: the same point every sweep); else inside the last third
+// of its lifetime. Pure.
 struct renewal_due {
   bool due = false;
   time_ms renew_at = 0;
+  std::string source;  // "ari" | "lifetime"
   std::string reason;
 };
-renewal_due acme_renewal_due(const certificate_doc& d, time_ms now);
+renewal_due acme_renewal_due(const certificate_doc& d, time_ms now,
+                             std::optional<acme_renewal_window> ari = std::nullopt);
 
-// The renewal sweep: enqueues renew_certificate (key renew:<cert>:<expires_at_unix>) for each
-// ACME certificate that is due. Returns how many jobs it created (an existing key is not counted).
-boost::asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_source& clock);
+// The renewal sweep: asks each account's CA for the renewal information of its certificates when
+// its directory offers renewalInfo (unauthenticated GETs; any failure falls back to the lifetime
+// rule and is logged), then enqueues renew_certificate (key renew:<cert>:<expires_at_unix>) for
+// each certificate that is due. `opt` null: lifetime rule only. Returns how many jobs it created
+// (an existing key is not counted).
+using sweep_logger = std::function<boost::asio::awaitable<void>(std::string level, std::string message)>;
+boost::asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_source& clock,
+                                                         const acme_job_options* opt = nullptr, sweep_logger log = {});
 
 }  // namespace certfleet::distribution
