@@ -8,8 +8,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -61,6 +66,80 @@ std::filesystem::path passwd_with_shell(const std::filesystem::path& dir, const 
 }
 
 }  // namespace
+
+struct sshd_session_sampler::impl {
+  std::vector<std::uint16_t> ports;
+  std::chrono::microseconds every;
+  mutable std::mutex m;
+  std::map<std::uint16_t, int> peak;
+  std::map<std::uint16_t, std::set<std::string>> clients;
+  std::uint64_t samples = 0;
+  std::atomic<bool> stopping{false};
+  std::thread thread;
+
+  void sample() {
+    std::map<std::uint16_t, int> now;
+    std::vector<std::pair<std::uint16_t, std::string>> seen;
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+      std::ifstream f(table);
+      std::string line;
+      std::getline(f, line);  // header
+      while (std::getline(f, line)) {
+        // "  N: LOCAL_HEX:PORT REMOTE_HEX:PORT ST …"
+        std::istringstream in(line);
+        std::string slot, local, remote, st;
+        in >> slot >> local >> remote >> st;
+        if (st != "01") continue;  // TCP_ESTABLISHED
+        auto colon = local.rfind(':');
+        if (colon == std::string::npos) continue;
+        auto port = static_cast<std::uint16_t>(std::stoul(local.substr(colon + 1), nullptr, 16));
+        if (std::find(ports.begin(), ports.end(), port) == ports.end()) continue;
+        ++now[port];
+        seen.emplace_back(port, remote);
+      }
+    }
+    std::lock_guard<std::mutex> l(m);
+    ++samples;
+    for (auto [port, n] : now) peak[port] = std::max(peak[port], n);
+    for (auto& [port, remote] : seen) clients[port].insert(remote);
+  }
+};
+
+sshd_session_sampler::sshd_session_sampler(std::vector<std::uint16_t> ports, std::chrono::microseconds every)
+    : p_(std::make_unique<impl>()) {
+  p_->ports = std::move(ports);
+  p_->every = every;
+  p_->thread = std::thread([p = p_.get()] {
+    while (!p->stopping) {
+      p->sample();
+      std::this_thread::sleep_for(p->every);
+    }
+  });
+}
+
+sshd_session_sampler::~sshd_session_sampler() { stop(); }
+
+void sshd_session_sampler::stop() {
+  p_->stopping = true;
+  if (p_->thread.joinable()) p_->thread.join();
+}
+
+int sshd_session_sampler::peak(std::uint16_t port) const {
+  std::lock_guard<std::mutex> l(p_->m);
+  auto it = p_->peak.find(port);
+  return it == p_->peak.end() ? 0 : it->second;
+}
+
+std::size_t sshd_session_sampler::connections(std::uint16_t port) const {
+  std::lock_guard<std::mutex> l(p_->m);
+  auto it = p_->clients.find(port);
+  return it == p_->clients.end() ? 0 : it->second.size();
+}
+
+std::uint64_t sshd_session_sampler::samples() const {
+  std::lock_guard<std::mutex> l(p_->m);
+  return p_->samples;
+}
 
 std::string current_user() {
   passwd* pw = getpwuid(geteuid());

@@ -1,6 +1,7 @@
 #pragma once
 // Real OpenSSH servers on 127.0.0.1 for delivery tests and benchmarks (TESTBED.md): each has its
 // own ed25519 + ECDSA host keys, a config in the test directory, and is stopped by its PID.
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -64,6 +65,30 @@ class sshd {
 std::vector<std::unique_ptr<sshd>> start_fleet(const std::filesystem::path& dir, int n,
                                                const std::vector<std::string>& authorized_public_lines,
                                                sshd_options o = {});
+
+// Counts, from the server's side, the TCP connections an sshd holds: a thread reads the kernel's
+// socket table (/proc/net/tcp) every `every` and counts ESTABLISHED sockets whose local port is
+// one of `ports` — sshd's ends of its connections, whoever opened them. A connection its client
+// closed leaves ESTABLISHED when the FIN arrives, before sshd has even noticed; one sshd has not
+// accepted yet is counted too (the kernel completed it). Independent of MaxSessions/MaxStartups.
+class sshd_session_sampler {
+ public:
+  sshd_session_sampler(std::vector<std::uint16_t> ports, std::chrono::microseconds every = std::chrono::microseconds(2000));
+  ~sshd_session_sampler();  // stops the thread
+  sshd_session_sampler(const sshd_session_sampler&) = delete;
+  sshd_session_sampler& operator=(const sshd_session_sampler&) = delete;
+
+  // The most connections seen at once on `port` so far.
+  int peak(std::uint16_t port) const;
+  // Distinct connections (client ports) seen on `port` so far.
+  std::size_t connections(std::uint16_t port) const;
+  std::uint64_t samples() const;
+  void stop();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> p_;
+};
 
 // The user the servers log in (the current one: root in CI).
 std::string current_user();

@@ -6,7 +6,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 7> migrations{{
+constexpr std::array<const char*, 8> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -241,6 +241,20 @@ CREATE TRIGGER job_counts_status AFTER UPDATE OF status ON jobs WHEN old.status 
     ON CONFLICT (project_id, type, status) DO UPDATE SET n = n + 1;
 END;
 CREATE INDEX jobs_project_type_status ON jobs (project_id, type, status, id) WHERE status <> 'active';
+)sql",
+    // 8: session slots per SSH destination (issue 20), each held by one job attempt (job id +
+    // fence) until released or expired; an acquire frees its destination's dead slots first.
+    R"sql(
+CREATE TABLE session_slots (
+  id INTEGER PRIMARY KEY,
+  destination TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  fence INTEGER NOT NULL,
+  acquired_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL
+);
+CREATE INDEX session_slots_destination ON session_slots (destination);
+CREATE INDEX session_slots_holder ON session_slots (job_id, fence);
 )sql",
 }};
 }  // namespace
