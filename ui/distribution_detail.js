@@ -249,28 +249,33 @@ export function renderDistributionDetail(ctx) {
       return;
     }
     const longest = Math.max(1, ...slowest.map((t) => Number(t.total_ms ?? 0) + Number(t.session_wait_ms ?? 0)));
-    replace(tail, h('h2', { id: 'tail-title', text: 'Long tail' }),
-      h('p', { class: 'muted', text: `Phase times over the run's ${lt.timed_targets} timed targets (ms). A target that reused a connection has no connect, handshake or auth time.` }),
-      h('div', { class: 'table-wrap' }, h('table', { id: 'tail-phases' },
-        h('caption', { class: 'visually-hidden', text: 'Percentiles of each delivery phase over the run' }),
-        h('thead', null, h('tr', null, ...['Phase', 'Targets', 'p50', 'p90', 'p99', 'Max'].map((c) => h('th', { scope: 'col', text: c })))),
-        h('tbody', null, ...phases.map((p) => h('tr', { 'data-phase': p.phase },
-          h('th', { scope: 'row', text: String(p.phase) }), h('td', { class: 'num', text: String(p.count) }),
-          ...['p50_ms', 'p90_ms', 'p99_ms', 'max_ms'].map((k) => h('td', { class: 'num', 'data-stat': k, text: p.count ? msText(p[k]) : '–' }))))))),
-      h('h3', { class: 'counter-group', text: `The ${slowest.length} slowest targets` }),
-      h('div', { class: 'table-wrap' }, h('table', { id: 'tail-slowest' },
-        h('caption', { class: 'visually-hidden', text: 'The slowest targets of the run and where their time went' }),
-        h('thead', null, h('tr', null, ...['Target', 'Status', 'Total', 'Waited for a session', 'Phases'].map((c) => h('th', { scope: 'col', text: c })))),
-        h('tbody', null, ...slowest.map((t) => h('tr', { 'data-target-id': t.target_id },
-          h('td', null, h('span', { title: t.target_id, text: targetName(String(t.target_id)) })),
-          h('td', null, fmt.outcomeTag(String(t.status))),
-          h('td', { class: 'num', text: msText(t.total_ms) }),
-          h('td', { class: 'num', text: t.session_wait_ms ? msText(t.session_wait_ms) : '–' }),
-          h('td', { class: 'phase-cell' }, phaseBar(t, longest), h('span', { class: 'phase-text', text: phaseText(t.timings_ms) })))))),
-      h('p', { class: 'phase-legend muted' }, ...['wait', 'connect', 'handshake', 'auth', 'upload', 'install', 'validate', 'other'].map((k) =>
-        h('span', { class: 'legend-item' }, svg('svg', { width: 10, height: 10, 'aria-hidden': 'true', class: `phase phase-${k}` }), ` ${k === 'wait' ? 'session wait' : k} `))));
+    const phaseTable = h('table', { id: 'tail-phases' },
+      h('caption', { class: 'visually-hidden', text: 'Percentiles of each delivery phase over the run' }),
+      h('thead', null, h('tr', null, ...['Phase', 'Targets', 'p50', 'p90', 'p99', 'Max'].map((c) => h('th', { scope: 'col', text: c })))),
+      h('tbody', null, ...phases.map((p) => h('tr', { 'data-phase': p.phase },
+        h('th', { scope: 'row', text: String(p.phase) }), h('td', { class: 'num', text: String(p.count) }),
+        ...['p50_ms', 'p90_ms', 'p99_ms', 'max_ms'].map((k) => h('td', { class: 'num', 'data-stat': k, text: p.count ? msText(p[k]) : '–' }))))));
+    const slowTable = h('table', { id: 'tail-slowest' },
+      h('caption', { class: 'visually-hidden', text: 'The slowest targets of the run and where their time went' }),
+      h('thead', null, h('tr', null, ...['Target', 'Status', 'Total', 'Waited for a session', 'Phases'].map((c) => h('th', { scope: 'col', text: c })))),
+      h('tbody', null, ...slowest.map((t) => h('tr', { 'data-target-id': t.target_id },
+        h('td', null, h('span', { title: t.target_id, text: targetName(String(t.target_id)) })),
+        h('td', null, fmt.outcomeTag(String(t.status))),
+        h('td', { class: 'num', text: msText(t.total_ms) }),
+        h('td', { class: 'num', text: t.session_wait_ms ? msText(t.session_wait_ms) : '–' }),
+        h('td', { class: 'phase-cell' }, phaseBar(t, longest), h('span', { class: 'phase-text', text: phaseText(t.timings_ms) }))))));
     // The legend's squares: an SVG rect each (a size attribute, no style).
-    for (const el of tail.querySelectorAll('.legend-item svg')) el.append(svg('rect', { width: 10, height: 10 }));
+    const legend = h('p', { class: 'phase-legend muted' }, ...['wait', 'connect', 'handshake', 'auth', 'upload', 'install', 'validate', 'other'].map((k) => {
+      const square = svg('svg', { width: 10, height: 10, 'aria-hidden': 'true', class: `phase phase-${k}` });
+      square.append(svg('rect', { width: 10, height: 10 }));
+      return h('span', { class: 'legend-item' }, square, ` ${k === 'wait' ? 'session wait' : k}`);
+    }));
+    replace(tail, h('h2', { id: 'tail-title', text: 'Long tail' }),
+      h('p', { class: 'muted', text: `Phase times over the run's ${lt.timed_targets} timed targets. A target that reused a connection has no connect, handshake or auth time; a wait for a session is not part of a target's own time.` }),
+      h('div', { class: 'table-wrap' }, phaseTable),
+      h('h3', { class: 'counter-group', text: `The ${slowest.length} slowest targets` }),
+      h('div', { class: 'table-wrap' }, slowTable),
+      legend);
   }
 
   async function load() {
