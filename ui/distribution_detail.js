@@ -251,13 +251,13 @@ export function renderDistributionDetail(ctx) {
     const longest = Math.max(1, ...slowest.map((t) => Number(t.total_ms ?? 0) + Number(t.session_wait_ms ?? 0)));
     const phaseTable = h('table', { id: 'tail-phases' },
       h('caption', { class: 'visually-hidden', text: 'Percentiles of each delivery phase over the run' }),
-      h('thead', null, h('tr', null, ...['Phase', 'Targets', 'p50', 'p90', 'p99', 'Max'].map((c) => h('th', { scope: 'col', text: c })))),
+      h('thead', null, h('tr', null, ...['Phase', 'Targets', 'p50', 'p90', 'p99', 'Max'].map((c, i) => h('th', { scope: 'col', class: i ? 'num' : null, text: c })))),
       h('tbody', null, ...phases.map((p) => h('tr', { 'data-phase': p.phase },
         h('th', { scope: 'row', text: String(p.phase) }), h('td', { class: 'num', text: String(p.count) }),
         ...['p50_ms', 'p90_ms', 'p99_ms', 'max_ms'].map((k) => h('td', { class: 'num', 'data-stat': k, text: p.count ? msText(p[k]) : '–' }))))));
     const slowTable = h('table', { id: 'tail-slowest' },
       h('caption', { class: 'visually-hidden', text: 'The slowest targets of the run and where their time went' }),
-      h('thead', null, h('tr', null, ...['Target', 'Status', 'Total', 'Waited for a session', 'Phases'].map((c) => h('th', { scope: 'col', text: c })))),
+      h('thead', null, h('tr', null, ...['Target', 'Status', 'Total', 'Waited for a session', 'Phases'].map((c, i) => h('th', { scope: 'col', class: i === 2 || i === 3 ? 'num' : null, text: c })))),
       h('tbody', null, ...slowest.map((t) => h('tr', { 'data-target-id': t.target_id },
         h('td', null, h('span', { title: t.target_id, text: targetName(String(t.target_id)) })),
         h('td', null, fmt.outcomeTag(String(t.status))),

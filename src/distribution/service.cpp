@@ -371,6 +371,7 @@ op<json::value> service::list_distributions(std::string project_id, int page, in
   for (const auto& d : out->items) {
     auto v = distribution_view(d, {}, {});
     v.erase("summary");
+    v.erase("long_tail");
     items.push_back(std::move(v));
   }
   co_return json::value(page_view(std::move(items), page, page_size, out->total));

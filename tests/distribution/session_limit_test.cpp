@@ -246,6 +246,28 @@ TEST(session_limit, a_stalled_host_does_not_slow_the_targets_on_other_hosts) {
   auto bad = env.call("GET", "distributions/" + mixed + "/results?error_class=slow");
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(str(bad.json().at("error"), "field"), "error_class") << bad.body;
+
+  // /metrics: this process timed every delivery's phases (65 targets: 30 + 35).
+  auto m = env.http->get("/metrics");
+  ASSERT_EQ(m.status, 200);
+  for (const char* needle : {"certfleet_delivery_phase_duration_seconds_count{phase=\"handshake\"}",
+                             "certfleet_delivery_phase_duration_seconds_bucket{phase=\"handshake\",le=\"15\"}",
+                             "certfleet_delivery_phase_duration_seconds_count{phase=\"install\"} 60"})
+    EXPECT_NE(m.body.find(needle), std::string::npos) << needle;
+  // The five stalled handshakes took 15 s each: above the 10 s bucket, within the 15 s one.
+  auto count_at = [&](const std::string& line) {
+    auto at = m.body.find(line);
+    return at == std::string::npos ? -1 : std::stoll(m.body.substr(at + line.size()));
+  };
+  auto under_10 = count_at("certfleet_delivery_phase_duration_seconds_bucket{phase=\"handshake\",le=\"10\"} ");
+  auto all_handshakes = count_at("certfleet_delivery_phase_duration_seconds_count{phase=\"handshake\"} ");
+  EXPECT_EQ(all_handshakes - under_10, 5) << m.body;
+  if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
+    auto file = env.dir.file("metrics.txt");
+    std::ofstream(file) << m.body;
+    auto [rc, out] = testbed::run_command({"/bin/sh", "-c", "promtool check metrics < " + file + " 2>&1"});
+    EXPECT_EQ(rc, 0) << out;
+  }
 }
 
 // Without a limit and with reuse off, the limit's machinery stays out of the way and every
