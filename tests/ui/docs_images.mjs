@@ -8,7 +8,7 @@ const pages = ['login', 'jobs', 'jobs-failed', 'job-active', 'job-detail', 'job-
   'distribution-detail', 'certificates', 'certificate-detail', 'certificate-distribution', 'settings', 'not-found'];
 const dark = new Set(['login', 'jobs', 'job-active', 'distribution-detail', 'settings']);
 /** @type {Record<string, number>} */
-const scales = { jobs: 0.64 };
+const scales = { jobs: 0.64, 'distribution-detail': 0.62 };
 const defaultScale = 0.72;
 const limit = 150 * 1024;
 
