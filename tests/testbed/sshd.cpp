@@ -103,12 +103,15 @@ std::vector<std::uint16_t> established_on(int nl, std::uint16_t port) {
   for (;;) {
     auto n = ::recv(nl, buf, sizeof buf, 0);
     if (n < 0) throw std::runtime_error(std::string("sock_diag answer failed: ") + std::strerror(errno));
-    int len = static_cast<int>(n);
-    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+    const auto got = static_cast<std::size_t>(n);
+    for (std::size_t off = 0; off + sizeof(nlmsghdr) <= got;) {
+      auto* h = reinterpret_cast<nlmsghdr*>(buf + off);
+      if (h->nlmsg_len < sizeof(nlmsghdr) || off + h->nlmsg_len > got) break;
       if (h->nlmsg_type == NLMSG_DONE) return remote;
       if (h->nlmsg_type == NLMSG_ERROR) throw std::runtime_error("sock_diag answered an error");
       auto* d = static_cast<inet_diag_msg*>(NLMSG_DATA(h));
       if (ntohs(d->id.idiag_sport) == port) remote.push_back(ntohs(d->id.idiag_dport));
+      off += NLMSG_ALIGN(h->nlmsg_len);
     }
   }
 }
