@@ -96,6 +96,7 @@ TEST(session_limit, sixty_targets_two_sshd_two_workers_one_killed_never_more_tha
   // delivering, session slots).
   bool killed = false;
   std::int64_t held_slots = 0;
+  std::string doomed_slots;  // their ids, "1,4,7"
   for (auto until = std::chrono::steady_clock::now() + 120s; std::chrono::steady_clock::now() < until;) {
     auto done = std::stoll(sql(env, "SELECT count(*) FROM target_results WHERE status = 'succeeded'"));
     auto jobs = std::stoll(sql(env, fmt::format("SELECT count(*) FROM jobs WHERE locked_by = '{}' AND status = 'active'", doomed_id)));
@@ -103,6 +104,9 @@ TEST(session_limit, sixty_targets_two_sshd_two_workers_one_killed_never_more_tha
                                                  "WHERE j.locked_by = '{}' AND j.status = 'active'",
                                                  doomed_id)));
     if (done >= 6 && jobs > 0 && held_slots > 0) {
+      doomed_slots = sql(env, fmt::format("SELECT group_concat(s.id) FROM session_slots s JOIN jobs j ON j.id = s.job_id "
+                                          "WHERE j.locked_by = '{}' AND j.status = 'active'",
+                                          doomed_id));
       doomed.signal(SIGKILL);
       killed = true;
       break;
@@ -154,6 +158,11 @@ TEST(session_limit, sixty_targets_two_sshd_two_workers_one_killed_never_more_tha
   EXPECT_EQ(sql(env, "SELECT count(*) FROM session_slots s JOIN jobs j ON j.id = s.job_id AND j.fence = s.fence "
                      "WHERE j.status = 'active'"),
             "0");
+  // The killed worker's slots were taken back (freed by later acquires of their destinations,
+  // once its lease had run out) — the survivor's retry wave went to the same hosts.
+  if (!doomed_slots.empty())
+    EXPECT_EQ(sql(env, fmt::format("SELECT count(*) FROM session_slots WHERE id IN ({})", doomed_slots)), "0")
+        << "slots " << doomed_slots << " of the killed worker are still there";
   // Targets waited for a session, and said so in their job's log.
   auto logs = all_job_logs(env);
   bool waited = false;
