@@ -52,7 +52,11 @@ result_facets facet_counts(const std::vector<store::target_result>& results) {
 
 json::object facets_json(const result_facets& f) {
   json::object status, cls;
-  for (const auto& [k, v] : f.status) status[k] = v;
+  // Statuses in their table's order (the filter menu's), any other stored one after them.
+  for (auto s : result_statuses)
+    if (auto it = f.status.find(std::string(s)); it != f.status.end()) status[s] = it->second;
+  for (const auto& [k, v] : f.status)
+    if (!status.contains(k)) status[k] = v;
   for (const auto& [k, v] : f.error_class) cls[k] = v;
   return json::object{{"status", std::move(status)}, {"error_class", std::move(cls)}};
 }

@@ -153,6 +153,10 @@ TEST(run_view, facets_count_every_status_and_the_classes_present) {
   EXPECT_EQ(f.error_class, (std::map<std::string, std::int64_t>{{"auth", 1}, {"network", 2}}));
   auto j = facets_json(f);
   EXPECT_EQ(j.at("error_class").at("network").as_int64(), 2);
+  // In the statuses' own order (the filter menu's), not alphabetical.
+  std::vector<std::string> order;
+  for (const auto& kv : j.at("status").as_object()) order.emplace_back(kv.key());
+  EXPECT_EQ(order, (std::vector<std::string>{"succeeded", "failed", "skipped", "cancelled", "pending"}));
 }
 
 // Lanes: a connection is reused by the next target with its key; otherwise the first target
