@@ -107,6 +107,16 @@ TEST(session_limit, sixty_targets_two_sshd_two_workers_one_killed_never_more_tha
       doomed_slots = sql(env, fmt::format("SELECT group_concat(s.id) FROM session_slots s JOIN jobs j ON j.id = s.job_id "
                                           "WHERE j.locked_by = '{}' AND j.status = 'active'",
                                           doomed_id));
+      // What an operator sees meanwhile: the sessions per destination, every worker's.
+      auto [rc, out] = testbed::run_command(testbed::certfleet_command(env.data(), {"distributions", "sessions"}));
+      EXPECT_EQ(rc, 0) << out;
+      auto listed = json::parse(out);
+      std::int64_t total = 0;
+      for (auto& item : listed.at("items").as_array()) {
+        EXPECT_LE(num(item, "sessions"), 3) << out;
+        total += num(item, "sessions");
+      }
+      EXPECT_GE(total, held_slots) << out;
       doomed.signal(SIGKILL);
       killed = true;
       break;
@@ -158,6 +168,9 @@ TEST(session_limit, sixty_targets_two_sshd_two_workers_one_killed_never_more_tha
   EXPECT_EQ(sql(env, "SELECT count(*) FROM session_slots s JOIN jobs j ON j.id = s.job_id AND j.fence = s.fence "
                      "WHERE j.status = 'active'"),
             "0");
+  auto [rc, after] = testbed::run_command(testbed::certfleet_command(env.data(), {"distributions", "sessions"}));
+  EXPECT_EQ(rc, 0) << after;
+  EXPECT_NE(after.find(R"("items":[])"), std::string::npos) << after;
   // The killed worker's slots were taken back (freed by later acquires of their destinations,
   // once its lease had run out) — the survivor's retry wave went to the same hosts.
   if (!doomed_slots.empty())
