@@ -43,6 +43,7 @@ boost::asio::awaitable<reply> get_metrics(server_state& s, const route_call&) {
   if (jobs) snap.jobs = std::move(*jobs);
   if (lanes) snap.lanes = std::move(*lanes);
   if (durations) snap.durations = std::move(*durations);
+  snap.delivery_phases = s.delivery_phases;
   if (s.worker) {
     snap.worker = &s.worker->stats();
     snap.worker_running = s.worker->running();

@@ -4,37 +4,6 @@
 
 namespace certfleet::api {
 
-const std::vector<double>& histogram::default_bounds() {
-  static const std::vector<double> b{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-  return b;
-}
-
-histogram::histogram() : counts_(default_bounds().size() + 1, 0) {}
-
-void histogram::observe(double seconds) {
-  const auto& b = default_bounds();
-  std::size_t i = 0;
-  while (i < b.size() && seconds > b[i]) ++i;
-  ++counts_[i];
-  sum_ += seconds;
-  ++count_;
-}
-
-void histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
-  const auto& b = default_bounds();
-  std::uint64_t cum = 0;
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    cum += counts_[i];
-    out += fmt::format("{}_bucket{{{}le=\"{}\"}} {}\n", name, labels, b[i], cum);
-  }
-  cum += counts_.back();
-  out += fmt::format("{}_bucket{{{}le=\"+Inf\"}} {}\n", name, labels, cum);
-  std::string_view l = labels;
-  if (!l.empty() && l.back() == ',') l.remove_suffix(1);
-  out += fmt::format("{}_sum{}{}{}{} {}\n", name, l.empty() ? "" : "{", l, l.empty() ? "" : "}", "", sum_);
-  out += fmt::format("{}_count{}{}{} {}\n", name, l.empty() ? "" : "{", l, l.empty() ? "" : "}", count_);
-}
-
 std::string escape_label(std::string_view v) {
   std::string out;
   out.reserve(v.size());
@@ -144,6 +113,13 @@ std::string api_metrics::render(const snapshot& s) const {
     out += fmt::format("certfleet_worker_reaped_total {}\n", w.reaped);
     head(out, "certfleet_worker_running_jobs", "gauge", "Handlers running in this process.");
     out += fmt::format("certfleet_worker_running_jobs {}\n", s.worker_running);
+  }
+
+  if (s.delivery_phases) {
+    head(out, "certfleet_delivery_phase_duration_seconds", "histogram",
+         "Delivery phases this process's distribution jobs timed (connect, handshake, auth, upload, install, validate).");
+    for (const auto& [phase, h] : s.delivery_phases->phases())
+      h.render(out, "certfleet_delivery_phase_duration_seconds", fmt::format("phase=\"{}\",", escape_label(phase)));
   }
 
   head(out, "certfleet_http_requests_total", "counter", "HTTP requests by route and status code.");

@@ -1,5 +1,7 @@
 #pragma once
 // In-process counters of the API and the Prometheus text rendering of /metrics.
+#include "certfleet/core/histogram.hpp"
+#include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/store.hpp"
@@ -12,20 +14,6 @@
 #include <vector>
 
 namespace certfleet::api {
-
-class histogram {
- public:
-  histogram();
-  void observe(double seconds);
-  // Lines "name_bucket{labels,le=…} n", _sum, _count; `labels` is "" or `a="b",`.
-  void render(std::string& out, std::string_view name, std::string_view labels) const;
-  static const std::vector<double>& default_bounds();
-
- private:
-  std::vector<std::uint64_t> counts_;  // per bound, then +Inf
-  double sum_ = 0;
-  std::uint64_t count_ = 0;
-};
 
 class api_metrics {
  public:
@@ -42,6 +30,7 @@ class api_metrics {
     std::vector<store::lane_stats> lanes;
     std::optional<store::duration_histogram> durations;
     const queue::worker_stats* worker = nullptr;
+    const distribution::delivery_phase_metrics* delivery_phases = nullptr;
     int worker_running = 0;
     std::size_t ws_subscribers = 0;
     std::size_t ws_watched_jobs = 0;

@@ -27,6 +27,7 @@ result<std::string> server::start() { return impl_->listener->start(); }
 boost::asio::awaitable<void> server::stop() { return impl_->listener->stop(); }
 unsigned short server::port() const { return impl_->listener->port(); }
 void server::attach_worker(const queue::worker* w) { impl_->state->worker = w; }
+void server::attach_delivery_phases(const distribution::delivery_phase_metrics* m) { impl_->state->delivery_phases = m; }
 void server::attach_scheduler_probe(std::function<std::pair<bool, std::int64_t>()> probe) {
   impl_->state->scheduler_probe = std::move(probe);
 }

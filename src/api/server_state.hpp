@@ -4,6 +4,7 @@
 // on the one event loop (no locks); sessions hold it by shared_ptr.
 #include "certfleet/api/server.hpp"
 #include "certfleet/core/settings.hpp"
+#include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/distribution/service.hpp"
 #include "certfleet/store/store.hpp"
 #include "auth.hpp"
@@ -36,6 +37,7 @@ struct server_state : std::enable_shared_from_this<server_state> {
   server_options opt;
   bool stopping = false;
   const queue::worker* worker = nullptr;
+  const distribution::delivery_phase_metrics* delivery_phases = nullptr;
   std::function<std::pair<bool, std::int64_t>()> scheduler_probe;
   log_hub hub;
   api_metrics metrics;

@@ -9,6 +9,7 @@
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/store/maintenance.hpp"
 #include "certfleet/store/auth.hpp"
+#include "certfleet/store/session_slots.hpp"
 #include "wiring.hpp"
 
 #include <CLI/CLI.hpp>
@@ -426,6 +427,20 @@ int run_reconcile(common_flags& flags) {
   return 0;
 }
 
+// The SSH sessions certfleet holds per destination right now, across every worker process
+// (distribution_max_sessions_per_host counts these).
+int run_sessions(common_flags& flags) {
+  int exit = 0;
+  auto cli = open_cli(flags, exit);
+  if (!cli) return exit;
+  auto live = run_sync([&] { return cli->store->session_slots().live(system_clock().now_ms()); });
+  if (!live) return fail(live.error());
+  boost::json::array items;
+  for (const auto& [destination, n] : *live) items.push_back(boost::json::object{{"destination", destination}, {"sessions", n}});
+  print(boost::json::object{{"items", std::move(items)}});
+  return 0;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -490,6 +505,8 @@ int run_cli(int argc, char** argv) {
   dists->require_subcommand(1);
   auto* reconcile_cmd = dists->add_subcommand("reconcile", "Report finished children and close runs left open");
   add_common(reconcile_cmd);
+  auto* sessions_cmd = dists->add_subcommand("sessions", "SSH sessions held per destination now (every worker)");
+  add_common(sessions_cmd);
 
   auto* token = app.add_subcommand("token", "Create, list and revoke API access tokens");
   token->require_subcommand(1);
@@ -555,6 +572,7 @@ int run_cli(int argc, char** argv) {
   if (token->parsed()) return run_token(token_cmd, flags, ta);
   if (project->parsed()) return run_project(project_cmd, flags, project_name);
   if (reconcile_cmd->parsed()) return run_reconcile(flags);
+  if (sessions_cmd->parsed()) return run_sessions(flags);
   std::cout << app.help();
   return 0;
 }

@@ -5,6 +5,7 @@
 #include "certfleet/core/log.hpp"
 #include "certfleet/core/spawn.hpp"
 #include "certfleet/distribution/engine.hpp"
+#include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/queue_service.hpp"
@@ -98,13 +99,15 @@ std::string extra_ca_pem() {
 }
 }  // namespace
 
-void register_handlers(queue::handler_registry& r, const settings_map& s, const kek* key, asio::thread_pool* cpu) {
+void register_handlers(queue::handler_registry& r, const settings_map& s, const kek* key, asio::thread_pool* cpu,
+                       distribution::delivery_phase_metrics* phases) {
   queue::register_noop(r);
   scheduler::register_sweep_handler(r, s.integer("job_retention_s") * 1000, s.integer("audit_retention_s") * 1000);
   auto o = std::make_shared<distribution::engine_options>();
   o->key = key;
   o->cpu = cpu;
   o->ca_pem = extra_ca_pem();
+  o->phases = phases;
   distribution::register_handlers(r, o);
 }
 
@@ -246,7 +249,8 @@ int serve(const settings_map& settings) {
   // Blocking work that is not socket-driven: name resolution, local file delivery.
   asio::thread_pool cpu(2);
   queue::handler_registry handlers;
-  register_handlers(handlers, settings, &*key, &cpu);
+  distribution::delivery_phase_metrics phases;
+  register_handlers(handlers, settings, &*key, &cpu, &phases);
   asio::io_context ioc(1);
   queue::queue_service queue(store, handlers, clock);
 
@@ -272,6 +276,7 @@ int serve(const settings_map& settings) {
     queue.on_cancel_requested = [w = worker.get()](const std::string& id) { w->request_cancel(id); };
     worker->set_log_publisher(http.log_publisher());
     http.attach_worker(worker.get());
+    http.attach_delivery_phases(&phases);
     worker->start();
   }
 

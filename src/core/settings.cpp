@@ -32,7 +32,7 @@ result<std::string> valid_base_dirs(const setting_def& def, std::string_view val
 result<std::string> valid_allow_list(const setting_def& def, std::string_view value);
 result<std::string> valid_ui_base_url(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 30> table{{
+constexpr std::array<setting_def, 31> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -75,6 +75,10 @@ constexpr std::array<setting_def, 30> table{{
      "Targets per batch child; 0 means 50."},
     {"distribution_ssh_max_concurrency", T::integer, S::system, 0, 50, "0", "",
      "SSH sessions one distribution job opens at once; 0 means the module default, 10."},
+    {"distribution_max_sessions_per_host", T::integer, S::system, 0, 200, "0", "",
+     "SSH sessions to one host:port at once, across every job of every worker process sharing the store; 0 = no limit."},
+    {"distribution_ssh_connection_reuse", T::choice, S::system, 0, 0, "on", "on|off",
+     "Targets of one job on one host:port that log in alike (user, credential, pinned host key) share one SSH connection, one after another."},
     {"jobs_page_size_default", T::integer, S::system, 1, 200, "25", "", "Job list page size when none is asked."},
     {"ui_session_ttl_s", T::integer, S::system, 300, 2'592'000, "43200", "",
      "How long a web UI sign-in lasts (seconds); after it the browser must sign in again with a token."},

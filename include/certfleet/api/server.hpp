@@ -25,6 +25,9 @@ namespace certfleet::queue {
 class queue_service;
 class worker;
 }  // namespace certfleet::queue
+namespace certfleet::distribution {
+class delivery_phase_metrics;
+}
 
 namespace certfleet::api {
 
@@ -78,6 +81,8 @@ class server {
 
   // Worker counters for /metrics, when a worker runs in this process.
   void attach_worker(const queue::worker* w);
+  // The delivery phases this process timed, for /metrics (must outlive the server).
+  void attach_delivery_phases(const distribution::delivery_phase_metrics* m);
   // Leader state (held, epoch) for /metrics, when a scheduler runs in this process.
   void attach_scheduler_probe(std::function<std::pair<bool, std::int64_t>()> probe);
   // Give to worker::set_log_publisher: the in-process hub of the live log stream.

@@ -122,6 +122,7 @@ class lease_store;        // certfleet/store/maintenance.hpp
 class maintenance_store;  // certfleet/store/maintenance.hpp
 class observe_store;  // certfleet/store/auth.hpp
 class catalog_store;  // certfleet/store/catalog.hpp
+class session_slot_store;  // certfleet/store/session_slots.hpp
 
 class store {
  public:
@@ -133,6 +134,7 @@ class store {
   virtual lease_store& leases() = 0;              // the scheduler's leader lease
   virtual maintenance_store& maintenance() = 0;  // retention, backup
   virtual catalog_store& catalog() = 0;          // certificates, targets, distributions
+  virtual session_slot_store& session_slots() = 0;  // SSH sessions per destination (issue 20)
   // A round trip to the store (/readyz); while writes are refused for a full disk, a small
   // write, failing with store_disk_full until space is freed.
   virtual task<void> ping() = 0;
