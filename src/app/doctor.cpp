@@ -325,10 +325,13 @@ int run_doctor(const result<settings_map>& loaded, const doctor_flags& flags) {
     if (!m) tls_line(std::move(m).error(), "tls_cert_file");
     else tls_line(api::check_tls_material(*m), "tls_cert_file");
     struct stat kb {};
-    if (::stat(s.text("tls_key_file").c_str(), &kb) == 0 && (kb.st_mode & 077))
-      lines.push_back(warn("tls key mode", fmt::format("{} has mode {}: others may read the private key",
+    // root:certfleet 0640 (the service reads it through its group) is fine; readable by every
+    // user of the machine is not.
+    if (::stat(s.text("tls_key_file").c_str(), &kb) == 0 && (kb.st_mode & 007))
+      lines.push_back(warn("tls key mode", fmt::format("{} has mode {}: every user of this machine may read the private key",
                                                        s.text("tls_key_file"), mode_text(kb.st_mode)),
-                           fmt::format("chmod 600 {} (owned by the certfleet user)", s.text("tls_key_file"))));
+                           fmt::format("chmod 640 {} and chgrp certfleet {}", s.text("tls_key_file"),
+                                       s.text("tls_key_file"))));
   } else if (!managed.empty()) {
     if (!st) {
       lines.push_back(fail("tls", fmt::format("tls_certificate {}: the store cannot be read (see store)", managed),
