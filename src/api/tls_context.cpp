@@ -1,6 +1,8 @@
 // Building and checking the listener's TLS context (tls_context.hpp, certfleet/api/tls.hpp).
 #include "tls_context.hpp"
 
+#include "certfleet/api/alpn.hpp"
+
 #include "certfleet/core/secrets.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/store/catalog.hpp"
@@ -46,18 +48,12 @@ error refused(const std::string& setting, std::string message) {
 // one offering no protocol we speak gets no ALPN answer (it then falls back to HTTP/1.1 itself).
 int select_http11(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned inlen,
                   void*) {
-  static constexpr unsigned char http11[] = {'h', 't', 't', 'p', '/', '1', '.', '1'};
-  for (unsigned i = 0; i < inlen;) {
-    const unsigned len = in[i];
-    if (i + 1 + len > inlen) break;
-    if (len == sizeof http11 && std::equal(in + i + 1, in + i + 1 + len, http11)) {
-      *out = in + i + 1;
-      *outlen = static_cast<unsigned char>(len);
-      return SSL_TLSEXT_ERR_OK;
-    }
-    i += 1 + len;
-  }
-  return SSL_TLSEXT_ERR_NOACK;
+  static constexpr std::string_view http11 = "http/1.1";
+  auto at = find_alpn_protocol(std::span<const unsigned char>(in, inlen), http11);
+  if (!at) return SSL_TLSEXT_ERR_NOACK;
+  *out = in + *at;
+  *outlen = static_cast<unsigned char>(http11.size());
+  return SSL_TLSEXT_ERR_OK;
 }
 
 std::string hex(const unsigned char* p, std::size_t n) {

@@ -29,7 +29,7 @@ result<tls_identity> install_tls(server_state& s, const tls_material& m) {
   s.tls.source = m.source;
   s.tls.last_failure.clear();
   if (!first) ++s.tls.reloads;
-  spdlog::info("TLS: {} new connections get {} (sha256 {}, not after {}) from {}", first ? "" : "from now on,",
+  spdlog::info("TLS: {}new connections get {} (sha256 {}, not after {}) from {}", first ? "" : "from now on, ",
                made->identity.subject, made->identity.fingerprint_sha256, format_iso8601(made->identity.not_after_ms),
                m.source);
   return made->identity;

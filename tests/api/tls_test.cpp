@@ -3,6 +3,7 @@
 // listener, bad certificate/key files refused at start naming the setting, SIGHUP re-reading
 // the files, a managed certificate (tls_certificate) swapped under load with no failed request,
 // and systemd's notifications (READY, WATCHDOG, STOPPING) on a NOTIFY_SOCKET the test reads.
+#include "certfleet/api/alpn.hpp"
 #include "certfleet/core/secrets.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/store/catalog.hpp"
@@ -91,7 +92,7 @@ struct test_pki {
 };
 
 std::string curl_https(unsigned short port, const std::string& ca_file, const std::vector<std::string>& extra) {
-  std::vector<std::string> argv{"curl", "-sS", "--max-time", "20", "--cacert", ca_file, "--resolve",
+  std::vector<std::string> argv{"/usr/bin/curl", "-sS", "--max-time", "20", "--cacert", ca_file, "--resolve",
                                 server_name + ":" + std::to_string(port) + ":127.0.0.1"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return testbed::run_command(argv, {}, 30s).second;
@@ -103,6 +104,22 @@ std::pair<int, std::string> s_client(unsigned short port, const std::string& ca_
                     " -CAfile " + ca_file + " -verify_hostname " + server_name + " -verify_return_error";
   for (const auto& e : extra) cmd += " " + e;
   return testbed::run_command({"/bin/sh", "-c", cmd + " < /dev/null"}, {}, 30s);
+}
+
+TEST(tls_alpn, finds_http11_at_a_name_boundary_and_stops_at_a_broken_list) {
+  using certfleet::api::find_alpn_protocol;
+  auto bytes = [](std::string_view s) {
+    return std::vector<unsigned char>(s.begin(), s.end());
+  };
+  auto h2_then = bytes(std::string_view("\x02h2\x08http/1.1", 12));
+  EXPECT_EQ(find_alpn_protocol(h2_then, "http/1.1"), std::optional<std::size_t>(4));
+  EXPECT_EQ(find_alpn_protocol(bytes(std::string_view("\x02h2", 3)), "http/1.1"), std::nullopt);
+  // "http/1.1" inside another name is not offered.
+  EXPECT_EQ(find_alpn_protocol(bytes(std::string_view("\x0axhttp/1.1x", 11)), "http/1.1"), std::nullopt);
+  // A length past the end, or an empty name, ends the walk.
+  EXPECT_EQ(find_alpn_protocol(bytes(std::string_view("\x02h2\x09http/1.1", 12)), "http/1.1"), std::nullopt);
+  EXPECT_EQ(find_alpn_protocol(bytes(std::string_view("\x00\x08http/1.1", 10)), "http/1.1"), std::nullopt);
+  EXPECT_EQ(find_alpn_protocol({}, "http/1.1"), std::nullopt);
 }
 
 TEST(tls_listener, curl_s_client_websocket_cookie_metrics_listener_and_sighup) {

@@ -27,7 +27,7 @@ unsigned mode_of(const std::string& p) {
 }
 
 std::string sections(const std::string& file) {
-  return testbed::run_command({"readelf", "-S", "-W", file}, {}, 60s).second;
+  return testbed::run_command({"/usr/bin/readelf", "-S", "-W", file}, {}, 60s).second;
 }
 
 TEST(install, layout_stripped_binary_with_split_debug_info_and_a_unit_systemd_accepts) {
@@ -48,7 +48,7 @@ TEST(install, layout_stripped_binary_with_split_debug_info_and_a_unit_systemd_ac
   EXPECT_NE(bin_sections.find(".gnu_debuglink"), std::string::npos) << bin_sections;
   EXPECT_NE(sections(debug).find(".debug_info"), std::string::npos);
   EXPECT_LT(fs::file_size(bin) * 2, fs::file_size(CERTFLEET_BINARY)) << "the installed binary is not much smaller";
-  auto link = testbed::run_command({"readelf", "--string-dump=.gnu_debuglink", bin}, {}, 60s).second;
+  auto link = testbed::run_command({"/usr/bin/readelf", "--string-dump=.gnu_debuglink", bin}, {}, 60s).second;
   EXPECT_NE(link.find("certfleet.debug"), std::string::npos) << link;
   auto [vrc, vout] = testbed::run_command({bin, "--version"}, {}, 60s);
   EXPECT_EQ(vrc, 0) << vout;
@@ -75,7 +75,7 @@ TEST(install, layout_stripped_binary_with_split_debug_info_and_a_unit_systemd_ac
     std::ofstream f(check_unit);
     f << std::regex_replace(unit_text, std::regex("ExecStart=/usr/local/bin/certfleet"), "ExecStart=" + bin);
   }
-  auto [arc, aout] = testbed::run_command({"systemd-analyze", "verify", check_unit}, {}, 120s);
+  auto [arc, aout] = testbed::run_command({"/usr/bin/systemd-analyze", "verify", check_unit}, {}, 120s);
   EXPECT_EQ(arc, 0) << aout;
   EXPECT_EQ(aout, "") << "systemd-analyze verify is not clean";
   // The check can fail: a misspelt key is reported.
@@ -83,7 +83,7 @@ TEST(install, layout_stripped_binary_with_split_debug_info_and_a_unit_systemd_ac
     std::ofstream f(check_unit, std::ios::app);
     f << "ProtectSystm=strict\n";
   }
-  EXPECT_NE(testbed::run_command({"systemd-analyze", "verify", check_unit}, {}, 120s).second.find("ProtectSystm"),
+  EXPECT_NE(testbed::run_command({"/usr/bin/systemd-analyze", "verify", check_unit}, {}, 120s).second.find("ProtectSystm"),
             std::string::npos);
 
   // Again, over an edited config: the config stays, the binary is replaced.
