@@ -47,7 +47,10 @@ TEST(install, layout_stripped_binary_with_split_debug_info_and_a_unit_systemd_ac
   EXPECT_EQ(bin_sections.find(".debug_info"), std::string::npos) << bin_sections;
   EXPECT_NE(bin_sections.find(".gnu_debuglink"), std::string::npos) << bin_sections;
   EXPECT_NE(sections(debug).find(".debug_info"), std::string::npos);
-  EXPECT_LT(fs::file_size(bin) * 2, fs::file_size(CERTFLEET_BINARY)) << "the installed binary is not much smaller";
+  // Smaller by the debug info (a RelWithDebInfo build: 207 MB -> 6.4 MB; a sanitizer build's
+  // code itself is large, so only "smaller" holds for every build type).
+  EXPECT_LT(fs::file_size(bin), fs::file_size(CERTFLEET_BINARY));
+  EXPECT_GT(fs::file_size(debug), fs::file_size(CERTFLEET_BINARY) / 3);
   auto link = testbed::run_command({"/usr/bin/readelf", "--string-dump=.gnu_debuglink", bin}, {}, 60s).second;
   EXPECT_NE(link.find("certfleet.debug"), std::string::npos) << link;
   auto [vrc, vout] = testbed::run_command({bin, "--version"}, {}, 60s);
