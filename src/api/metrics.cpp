@@ -138,6 +138,19 @@ std::string api_metrics::render(const snapshot& s) const {
        "Refused (401/403) state-changing calls beyond the per-minute audit bound: counted, not written.");
   out += fmt::format("certfleet_audit_refusals_unaudited_total {}\n", refusals_unaudited_);
 
+  if (s.tls) {
+    head(out, "certfleet_tls_certificate_not_after_seconds", "gauge",
+         "The not_after (unix seconds) of the certificate the API listener serves to new connections.");
+    out += fmt::format("certfleet_tls_certificate_not_after_seconds {}\n", s.tls_not_after_ms / 1000);
+    head(out, "certfleet_tls_certificate_reloads_total", "counter",
+         "New certificate versions the API listener took (ok) or refused and kept the old one (failed).");
+    out += fmt::format("certfleet_tls_certificate_reloads_total{{outcome=\"ok\"}} {}\n", s.tls_reloads);
+    out += fmt::format("certfleet_tls_certificate_reloads_total{{outcome=\"failed\"}} {}\n", s.tls_reload_failures);
+    head(out, "certfleet_tls_handshake_failures_total", "counter",
+         "TLS handshakes on the API listener that failed or did not finish within the first-byte deadline.");
+    out += fmt::format("certfleet_tls_handshake_failures_total {}\n", tls_handshake_failures_);
+  }
+
   head(out, "certfleet_websocket_subscribers", "gauge", "Live job-log stream subscribers.");
   out += fmt::format("certfleet_websocket_subscribers {}\n", s.ws_subscribers);
   head(out, "certfleet_websocket_watched_jobs", "gauge", "Jobs whose log this process is watching (one store poller each).");

@@ -23,6 +23,7 @@ class api_metrics {
   std::uint64_t subscribers_dropped() const { return ws_dropped_; }
   void connection_refused(bool per_client) { ++(per_client ? refused_client_ : refused_total_); }
   void refusal_unaudited() { ++refusals_unaudited_; }
+  void tls_handshake_failed() { ++tls_handshake_failures_; }
 
   // What /metrics shows besides these counters, gathered from the store and the worker.
   struct snapshot {
@@ -44,6 +45,10 @@ class api_metrics {
     std::int64_t certificates_expired = 0;
     std::int64_t distributions_running = -1;
     std::int64_t distributions_running_long = 0;
+    // The API listener's TLS certificate (only when it serves HTTPS).
+    bool tls = false;
+    std::int64_t tls_not_after_ms = 0;
+    std::uint64_t tls_reloads = 0, tls_reload_failures = 0;
   };
   std::string render(const snapshot& s) const;
 
@@ -54,6 +59,7 @@ class api_metrics {
   std::uint64_t ws_dropped_ = 0;
   std::uint64_t refused_client_ = 0, refused_total_ = 0;
   std::uint64_t refusals_unaudited_ = 0;
+  std::uint64_t tls_handshake_failures_ = 0;
 };
 
 // "a\"b" with \, " and newline escaped, for a label value.

@@ -10,6 +10,7 @@
 #include "certfleet/store/maintenance.hpp"
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/session_slots.hpp"
+#include "doctor.hpp"
 #include "wiring.hpp"
 
 #include <CLI/CLI.hpp>
@@ -542,6 +543,13 @@ int run_cli(int argc, char** argv) {
   psub("list", "List projects", false);
   psub("delete", "Delete a project that has no objects, distributions or unfinished jobs left", true);
 
+  doctor_flags doctor_args;
+  auto* doctor = app.add_subcommand(
+      "doctor", "Check config, key file, store, listeners, TLS, clock and egress (exit 0 OK, 1 WARN, 2 FAIL)");
+  add_common(doctor);
+  doctor->add_flag("--targets", doctor_args.targets, "Also connect to each SSH target and compare its host key");
+  doctor->add_option("--project", doctor_args.project, "With --targets: only this project's targets");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -566,6 +574,10 @@ int run_cli(int argc, char** argv) {
   // The other commands print JSON on stdout for scripts: log lines (a data directory's mode,
   // a store file tightened) go to stderr, not spdlog's default stdout.
   log::init("info");
+  if (doctor->parsed()) {
+    doctor_args.config = flags.config;
+    return run_doctor(settings_from(flags), doctor_args);
+  }
   if (jobs->parsed()) return run_jobs(jobs_cmd, flags, ja);
   if (backup->parsed()) return run_backup(flags, backup_to);
   if (restore->parsed()) return run_restore(flags, restore_from, restore_force);

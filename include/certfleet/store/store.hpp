@@ -157,4 +157,13 @@ struct sqlite_options {
 // Opens (creating if needed) and migrates the SQLite store.
 result<std::unique_ptr<store>> open_sqlite(const sqlite_options& options);
 
+// A look at a store file without changing it (`certfleet doctor`): opened read-only, never
+// migrated. Errors (store_failure, field "data"): the file cannot be opened or read as SQLite.
+struct sqlite_file_report {
+  int schema_version = 0;        // migrations applied to the file (0: not a certfleet store yet)
+  int build_schema_version = 0;  // migrations this build knows
+  std::vector<std::string> integrity;  // PRAGMA integrity_check: {"ok"}, or up to 20 problems
+};
+result<sqlite_file_report> inspect_sqlite(const std::string& path);
+
 }  // namespace certfleet::store
