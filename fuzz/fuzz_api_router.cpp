@@ -23,6 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)parse_log_query(*q, false);
   (void)parse_log_query(*q, true);
   (void)parse_audit_query(*q);
+  (void)parse_results_query(*q);
   (void)percent_decode(parts->path, false);
   return 0;
 }

@@ -9,6 +9,7 @@ build_pkgs=(
   libsqlite3-dev sqlite3 libmongoc-dev libbson-dev libssh2-1-dev libssl-dev openssl
   libsimdjson-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev
 )
+# systemd: `systemd-analyze verify` of the unit; binutils: the install script's objcopy.
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-16 libclang-rt-16-dev
@@ -20,6 +21,7 @@ test_pkgs=(
   # and nsupdate as the independent client.
   knot bind9-dnsutils
   pebble  # ACME tests: pebble and pebble-challtestsrv (tests/testbed/pebble.*)
+  systemd binutils
 )
 # promtool only; the server's recommends are not needed.
 norec_pkgs=(prometheus)

@@ -1,16 +1,16 @@
-// A distribution: status, run, the progress bar with Total/Succeeded/Failed/Partial/Cancelled,
-// the retry wave, the finalized child jobs, per-target results (paged, filterable by status and
-// error class), the per-target × wave grid, and Execute / Retry failed / Cancel / Rollback.
+// A distribution: status, run, the progress bar, the child-job counters (batches and retry-wave
+// jobs apart), the retry wave, the long tail (per-phase percentiles and the slowest targets), the
+// finalized child jobs, per-target results (paged and filtered by status and error class on the
+// server), the per-target × wave grid, and Execute / Retry failed / Cancel / Rollback.
 import * as api from './api.js';
 import { allPages, certificateNames } from './catalog.js';
-import { h, pagerLinks, replace, showAlert } from './dom.js';
+import { h, pagerLinks, replace, showAlert, svg } from './dom.js';
 import * as fmt from './format.js';
 import { feedback } from './job_actions.js';
 import { href, setQuery } from './router.js';
 import * as session from './session.js';
 
 const RESULTS_PAGE = 50;
-const resultStatuses = ['succeeded', 'failed', 'skipped', 'cancelled', 'pending'];
 
 /**
  * @param {string} name
@@ -21,6 +21,48 @@ function counter(name, label, value) {
   return h('div', { class: `counter counter-${name}`, 'data-counter': name },
     h('span', { class: 'counter-value', text: value === undefined ? '–' : String(value) }),
     h('span', { class: 'counter-label', text: label }));
+}
+
+/**
+ * Milliseconds as operators read them: "850 ms", "2.4 s", "61 s".
+ * @param {number | undefined} ms
+ */
+function msText(ms) {
+  const n = Number(ms ?? 0);
+  if (n < 1000) return `${n} ms`;
+  return `${(n / 1000).toFixed(n < 10000 ? 1 : 0)} s`;
+}
+
+const barPhases = new Set(['connect', 'handshake', 'auth', 'upload', 'install', 'validate']);
+
+/**
+ * "connect 3 ms · handshake 21 ms · …", every phase the target timed, in order.
+ * @param {Record<string, number> | undefined} timings
+ */
+function phaseText(timings) {
+  return Object.entries(timings ?? {}).map(([k, v]) => `${k} ${msText(v)}`).join(' · ');
+}
+
+/**
+ * One target's time as a bar: its wait for a session, then each phase, to the scale of the
+ * longest. SVG rects take their size as attributes (the CSP allows no style).
+ * @param {any} t a long_tail.slowest entry @param {number} longest ms
+ */
+function phaseBar(t, longest) {
+  const width = 240;
+  const bar = svg('svg', { width, height: 12, viewBox: `0 0 ${width} 12`, class: 'phase-bar', role: 'img',
+    'aria-label': `${msText(t.total_ms)}${t.session_wait_ms ? ` after waiting ${msText(t.session_wait_ms)} for a session` : ''}` });
+  let x = 0;
+  /** @param {string} kind @param {number} ms */
+  const add = (kind, ms) => {
+    const w = (ms / longest) * width;
+    if (w <= 0) return;
+    bar.append(svg('rect', { x: x.toFixed(2), y: 0, width: Math.max(w, 0.5).toFixed(2), height: 12, class: `phase phase-${kind}` }));
+    x += w;
+  };
+  add('wait', Number(t.session_wait_ms ?? 0));
+  for (const [k, v] of Object.entries(t.timings_ms ?? {})) add(barPhases.has(k) ? k : 'other', Number(v));
+  return bar;
 }
 
 /** @param {import('./router.js').PageContext} ctx @returns {import('./router.js').PageHandle} */
@@ -39,6 +81,7 @@ export function renderDistributionDetail(ctx) {
   const statusEl = h('div', { class: 'dist-status' });
   const actions = h('div', { class: 'page-tools' });
   const overview = h('section', { class: 'card', 'aria-labelledby': 'dist-progress-title' });
+  const tail = h('section', { class: 'card', 'aria-labelledby': 'tail-title' });
   const children = h('section', { class: 'card', 'aria-labelledby': 'children-title' });
   const results = h('section', { class: 'card', 'aria-labelledby': 'results-title' });
   const grid = h('section', { class: 'card', 'aria-labelledby': 'grid-title' });
@@ -46,7 +89,7 @@ export function renderDistributionDetail(ctx) {
   replace(ctx.root,
     h('p', null, h('a', { class: 'back', href: href('/distributions', { project }), text: '← Back' })),
     h('div', { class: 'page-head' }, title, statusEl, actions),
-    fb.el, state, overview, children, results, grid);
+    fb.el, state, overview, tail, children, results, grid);
 
   /** @param {string} label @param {string} path @param {unknown} [body] */
   function actionButton(label, path, body) {
@@ -70,10 +113,10 @@ export function renderDistributionDetail(ctx) {
   }
 
   /**
-   * @param {any} d @param {Map<string, string>} certs @param {any[]} items
+   * @param {any} d @param {Map<string, string>} certs @param {any} res the results route's answer
    * @param {Map<string, string>} targets id -> name
    */
-  function draw(d, certs, items, targets) {
+  function draw(d, certs, res, targets) {
     /** @param {string} tid */
     const targetName = (tid) => targets.get(tid) ?? tid;
     title.textContent = d.name ?? 'Distribution';
@@ -92,11 +135,7 @@ export function renderDistributionDetail(ctx) {
     replace(overview, h('h2', { id: 'dist-progress-title', text: 'Progress' }),
       total > 0 ? h('p', { class: 'progress-line' }, h('progress', { value: Math.min(done, total), max: total, 'aria-label': 'Distribution progress', class: s?.failed ? 'failed' : null }),
         h('span', { class: 'progress-text', text: ` ${done} of ${total} targets done` })) : null,
-      f ? h('h3', { class: 'counter-group', text: 'Child jobs' }) : null,
-      f ? h('div', { class: 'counters', id: 'fanout-counters' },
-        counter('total', 'Total', f.total), counter('succeeded', 'Succeeded', f.succeeded), counter('failed', 'Failed', f.failed),
-        counter('partial', 'Partial', f.partial), counter('cancelled', 'Cancelled', f.cancelled),
-        counter('retrying', 'Retrying', f.retrying), counter('retry_wave', 'Retry wave', f.retry_wave)) : null,
+      ...(f ? childCounters(f) : []),
       s ? h('h3', { class: 'counter-group', text: 'Targets' }) : null,
       s ? h('div', { class: 'counters', id: 'target-counters' },
         counter('targets', 'Targets', s.targets), counter('t_succeeded', 'Succeeded', s.succeeded), counter('t_failed', 'Failed', s.failed),
@@ -117,15 +156,25 @@ export function renderDistributionDetail(ctx) {
         : (jobIds.length ? h('ul', { class: 'child-list' }, ...jobIds.map((/** @type {string} */ j) => h('li', null, h('a', { href: href(`/jobs/${j}`, { project }), text: j }))))
           : h('p', { class: 'muted', text: 'Not run yet.' })));
 
-    // Results: all of the run's, filtered and paged here (the route has no filters).
-    const classes = [...new Set(items.map((r) => r.error_class).filter(Boolean))].sort();
-    const filtered = items.filter((r) => (!statusFilter || r.status === statusFilter) && (!classFilter || r.error_class === classFilter));
-    const pages = Math.max(1, Math.ceil(filtered.length / RESULTS_PAGE));
-    const pageItems = filtered.slice((rpage - 1) * RESULTS_PAGE, rpage * RESULTS_PAGE);
+    drawTail(d.long_tail, targetName);
+
+    // Results: one page, filtered by the route; the menus list what the run has (facets).
+    /** @type {any[]} */
+    const pageItems = Array.isArray(res?.items) ? res.items : [];
+    const matching = Number(res?.total ?? 0);
+    const all = Number(res?.targets ?? 0);
+    const pages = Math.max(1, Math.ceil(matching / RESULTS_PAGE));
+    /** @type {Record<string, number>} */
+    const statusCounts = res?.facets?.status ?? {};
+    /** @type {Record<string, number>} */
+    const classCounts = res?.facets?.error_class ?? {};
+    if (classFilter && !(classFilter in classCounts)) classCounts[classFilter] = 0;
     const statusSel = h('select', { id: 'results-status', 'aria-label': 'Filter by status' },
-      h('option', { value: '', text: 'All statuses' }), ...resultStatuses.map((x) => h('option', { value: x, text: x, selected: x === statusFilter })));
+      h('option', { value: '', text: 'All statuses' }),
+      ...Object.entries(statusCounts).map(([x, n]) => h('option', { value: x, text: `${x} (${n})`, selected: x === statusFilter })));
     const classSel = h('select', { id: 'results-class', 'aria-label': 'Filter by error class' },
-      h('option', { value: '', text: 'All error classes' }), ...classes.map((x) => h('option', { value: x, text: x, selected: x === classFilter })));
+      h('option', { value: '', text: 'All error classes' }),
+      ...Object.entries(classCounts).sort().map(([x, n]) => h('option', { value: x, text: `${x} (${n})`, selected: x === classFilter })));
     statusSel.addEventListener('change', () => setQuery({ status: statusSel.value, page: null }));
     classSel.addEventListener('change', () => setQuery({ error_class: classSel.value, page: null }));
     /** @param {number} p */
@@ -141,7 +190,7 @@ export function renderDistributionDetail(ctx) {
         h('td', { class: 'num', text: String(r.retry_attempt ?? 0) }),
         h('td', null, r.job_id ? h('a', { href: href(`/jobs/${r.job_id}`, { project }), text: `${String(r.job_id).slice(0, 8)}…`, title: `Job ${r.job_id}` }) : ''),
         h('td', null, fmt.timeEl(r.finished_at))))))),
-    h('p', { class: 'muted', text: filtered.length ? `${filtered.length} of ${items.length} targets` : (items.length ? 'No target matches the filter.' : 'No results yet.') }),
+    h('p', { class: 'muted', id: 'results-count', text: matching ? `${matching} of ${all} targets` : (all ? 'No target matches the filter.' : 'No results yet.') }),
     pages > 1 ? h('nav', { class: 'pager', 'aria-label': 'Result pages' },
       ...pagerLinks(rpage, pages, pageLink)) : null);
 
@@ -160,17 +209,89 @@ export function renderDistributionDetail(ctx) {
           })))))) : h('p', { class: 'muted', text: 'No results yet.' }));
   }
 
+  /**
+   * The child-job counters: the batches the run was cut into, and the retry-wave jobs their
+   * transient failures went to, apart (the API's fan_out counters count both kinds together).
+   * @param {any} f the distribution's fan_out
+   */
+  function childCounters(f) {
+    const b = f.batches ?? {};
+    const r = f.retry_jobs ?? {};
+    return [
+      h('h3', { class: 'counter-group', text: 'Batches' }),
+      h('p', { class: 'counter-note muted', text: 'The child jobs the run\'s targets were split into.' }),
+      h('div', { class: 'counters', id: 'batch-counters' },
+        counter('batches', 'Batches', b.total), counter('b_succeeded', 'Succeeded', b.succeeded), counter('b_failed', 'Failed', b.failed),
+        counter('b_partial', 'Partial', b.partial), counter('b_cancelled', 'Cancelled', b.cancelled),
+        counter('b_unfinished', 'Not finished', b.total === undefined ? undefined : Number(b.total) - Number(b.finished ?? 0))),
+      h('h3', { class: 'counter-group', text: 'Retry-wave jobs' }),
+      h('p', { class: 'counter-note muted', text: 'A batch\'s transient failures are retried in separate jobs, counted here, not among the batches.' }),
+      h('div', { class: 'counters', id: 'retry-counters' },
+        counter('retry_jobs', 'Retry jobs', r.finished === undefined ? undefined : Number(r.finished) + Number(r.running ?? 0)),
+        counter('r_succeeded', 'Succeeded', r.succeeded), counter('r_failed', 'Failed', r.failed),
+        counter('r_partial', 'Partial', r.partial), counter('r_cancelled', 'Cancelled', r.cancelled),
+        counter('retrying', 'Running', f.retrying), counter('retry_wave', 'Highest wave', f.retry_wave)),
+    ];
+  }
+
+  /**
+   * The long tail: how each phase spreads over the run, and the slowest targets with their phases.
+   * @param {any} lt the distribution's long_tail
+   * @param {(tid: string) => string} targetName
+   */
+  function drawTail(lt, targetName) {
+    /** @type {any[]} */
+    const phases = Array.isArray(lt?.phases) ? lt.phases : [];
+    /** @type {any[]} */
+    const slowest = Array.isArray(lt?.slowest) ? lt.slowest : [];
+    if (!lt || !lt.timed_targets) {
+      replace(tail, h('h2', { id: 'tail-title', text: 'Long tail' }), h('p', { class: 'muted', text: 'No timed target yet.' }));
+      return;
+    }
+    const longest = Math.max(1, ...slowest.map((t) => Number(t.total_ms ?? 0) + Number(t.session_wait_ms ?? 0)));
+    const phaseTable = h('table', { id: 'tail-phases' },
+      h('caption', { class: 'visually-hidden', text: 'Percentiles of each delivery phase over the run' }),
+      h('thead', null, h('tr', null, ...['Phase', 'Targets', 'p50', 'p90', 'p99', 'Max'].map((c, i) => h('th', { scope: 'col', class: i ? 'num' : null, text: c })))),
+      h('tbody', null, ...phases.map((p) => h('tr', { 'data-phase': p.phase },
+        h('th', { scope: 'row', text: String(p.phase) }), h('td', { class: 'num', text: String(p.count) }),
+        ...['p50_ms', 'p90_ms', 'p99_ms', 'max_ms'].map((k) => h('td', { class: 'num', 'data-stat': k, text: p.count ? msText(p[k]) : '–' }))))));
+    const slowTable = h('table', { id: 'tail-slowest' },
+      h('caption', { class: 'visually-hidden', text: 'The slowest targets of the run and where their time went' }),
+      h('thead', null, h('tr', null, ...['Target', 'Status', 'Total', 'Waited for a session', 'Phases'].map((c, i) => h('th', { scope: 'col', class: i === 2 || i === 3 ? 'num' : null, text: c })))),
+      h('tbody', null, ...slowest.map((t) => h('tr', { 'data-target-id': t.target_id },
+        h('td', null, h('span', { title: t.target_id, text: targetName(String(t.target_id)) })),
+        h('td', null, fmt.outcomeTag(String(t.status))),
+        h('td', { class: 'num', text: msText(t.total_ms) }),
+        h('td', { class: 'num', text: t.session_wait_ms ? msText(t.session_wait_ms) : '–' }),
+        h('td', { class: 'phase-cell' }, phaseBar(t, longest), h('span', { class: 'phase-text', text: phaseText(t.timings_ms) }))))));
+    // The legend's squares: an SVG rect each (a size attribute, no style).
+    const legend = h('p', { class: 'phase-legend muted' }, ...['wait', 'connect', 'handshake', 'auth', 'upload', 'install', 'validate', 'other'].map((k) => {
+      const square = svg('svg', { width: 10, height: 10, 'aria-hidden': 'true', class: `phase phase-${k}` });
+      square.append(svg('rect', { width: 10, height: 10 }));
+      return h('span', { class: 'legend-item' }, square, ` ${k === 'wait' ? 'session wait' : k}`);
+    }));
+    replace(tail, h('h2', { id: 'tail-title', text: 'Long tail' }),
+      h('p', { class: 'muted', text: `Phase times over the run's ${lt.timed_targets} timed targets. A target that reused a connection has no connect, handshake or auth time; a wait for a session is not part of a target's own time.` }),
+      h('div', { class: 'table-wrap' }, phaseTable),
+      h('h3', { class: 'counter-group', text: `The ${slowest.length} slowest targets` }),
+      h('div', { class: 'table-wrap' }, slowTable),
+      legend);
+  }
+
   async function load() {
     if (timer) { clearTimeout(timer); timer = null; }
     try {
       const [d, certs] = await Promise.all([api.get(api.projectPath(project, `/distributions/${id}`)), certificateNames(project)]);
-      const [items, targetList] = await Promise.all([
-        d.run_no > 0 ? allPages(api.projectPath(project, `/distributions/${id}/results?run=${d.run_no}`), 10000) : Promise.resolve([]),
+      const q = new URLSearchParams({ run: String(d.run_no), page: String(rpage), page_size: String(RESULTS_PAGE) });
+      if (statusFilter) q.set('status', statusFilter);
+      if (classFilter) q.set('error_class', classFilter);
+      const [res, targetList] = await Promise.all([
+        d.run_no > 0 ? api.get(api.projectPath(project, `/distributions/${id}/results?${q}`)) : Promise.resolve(null),
         allPages(api.projectPath(project, '/targets'), 10000).catch(() => []),
       ]);
       if (disposed) return;
       state.hidden = true;
-      draw(d, certs, items, new Map(targetList.map((t) => [String(t.id), String(t.name)])));
+      draw(d, certs, res, new Map(targetList.map((t) => [String(t.id), String(t.name)])));
       if (d.status === 'running') timer = setTimeout(() => { void load(); }, 2000);
     } catch (e) {
       if (!disposed) showAlert(state, api.errorText(e));

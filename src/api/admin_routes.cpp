@@ -43,6 +43,13 @@ boost::asio::awaitable<reply> get_metrics(server_state& s, const route_call&) {
   if (jobs) snap.jobs = std::move(*jobs);
   if (lanes) snap.lanes = std::move(*lanes);
   if (durations) snap.durations = std::move(*durations);
+  snap.delivery_phases = s.delivery_phases;
+  if (s.tls.context) {
+    snap.tls = true;
+    snap.tls_not_after_ms = s.tls.identity.not_after_ms;
+    snap.tls_reloads = s.tls.reloads;
+    snap.tls_reload_failures = s.tls.reload_failures;
+  }
   if (s.worker) {
     snap.worker = &s.worker->stats();
     snap.worker_running = s.worker->running();

@@ -1,6 +1,7 @@
 // Routing an HTTP request to its handler: the route table (router.cpp) says what a route is,
 // this file binds each route_id to the function that serves it.
 #include "certfleet/core/object_id.hpp"
+#include "certfleet/store/catalog.hpp"
 #include "handlers.hpp"
 #include "server_state.hpp"
 
@@ -24,6 +25,10 @@ boost::asio::awaitable<reply> dispatch(server_state& s, const request_view& req,
   auto parts = split_target(req.target);
   if (!parts) co_return error_reply(errc::invalid_argument, "the request target must be a path", "path");
   auto m = match_route(req.method, parts->path);
+  if (req.health_only && !(m && (m->route->id == route_id::healthz || m->route->id == route_id::readyz ||
+                                 m->route->id == route_id::metrics)))
+    co_return error_reply(errc::not_found, "this listener (metrics_listen) serves only /healthz, /readyz and /metrics",
+                          "path");
   if (!m) {
     if (m.error().is(errc::conflict)) {
       auto r = error_reply(make_error(errc::conflict, m.error().message, "method"));
@@ -59,7 +64,12 @@ boost::asio::awaitable<reply> dispatch(server_state& s, const request_view& req,
   const auto handler = handlers[static_cast<std::size_t>(m->route->id)];
   if (!handler) co_return error_reply(errc::not_found, "no such route", "path");
   const route_call call{*c, *m, *q, req.body, req.cred};
-  co_return co_await handler(s, call);
+  auto r = co_await handler(s, call);
+  // A certificate changed here (a new version, say): the listener serving a managed certificate
+  // (tls_certificate) looks at once instead of at its next poll.
+  if (m->route->changes_state && m->route->object_kind == store::kind_certificate && r.status < 300 && s.tls.wake)
+    s.tls.wake();
+  co_return r;
 }
 
 }  // namespace certfleet::api

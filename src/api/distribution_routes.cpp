@@ -1,6 +1,7 @@
 // Distribution routes: the catalog object and its runs (execute, roll back, retry the failed
 // targets, cancel) and their per-target results.
 #include "certfleet/api/requests.hpp"
+#include "certfleet/distribution/run_view.hpp"
 #include "handlers.hpp"
 #include "server_state.hpp"
 
@@ -72,7 +73,10 @@ boost::asio::awaitable<reply> distribution_results(server_state& s, const route_
   auto t0 = steady::now();
   auto rq = parse_results_query(call.query);
   if (!rq) co_return error_reply(rq.error());
-  auto r = co_await s.catalog.results(call.who.project->id, call.match.id, rq->run, rq->page, rq->page_size);
+  auto filter = distribution::parse_result_filter(rq->status, rq->error_class);
+  if (!filter) co_return error_reply(filter.error());
+  auto r = co_await s.catalog.results(call.who.project->id, call.match.id, rq->run, rq->page, rq->page_size,
+                                      std::move(*filter));
   co_return co_await catalog_answer(s, call, "", 200, std::move(r), t0);
 }
 

@@ -34,6 +34,7 @@ struct request_view {
   std::string_view target;
   credentials cred;
   const std::string& body;
+  bool health_only = false;  // from the metrics listener: /healthz, /readyz and /metrics only
 };
 
 // Routes, authorizes, audits a refusal and calls the route's handler. `route_name` gets the

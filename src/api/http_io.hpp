@@ -1,7 +1,9 @@
 #pragma once
 // Beast, for the two files that speak HTTP/WebSocket (http_session.cpp, log_stream_session.cpp):
-// the request type, a reply as a response. Route handlers never include this.
+// the request type, a reply as a response, the TLS stream (queued_socket.hpp's tls_stream).
+// Route handlers never include this.
 #include "auth.hpp"
+#include "queued_socket.hpp"
 #include "reply.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -9,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include <string_view>
 

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <array>
 
 namespace certfleet::api {
@@ -83,10 +84,11 @@ std::string transfer_encodings(const request_t& h) {
 // Closing with unread request bytes makes the kernel send a reset, which can destroy the error
 // response before the client reads it (a client still sending a too-large body). So: stop
 // sending, then read and discard for a short while (bounded in time and bytes), then close.
-asio::awaitable<void> linger(beast::tcp_stream& stream, std::chrono::milliseconds for_at_most = std::chrono::seconds(1)) {
+template <class Stream>
+asio::awaitable<void> linger(Stream& stream, std::chrono::milliseconds for_at_most = std::chrono::seconds(1)) {
   boost::system::error_code ec;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-  stream.expires_after(for_at_most);
+  beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_send, ec);
+  beast::get_lowest_layer(stream).expires_after(for_at_most);
   std::size_t drained = 0;
   std::array<char, 16384> sink;
   while (drained < (8u << 20)) {
@@ -96,12 +98,13 @@ asio::awaitable<void> linger(beast::tcp_stream& stream, std::chrono::millisecond
   }
 }
 
-asio::awaitable<void> send_error_and_close(server_state& s, beast::tcp_stream& stream, unsigned status, errc code,
+template <class Stream>
+asio::awaitable<void> send_error_and_close(server_state& s, Stream& stream, unsigned status, errc code,
                                            std::string msg, std::string field) {
   reply r = error_reply(code, std::move(msg), std::move(field));
   r.status = status;
   auto res = make_response(r, 11, false);
-  stream.expires_after(s.opt.write_timeout);
+  beast::get_lowest_layer(stream).expires_after(s.opt.write_timeout);
   auto [ec, n] = co_await http::async_write(stream, res, tuple_awaitable);
   s.metrics.request("unmatched", status, 0);
   if (!ec) co_await linger(stream);
@@ -110,7 +113,8 @@ asio::awaitable<void> send_error_and_close(server_state& s, beast::tcp_stream& s
 // Over a connection limit: 503 too_many_connections, then close. Such a connection is never
 // counted (a flood of refused ones must not take the slots of others) and lives briefly: a
 // short write deadline and a short linger, so the response is not reset away.
-asio::awaitable<void> refuse_connection(server_state& s, beast::tcp_stream& stream, bool per_client) {
+template <class Stream>
+asio::awaitable<void> refuse_connection(server_state& s, Stream& stream, bool per_client) {
   s.metrics.connection_refused(per_client);
   auto e = make_error(errc::too_many_connections,
                       per_client ? fmt::format("this client address already has {} connections open, the most allowed "
@@ -120,24 +124,49 @@ asio::awaitable<void> refuse_connection(server_state& s, beast::tcp_stream& stre
                                                s.opt.max_connections));
   e.retry_after_s = per_client ? 5 : 1;
   auto res = make_response(error_reply(e), 11, false);
-  stream.expires_after(std::chrono::seconds(2));
+  beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(2));
   auto [ec, n] = co_await http::async_write(stream, res, tuple_awaitable);
   s.metrics.request("unmatched", 503, 0);
   if (!ec) co_await linger(stream, std::chrono::milliseconds(250));
 }
 
-}  // namespace
+// A TLS connection ends with the peer told (close_notify), briefly: a peer that never answers
+// it does not hold the connection.
+asio::awaitable<void> close_gracefully(beast::tcp_stream& stream) {
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream.close();
+  co_return;
+}
+asio::awaitable<void> close_gracefully(tls_stream& stream) {
+  auto& lowest = beast::get_lowest_layer(stream);
+  if (lowest.socket().is_open()) {
+    lowest.expires_after(std::chrono::seconds(1));
+    co_await stream.async_shutdown(tuple_awaitable);
+  }
+  lowest.close();
+}
 
-asio::awaitable<void> run_http_session(std::shared_ptr<server_state> self, tcp::socket sock) {
+// One connection from the first byte to the close. Stream: beast::tcp_stream (plain HTTP) or
+// tls_stream (its handshake is done here, under the first-byte deadline).
+template <class Stream>
+asio::awaitable<void> run_session(std::shared_ptr<server_state> self, Stream stream, std::string client,
+                                  bool health_only) {
+  constexpr bool over_tls = std::is_same_v<Stream, tls_stream>;
   server_state& s = *self;
   const auto& opt = s.opt;
   auto& conns = s.conns;
-  auto client = client_key(sock);
-  beast::tcp_stream stream(std::move(sock));
+  auto& lowest = beast::get_lowest_layer(stream);
   {
     auto it = s.conns_per_client.find(client);
     const bool client_full = it != s.conns_per_client.end() && it->second >= opt.max_connections_per_client;
     if (client_full || static_cast<int>(conns.size()) >= opt.max_connections) {
+      if constexpr (over_tls) {
+        // The refusal is an HTTP answer, so it needs a (short) handshake first.
+        lowest.expires_after(std::chrono::seconds(2));
+        auto [hec] = co_await stream.async_handshake(asio::ssl::stream_base::server, tuple_awaitable);
+        if (hec) co_return;
+      }
       co_await refuse_connection(s, stream, client_full);
       co_return;
     }
@@ -154,8 +183,21 @@ asio::awaitable<void> run_http_session(std::shared_ptr<server_state> self, tcp::
         s->conns_per_client.erase(it);
     }
   } guard{&s, id, client};
-  conns[id].cancel_http = [&stream] { stream.cancel(); };
-  conns[id].close_http = [&stream] { stream.close(); };
+  conns[id].cancel_http = [&lowest] { lowest.cancel(); };
+  conns[id].close_http = [&lowest] { lowest.close(); };
+  if constexpr (over_tls) {
+    // The handshake counts as waiting for the first request: idle (a stop ends it), and under
+    // the first-byte deadline (a peer that connects and sends nothing holds its slot that long).
+    conns[id].idle = true;
+    lowest.expires_after(opt.first_byte_timeout);
+    auto [hec] = co_await stream.async_handshake(asio::ssl::stream_base::server, tuple_awaitable);
+    if (auto it = conns.find(id); it != conns.end()) it->second.idle = false;
+    if (hec) {
+      s.metrics.tls_handshake_failed();
+      lowest.close();
+      co_return;
+    }
+  }
   beast::flat_buffer buf;
   bool first_request = true;
   for (;;) {
@@ -165,7 +207,7 @@ asio::awaitable<void> run_http_session(std::shared_ptr<server_state> self, tcp::
       // first-byte deadline (connecting and sending nothing must not hold a slot for long),
       // a kept-alive one the idle deadline.
       conns[id].idle = true;
-      stream.expires_after(first_request ? opt.first_byte_timeout : opt.idle_timeout);
+      lowest.expires_after(first_request ? opt.first_byte_timeout : opt.idle_timeout);
       auto [ec, n] = co_await stream.async_read_some(buf.prepare(8192), tuple_awaitable);
       buf.commit(n);
       if (auto it = conns.find(id); it != conns.end()) it->second.idle = false;
@@ -174,7 +216,7 @@ asio::awaitable<void> run_http_session(std::shared_ptr<server_state> self, tcp::
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(opt.header_limit));
     parser.body_limit(opt.body_limit);
-    stream.expires_after(opt.read_timeout);
+    lowest.expires_after(opt.read_timeout);
     auto [hec, hn] = co_await http::async_read_header(stream, buf, parser, tuple_awaitable);
     first_request = false;
     if (!hec && parser.get().count(http::field::transfer_encoding) > 0)
@@ -203,14 +245,15 @@ asio::awaitable<void> run_http_session(std::shared_ptr<server_state> self, tcp::
         // tcp_stream closed the socket at the deadline: nothing can be answered.
         s.metrics.request("unmatched", 408, 0);
       } else if (ec != http::error::end_of_stream && ec != asio::error::eof &&
-                 ec != asio::error::operation_aborted && ec != asio::error::connection_reset) {
+                 ec != asio::error::operation_aborted && ec != asio::error::connection_reset &&
+                 ec.category() != asio::error::get_ssl_category() && ec != asio::ssl::error::stream_truncated) {
         co_await send_error_and_close(s, stream, 400, errc::invalid_argument,
                                       fmt::format("malformed HTTP request: {}", ec.message()), "request");
       }
       break;
     }
     auto t0 = steady::now();
-    if (beast::websocket::is_upgrade(parser.get())) {
+    if (beast::websocket::is_upgrade(parser.get()) && !health_only) {
       auto req = parser.release();
       auto parts = split_target(std::string_view(req.target().data(), req.target().size()));
       auto m = parts ? match_route("GET", parts->path) : result<route_match>(make_error(errc::not_found, ""));
@@ -229,7 +272,8 @@ asio::awaitable<void> run_http_session(std::shared_ptr<server_state> self, tcp::
     std::string route_name = "unmatched";
     try {
       const request_view view{std::string_view(req.method_string().data(), req.method_string().size()),
-                              std::string_view(req.target().data(), req.target().size()), credentials_of(req), req.body()};
+                              std::string_view(req.target().data(), req.target().size()), credentials_of(req), req.body(),
+                              health_only};
       r = co_await dispatch(s, view, route_name);
     } catch (const std::exception& e) {
       // A bug: this request fails and its connection ends; the process and others carry on.
@@ -240,14 +284,27 @@ asio::awaitable<void> run_http_session(std::shared_ptr<server_state> self, tcp::
     }
     bool keep = req.keep_alive() && !s.stopping && !r.close;
     auto res = make_response(r, req.version(), keep);
-    stream.expires_after(opt.write_timeout);
+    lowest.expires_after(opt.write_timeout);
     auto [wec, wn] = co_await http::async_write(stream, res, tuple_awaitable);
     s.metrics.request(route_name, r.status, std::chrono::duration<double>(steady::now() - t0).count());
     if (wec || !keep) break;
   }
-  boost::system::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-  stream.close();
+  co_await close_gracefully(stream);
+}
+
+}  // namespace
+
+asio::awaitable<void> run_http_session(std::shared_ptr<server_state> self, tcp::socket sock,
+                                       std::shared_ptr<asio::ssl::context> tls, bool health_only) {
+  auto client = client_key(sock);
+  if (!tls) {
+    co_await run_session(std::move(self), beast::tcp_stream(std::move(sock)), std::move(client), health_only);
+    co_return;
+  }
+  // `tls` stays alive in this frame: the connection keeps the context (the certificate version)
+  // it began with, whatever the listener serves meanwhile.
+  co_await run_session(std::move(self), tls_stream(beast::tcp_stream(std::move(sock)), *tls), std::move(client),
+                       health_only);
 }
 
 }  // namespace certfleet::api

@@ -35,7 +35,9 @@ result<std::pair<std::string, unsigned short>> parse_listen(const std::string& l
   return std::pair{host, static_cast<unsigned short>(port)};
 }
 
-listener::listener(std::shared_ptr<server_state> s) : s_(std::move(s)), acceptor_(s_->ex) {}
+listener::listener(std::shared_ptr<server_state> s, std::string address, std::string setting, bool health_only)
+    : s_(std::move(s)), address_(std::move(address)), setting_(std::move(setting)), health_only_(health_only),
+      acceptor_(s_->ex) {}
 
 asio::awaitable<void> listener::accept_loop() {
   auto self = shared_from_this();
@@ -50,25 +52,28 @@ asio::awaitable<void> listener::accept_loop() {
       continue;
     }
     sock.set_option(tcp::no_delay(true), ec);
-    asio::co_spawn(s_->ex, run_http_session(s_, std::move(sock)), report_unexpected("HTTP session"));
+    auto tls = health_only_ ? nullptr : s_->tls.context;
+    asio::co_spawn(s_->ex, run_http_session(s_, std::move(sock), std::move(tls), health_only_),
+                   report_unexpected("HTTP session"));
   }
 }
 
 result<std::string> listener::start() {
-  const auto& opt = s_->opt;
-  auto hp = parse_listen(opt.listen);
-  if (!hp) return std::move(hp).error();
+  auto hp = parse_listen(address_);
+  if (!hp) return make_error(errc::invalid_argument, fmt::format("{} must be ADDR:PORT (got \"{}\")", setting_, address_), setting_);
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(hp->first == "localhost" ? "127.0.0.1" : hp->first, ec);
-  if (ec) return make_error(errc::invalid_argument, fmt::format("listen: bad address {}: {}", hp->first, ec.message()), "listen");
+  if (ec)
+    return make_error(errc::invalid_argument, fmt::format("{}: bad address {}: {}", setting_, hp->first, ec.message()),
+                      setting_);
   tcp::endpoint ep(addr, hp->second);
   acceptor_.open(ep.protocol(), ec);
   if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor_.bind(ep, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return make_error(errc::invalid_argument, fmt::format("listen {}: {}", opt.listen, ec.message()), "listen");
+  if (ec) return make_error(errc::invalid_argument, fmt::format("{} {}: {}", setting_, address_, ec.message()), setting_);
   bound_port_ = acceptor_.local_endpoint().port();
-  asio::co_spawn(s_->ex, accept_loop(), report_unexpected("HTTP accept loop"));
+  asio::co_spawn(s_->ex, accept_loop(), report_unexpected(health_only_ ? "metrics accept loop" : "HTTP accept loop"));
   auto a = acceptor_.local_endpoint().address();
   return a.is_v6() ? fmt::format("[{}]:{}", a.to_string(), bound_port_) : fmt::format("{}:{}", a.to_string(), bound_port_);
 }
@@ -78,6 +83,7 @@ asio::awaitable<void> listener::stop() {
   auto& s = *s_;
   if (s.stopping) co_return;
   s.stopping = true;
+  if (s.tls.wake) s.tls.wake();  // the certificate watcher ends now, not at its next poll
   boost::system::error_code ec;
   acceptor_.close(ec);
   auto deadline = steady::now() + s.opt.shutdown_grace;

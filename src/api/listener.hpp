@@ -1,6 +1,7 @@
 #pragma once
-// The accept loop: binds the listen address, hands each connection to an HTTP session, and on
-// stop ends the connections (idle ones and streams at once, requests in flight after they finish).
+// The accept loop: binds the listen address, hands each connection to an HTTP session (with the
+// TLS context current at accept time), and on stop ends the connections (idle ones and streams
+// at once, requests in flight after they finish).
 #include "certfleet/core/error.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -19,7 +20,10 @@ result<std::pair<std::string, unsigned short>> parse_listen(const std::string& l
 
 class listener : public std::enable_shared_from_this<listener> {
  public:
-  explicit listener(std::shared_ptr<server_state> s);
+  // `address`: "ADDR:PORT", named `setting` in errors. `health_only`: the metrics listener
+  // (plain HTTP, /healthz /readyz /metrics only); otherwise the API listener, over TLS while
+  // the server state has a TLS context.
+  listener(std::shared_ptr<server_state> s, std::string address, std::string setting, bool health_only);
   // Binds and starts accepting; the bound "ADDR:PORT".
   result<std::string> start();
   boost::asio::awaitable<void> stop();
@@ -30,6 +34,8 @@ class listener : public std::enable_shared_from_this<listener> {
   boost::asio::awaitable<void> accept_loop();
 
   std::shared_ptr<server_state> s_;
+  std::string address_, setting_;
+  bool health_only_;
   boost::asio::ip::tcp::acceptor acceptor_;
   unsigned short bound_port_ = 0;
 };

@@ -23,7 +23,7 @@ using steady = std::chrono::steady_clock;
 namespace {
 
 struct ws_conn {
-  ws_conn(tcp::socket&& s, std::int64_t after) : ws(std::move(s)), cursor(after) {}
+  ws_conn(queued_socket&& s, std::int64_t after) : ws(std::move(s)), cursor(after) {}
   websocket::stream<queued_socket> ws;
   bool closed = false;   // the read side ended: the connection is gone or closed
   bool closing = false;  // a close was started
@@ -34,9 +34,10 @@ frame_header header_of(const log_frame& f) {
   return frame_header{f.first_seq, f.last_seq, f.end, f.sync, f.text ? f.text->size() : 0};
 }
 
-asio::awaitable<void> reject_upgrade(server_state& s, beast::tcp_stream& stream, const reply& r, unsigned version) {
+template <class Stream>
+asio::awaitable<void> reject_upgrade(server_state& s, Stream& stream, const reply& r, unsigned version) {
   auto res = make_response(r, version, false);
-  stream.expires_after(s.opt.write_timeout);
+  beast::get_lowest_layer(stream).expires_after(s.opt.write_timeout);
   co_await http::async_write(stream, res, tuple_awaitable);
   s.metrics.request("/api/v1/projects/{p}/jobs/{id}/logs/stream", r.status, 0);
 }
@@ -105,10 +106,15 @@ asio::awaitable<bool> ws_catch_up(const std::shared_ptr<server_state>& s, const 
   }
 }
 
+// The connection under the WebSocket: the TCP socket, or the TLS stream with its session.
+queued_socket take_connection(beast::tcp_stream& stream) { return queued_socket(stream.release_socket()); }
+queued_socket take_connection(tls_stream& stream) { return queued_socket(std::move(stream)); }
+
 }  // namespace
 
-asio::awaitable<void> run_log_stream(std::shared_ptr<server_state> self, beast::tcp_stream stream, request_t req,
-                                     route_match m, std::string query_view, std::uint64_t conn_id) {
+template <class Stream>
+asio::awaitable<void> run_log_stream(std::shared_ptr<server_state> self, Stream stream, request_t req, route_match m,
+                                     std::string query_view, std::uint64_t conn_id) {
   server_state& s = *self;
   auto t0 = steady::now();
   auto q = parse_query(query_view);
@@ -128,15 +134,14 @@ asio::awaitable<void> run_log_stream(std::shared_ptr<server_state> self, beast::
   if (s.stopping)
     co_return co_await reject_upgrade(s, stream, error_reply(errc::shutting_down, "the server is shutting down"), req.version());
 
-  stream.expires_never();  // the WebSocket timeouts take over
-  auto socket = stream.release_socket();
+  beast::get_lowest_layer(stream).expires_never();  // the WebSocket timeouts take over
   {
     // A burst is one large message per subscriber: the default 16 KiB send buffer (grown only
     // by sustained traffic) would take it in pieces, a wait for writability each.
     boost::system::error_code ignored;
-    socket.set_option(asio::socket_base::send_buffer_size(ws_send_buffer), ignored);
+    beast::get_lowest_layer(stream).socket().set_option(asio::socket_base::send_buffer_size(ws_send_buffer), ignored);
   }
-  auto conn = std::make_shared<ws_conn>(std::move(socket), lq->after);
+  auto conn = std::make_shared<ws_conn>(take_connection(stream), lq->after);
   websocket::stream_base::timeout to{};
   to.handshake_timeout = std::chrono::seconds(10);
   to.idle_timeout = s.opt.ws_idle_timeout;
@@ -251,5 +256,10 @@ asio::awaitable<void> run_log_stream(std::shared_ptr<server_state> self, beast::
     beast::get_lowest_layer(conn->ws).close(ignored);
   }
 }
+
+template asio::awaitable<void> run_log_stream(std::shared_ptr<server_state>, beast::tcp_stream, request_t, route_match,
+                                              std::string, std::uint64_t);
+template asio::awaitable<void> run_log_stream(std::shared_ptr<server_state>, tls_stream, request_t, route_match,
+                                              std::string, std::uint64_t);
 
 }  // namespace certfleet::api

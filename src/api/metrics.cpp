@@ -4,37 +4,6 @@
 
 namespace certfleet::api {
 
-const std::vector<double>& histogram::default_bounds() {
-  static const std::vector<double> b{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-  return b;
-}
-
-histogram::histogram() : counts_(default_bounds().size() + 1, 0) {}
-
-void histogram::observe(double seconds) {
-  const auto& b = default_bounds();
-  std::size_t i = 0;
-  while (i < b.size() && seconds > b[i]) ++i;
-  ++counts_[i];
-  sum_ += seconds;
-  ++count_;
-}
-
-void histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
-  const auto& b = default_bounds();
-  std::uint64_t cum = 0;
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    cum += counts_[i];
-    out += fmt::format("{}_bucket{{{}le=\"{}\"}} {}\n", name, labels, b[i], cum);
-  }
-  cum += counts_.back();
-  out += fmt::format("{}_bucket{{{}le=\"+Inf\"}} {}\n", name, labels, cum);
-  std::string_view l = labels;
-  if (!l.empty() && l.back() == ',') l.remove_suffix(1);
-  out += fmt::format("{}_sum{}{}{}{} {}\n", name, l.empty() ? "" : "{", l, l.empty() ? "" : "}", "", sum_);
-  out += fmt::format("{}_count{}{}{} {}\n", name, l.empty() ? "" : "{", l, l.empty() ? "" : "}", count_);
-}
-
 std::string escape_label(std::string_view v) {
   std::string out;
   out.reserve(v.size());
@@ -146,6 +115,13 @@ std::string api_metrics::render(const snapshot& s) const {
     out += fmt::format("certfleet_worker_running_jobs {}\n", s.worker_running);
   }
 
+  if (s.delivery_phases) {
+    head(out, "certfleet_delivery_phase_duration_seconds", "histogram",
+         "Delivery phases this process's distribution jobs timed (connect, handshake, auth, upload, install, validate).");
+    for (const auto& [phase, h] : s.delivery_phases->phases())
+      h.render(out, "certfleet_delivery_phase_duration_seconds", fmt::format("phase=\"{}\",", escape_label(phase)));
+  }
+
   head(out, "certfleet_http_requests_total", "counter", "HTTP requests by route and status code.");
   for (const auto& [k, v] : requests_)
     out += fmt::format("certfleet_http_requests_total{{route=\"{}\",code=\"{}\"}} {}\n", escape_label(k.first), k.second, v);
@@ -161,6 +137,19 @@ std::string api_metrics::render(const snapshot& s) const {
   head(out, "certfleet_audit_refusals_unaudited_total", "counter",
        "Refused (401/403) state-changing calls beyond the per-minute audit bound: counted, not written.");
   out += fmt::format("certfleet_audit_refusals_unaudited_total {}\n", refusals_unaudited_);
+
+  if (s.tls) {
+    head(out, "certfleet_tls_certificate_not_after_seconds", "gauge",
+         "The not_after (unix seconds) of the certificate the API listener serves to new connections.");
+    out += fmt::format("certfleet_tls_certificate_not_after_seconds {}\n", s.tls_not_after_ms / 1000);
+    head(out, "certfleet_tls_certificate_reloads_total", "counter",
+         "New certificate versions the API listener took (ok) or refused and kept the old one (failed).");
+    out += fmt::format("certfleet_tls_certificate_reloads_total{{outcome=\"ok\"}} {}\n", s.tls_reloads);
+    out += fmt::format("certfleet_tls_certificate_reloads_total{{outcome=\"failed\"}} {}\n", s.tls_reload_failures);
+    head(out, "certfleet_tls_handshake_failures_total", "counter",
+         "TLS handshakes on the API listener that failed or did not finish within the first-byte deadline.");
+    out += fmt::format("certfleet_tls_handshake_failures_total {}\n", tls_handshake_failures_);
+  }
 
   head(out, "certfleet_websocket_subscribers", "gauge", "Live job-log stream subscribers.");
   out += fmt::format("certfleet_websocket_subscribers {}\n", s.ws_subscribers);

@@ -1,5 +1,7 @@
 #pragma once
 // In-process counters of the API and the Prometheus text rendering of /metrics.
+#include "certfleet/core/histogram.hpp"
+#include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/store.hpp"
@@ -13,20 +15,6 @@
 
 namespace certfleet::api {
 
-class histogram {
- public:
-  histogram();
-  void observe(double seconds);
-  // Lines "name_bucket{labels,le=…} n", _sum, _count; `labels` is "" or `a="b",`.
-  void render(std::string& out, std::string_view name, std::string_view labels) const;
-  static const std::vector<double>& default_bounds();
-
- private:
-  std::vector<std::uint64_t> counts_;  // per bound, then +Inf
-  double sum_ = 0;
-  std::uint64_t count_ = 0;
-};
-
 class api_metrics {
  public:
   void request(std::string_view route, unsigned status, double seconds);
@@ -35,6 +23,7 @@ class api_metrics {
   std::uint64_t subscribers_dropped() const { return ws_dropped_; }
   void connection_refused(bool per_client) { ++(per_client ? refused_client_ : refused_total_); }
   void refusal_unaudited() { ++refusals_unaudited_; }
+  void tls_handshake_failed() { ++tls_handshake_failures_; }
 
   // What /metrics shows besides these counters, gathered from the store and the worker.
   struct snapshot {
@@ -42,6 +31,7 @@ class api_metrics {
     std::vector<store::lane_stats> lanes;
     std::optional<store::duration_histogram> durations;
     const queue::worker_stats* worker = nullptr;
+    const distribution::delivery_phase_metrics* delivery_phases = nullptr;
     int worker_running = 0;
     std::size_t ws_subscribers = 0;
     std::size_t ws_watched_jobs = 0;
@@ -55,6 +45,10 @@ class api_metrics {
     std::int64_t certificates_expired = 0;
     std::int64_t distributions_running = -1;
     std::int64_t distributions_running_long = 0;
+    // The API listener's TLS certificate (only when it serves HTTPS).
+    bool tls = false;
+    std::int64_t tls_not_after_ms = 0;
+    std::uint64_t tls_reloads = 0, tls_reload_failures = 0;
   };
   std::string render(const snapshot& s) const;
 
@@ -65,6 +59,7 @@ class api_metrics {
   std::uint64_t ws_dropped_ = 0;
   std::uint64_t refused_client_ = 0, refused_total_ = 0;
   std::uint64_t refusals_unaudited_ = 0;
+  std::uint64_t tls_handshake_failures_ = 0;
 };
 
 // "a\"b" with \, " and newline escaped, for a label value.

@@ -4,6 +4,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <array>
+#include <optional>
 
 namespace certfleet::api {
 
@@ -21,14 +22,18 @@ struct buffer_span {
 };
 
 struct queued_state : std::enable_shared_from_this<queued_state> {
-  explicit queued_state(asio::ip::tcp::socket s) : sock(std::move(s)), progress(sock.get_executor()) {}
+  explicit queued_state(asio::ip::tcp::socket s) : plain(std::move(s)), sock(*plain), progress(sock.get_executor()) {}
+  explicit queued_state(tls_stream s)
+      : tls(std::make_unique<tls_stream>(std::move(s))), sock(tls->next_layer().socket()), progress(sock.get_executor()) {}
 
   struct chunk {
     std::shared_ptr<const std::string> data;
     std::size_t offset = 0;
   };
 
-  asio::ip::tcp::socket sock;
+  std::optional<asio::ip::tcp::socket> plain;
+  std::unique_ptr<tls_stream> tls;
+  asio::ip::tcp::socket& sock;  // plain's, or the TLS stream's TCP socket
   std::deque<chunk> q;
   std::size_t bytes = 0;
   bool waiting_writable = false;
@@ -62,9 +67,50 @@ struct queued_state : std::enable_shared_from_this<queued_state> {
     return !failed;
   }
 
+  // Takes `written` bytes off the front of the queue.
+  void consume(std::size_t written) {
+    bytes -= written;
+    while (written > 0) {
+      auto& c = q.front();
+      auto left = c.data->size() - c.offset;
+      if (written < left) {
+        c.offset += written;
+        written = 0;
+      } else {
+        written -= left;
+        q.pop_front();
+      }
+    }
+  }
+
+  // TLS: one write in flight; the frames at the front gathered into one record (at most 16 KiB,
+  // TLS's record size), so a burst of small frames is not a record and a write each.
+  std::string staging;
+  void drain_tls() {
+    if (waiting_writable || failed || q.empty()) return;
+    constexpr std::size_t record = 16 * 1024;
+    staging.clear();
+    for (auto it = q.begin(); it != q.end() && staging.size() < record; ++it) {
+      auto n = std::min(it->data->size() - it->offset, record - staging.size());
+      staging.append(it->data->data() + it->offset, n);
+    }
+    waiting_writable = true;
+    tls->async_write_some(asio::buffer(staging), [self = shared_from_this()](error_code ec, std::size_t n) {
+      self->waiting_writable = false;
+      if (ec || self->failed) {
+        self->fail();
+        return;
+      }
+      self->consume(n);
+      if (self->progress_waiters) self->progress.cancel();
+      self->drain_tls();
+    });
+  }
+
   // Writes while the kernel takes bytes; when it does not, waits for writability (one wait at a
   // time) and goes on from there.
   void drain() {
+    if (tls) return drain_tls();
     if (waiting_writable || failed) return;
     const auto before = bytes;
     while (!q.empty()) {
@@ -94,22 +140,14 @@ struct queued_state : std::enable_shared_from_this<queued_state> {
         fail();
         return;
       }
-      bytes -= written;
-      while (written > 0) {
-        auto& c = q.front();
-        auto left = c.data->size() - c.offset;
-        if (written < left) {
-          c.offset += written;
-          written = 0;
-        } else {
-          written -= left;
-          q.pop_front();
-        }
-      }
+      consume(written);
     }
     if (bytes < before && progress_waiters) progress.cancel();
   }
 };
+
+asio::ip::tcp::socket& lowest_socket(queued_state& st) { return st.sock; }
+tls_stream* tls_of(queued_state& st) { return st.tls.get(); }
 
 void flush_now(queued_state& st) { st.drain(); }
 
@@ -132,6 +170,8 @@ queued_socket::queued_socket(tcp::socket s) : st_(std::make_shared<detail::queue
   // Writes must report "would block" instead of blocking the loop.
   st_->sock.non_blocking(true, ignored);
 }
+
+queued_socket::queued_socket(tls_stream s) : st_(std::make_shared<detail::queued_state>(std::move(s))) {}
 
 queued_socket::~queued_socket() {
   if (!st_) return;

@@ -9,6 +9,11 @@
 //
 // A write "completes" when queued; the owner keeps the queue short (the hub writes only to an
 // empty one, the session waits in wait_below). Not thread-safe: one event loop, like everything else.
+//
+// Over TLS (a listener with tls_cert_file or tls_certificate) the queue holds the same plaintext
+// frames and drains through the TLS stream instead: one write in flight at a time, small frames
+// gathered into records of up to 16 KiB. A frame still counts as queued until its record is on
+// the wire, so the hub's "write only to an empty queue" and wait_below pace TLS peers alike.
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -17,6 +22,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/role.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -26,8 +33,13 @@
 
 namespace certfleet::api {
 
+using tls_stream = boost::beast::ssl_stream<boost::beast::tcp_stream>;
+
 namespace detail {
 struct queued_state;
+// The socket under the queue (a TLS stream's TCP socket over TLS).
+boost::asio::ip::tcp::socket& lowest_socket(queued_state& st);
+tls_stream* tls_of(queued_state& st);  // null: plain TCP
 // For the teardown below, which may outlive nothing but the state.
 void flush_now(queued_state& st);
 bool drained_or_failed(const queued_state& st);
@@ -40,6 +52,8 @@ class queued_socket {
   using executor_type = tcp::socket::executor_type;
 
   explicit queued_socket(tcp::socket s);
+  // A connection whose TLS handshake is done (its tcp_stream's timeouts must be off).
+  explicit queued_socket(tls_stream s);
   ~queued_socket();
   queued_socket(queued_socket&&) noexcept = default;
   queued_socket& operator=(queued_socket&&) noexcept = default;
@@ -50,7 +64,12 @@ class queued_socket {
 
   template <class MutableBuffers, class Token>
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {
-    return next_layer().async_read_some(buffers, std::forward<Token>(token));
+    return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
+        [](auto handler, queued_socket* self, const MutableBuffers& b) {
+          if (auto* tls = detail::tls_of(*self->st_)) tls->async_read_some(b, std::move(handler));
+          else self->next_layer().async_read_some(b, std::move(handler));
+        },
+        token, this, buffers);
   }
 
   // Beast's writes: copied into the queue; the handler is posted, never called from here.

@@ -261,9 +261,13 @@ result<results_query> parse_results_query(const query_params& q) {
       out.run = r;
       continue;
     }
+    if (k == "status" || k == "error_class") {
+      (k == "status" ? out.status : out.error_class) = v;
+      continue;
+    }
     auto paged = page_param(k, v, out.page, out.page_size);
     if (!paged) return std::move(paged).error();
-    if (!*paged) return unknown_param(k, "run, page, page_size");
+    if (!*paged) return unknown_param(k, "run, page, page_size, status, error_class");
   }
   return out;
 }

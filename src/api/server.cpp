@@ -6,27 +6,77 @@
 
 #include "listener.hpp"
 #include "server_state.hpp"
+#include "tls_watch.hpp"
+
+#include "certfleet/core/spawn.hpp"
+
+#include <boost/asio/co_spawn.hpp>
 
 namespace certfleet::api {
 
 struct server::impl {
   std::shared_ptr<server_state> state;
   std::shared_ptr<api::listener> listener;
+  std::shared_ptr<api::listener> metrics;  // metrics_listen, when set
 };
 
 server::server(boost::asio::any_io_executor ex, store::store& st, queue::queue_service& queue, const clock_source& clock,
                server_options options)
     : impl_(std::make_shared<impl>()) {
   impl_->state = std::make_shared<server_state>(ex, st, queue, clock, std::move(options));
-  impl_->listener = std::make_shared<api::listener>(impl_->state);
+  const auto& opt = impl_->state->opt;
+  impl_->listener = std::make_shared<api::listener>(impl_->state, opt.listen, "listen", false);
+  if (!opt.metrics_listen.empty())
+    impl_->metrics = std::make_shared<api::listener>(impl_->state, opt.metrics_listen, "metrics_listen", true);
 }
 
-server::~server() { impl_->listener->close(); }
+server::~server() {
+  impl_->listener->close();
+  if (impl_->metrics) impl_->metrics->close();
+}
 
-result<std::string> server::start() { return impl_->listener->start(); }
-boost::asio::awaitable<void> server::stop() { return impl_->listener->stop(); }
+result<std::string> server::start() {
+  auto& s = *impl_->state;
+  if (s.opt.tls) {
+    // Refused here, before anything listens: a bad certificate or key is a configuration error.
+    auto installed = install_tls(s, *s.opt.tls);
+    if (!installed) return std::move(installed).error();
+  }
+  auto bound = impl_->listener->start();
+  if (!bound) return bound;
+  if (impl_->metrics)
+    if (auto m = impl_->metrics->start(); !m) return std::move(m).error();
+  if (s.opt.tls && s.opt.tls_certificate)
+    boost::asio::co_spawn(s.ex, watch_managed_certificate(impl_->state, *s.opt.tls_certificate, s.opt.tls_poll_interval),
+                          report_unexpected("tls_certificate watcher"));
+  return bound;
+}
+
+boost::asio::awaitable<void> server::stop() {
+  // The metrics listener only stops accepting: its connections are ended with the others.
+  if (impl_->metrics) impl_->metrics->close();
+  return impl_->listener->stop();
+}
 unsigned short server::port() const { return impl_->listener->port(); }
+unsigned short server::metrics_port() const { return impl_->metrics ? impl_->metrics->port() : 0; }
+
+std::optional<tls_identity> server::tls_certificate() const {
+  const auto& s = *impl_->state;
+  if (!s.tls.context) return std::nullopt;
+  return s.tls.identity;
+}
+
+result<tls_identity> server::replace_tls(const tls_material& m) {
+  if (!impl_->state->tls.context)
+    return make_error(errc::config_invalid, "this listener serves plain HTTP: TLS is chosen at start", m.cert_setting);
+  return install_tls(*impl_->state, m);
+}
+
+void server::certificate_changed() {
+  if (impl_->state->tls.wake) impl_->state->tls.wake();
+}
 void server::attach_worker(const queue::worker* w) { impl_->state->worker = w; }
+void server::attach_delivery_phases(const distribution::delivery_phase_metrics* m) { impl_->state->delivery_phases = m; }
 void server::attach_scheduler_probe(std::function<std::pair<bool, std::int64_t>()> probe) {
   impl_->state->scheduler_probe = std::move(probe);
 }

@@ -3,7 +3,9 @@
 // distribution service, the clock, the options, the caches and the counters. One per server,
 // on the one event loop (no locks); sessions hold it by shared_ptr.
 #include "certfleet/api/server.hpp"
+#include "certfleet/api/tls.hpp"
 #include "certfleet/core/settings.hpp"
+#include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/distribution/service.hpp"
 #include "certfleet/store/store.hpp"
 #include "auth.hpp"
@@ -21,6 +23,10 @@
 #include <string_view>
 #include <unordered_map>
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace certfleet::api {
 
 struct server_state : std::enable_shared_from_this<server_state> {
@@ -36,6 +42,7 @@ struct server_state : std::enable_shared_from_this<server_state> {
   server_options opt;
   bool stopping = false;
   const queue::worker* worker = nullptr;
+  const distribution::delivery_phase_metrics* delivery_phases = nullptr;
   std::function<std::pair<bool, std::int64_t>()> scheduler_probe;
   log_hub hub;
   api_metrics metrics;
@@ -54,6 +61,17 @@ struct server_state : std::enable_shared_from_this<server_state> {
   std::unordered_map<std::string, int> conns_per_client;  // by client_key()
 
   auth_caches auth;
+
+  // The API listener's TLS (issue 19): the context new connections get, replaced when the
+  // certificate changes; a connection keeps the context it began with.
+  struct tls_state {
+    std::shared_ptr<boost::asio::ssl::context> context;  // null: plain HTTP
+    tls_identity identity;
+    std::string source;  // for log lines: the file, or "certificate PROJECT/ID"
+    std::uint64_t reloads = 0, reload_failures = 0;
+    std::string last_failure;  // logged once, not at every poll
+    std::function<void()> wake;  // the managed-certificate watcher looks now (null: none runs)
+  } tls;
 
   // Token names by id, for a job's "Triggered By" (tokens are never renamed; a new one is found
   // by reading them again, at most once per refresh interval).

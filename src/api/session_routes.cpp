@@ -14,9 +14,11 @@ namespace certfleet::api {
 namespace {
 
 // The cookie's attributes: only HTTP sends it (no script reads it), never with a request another
-// site starts. Secure is for a TLS listener (issue 19); this one is plain HTTP on loopback.
-std::string session_cookie(std::string_view value, std::int64_t max_age_s) {
-  return fmt::format("{}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}", session_cookie_name, value, max_age_s);
+// site starts, and over TLS never over plain HTTP (Secure): the UI is served only by the API
+// listener, which is HTTPS whenever it has a certificate (the metrics listener serves no UI).
+std::string session_cookie(const server_state& s, std::string_view value, std::int64_t max_age_s) {
+  return fmt::format("{}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}", session_cookie_name, value, max_age_s,
+                     s.tls.context ? "; Secure" : "");
 }
 
 // The session's answer: whom it acts as, until when, and the CSRF token for its writes.
@@ -67,7 +69,7 @@ boost::asio::awaitable<reply> create_session(server_state& s, const route_call& 
   c.token = *t;
   co_await s.audit(c, "session.create", "token/" + t->id, "ok");
   auto r = co_await session_answer(s, 201, *t, expires_at, value);
-  r.headers.emplace_back("Set-Cookie", session_cookie(value, ttl_s));
+  r.headers.emplace_back("Set-Cookie", session_cookie(s, value, ttl_s));
   co_return r;
 }
 
@@ -88,7 +90,7 @@ boost::asio::awaitable<reply> delete_session(server_state& s, const route_call& 
   reply r;
   r.status = 204;
   r.body.clear();
-  r.headers.emplace_back("Set-Cookie", session_cookie("", 0));
+  r.headers.emplace_back("Set-Cookie", session_cookie(s, "", 0));
   co_return r;
 }
 

@@ -9,6 +9,8 @@
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/store/maintenance.hpp"
 #include "certfleet/store/auth.hpp"
+#include "certfleet/store/session_slots.hpp"
+#include "doctor.hpp"
 #include "wiring.hpp"
 
 #include <CLI/CLI.hpp>
@@ -426,6 +428,20 @@ int run_reconcile(common_flags& flags) {
   return 0;
 }
 
+// The SSH sessions certfleet holds per destination right now, across every worker process
+// (distribution_max_sessions_per_host counts these).
+int run_sessions(common_flags& flags) {
+  int exit = 0;
+  auto cli = open_cli(flags, exit);
+  if (!cli) return exit;
+  auto live = run_sync([&] { return cli->store->session_slots().live(system_clock().now_ms()); });
+  if (!live) return fail(live.error());
+  boost::json::array items;
+  for (const auto& [destination, n] : *live) items.push_back(boost::json::object{{"destination", destination}, {"sessions", n}});
+  print(boost::json::object{{"items", std::move(items)}});
+  return 0;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -490,6 +506,8 @@ int run_cli(int argc, char** argv) {
   dists->require_subcommand(1);
   auto* reconcile_cmd = dists->add_subcommand("reconcile", "Report finished children and close runs left open");
   add_common(reconcile_cmd);
+  auto* sessions_cmd = dists->add_subcommand("sessions", "SSH sessions held per destination now (every worker)");
+  add_common(sessions_cmd);
 
   auto* token = app.add_subcommand("token", "Create, list and revoke API access tokens");
   token->require_subcommand(1);
@@ -525,6 +543,13 @@ int run_cli(int argc, char** argv) {
   psub("list", "List projects", false);
   psub("delete", "Delete a project that has no objects, distributions or unfinished jobs left", true);
 
+  doctor_flags doctor_args;
+  auto* doctor = app.add_subcommand(
+      "doctor", "Check config, key file, store, listeners, TLS, clock and egress (exit 0 OK, 1 WARN, 2 FAIL)");
+  add_common(doctor);
+  doctor->add_flag("--targets", doctor_args.targets, "Also connect to each SSH target and compare its host key");
+  doctor->add_option("--project", doctor_args.project, "With --targets: only this project's targets");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -549,12 +574,17 @@ int run_cli(int argc, char** argv) {
   // The other commands print JSON on stdout for scripts: log lines (a data directory's mode,
   // a store file tightened) go to stderr, not spdlog's default stdout.
   log::init("info");
+  if (doctor->parsed()) {
+    doctor_args.config = flags.config;
+    return run_doctor(settings_from(flags), doctor_args);
+  }
   if (jobs->parsed()) return run_jobs(jobs_cmd, flags, ja);
   if (backup->parsed()) return run_backup(flags, backup_to);
   if (restore->parsed()) return run_restore(flags, restore_from, restore_force);
   if (token->parsed()) return run_token(token_cmd, flags, ta);
   if (project->parsed()) return run_project(project_cmd, flags, project_name);
   if (reconcile_cmd->parsed()) return run_reconcile(flags);
+  if (sessions_cmd->parsed()) return run_sessions(flags);
   std::cout << app.help();
   return 0;
 }

@@ -1,21 +1,25 @@
 // Wiring of `certfleet serve`: store, queue, worker lanes, (API), signals, graceful shutdown.
 #include "certfleet/api/server.hpp"
+#include "certfleet/api/tls.hpp"
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/app/app.hpp"
 #include "certfleet/core/log.hpp"
 #include "certfleet/core/spawn.hpp"
 #include "certfleet/distribution/engine.hpp"
+#include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/scheduler/scheduler.hpp"
 #include "certfleet/store/store.hpp"
+#include "sd_notify.hpp"
 #include "wiring.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <fcntl.h>
 #include <malloc.h>
@@ -28,6 +32,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 namespace certfleet::app {
@@ -98,7 +103,8 @@ std::string extra_ca_pem() {
 }
 }  // namespace
 
-void register_handlers(queue::handler_registry& r, const settings_map& s, const kek* key, asio::thread_pool* cpu) {
+void register_handlers(queue::handler_registry& r, const settings_map& s, const kek* key, asio::thread_pool* cpu,
+                       distribution::delivery_phase_metrics* phases) {
   queue::register_noop(r);
   scheduler::register_sweep_handler(r, s.integer("job_retention_s") * 1000, s.integer("audit_retention_s") * 1000, cpu,
                                     extra_ca_pem());
@@ -106,6 +112,7 @@ void register_handlers(queue::handler_registry& r, const settings_map& s, const 
   o->key = key;
   o->cpu = cpu;
   o->ca_pem = extra_ca_pem();
+  o->phases = phases;
   distribution::register_handlers(r, o);
 }
 
@@ -197,6 +204,18 @@ result<std::optional<std::string>> bootstrap_owner_token(store::store& store, co
   return std::optional<std::string>(path.string());
 }
 
+// tls_cert_file and tls_key_file read and checked (chain, key, that they belong together); an
+// empty optional when the listener serves plain HTTP or a managed certificate (tls_certificate).
+result<std::optional<api::tls_material>> tls_from_files(const settings_map& settings) {
+  if (auto ok = api::check_tls_settings(settings); !ok) return std::move(ok).error();
+  const auto& cert = settings.text("tls_cert_file");
+  if (cert.empty()) return std::optional<api::tls_material>{};
+  auto m = api::read_tls_files(cert, settings.text("tls_key_file"));
+  if (!m) return std::move(m).error();
+  if (auto ok = api::check_tls_material(*m); !ok) return std::move(ok).error();
+  return std::optional<api::tls_material>(std::move(*m));
+}
+
 int serve(const settings_map& settings) {
   // glibc gives every thread that allocates its own arena and keeps freed memory in each: with
   // the store's reader/writer threads and the cpu pool that is most of the resident size. Two
@@ -204,6 +223,13 @@ int serve(const settings_map& settings) {
   mallopt(M_ARENA_MAX, 2);
   log::init(settings.text("log_level"));
   raise_fd_limit();
+  // TLS files are checked before anything else happens: a certificate or key that cannot be
+  // served is a configuration error (exit 2), named like every other bad setting.
+  auto tls = tls_from_files(settings);
+  if (!tls) {
+    std::cerr << "certfleet: " << tls.error().message << "\n";
+    return 2;
+  }
   // The warning about an open data directory goes to the server's log, not every CLI command.
   if (auto made = make_data_dir(settings.text("data"), true); !made) {
     std::cerr << "certfleet: " << made.error().message << "\n";
@@ -244,10 +270,22 @@ int serve(const settings_map& settings) {
                              **owner_token)
               << std::endl;
 
+  std::optional<certificate_ref> managed;
+  if (const auto& ref = settings.text("tls_certificate"); !ref.empty()) {
+    managed = *parse_certificate_ref(ref);  // validated with the settings
+    auto current = run_sync([&] { return api::read_managed_certificate(store, &*key, *managed, ""); });
+    if (!current) {
+      std::cerr << "certfleet: " << current.error().message << "\n";
+      return 2;
+    }
+    tls = std::move(*current);
+  }
+
   // Blocking work that is not socket-driven: name resolution, local file delivery.
   asio::thread_pool cpu(2);
   queue::handler_registry handlers;
-  register_handlers(handlers, settings, &*key, &cpu);
+  distribution::delivery_phase_metrics phases;
+  register_handlers(handlers, settings, &*key, &cpu, &phases);
   asio::io_context ioc(1);
   queue::queue_service queue(store, handlers, clock);
 
@@ -259,11 +297,15 @@ int serve(const settings_map& settings) {
   sopt.key = &*key;
   sopt.cpu = &cpu;
   sopt.ca_pem = extra_ca_pem();
+  sopt.tls = std::move(*tls);
+  sopt.tls_certificate = managed;
+  sopt.tls_poll_interval = std::chrono::milliseconds(settings.integer("tls_certificate_poll_ms"));
+  sopt.metrics_listen = settings.text("metrics_listen");
   api::server http(ioc.get_executor(), store, queue, clock, sopt);
   auto bound = http.start();
   if (!bound) {
     std::cerr << "certfleet: " << bound.error().message << "\n";
-    return 1;
+    return bound.error().is(errc::config_invalid) ? 2 : 1;
   }
 
   std::unique_ptr<queue::worker> worker;
@@ -273,6 +315,7 @@ int serve(const settings_map& settings) {
     queue.on_cancel_requested = [w = worker.get()](const std::string& id) { w->request_cancel(id); };
     worker->set_log_publisher(http.log_publisher());
     http.attach_worker(worker.get());
+    http.attach_delivery_phases(&phases);
     worker->start();
   }
 
@@ -290,7 +333,45 @@ int serve(const settings_map& settings) {
                            (data / "certfleet.db").string())
             << (worker ? fmt::format(" worker={}", worker->id()) : std::string())
             << (sched ? fmt::format(" scheduler={}", sched->holder_id()) : std::string()) << " listen=" << *bound
+            << (http.tls_certificate() ? " tls=on" : "")
+            << (http.metrics_port() ? fmt::format(" metrics_listen={}", sopt.metrics_listen.substr(0, sopt.metrics_listen.rfind(':') + 1) + std::to_string(http.metrics_port())) : std::string())
             << std::endl;
+  // systemd (Type=notify): listening now. Not under systemd this does nothing.
+  sd_notify(fmt::format("READY=1\nSTATUS=serving {} on {}{}\nMAINPID={}", mode, *bound,
+                        http.tls_certificate() ? " (HTTPS)" : "", ::getpid()));
+  // WatchdogSec=: a ping from the event loop itself, so a loop that stops turning stops the pings
+  // and systemd restarts the service.
+  asio::steady_timer watchdog(ioc);
+  std::function<void()> watchdog_ping;
+  if (auto every = sd_watchdog_interval()) {
+    watchdog_ping = [&, every = *every] {
+      sd_notify("WATCHDOG=1");
+      watchdog.expires_after(every);
+      watchdog.async_wait([&](const boost::system::error_code& ec) {
+        if (!ec) watchdog_ping();
+      });
+    };
+    watchdog_ping();
+  }
+
+  // SIGHUP: read tls_cert_file and tls_key_file again (a renewed certificate put there by another
+  // tool); a pair that cannot be served is refused and the current one kept.
+  asio::signal_set hangup(ioc, SIGHUP);
+  std::function<void()> on_hangup = [&] {
+    hangup.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      const auto& cert_file = settings.text("tls_cert_file");
+      if (cert_file.empty()) {
+        spdlog::info("SIGHUP: no tls_cert_file to read again");
+      } else if (auto m = api::read_tls_files(cert_file, settings.text("tls_key_file")); !m) {
+        spdlog::error("SIGHUP: {}; new connections keep getting the current certificate", m.error().message);
+      } else {
+        (void)http.replace_tls(*m);  // logs what it did
+      }
+      on_hangup();
+    });
+  };
+  on_hangup();
 
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
   bool stopping = false;
@@ -298,6 +379,9 @@ int serve(const settings_map& settings) {
     if (ec || stopping) return;
     stopping = true;
     spdlog::info("signal {}: shutting down gracefully", sig);
+    sd_notify("STOPPING=1");
+    watchdog.cancel();
+    hangup.cancel();
     asio::co_spawn(
         ioc,
         [&]() -> asio::awaitable<void> {

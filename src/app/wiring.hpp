@@ -12,6 +12,10 @@
 #include <filesystem>
 #include <optional>
 
+namespace certfleet::distribution {
+class delivery_phase_metrics;
+}
+
 namespace certfleet::app {
 
 // The data directory, created 0700 when missing (an existing one is left as it is; with
@@ -21,8 +25,9 @@ result<std::unique_ptr<store::store>> open_store(const settings_map& s);
 queue::worker_options worker_options_from(const settings_map& s);
 // Every handler this build has; a type missing here is refused at enqueue. `key` and `cpu` are
 // what the distribution handlers need to run (null in CLI commands, which only enqueue).
+// `phases` (may be null) collects the delivery phases for /metrics.
 void register_handlers(queue::handler_registry& r, const settings_map& s, const kek* key = nullptr,
-                       boost::asio::thread_pool* cpu = nullptr);
+                       boost::asio::thread_pool* cpu = nullptr, distribution::delivery_phase_metrics* phases = nullptr);
 // The key-encryption key for this store: loaded from the key file, or created on a store that
 // has no sealed secret yet; refused (with the reason) when it is missing or not the key the
 // store's secrets were sealed with. Also installs the distribution terminal hook.

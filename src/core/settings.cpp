@@ -32,11 +32,14 @@ result<std::string> valid_base_dirs(const setting_def& def, std::string_view val
 result<std::string> valid_allow_list(const setting_def& def, std::string_view value);
 result<std::string> valid_ui_base_url(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 32> table{{
+result<std::string> valid_optional_listen(const setting_def& def, std::string_view value);
+result<std::string> valid_certificate_ref(const setting_def& def, std::string_view value);
+
+constexpr std::array<setting_def, 39> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
-     "ADDR:PORT of the HTTP listener (health, metrics and, in api/all mode, the API).", valid_listen},
+     "ADDR:PORT of the listener: health, metrics and, in api/all mode, the API and the web UI. HTTPS when tls_cert_file or tls_certificate is set.", valid_listen},
     {"data", T::string, S::process, 0, 0, "./var", "",
      "Data directory: the embedded store certfleet.db and the owner-token file live here.", valid_data},
     {"key_file", T::string, S::process, 0, 0, "", "",
@@ -69,12 +72,28 @@ constexpr std::array<setting_def, 32> table{{
      "Open HTTP/WebSocket connections one client address (an IPv6 client: its /64) may hold; beyond, 503 too_many_connections. Behind a reverse proxy every client is the proxy: raise it to 4096."},
     {"audit_retention_s", T::integer, S::process, 60, 315'360'000, "31536000", "",
      "Audit log entries older than this are deleted by the retention sweep; keep them as long as your audits need."},
+    {"tls_cert_file", T::string, S::process, 0, 0, "", "",
+     "PEM file of the listener's certificate, leaf first, then its chain. With tls_key_file, `listen` serves HTTPS only (TLS 1.2 and 1.3); empty: plain HTTP. SIGHUP reads both files again."},
+    {"tls_key_file", T::string, S::process, 0, 0, "", "",
+     "PEM file of the private key of tls_cert_file (unencrypted; mode 0600, readable by the certfleet user)."},
+    {"tls_certificate", T::string, S::process, 0, 0, "", "",
+     "A certificate certfleet manages, as PROJECT/ID (project name / certificate id, e.g. default/66a1f0c2e4b5a6c7d8e9f001): `listen` serves it over HTTPS and swaps to each new version without a restart. Instead of tls_cert_file and tls_key_file.",
+     valid_certificate_ref},
+    {"tls_certificate_poll_ms", T::integer, S::process, 1000, 3'600'000, "10000", "",
+     "How often the listener reads tls_certificate from the store to see a new version stored by another process (one stored by this process is served at once)."},
+    {"metrics_listen", T::string, S::process, 0, 0, "", "",
+     "ADDR:PORT of a second, plain-HTTP listener that serves only /healthz, /readyz and /metrics (for scrapers when `listen` serves HTTPS); empty: none.",
+     valid_optional_listen},
     {"distribution_fanout_threshold", T::integer, S::system, 0, 500, "0", "",
      "Targets from which a distribution fans out into batch child jobs; 0 = never."},
     {"distribution_fanout_batch_size", T::integer, S::system, 0, 200, "0", "",
      "Targets per batch child; 0 means 50."},
     {"distribution_ssh_max_concurrency", T::integer, S::system, 0, 50, "0", "",
      "SSH sessions one distribution job opens at once; 0 means the module default, 10."},
+    {"distribution_max_sessions_per_host", T::integer, S::system, 0, 200, "0", "",
+     "SSH sessions to one host:port at once, across every job of every worker process sharing the store; 0 = no limit."},
+    {"distribution_ssh_connection_reuse", T::choice, S::system, 0, 0, "on", "on|off",
+     "Targets of one job on one host:port that log in alike (user, credential, pinned host key) share one SSH connection, one after another."},
     {"jobs_page_size_default", T::integer, S::system, 1, 200, "25", "", "Job list page size when none is asked."},
     {"ui_session_ttl_s", T::integer, S::system, 300, 2'592'000, "43200", "",
      "How long a web UI sign-in lasts (seconds); after it the browser must sign in again with a token."},
@@ -112,13 +131,26 @@ std::string upper(std::string_view s) {
   return r;
 }
 
-result<std::string> valid_listen(const setting_def&, std::string_view value) {
+result<std::string> valid_listen(const setting_def& def, std::string_view value) {
   auto colon = value.rfind(':');
   std::int64_t port;
   if (colon == std::string_view::npos || colon == 0 || !parse_int(value.substr(colon + 1), port) || port < 0 ||
       port > 65535)
     return make_error(errc::invalid_argument,
-                      fmt::format("listen must be ADDR:PORT with a port from 0 to 65535 (got \"{}\")", value), "listen");
+                      fmt::format("{} must be ADDR:PORT with a port from 0 to 65535 (got \"{}\")", def.name, value),
+                      std::string(def.name));
+  return std::string(value);
+}
+
+result<std::string> valid_optional_listen(const setting_def& def, std::string_view value) {
+  if (value.empty()) return std::string();
+  return valid_listen(def, value);
+}
+
+result<std::string> valid_certificate_ref(const setting_def&, std::string_view value) {
+  if (value.empty()) return std::string();
+  auto ref = parse_certificate_ref(value);
+  if (!ref) return std::move(ref).error();
   return std::string(value);
 }
 
@@ -267,6 +299,26 @@ result<std::string> valid_ui_base_url(const setting_def& def, std::string_view v
 }
 }  // namespace
 
+result<certificate_ref> parse_certificate_ref(std::string_view value) {
+  auto bad = [&] {
+    return make_error(errc::invalid_argument,
+                      fmt::format("tls_certificate must be PROJECT/ID: a project name (a-z, 0-9, '-'), a slash and a "
+                                  "24-character hex certificate id, like default/66a1f0c2e4b5a6c7d8e9f001 (got \"{}\")",
+                                  value.substr(0, 200)),
+                      "tls_certificate");
+  };
+  auto slash = value.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash > 63) return bad();
+  auto project = value.substr(0, slash);
+  auto id = value.substr(slash + 1);
+  for (char c : project)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return bad();
+  if (id.size() != 24) return bad();
+  for (char c : id)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return bad();
+  return certificate_ref{std::string(project), std::string(id)};
+}
+
 const setting_def* find_setting(std::string_view name) noexcept {
   for (const auto& d : table)
     if (d.name == name) return &d;
@@ -311,6 +363,61 @@ std::string settings_reference_markdown() {
     std::string def = d.default_value.empty() ? std::string("*(empty)*") : fmt::format("`{}`", d.default_value);
     out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", d.name, d.scope == S::process ? "process" : "system",
                        type, range, def, d.doc);
+  }
+  return out;
+}
+
+namespace {
+// Words of `text` as "# " lines of at most `width` characters.
+void comment_lines(std::string& out, std::string_view text, std::size_t width = 98) {
+  std::string line = "#";
+  while (!text.empty()) {
+    auto space = text.find(' ');
+    auto word = text.substr(0, space);
+    text = space == std::string_view::npos ? std::string_view{} : text.substr(space + 1);
+    if (line.size() > 1 && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = "#";
+    }
+    line += " ";
+    line += word;
+  }
+  out += line + "\n";
+}
+
+std::string toml_value(const setting_def& d, std::string_view v) {
+  if (d.type == T::integer) return std::string(v);
+  std::string q = "\"";
+  for (char c : v) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
+}  // namespace
+
+std::string settings_sample_toml(const std::map<std::string, std::string, std::less<>>& values) {
+  std::string out =
+      "# certfleet process settings (TOML: flat keys, `name = value`).\n"
+      "#\n"
+      "# Generated from the settings table in src/core/settings.cpp: every process setting, its\n"
+      "# range and its default. A commented-out line is at its default; uncomment it to change it.\n"
+      "# CERTFLEET_<NAME> environment variables override this file, and flags override both. A bad\n"
+      "# value stops certfleet at start, naming the setting. `certfleet doctor` checks this file.\n"
+      "# System-wide settings (egress_allow_list, ...) live in the store: PUT /api/v1/settings.\n"
+      "# docs/configuration.md explains each setting.\n";
+  for (const auto& d : table) {
+    if (d.scope != S::process) continue;
+    out += "\n";
+    comment_lines(out, d.doc);
+    std::string range = "text";
+    if (d.type == T::integer) range = fmt::format("integer from {} to {}", d.min, d.max);
+    if (d.type == T::choice) range = fmt::format("one of {}", fmt::join(choice_values(d), ", "));
+    out += fmt::format("# {}; default {}\n", range, d.default_value.empty() ? "empty" : toml_value(d, d.default_value));
+    if (auto it = values.find(d.name); it != values.end())
+      out += fmt::format("{} = {}\n", d.name, toml_value(d, it->second));
+    else
+      out += fmt::format("#{} = {}\n", d.name, toml_value(d, d.default_value));
   }
   return out;
 }

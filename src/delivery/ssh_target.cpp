@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 
 #include "delivery/codec.hpp"
 #include "delivery/json_fields.hpp"
@@ -45,6 +46,13 @@ const std::vector<std::string>& supported_host_key_types() {
 }
 
 std::string host_key::to_line() const { return type + " " + base64_encode(blob); }
+
+std::string ssh_destination(const ssh_target& t) {
+  std::string h = t.host;
+  for (auto& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (h.find(':') != std::string::npos) h = "[" + h + "]";
+  return h + ":" + std::to_string(t.port);
+}
 
 std::string host_key::fingerprint() const {
   std::string b64 = base64_encode(sha256_raw(blob));

@@ -13,10 +13,13 @@
 #include "certfleet/delivery/webhook.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/notify.hpp"
+#include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/distribution/plan.hpp"
+#include "certfleet/distribution/target_queue.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/store/settings.hpp"
 #include "certfleet/store/maintenance.hpp"
+#include "certfleet/store/session_slots.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -28,8 +31,10 @@
 
 #include <cstdlib>
 #include <functional>
+#include <chrono>
 #include <map>
 #include <set>
+#include <vector>
 
 namespace certfleet::distribution {
 
@@ -180,10 +185,12 @@ std::optional<delivery::delivery_result> file_target_refused(const loaded_target
 }
 
 // One target, by its module.
+// `conn`: the lane's SSH connection, reused when it fits this target (nullptr: reuse is off).
 asio::awaitable<delivery::delivery_result> deliver_one(const loaded_target& t, const run_inputs& in,
                                                        const job_plan& plan, const engine_options& opt,
                                                        const delivery::egress_policy* egress,
-                                                       const delivery::egress_policy* ssh_allow) {
+                                                       const delivery::egress_policy* ssh_allow,
+                                                       delivery::ssh_connection* conn) {
   using delivery::error_class;
   if (plan.mode == job_mode::rollback) {
     auto it = in.files_run.find(t.id);
@@ -200,6 +207,7 @@ asio::awaitable<delivery::delivery_result> deliver_one(const loaded_target& t, c
         so.resolve_pool = opt.cpu;
         so.allow = ssh_allow;
         auto cred = t.secret.ssh();
+        if (conn) co_return co_await delivery::rollback_ssh(t.spec.ssh, cred, backup, so, *conn);
         co_return co_await delivery::rollback_ssh(t.spec.ssh, cred, backup, so);
       }
       case delivery::module_kind::file: {
@@ -221,6 +229,7 @@ asio::awaitable<delivery::delivery_result> deliver_one(const loaded_target& t, c
       so.resolve_pool = opt.cpu;
       so.allow = ssh_allow;
       auto cred = t.secret.ssh();
+      if (conn) co_return co_await delivery::deliver_ssh(t.spec.ssh, cred, in.bundle, run_id, so, *conn);
       co_return co_await delivery::deliver_ssh(t.spec.ssh, cred, in.bundle, run_id, so);
     }
     case delivery::module_kind::file: {
@@ -328,7 +337,6 @@ class named_lock {
 };
 
 struct run_state {
-  std::size_t next = 0;
   std::size_t done = 0;
   std::size_t running = 0;
   std::size_t succeeded = 0;
@@ -337,10 +345,14 @@ struct run_state {
   bool lease_lost = false;
 };
 
-std::string timings_json(const delivery::delivery_result& r) {
+// The result's detail: phase timings, and how the target's session began (run_view reads it).
+std::string timings_json(const delivery::delivery_result& r, std::int64_t session_wait_ms) {
   boost::json::object t;
   for (const auto& p : r.timings) t[p.phase] = p.ms;
-  return boost::json::serialize(boost::json::object{{"timings_ms", std::move(t)}, {"phase", r.phase}});
+  boost::json::object o{{"timings_ms", std::move(t)}, {"phase", r.phase}};
+  if (session_wait_ms > 0) o["session_wait_ms"] = session_wait_ms;
+  if (r.reused_connection) o["reused_connection"] = true;
+  return boost::json::serialize(o);
 }
 
 std::string timings_text(const delivery::delivery_result& r) {
@@ -349,9 +361,13 @@ std::string timings_text(const delivery::delivery_result& r) {
   return s;
 }
 
+// One target: its path lock, the delivery (over the lane's connection `conn` when reuse is on),
+// its result and log line. `session_wait_ms`: how long it waited for a session to its host
+// before it started (not part of its own time).
 asio::awaitable<void> deliver_target(job_context& ctx, const job_plan& plan, const run_inputs& in,
                                      const loaded_target& t, const engine_options& opt,
-                                     const delivery::egress_policy* egress, run_state& st, std::size_t total) {
+                                     const delivery::egress_policy* egress, run_state& st, std::size_t total,
+                                     delivery::ssh_connection* conn, std::int64_t session_wait_ms) {
   auto started = ctx.clock().now_ms();
   named_lock lock(ctx, "path:" + t.lock_key, opt);
   bool waited = false;
@@ -360,8 +376,9 @@ asio::awaitable<void> deliver_target(job_context& ctx, const job_plan& plan, con
                                        plan.mode == job_mode::rollback ? "rollback" : "delivery");
   co_await ctx.log("info", std::move(line1));
   const delivery::egress_policy* ssh_allow = in.ssh_allow ? &*in.ssh_allow : nullptr;
-  auto res = co_await deliver_one(t, in, plan, opt, egress, ssh_allow);
+  auto res = co_await deliver_one(t, in, plan, opt, egress, ssh_allow, conn);
   co_await lock.release();
+  if (opt.phases) opt.phases->observe(res.timings);
 
   store::target_result r;
   r.distribution_id = plan.distribution_id;
@@ -372,7 +389,7 @@ asio::awaitable<void> deliver_target(job_context& ctx, const job_plan& plan, con
   r.fence = ctx.job().fence;
   r.started_at = started;
   r.finished_at = ctx.clock().now_ms();
-  r.detail = timings_json(res);
+  r.detail = timings_json(res, session_wait_ms);
   if (res.ok()) {
     r.status = "succeeded";
     r.fingerprint_sha256 = res.fingerprint_sha256.empty() ? in.fingerprint : res.fingerprint_sha256;
@@ -405,7 +422,8 @@ asio::awaitable<void> deliver_target(job_context& ctx, const job_plan& plan, con
   std::string what = r.hash_skipped ? std::string("already up to date (hash match), nothing uploaded")
                                     : std::string(plan.mode == job_mode::rollback ? "restored" : "delivered");
   if (res.ok()) {
-    auto line = fmt::format("target {}: {} in {} ms ({})", t.name, what, r.finished_at - r.started_at, timings_text(res));
+    auto line = fmt::format("target {}: {} in {} ms ({}{})", t.name, what, r.finished_at - r.started_at, timings_text(res),
+                            res.reused_connection ? "; reused connection" : "");
     co_await ctx.log("info", std::move(line));
   } else {
     auto line = fmt::format("target {}: failed [{}] {}", t.name, r.error_class, res.error);
@@ -417,7 +435,164 @@ asio::awaitable<void> deliver_target(job_context& ctx, const job_plan& plan, con
   co_await ctx.progress(static_cast<std::int64_t>(st.done + in.deleted.size()), static_cast<std::int64_t>(total));
 }
 
-asio::awaitable<outcome> run_distribution(job_context& ctx, std::shared_ptr<const engine_options> opt) {
+// The sessions this process holds per destination (issue 20), over the store's slots, which
+// count every process's: a lane asks the store only for a destination this process has not
+// filled itself; a refusal (other processes hold the rest) makes every lane of the process pass
+// that destination over for one poll interval; a slot given back wakes the process's waiting
+// lanes at once (one freed by another process is seen at the next poll). On the event loop: no
+// locks.
+class session_limiter {
+ public:
+  using steady = std::chrono::steady_clock;
+
+  bool may_try(const std::string& destination, int limit, steady::time_point now) const {
+    if (auto it = held_.find(destination); it != held_.end() && it->second >= limit) return false;
+    auto r = refused_until_.find(destination);
+    return r == refused_until_.end() || r->second <= now;
+  }
+
+  // A slot of `destination` for `holder`, or 0 when all are taken (or the store did not answer).
+  asio::awaitable<std::int64_t> acquire(store::store& st, const std::string& destination, const store::slot_holder& holder,
+                                        int limit, time_ms now, time_ms ttl, std::chrono::milliseconds poll) {
+    auto g = co_await st.session_slots().acquire(destination, holder, limit, now, ttl);
+    if (g && g->granted()) {
+      ++held_[destination];
+      co_return g->slot_id;
+    }
+    if (!g) spdlog::warn("session slot of {}: {}", destination, g.error().message);
+    refused_until_[destination] = steady::now() + poll;
+    co_return 0;
+  }
+
+  asio::awaitable<void> release(store::store& st, const std::string& destination, std::int64_t slot_id,
+                                const store::slot_holder& holder) {
+    // In the store first: a lane woken below must find the slot free there too.
+    auto r = co_await st.session_slots().release(slot_id, holder);
+    if (!r) spdlog::warn("giving back a session slot of {}: {} (it frees with the job's lease)", destination, r.error().message);
+    if (auto it = held_.find(destination); it != held_.end() && --it->second <= 0) held_.erase(it);
+    refused_until_.erase(destination);
+    for (auto* w : waiters_) w->cancel();
+  }
+
+  // Returns after a slot of this process was given back, or after `at_most`.
+  asio::awaitable<void> wait(std::chrono::milliseconds at_most) {
+    asio::steady_timer t(co_await asio::this_coro::executor, at_most);
+    waiters_.push_back(&t);
+    boost::system::error_code ec;
+    co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &t));
+  }
+
+ private:
+  std::map<std::string, int> held_;
+  std::map<std::string, steady::time_point> refused_until_;
+  std::vector<asio::steady_timer*> waiters_;
+};
+
+// What the lanes of one job share.
+struct job_lanes {
+  job_context& ctx;
+  const job_plan& plan;
+  const run_inputs& in;
+  const engine_options& opt;
+  const delivery::egress_policy* egress;
+  session_limiter& limiter;
+  run_state& st;
+  std::size_t total;
+  target_queue queue;
+  int limit = 0;          // distribution_max_sessions_per_host; 0: no slots are taken
+  bool reuse = false;     // distribution_ssh_connection_reuse
+  time_ms slot_ttl = 0;   // the job's lease: a slot outlives its renewals by at most this
+  std::optional<named_lock>* dist_lock = nullptr;
+  std::map<std::size_t, time_ms> waiting_since{};  // targets that logged a wait for a session
+
+  store::slot_holder holder() const { return {ctx.job().id, ctx.job().fence}; }
+
+  // Everything left waits for a session: the first such target says so once in the job's log.
+  asio::awaitable<void> note_waiting(std::size_t i) {
+    if (waiting_since.count(i)) co_return;
+    waiting_since[i] = ctx.clock().now_ms();
+    const auto& t = in.targets[i];
+    auto line = fmt::format("target {} ({}): waiting for a session to {} ({} at once, distribution_max_sessions_per_host)",
+                            t.name, t.id, queue.at(i).destination, limit);
+    co_await ctx.log("info", std::move(line));
+  }
+
+  std::int64_t waited_ms(std::size_t i) const {
+    auto it = waiting_since.find(i);
+    return it == waiting_since.end() ? 0 : ctx.clock().now_ms() - it->second;
+  }
+};
+
+// One lane: takes targets one after another. With reuse on it keeps its SSH connection — and the
+// session slot that connection holds — for the next target that can go over it; otherwise it gives
+// both back and takes the first target whose host has a session free, waiting when none has.
+asio::awaitable<void> run_lane(job_lanes& jl) {
+  auto ex = co_await asio::this_coro::executor;
+  delivery::ssh_connection conn(ex);
+  std::int64_t slot_id = 0;
+  std::string slot_destination;
+  auto give_back = [&]() -> asio::awaitable<void> {
+    if (conn.is_open()) co_await conn.close();
+    if (slot_id) {
+      auto id = std::exchange(slot_id, 0);
+      co_await jl.limiter.release(jl.ctx.store(), slot_destination, id, jl.holder());
+    }
+  };
+  const auto poll = jl.opt.lock_poll;
+  try {
+    while (!jl.st.lease_lost && jl.ctx.interrupted() == queue::interrupt_reason::none) {
+      std::optional<std::size_t> next;
+      if (conn.is_open()) next = jl.queue.take_reusing(conn.key());
+      if (!next) {
+        co_await give_back();
+        auto now = std::chrono::steady_clock::now();
+        next = jl.queue.take_next([&](const std::string& d) { return jl.limiter.may_try(d, jl.limit, now); });
+        if (!next) {
+          if (jl.queue.empty()) break;
+          co_await jl.note_waiting(*jl.queue.first_pending());
+          co_await jl.limiter.wait(poll);
+          continue;
+        }
+        const auto& destination = jl.queue.at(*next).destination;
+        if (!destination.empty()) {
+          auto id = co_await jl.limiter.acquire(jl.ctx.store(), destination, jl.holder(), jl.limit,
+                                                jl.ctx.clock().now_ms(), jl.slot_ttl, poll);
+          if (!id) {
+            jl.queue.put_back(*next);
+            continue;
+          }
+          slot_id = id;
+          slot_destination = destination;
+        }
+      }
+      const auto& t = jl.in.targets[*next];
+      co_await deliver_target(jl.ctx, jl.plan, jl.in, t, jl.opt, jl.egress, jl.st, jl.total,
+                              jl.reuse ? &conn : nullptr, jl.waited_ms(*next));
+      if (*jl.dist_lock) co_await (*jl.dist_lock)->renew_if_due();
+    }
+  } catch (const queue::job_interrupted&) {
+    // Expected: the job stops at its checkpoint after the lanes.
+  }
+  co_await give_back();
+}
+
+// Keeps the job's session slots alive while its lanes run (a delivery can outlast a slot's ttl);
+// stops when `stop` is cancelled.
+asio::awaitable<void> renew_slots(job_lanes& jl, asio::steady_timer& stop, const bool& stopping) {
+  const auto every = std::chrono::milliseconds(std::max<time_ms>(jl.slot_ttl / 3, 100));
+  while (!stopping) {
+    stop.expires_after(every);
+    boost::system::error_code ec;
+    co_await stop.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (stopping) break;
+    auto r = co_await jl.ctx.store().session_slots().renew(jl.holder(), jl.ctx.clock().now_ms(), jl.slot_ttl);
+    if (!r) spdlog::warn("job {}: renewing its session slots: {}", jl.ctx.job().id, r.error().message);
+  }
+}
+
+asio::awaitable<outcome> run_distribution(job_context& ctx, std::shared_ptr<const engine_options> opt,
+                                         std::shared_ptr<session_limiter> limiter) {
   auto plan = parse_payload(ctx.payload());
   if (!plan) co_return outcome::permanent_failure(plan.error().message);
   auto loaded = co_await load_inputs(ctx, *plan, *opt);
@@ -467,31 +642,54 @@ asio::awaitable<outcome> run_distribution(job_context& ctx, std::shared_ptr<cons
 
   auto concurrency = static_cast<std::size_t>(
       effective_ssh_concurrency(in.settings.integer("distribution_ssh_max_concurrency")));
+  const int limit = static_cast<int>(in.settings.integer("distribution_max_sessions_per_host"));
+  const bool reuse = in.settings.text("distribution_ssh_connection_reuse") == "on";
+  std::vector<queued_target> queued;
+  queued.reserve(in.targets.size());
+  for (const auto& t : in.targets) {
+    queued_target q;
+    if (t.module == delivery::module_kind::ssh) {
+      if (limit > 0) q.destination = delivery::ssh_destination(t.spec.ssh);
+      if (reuse) q.connection_key = delivery::ssh_connection_key(t.spec.ssh, t.secret.ssh());
+    }
+    queued.push_back(std::move(q));
+  }
   run_state st;
+  const delivery::egress_policy* policy = egress ? &*egress : nullptr;
+  job_lanes jl{ctx, *plan, in, *opt, policy, *limiter, st, total, target_queue(std::move(queued))};
+  jl.limit = limit;
+  jl.reuse = reuse;
+  // A slot lives as long as the job's lease (the claim set locked_until = started_at + lease).
+  const auto lease = ctx.job().locked_until - ctx.job().started_at;
+  jl.slot_ttl = lease >= 1000 ? lease : 300'000;
+  jl.dist_lock = &dist_lock;
+
   auto ex = co_await asio::this_coro::executor;
   asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
-  // `concurrency` lanes take targets in order; the job waits for the last one.
+  // `concurrency` lanes take targets; the job waits for the last one, and for the slot renewer.
   auto lanes = std::min(concurrency, in.targets.size());
   std::size_t lanes_left = lanes;
+  bool lanes_over = lanes == 0;
+  asio::steady_timer renew_timer(ex);
+  bool renewing = limit > 0 && lanes > 0;
+  if (renewing) {
+    ++lanes_left;
+    asio::co_spawn(ex, renew_slots(jl, renew_timer, lanes_over),
+                   report_unexpected(fmt::format("job {}: session slot renewal", ctx.job().id), [&](bool) {
+                     if (--lanes_left == 0) all_done.cancel();
+                   }));
+  }
+  std::size_t delivering = lanes;
   for (std::size_t l = 0; l < lanes; ++l) {
-    asio::co_spawn(
-        ex,
-        [&]() -> asio::awaitable<void> {
-          try {
-            while (st.next < in.targets.size() && !st.lease_lost && ctx.interrupted() == queue::interrupt_reason::none) {
-              const auto& t = in.targets[st.next++];
-              const delivery::egress_policy* policy = egress ? &*egress : nullptr;
-              co_await deliver_target(ctx, *plan, in, t, *opt, policy, st, total);
-              if (dist_lock) co_await dist_lock->renew_if_due();
-            }
-          } catch (const queue::job_interrupted&) {
-            // Expected: the job stops at its checkpoint below.
-          }
-        },
-        report_unexpected(fmt::format("job {}: target lane", ctx.job().id), [&](bool failed) {
-          if (failed) st.lease_lost = true;  // stop the other lanes: this job's state is unknown
-          if (--lanes_left == 0) all_done.cancel();
-        }));
+    asio::co_spawn(ex, run_lane(jl),
+                   report_unexpected(fmt::format("job {}: target lane", ctx.job().id), [&](bool failed) {
+                     if (failed) st.lease_lost = true;  // stop the other lanes: this job's state is unknown
+                     if (--delivering == 0) {
+                       lanes_over = true;
+                       renew_timer.cancel();
+                     }
+                     if (--lanes_left == 0) all_done.cancel();
+                   }));
   }
   while (lanes_left > 0) {
     boost::system::error_code ec;
@@ -523,10 +721,14 @@ void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_
     return {};
   };
   namespace n = queue::job_names;
-  r.add(std::string(n::distribution_execute), [options](job_context& ctx) { return run_distribution(ctx, options); },
-        validate, job_retry_refusal);
-  r.add(std::string(n::distribution_rollback), [options](job_context& ctx) { return run_distribution(ctx, options); },
-        validate, job_retry_refusal);
+  // One per process: every job of the process counts its sessions per destination in it.
+  auto limiter = std::make_shared<session_limiter>();
+  r.add(std::string(n::distribution_execute),
+        [options, limiter](job_context& ctx) { return run_distribution(ctx, options, limiter); }, validate,
+        job_retry_refusal);
+  r.add(std::string(n::distribution_rollback),
+        [options, limiter](job_context& ctx) { return run_distribution(ctx, options, limiter); }, validate,
+        job_retry_refusal);
   auto notify = std::make_shared<notify_options>();
   notify->key = options->key;
   notify->cpu = options->cpu;

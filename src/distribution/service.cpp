@@ -67,8 +67,12 @@ json::object result_view(const store::target_result& r) {
   if (r.files_from_run) o["files_from_run"] = r.files_from_run;
   boost::system::error_code ec;
   auto detail = json::parse(r.detail, ec);
-  if (!ec && detail.is_object())
-    if (auto* t = detail.as_object().if_contains("timings_ms")) o["timings_ms"] = *t;
+  if (!ec && detail.is_object()) {
+    const auto& d = detail.as_object();
+    if (auto* t = d.if_contains("timings_ms")) o["timings_ms"] = *t;
+    if (auto* w = d.if_contains("session_wait_ms")) o["session_wait_ms"] = *w;
+    if (auto* c = d.if_contains("reused_connection")) o["reused_connection"] = *c;
+  }
   return o;
 }
 
@@ -357,17 +361,28 @@ json::object distribution_view(const store::distribution_record& d, const std::v
     auto s = summarize(d.run_target_ids, outs);
     v["summary"] = json::object{{"targets", s.targets},     {"succeeded", s.succeeded}, {"failed", s.failed},
                                 {"skipped", s.skipped},     {"cancelled", s.cancelled}, {"pending", s.pending}};
+    v["long_tail"] = long_tail_json(compute_long_tail(outs));
     if (d.mode == "fan_out") {
       json::array fin;
-      for (const auto& f : finalized)
+      // The counters count batch and retry children alike; the same finalized set, by kind.
+      json::object batches{{"total", d.fan_out_total}, {"finished", 0}, {"succeeded", 0},
+                           {"failed", 0},              {"partial", 0},  {"cancelled", 0}};
+      json::object retries{{"finished", 0}, {"running", d.fan_out_retrying}, {"succeeded", 0},
+                           {"failed", 0},   {"partial", 0},                  {"cancelled", 0}};
+      for (const auto& f : finalized) {
         fin.push_back(json::object{{"job_id", f.job_id},
                                    {"outcome", f.outcome},
                                    {"kind", f.batch ? "batch" : "retry"},
                                    {"job", fmt::format("jobs/{}", f.job_id)}});
+        auto& kind = f.batch ? batches : retries;
+        kind["finished"] = kind["finished"].as_int64() + 1;
+        if (auto* n = kind.if_contains(f.outcome)) *n = n->as_int64() + 1;
+      }
       v["fan_out"] = json::object{{"total", d.fan_out_total},         {"succeeded", d.fan_out_succeeded},
                                   {"failed", d.fan_out_failed},       {"partial", d.fan_out_partial},
                                   {"cancelled", d.fan_out_cancelled}, {"retrying", d.fan_out_retrying},
                                   {"retry_wave", d.fan_out_retry_wave}, {"fail_fast_fired", d.fail_fast_fired},
+                                  {"batches", std::move(batches)},    {"retry_jobs", std::move(retries)},
                                   {"finalized_jobs", std::move(fin)}};
     }
   }
@@ -439,6 +454,7 @@ op<json::value> service::list_distributions(std::string project_id, int page, in
   for (const auto& d : out->items) {
     auto v = distribution_view(d, {}, {});
     v.erase("summary");
+    v.erase("long_tail");
     items.push_back(std::move(v));
   }
   co_return json::value(page_view(std::move(items), page, page_size, out->total));
@@ -654,7 +670,8 @@ op<json::value> service::cancel(std::string project_id, std::string id) {
   co_return json::value(std::move(*out));
 }
 
-op<json::value> service::results(std::string project_id, std::string id, std::int64_t run_no, int page, int page_size) {
+op<json::value> service::results(std::string project_id, std::string id, std::int64_t run_no, int page, int page_size,
+                                 result_filter filter) {
   auto outs = std::make_shared<std::vector<store::target_result>>();
   auto run = std::make_shared<std::int64_t>(run_no);
   auto targets = std::make_shared<std::vector<std::string>>();
@@ -682,12 +699,18 @@ op<json::value> service::results(std::string project_id, std::string id, std::in
       outs->push_back(std::move(p));
     }
   std::sort(outs->begin(), outs->end(), [](const auto& a, const auto& b) { return a.target_id < b.target_id; });
+  std::vector<const store::target_result*> matching;
+  for (const auto& o : *outs)
+    if (filter.matches(o)) matching.push_back(&o);
   json::array items;
   auto begin = static_cast<std::size_t>(page - 1) * static_cast<std::size_t>(page_size);
-  for (std::size_t i = begin; i < outs->size() && i < begin + static_cast<std::size_t>(page_size); ++i)
-    items.push_back(result_view((*outs)[i]));
-  auto v = page_view(std::move(items), page, page_size, static_cast<std::int64_t>(outs->size()));
+  for (std::size_t i = begin; i < matching.size() && i < begin + static_cast<std::size_t>(page_size); ++i)
+    items.push_back(result_view(*matching[i]));
+  auto v = page_view(std::move(items), page, page_size, static_cast<std::int64_t>(matching.size()));
   v["run"] = *run;
+  v["targets"] = static_cast<std::int64_t>(outs->size());
+  v["facets"] = facets_json(facet_counts(*outs));
+  v["long_tail"] = long_tail_json(compute_long_tail(*outs));
   co_return json::value(std::move(v));
 }
 

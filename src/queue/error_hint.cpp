@@ -15,12 +15,24 @@ struct row {
 
 // The words come from our own error texts (delivery's classifier, the SSH session, the engine) and
 // the system's (getaddrinfo, errno). More specific rows first: a host-key refusal also says "ssh".
-constexpr std::array<row, 9> rows{{
+constexpr std::array<row, 11> rows{{
     {{"host_key",
       "The server's SSH host key is not the one pinned on the target. If the host was reinstalled on purpose, scan its "
       "key again (POST …/targets/{id}/scan-host-key) and compare the fingerprint out of band; otherwise treat it as a "
       "possible interception and do not re-pin."},
      "", {"host key", "host_key"}},
+    // DNS-01 before "dns" and "timeout": a provider's server that refuses or never shows the
+    // record is a provider setting to fix, not a resolver problem.
+    {{"dns_provider",
+      "The DNS-01 step failed at the DNS provider's server; the error names the server, the zone and what it answered. "
+      "Check the provider's server address, zone and TSIG key (name, hmac-sha256, secret) against the DNS server's "
+      "configuration, and that its authoritative servers are reachable from this worker (docs/acme-dns.md)."},
+     "", {"tsig", "(notauth)", "(notzone)", "_acme-challenge", "dns provider", ""}},
+    {{"acme_ca",
+      "The certificate authority refused the request; its problem type and detail are in the error. rateLimited: wait "
+      "for the time it names; unauthorized or incorrectResponse: the CA did not see the challenge record; caa: a CAA "
+      "record forbids this CA; externalAccountRequired: the account needs its EAB key (docs/acme-client.md)."},
+     "", {"urn:ietf:params:acme:error", "acme problem", "", "", "", ""}},
     {{"dns",
       "The host name did not resolve. Check the target's host for typos and that this worker's resolver can resolve it "
       "(getent hosts HOST on the worker host)."},

@@ -5,6 +5,7 @@
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/secrets.hpp"
+#include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/queue/worker.hpp"
@@ -129,6 +130,7 @@ class api_fixture : public ::testing::Test {
       q->on_cancel_requested = [w = worker.get()](const std::string& id) { w->request_cancel(id); };
       worker->set_log_publisher(srv->log_publisher());
       srv->attach_worker(worker.get());
+      srv->attach_delivery_phases(&phases);
       worker->start();
     }
     work.emplace(ioc.get_executor());
@@ -243,6 +245,7 @@ class api_fixture : public ::testing::Test {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::unique_ptr<api::server> srv;
   std::unique_ptr<queue::worker> worker;
+  distribution::delivery_phase_metrics phases;  // /metrics of a server with a worker
   std::thread thread;
   unsigned short port = 0;
   std::string project_id, other_id;

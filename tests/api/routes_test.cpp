@@ -432,6 +432,9 @@ TEST_F(api_routes, worker_mode_serves_only_health_and_metrics) {
 }
 
 TEST_F(api_routes, metrics_pass_promtool) {
+  // Two deliveries' phases, as the engine records them; only the long-tail phases are kept.
+  phases.observe({{"resolve", 1}, {"connect", 3}, {"handshake", 40}, {"auth", 12}, {"install", 1200}});
+  phases.observe({{"hash_check", 2}, {"upload", 7}, {"install", 70'000}});
   start(test_options(), true);
   auto c = client();
   auto r = c.post(jobs_path(), R"({"type":"noop","payload":{"lines":3}})", tok["admin"]);
@@ -450,8 +453,19 @@ TEST_F(api_routes, metrics_pass_promtool) {
                              "certfleet_worker_claims_total 1", "certfleet_job_duration_seconds_count 1",
                              "certfleet_http_requests_total{route=\"/api/v1/projects/{p}/jobs\",code=\"400\"} 1",
                              "certfleet_http_request_duration_seconds_bucket{route=\"/api/v1/projects/{p}/jobs\",le=\"+Inf\"}",
-                             "certfleet_websocket_subscribers 0", "certfleet_store_call_duration_seconds_count{op=\"job_get\"}"})
+                             "certfleet_websocket_subscribers 0", "certfleet_store_call_duration_seconds_count{op=\"job_get\"}",
+                             "# TYPE certfleet_delivery_phase_duration_seconds histogram",
+                             "certfleet_delivery_phase_duration_seconds_bucket{phase=\"connect\",le=\"0.005\"} 1",
+                             "certfleet_delivery_phase_duration_seconds_bucket{phase=\"handshake\",le=\"0.025\"} 0",
+                             "certfleet_delivery_phase_duration_seconds_bucket{phase=\"handshake\",le=\"0.05\"} 1",
+                             "certfleet_delivery_phase_duration_seconds_count{phase=\"install\"} 2",
+                             "certfleet_delivery_phase_duration_seconds_bucket{phase=\"install\",le=\"60\"} 1",
+                             "certfleet_delivery_phase_duration_seconds_bucket{phase=\"install\",le=\"+Inf\"} 2",
+                             "certfleet_delivery_phase_duration_seconds_sum{phase=\"install\"} 71.2",
+                             "certfleet_delivery_phase_duration_seconds_count{phase=\"upload\"} 1",
+                             "certfleet_delivery_phase_duration_seconds_count{phase=\"validate\"} 0"})
     EXPECT_NE(m.body.find(needle), std::string::npos) << needle << "\n" << m.body;
+  EXPECT_EQ(m.body.find("phase=\"resolve\""), std::string::npos) << "not a long-tail phase";
   if (std::system("command -v promtool >/dev/null 2>&1") != 0) GTEST_SKIP() << "promtool is not installed";
   auto file = dir.file("metrics.txt");
   std::ofstream(file) << m.body;

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <set>
 
@@ -170,4 +172,59 @@ TEST(settings, docs_configuration_md_carries_the_settings_table) {
   EXPECT_NE(ss.str().find(expected), std::string::npos)
       << "docs/configuration.md is out of date; its table must read exactly:\n"
       << expected;
+}
+
+// packaging/certfleet.toml (installed as /etc/certfleet/certfleet.toml) is the settings table's
+// sample with the install layout's data directory: it cannot drift from the table.
+TEST(settings, packaging_certfleet_toml_is_the_generated_sample) {
+  std::ifstream f(std::string(CERTFLEET_SOURCE_DIR) + "/packaging/certfleet.toml");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const auto expected = settings_sample_toml({{"data", "/var/lib/certfleet"}});
+  if (ss.str() != expected) {
+    auto path = std::filesystem::temp_directory_path() / "certfleet.toml.expected";
+    std::ofstream(path) << expected;
+    ADD_FAILURE() << "packaging/certfleet.toml is out of date; the expected text is in " << path
+                  << " (copy it over packaging/certfleet.toml)";
+  }
+  // Every process setting is there, once; no system setting is.
+  for (const auto& d : all_settings()) {
+    const auto live = "\n" + std::string(d.name) + " = ";
+    const auto commented = "\n#" + std::string(d.name) + " = ";
+    const auto n = (expected.find(live) != std::string::npos) + (expected.find(commented) != std::string::npos);
+    EXPECT_EQ(n, d.scope == setting_scope::process ? 1 : 0) << d.name;
+  }
+  // It loads as it is, and with every commented line switched on (each is the default, valid).
+  auto m = load_config_text(expected, "sample", {});
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->text("data"), "/var/lib/certfleet");
+  const auto all_on = std::regex_replace(expected, std::regex("\n#([a-z_]+ = )"), "\n$1");
+  auto all = load_config_text(all_on, "sample with every line on", {});
+  ASSERT_TRUE(all) << all.error().message;
+  settings_map defaults;
+  for (const auto& d : all_settings())
+    if (d.scope == setting_scope::process && d.name != "data") EXPECT_EQ(all->text(d.name), defaults.text(d.name)) << d.name;
+}
+
+TEST(settings, tls_certificate_and_metrics_listen_grammar) {
+  settings_map m;
+  EXPECT_TRUE(m.set("tls_certificate", "default/0123456789abcdef01234567"));
+  EXPECT_TRUE(m.set("tls_certificate", ""));
+  for (const char* bad : {"default", "/0123456789abcdef01234567", "default/0123", "Default/0123456789abcdef01234567",
+                          "default/0123456789ABCDEF01234567", "default/0123456789abcdef01234567/x"}) {
+    auto r = m.set("tls_certificate", bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().field, "tls_certificate");
+  }
+  auto ref = parse_certificate_ref("prod-eu/0123456789abcdef01234567");
+  ASSERT_TRUE(ref);
+  EXPECT_EQ(ref->project, "prod-eu");
+  EXPECT_EQ(ref->id, "0123456789abcdef01234567");
+  EXPECT_TRUE(m.set("metrics_listen", "127.0.0.1:9100"));
+  EXPECT_TRUE(m.set("metrics_listen", ""));
+  auto bad = m.set("metrics_listen", "9100");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "metrics_listen");
+  EXPECT_NE(bad.error().message.find("metrics_listen must be ADDR:PORT"), std::string::npos);
+  EXPECT_FALSE(m.set("tls_certificate_poll_ms", "999"));
 }

@@ -15,6 +15,10 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <signal.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -716,6 +720,144 @@ TEST_F(delivery_ssh, rollback_of_a_named_run_restores_the_exact_previous_bytes) 
   auto none = testbed::run_sync(rollback_ssh(t, cred(), "run-9", quick()));
   EXPECT_EQ(none.cls, error_class::io_permanent) << none.error;
   EXPECT_NE(none.error.find("no backup"), std::string::npos) << none.error;
+}
+
+// Issue 20: targets on one host that log in alike share one connection — one TCP connection,
+// one handshake and login (counted by a forwarding proxy in front of sshd) for all of them.
+TEST_F(delivery_ssh, several_targets_on_one_host_share_one_connection) {
+  auto& s = start_sshd();
+  testbed::tcp_proxy proxy(testbed::tcp_proxy::mode::forward, s.port());
+  std::vector<ssh_target> targets;
+  for (int i = 0; i < 5; ++i) targets.push_back(target_on(s, "shared" + std::to_string(i), proxy.port()));
+  ASSERT_EQ(ssh_connection_key(targets[0], cred()), ssh_connection_key(targets[4], cred()));
+  auto b = bundle(cert_a);
+  std::vector<delivery_result> results;
+  bool open_after_all = false;
+  int uses = 0;
+  testbed::run_sync([&]() -> boost::asio::awaitable<int> {
+    ssh_connection conn(co_await boost::asio::this_coro::executor);
+    for (auto& t : targets) results.push_back(co_await deliver_ssh(t, cred(), b, "reuse-1", quick(), conn));
+    open_after_all = conn.is_open();
+    uses = conn.uses();
+    co_await conn.close();
+    co_return 0;
+  }());
+  EXPECT_EQ(proxy.connections(), 1u) << "one TCP connection for five targets";
+  EXPECT_TRUE(open_after_all);
+  EXPECT_EQ(uses, 5);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    ASSERT_EQ(results[i].status, delivery_status::succeeded) << i << ": " << results[i].error;
+    EXPECT_EQ(results[i].reused_connection, i > 0) << i;
+    // The login phases belong to the target that opened the connection only.
+    EXPECT_EQ(has_phase(results[i], "handshake"), i == 0) << i;
+    EXPECT_EQ(has_phase(results[i], "auth"), i == 0) << i;
+    EXPECT_TRUE(has_phase(results[i], "upload")) << i;
+    EXPECT_TRUE(has_phase(results[i], "install")) << i;
+    EXPECT_EQ(slurp(targets[i].cert_path), cert_a.cert);
+    EXPECT_EQ(slurp(targets[i].key_path), cert_a.key);
+    EXPECT_EQ(mode_of(targets[i].key_path), 0600u);
+  }
+}
+
+TEST_F(delivery_ssh, a_connection_is_reused_only_by_targets_that_log_in_alike) {
+  auto& s = start_sshd();
+  testbed::tcp_proxy proxy(testbed::tcp_proxy::mode::forward, s.port());
+  auto a = target_on(s, "alike-a", proxy.port());
+  auto other_pin = target_on(s, "alike-b", proxy.port());
+  other_pin.pinned = *parse_host_key(s.ecdsa_host_key());
+  auto other_port = target_on(s, "alike-c");  // straight to sshd: another destination
+  auto other_key = testbed::make_ssh_key(dir.path() / "client2", "id_ed25519");
+  EXPECT_NE(ssh_connection_key(a, cred()), ssh_connection_key(other_pin, cred()));
+  EXPECT_NE(ssh_connection_key(a, cred()), ssh_connection_key(other_port, cred()));
+  EXPECT_NE(ssh_connection_key(a, cred()), ssh_connection_key(a, ssh_credential{other_key.private_key, "", ""}));
+  auto b = bundle(cert_a);
+  std::vector<delivery_result> results;
+  testbed::run_sync([&]() -> boost::asio::awaitable<int> {
+    ssh_connection conn(co_await boost::asio::this_coro::executor);
+    for (auto* t : {&a, &other_pin, &a})
+      results.push_back(co_await deliver_ssh(*t, cred(), b, "alike-1", quick(), conn));
+    co_await conn.close();
+    co_return 0;
+  }());
+  for (auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_FALSE(r.reused_connection) << "each target closed the other's connection";
+  }
+  EXPECT_EQ(proxy.connections(), 3u);
+}
+
+// The server drops a reused connection while it sits idle (here: its session processes are
+// killed): the next target finds it dead at its first read, before writing anything, and gets a
+// new connection instead of a failure.
+TEST_F(delivery_ssh, a_reused_connection_the_server_dropped_is_replaced_once) {
+  auto& s = start_sshd();
+  auto t1 = target_on(s, "dropped-1"), t2 = target_on(s, "dropped-2");
+  auto b = bundle(cert_a);
+  std::vector<delivery_result> results;
+  testbed::run_sync([&]() -> boost::asio::awaitable<int> {
+    auto ex = co_await boost::asio::this_coro::executor;
+    ssh_connection conn(ex);
+    results.push_back(co_await deliver_ssh(t1, cred(), b, "drop-1", quick(), conn));
+    // Every process below the listener serves our one connection.
+    std::vector<int> todo{s.pid()}, session_processes;
+    while (!todo.empty()) {
+      int parent = todo.back();
+      todo.pop_back();
+      for (auto& e : fs::directory_iterator("/proc")) {
+        auto name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        auto stat = slurp(e.path() / "stat");
+        auto close = stat.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(stat.substr(close + 2));
+        std::string state;
+        int ppid = 0;
+        rest >> state >> ppid;
+        if (ppid == parent) {
+          todo.push_back(std::stoi(name));
+          session_processes.push_back(std::stoi(name));
+        }
+      }
+    }
+    EXPECT_FALSE(session_processes.empty());
+    for (int pid : session_processes) ::kill(pid, SIGKILL);
+    boost::asio::steady_timer settle(ex, std::chrono::milliseconds(200));
+    co_await settle.async_wait(boost::asio::use_awaitable);
+    results.push_back(co_await deliver_ssh(t2, cred(), b, "drop-1", quick(), conn));
+    co_await conn.close();
+    co_return 0;
+  }());
+  ASSERT_EQ(results.size(), 2u);
+  ASSERT_TRUE(results[0].ok()) << results[0].error;
+  ASSERT_TRUE(results[1].ok()) << results[1].error;
+  EXPECT_FALSE(results[1].reused_connection) << "a new connection replaced the dead one";
+  EXPECT_TRUE(has_phase(results[1], "handshake"));
+  EXPECT_EQ(slurp(t2.cert_path), cert_a.cert);
+}
+
+// A failed target does not hand its connection on: the next one opens its own.
+TEST_F(delivery_ssh, a_failure_closes_the_connection) {
+  auto& s = start_sshd();
+  testbed::tcp_proxy proxy(testbed::tcp_proxy::mode::forward, s.port());
+  auto good = target_on(s, "fail-good", proxy.port());
+  auto bad = target_on(s, "fail-bad", proxy.port());
+  bad.post_command = "exit 3";
+  auto b = bundle(cert_a);
+  std::vector<delivery_result> results;
+  bool open_after_failure = true;
+  testbed::run_sync([&]() -> boost::asio::awaitable<int> {
+    ssh_connection conn(co_await boost::asio::this_coro::executor);
+    results.push_back(co_await deliver_ssh(bad, cred(), b, "fail-1", quick(), conn));
+    open_after_failure = conn.is_open();
+    results.push_back(co_await deliver_ssh(good, cred(), b, "fail-1", quick(), conn));
+    co_await conn.close();
+    co_return 0;
+  }());
+  EXPECT_EQ(results[0].cls, error_class::io_transient) << results[0].error;
+  EXPECT_FALSE(open_after_failure);
+  ASSERT_TRUE(results[1].ok()) << results[1].error;
+  EXPECT_FALSE(results[1].reused_connection);
+  EXPECT_EQ(proxy.connections(), 2u);
 }
 
 // The unresolvable-name case runs in its own network namespace (`unshare -n`): only a downed

@@ -23,6 +23,9 @@ TEST(error_hint, each_kind_of_failure_gets_its_hint) {
       {"distribution_execute", "web1: the host key offered is not the pinned one", "host_key"},
       {"distribution_execute", "web1: 10.0.0.1 is outside ssh_allow_list", "egress_refused"},
       {"distribution_execute", "lost the job's lease while recording results", "lease_lost"},
+      {"issue_certificate", "DNS server 127.0.0.1:5300 rejected TSIG key k1 for zone example.test (NOTAUTH, TSIG error BADSIG)", "dns_provider"},
+      {"issue_certificate", "_acme-challenge.www.example.test TXT not visible at 127.0.0.1:5300 after 60000 ms (timed out)", "dns_provider"},
+      {"renew_certificate", "CA problem urn:ietf:params:acme:error:rateLimited: too many certificates", "acme_ca"},
       {"noop", "noop: failing on purpose (attempt 1 of 3 planned failures)", "on_purpose"},
       // The noop row is for noop jobs only.
       {"distribution_execute", "failing on purpose", ""},
@@ -47,7 +50,7 @@ TEST(error_hint, classes_are_unique_and_every_row_can_be_reached) {
     EXPECT_TRUE(names.insert(std::string(h.error_class)).second) << h.error_class;
     EXPECT_GT(h.hint.size(), 40u) << h.error_class;  // a sentence an operator can act on
   }
-  EXPECT_EQ(names.size(), 9u);
+  EXPECT_EQ(names.size(), 11u);
 }
 
 TEST(trigger_in_words, system_triggers_read_as_words_and_tokens_are_left_to_the_api) {

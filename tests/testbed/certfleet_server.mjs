@@ -3,6 +3,7 @@
 // with `certfleet token create`, talks to the API with a bearer token, and stops the process by
 // its PID (SIGTERM, then SIGKILL).
 import { spawn, execFile } from 'node:child_process';
+import { request as httpsRequest } from 'node:https';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -13,13 +14,16 @@ const execFileP = promisify(execFile);
 export const bin = resolve(process.env.CERTFLEET_BIN ?? 'build/certfleet');
 
 /**
- * @param {{settings?: Record<string, string|number>, processSettings?: Record<string, string>}} [opts]
- *   settings: system settings PUT once the server is up; processSettings: --set flags.
+ * @param {{settings?: Record<string, string|number>, processSettings?: Record<string, string>,
+ *          tls?: {certFile: string, keyFile: string, caPem: string}}} [opts]
+ *   settings: system settings PUT once the server is up; processSettings: --set flags; tls: serve
+ *   HTTPS with these files (url is then https://127.0.0.1:PORT; api() trusts caPem).
  */
 export async function startCertfleet(opts = {}) {
   const data = await mkdtemp(join(tmpdir(), 'certfleet-ui-'));
   const args = ['serve', '--mode=all', '--data', data, '--listen', '127.0.0.1:0'];
   for (const [k, v] of Object.entries(opts.processSettings ?? {})) args.push('--set', `${k}=${v}`);
+  if (opts.tls) args.push('--set', `tls_cert_file=${opts.tls.certFile}`, '--set', `tls_key_file=${opts.tls.keyFile}`);
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const port = await new Promise((res, rej) => {
@@ -36,7 +40,7 @@ export async function startCertfleet(opts = {}) {
   child.stdout.on('data', (b) => { out += b.toString(); if (out.length > 1 << 20) out = out.slice(-(1 << 19)); });
   child.stderr.on('data', (b) => { out += b.toString(); if (out.length > 1 << 20) out = out.slice(-(1 << 19)); });
   const ownerToken = (await readFile(join(data, 'owner-token'), 'utf8')).trim();
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`;
 
   /**
    * @param {string} method
@@ -46,6 +50,7 @@ export async function startCertfleet(opts = {}) {
    * @param {Record<string,string>} [headers]
    */
   async function api(method, path, body, token = ownerToken, headers = {}) {
+    if (opts.tls) return apiTls(method, path, body, token, headers);
     const res = await fetch(url + path, {
       method,
       headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...headers },
@@ -55,6 +60,37 @@ export async function startCertfleet(opts = {}) {
     let json = null;
     try { json = text ? JSON.parse(text) : null; } catch { json = null; }
     return { status: res.status, body: json, text, headers: res.headers };
+  }
+
+  /**
+   * api() over HTTPS: Node's fetch cannot be given a CA per call, node:https can.
+   * @param {string} method @param {string} path @param {unknown} body @param {string} token
+   * @param {Record<string,string>} headers
+   * @returns {Promise<{status: number, body: any, text: string, headers: Headers}>}
+   */
+  function apiTls(method, path, body, token, headers) {
+    return new Promise((res, rej) => {
+      const data = body === undefined ? undefined : JSON.stringify(body);
+      const req = httpsRequest(url + path, {
+        method,
+        ca: opts.tls?.caPem,
+        headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(data !== undefined ? { 'Content-Type': 'application/json' } : {}), ...headers },
+      }, (r) => {
+        let text = '';
+        r.setEncoding('utf8');
+        r.on('data', (c) => { text += c; });
+        r.on('end', () => {
+          let json = null;
+          try { json = text ? JSON.parse(text) : null; } catch { json = null; }
+          const h = new Headers();
+          for (const [k, v] of Object.entries(r.headers)) if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(', ') : v);
+          res({ status: r.statusCode ?? 0, body: json, text, headers: h });
+        });
+      });
+      req.on('error', rej);
+      if (data !== undefined) req.write(data);
+      req.end();
+    });
   }
 
   /**

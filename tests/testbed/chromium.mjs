@@ -15,16 +15,19 @@ const flags = [
 
 /**
  * A persistent context on a fresh user-data-dir (removed by close()).
- * @param {import('playwright-core').BrowserContextOptions & {colorScheme?: 'light'|'dark'}} [options]
+ * extraArgs: more Chromium flags (the HTTPS test trusts its test certificate's key with
+ * --ignore-certificate-errors-spki-list).
+ * @param {import('playwright-core').BrowserContextOptions & {colorScheme?: 'light'|'dark', extraArgs?: string[]}} [options]
  */
 export async function launch(options = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'certfleet-chromium-'));
+  const { extraArgs = [], ...contextOptions } = options;
   const context = await chromium.launchPersistentContext(dir, {
     executablePath: chromiumPath,
     headless: true,
-    args: flags,
+    args: [...flags, ...extraArgs],
     viewport: { width: 1360, height: 900 },
-    ...options,
+    ...contextOptions,
   });
   // Only 127.0.0.1: anything else is refused before it leaves the browser.
   await context.route((url) => url.hostname !== '127.0.0.1', (route) => route.abort());

@@ -1,6 +1,7 @@
 #pragma once
 // Real OpenSSH servers on 127.0.0.1 for delivery tests and benchmarks (TESTBED.md): each has its
 // own ed25519 + ECDSA host keys, a config in the test directory, and is stopped by its PID.
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -64,6 +65,36 @@ class sshd {
 std::vector<std::unique_ptr<sshd>> start_fleet(const std::filesystem::path& dir, int n,
                                                const std::vector<std::string>& authorized_public_lines,
                                                sshd_options o = {});
+
+// Counts, on the server's side, the TCP connections an sshd holds, whoever opened them and
+// independent of MaxSessions/MaxStartups: a thread asks the kernel (sock_diag netlink, filtered on
+// the local port) for the ESTABLISHED sockets whose local port is one of `ports` — sshd's ends of
+// its connections — every `every`. A connection leaves ESTABLISHED on sshd's side the moment its
+// client's FIN arrives. A dump is not one atomic snapshot (the kernel walks its socket table), so
+// a connection closed during a dump and its successor opened during the same dump could both be
+// in it: each sample is two dumps back to back, and a count holds only when both show it (a real
+// extra session lasts at least an SSH handshake, many milliseconds; the artifact of one dump is
+// gone from the next).
+class sshd_session_sampler {
+ public:
+  sshd_session_sampler(std::vector<std::uint16_t> ports, std::chrono::microseconds every = std::chrono::microseconds(1000));
+  ~sshd_session_sampler();  // stops the thread
+  sshd_session_sampler(const sshd_session_sampler&) = delete;
+  sshd_session_sampler& operator=(const sshd_session_sampler&) = delete;
+
+  // The most connections seen at once on `port` so far.
+  int peak(std::uint16_t port) const;
+  // Distinct connections (client ports) seen on `port` so far.
+  std::size_t connections(std::uint16_t port) const;
+  std::uint64_t samples() const;
+  // Why sampling stopped early ("" while it works).
+  std::string error() const;
+  void stop();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> p_;
+};
 
 // The user the servers log in (the current one: root in CI).
 std::string current_user();

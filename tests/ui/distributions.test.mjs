@@ -1,6 +1,7 @@
 // Distributions and their jobs: a partial distribution job's tag, fan-out children (the child
 // tag, the retry-wave alert, "Automatic retry" and the Parent Job link), the 409 of a retry on a
-// child, the distribution view's counters against the API, the certificate pages.
+// child, the distribution view's counters (batches and retry-wave jobs apart) and long tail
+// against the API, the server-side results filters, the certificate pages.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCertfleet, launch, signIn, catalog, runDistribution, mkdtemp, rm, tmpdir, join, collectErrors } from './helpers.mjs';
@@ -101,25 +102,66 @@ test('a retry of a fan-out child answers 409 pointing at the distribution; the U
   await signIn(page, cf.url, await cf.token('operator', { name: 'olga-operator-2' }));
 });
 
-test('the distribution view shows the API counters; results filter; Execute/Retry failed/Cancel/Rollback for an operator', async () => {
+test('the distribution view shows the API counters, batches and retry-wave jobs apart; results filter on the server; Execute/Retry failed/Cancel/Rollback for an operator', async () => {
   const id = fanout.distribution.id;
   const d = (await cf.api('GET', `${P}/distributions/${id}`)).body;
   await page.goto(`${cf.url}/distributions/${id}`);
-  await page.locator('#fanout-counters').waitFor();
-  for (const [k, v] of Object.entries({ total: d.fan_out.total, succeeded: d.fan_out.succeeded, failed: d.fan_out.failed,
-    partial: d.fan_out.partial, cancelled: d.fan_out.cancelled, retry_wave: d.fan_out.retry_wave,
+  await page.locator('#batch-counters').waitFor();
+  const b = d.fan_out.batches;
+  const r = d.fan_out.retry_jobs;
+  // Two batches, and the retry-wave children of the failing one counted apart from them: the
+  // API's combined counters are their sums.
+  assert.equal(b.total, 2, JSON.stringify(d.fan_out));
+  assert.ok(r.finished >= 1, JSON.stringify(d.fan_out));
+  for (const k of ['succeeded', 'failed', 'partial', 'cancelled']) assert.equal(b[k] + r[k], d.fan_out[k], k);
+  for (const [k, v] of Object.entries({ batches: b.total, b_succeeded: b.succeeded, b_failed: b.failed, b_partial: b.partial,
+    b_cancelled: b.cancelled, b_unfinished: b.total - b.finished, retry_jobs: r.finished + r.running,
+    r_succeeded: r.succeeded, r_failed: r.failed, r_partial: r.partial, r_cancelled: r.cancelled,
+    retrying: d.fan_out.retrying, retry_wave: d.fan_out.retry_wave,
     t_succeeded: d.summary.succeeded, t_failed: d.summary.failed, targets: d.summary.targets })) {
     assert.equal(await page.locator(`[data-counter="${k}"] .counter-value`).innerText(), String(v), k);
   }
+  assert.equal(await page.locator('[data-counter="batches"] .counter-label').innerText(), 'Batches');
+  assert.equal(await page.locator('[data-counter="retry_jobs"] .counter-label').innerText(), 'Retry jobs');
+  assert.equal(await page.locator('[data-counter="total"]').count(), 0, 'no "Total" beside counters that count other jobs');
   for (const label of ['Execute', 'Retry failed', 'Cancel', 'Rollback']) assert.equal(await page.getByRole('button', { name: label, exact: true }).count(), 1, label);
   // Finalized children are linked.
   for (const f of d.fan_out.finalized_jobs) assert.equal(await page.locator(`.child-list a[href^="/jobs/${f.job_id}"]`).count(), 1);
-  // Results: both targets, filter by status.
+  // The long tail: each phase's percentiles as the API computed them, the slowest targets.
+  await page.locator('#tail-phases tbody tr').nth(5).waitFor();
+  for (const p of d.long_tail.phases) {
+    const row = page.locator(`#tail-phases tr[data-phase="${p.phase}"]`);
+    assert.equal(await row.locator('td').first().innerText(), String(p.count), p.phase);
+    if (p.count) assert.match(await row.locator('td[data-stat="p99_ms"]').innerText(), /^\d+(\.\d)? m?s$/, p.phase);
+  }
+  assert.equal(await page.locator('#tail-slowest tbody tr').count(), d.long_tail.slowest.length);
+  assert.ok(d.long_tail.slowest.length >= 1);
+  const slowest = d.long_tail.slowest[0];
+  assert.match(await page.locator(`#tail-slowest tr[data-target-id="${slowest.target_id}"] .phase-text`).innerText(),
+    new RegExp(Object.keys(slowest.timings_ms)[0]));
+  // One bar per slow target (its rects have the phases' widths; here every phase took ~0 ms).
+  assert.equal(await page.locator('#tail-slowest svg.phase-bar[role="img"]').count(), d.long_tail.slowest.length);
+  // Results: both targets; the filters go to the route (server side) and name what the run has.
   await page.locator('#results-table tbody tr').nth(1).waitFor();
+  const asked = page.waitForRequest((q) => q.url().includes('/results?') && q.url().includes('status=failed'));
   await page.getByLabel('Filter by status').selectOption('failed');
+  await asked;
   await page.waitForURL(/status=failed/);
   await page.waitForFunction(() => document.querySelectorAll('#results-table tbody tr').length === 1);
   assert.match(await page.locator('#results-table tbody tr').innerText(), /network/);
+  assert.equal(await page.locator('#results-count').innerText(), '1 of 2 targets');
+  const classAsked = page.waitForRequest((q) => q.url().includes('error_class=network'));
+  await page.getByLabel('Filter by error class').selectOption('network');
+  await classAsked;
+  await page.waitForURL(/error_class=network/);
+  await page.waitForFunction(() => document.querySelectorAll('#results-table tbody tr').length === 1);
+  // The route refuses a value it does not know, naming the field.
+  const bad = await cf.api('GET', `${P}/distributions/${id}/results?error_class=slow`);
+  assert.equal(bad.status, 400, bad.text);
+  assert.equal(bad.body.error.field, 'error_class');
+  const badStatus = await cf.api('GET', `${P}/distributions/${id}/results?status=done`);
+  assert.equal(badStatus.status, 400, badStatus.text);
+  assert.equal(badStatus.body.error.field, 'status');
   // The grid has one column per wave.
   assert.equal(await page.locator('.wave-grid thead th').count(), d.fan_out.retry_wave + 2);
   // Retry failed from the UI: the API's answer is shown.

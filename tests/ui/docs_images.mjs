@@ -9,7 +9,7 @@ const pages = ['login', 'jobs', 'jobs-failed', 'job-active', 'job-detail', 'job-
   'not-found'];
 const dark = new Set(['login', 'jobs', 'job-active', 'distribution-detail', 'notifications', 'settings']);
 /** @type {Record<string, number>} */
-const scales = { jobs: 0.64 };
+const scales = { jobs: 0.64, 'distribution-detail': 0.62 };
 const defaultScale = 0.72;
 const limit = 150 * 1024;
 

@@ -81,6 +81,10 @@ struct results_query {
   std::int64_t run = 0;  // 0: the current run
   int page = 1;
   int page_size = 50;
+  // Filters, as given (empty: none); the distribution module checks the values
+  // (distribution::parse_result_filter).
+  std::string status;
+  std::string error_class;
 };
 result<results_query> parse_results_query(const query_params& q);
 

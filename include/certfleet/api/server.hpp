@@ -1,6 +1,7 @@
 #pragma once
 // The HTTP/1.1 + WebSocket server (DESIGN §6) on the process's one event loop. Beast stays out
 // of this header: the server is a pimpl facade.
+#include "certfleet/api/tls.hpp"
 #include "certfleet/core/clock.hpp"
 #include "certfleet/core/error.hpp"
 #include "certfleet/queue/handler.hpp"
@@ -13,6 +14,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace certfleet {
@@ -25,6 +27,9 @@ namespace certfleet::queue {
 class queue_service;
 class worker;
 }  // namespace certfleet::queue
+namespace certfleet::distribution {
+class delivery_phase_metrics;
+}
 
 namespace certfleet::api {
 
@@ -59,6 +64,15 @@ struct server_options {
   boost::asio::thread_pool* cpu = nullptr;  // name resolution of scan-host-key and channel tests
   // Extra trust anchors (PEM) for a channel test's TLS peers (CERTFLEET_EXTRA_CA_FILE).
   std::string ca_pem;
+  // TLS (issue 19): with material, `listen` serves HTTPS only. With tls_certificate also set,
+  // the material is that managed certificate's current version, and the server reads it again
+  // every tls_poll_interval (and at once after this process changes a certificate), serving each
+  // new version to new connections.
+  std::optional<tls_material> tls;
+  std::optional<certificate_ref> tls_certificate;
+  std::chrono::milliseconds tls_poll_interval{10'000};
+  // A second, plain-HTTP listener for /healthz, /readyz and /metrics only ("" = none).
+  std::string metrics_listen;
 };
 
 class server {
@@ -75,9 +89,22 @@ class server {
   // (going away), and returns when every connection is gone or the grace period ends.
   boost::asio::awaitable<void> stop();
   unsigned short port() const;
+  unsigned short metrics_port() const;  // 0: no metrics listener
+
+  // The certificate new TLS connections get (nullopt: plain HTTP).
+  std::optional<tls_identity> tls_certificate() const;
+  // Serve new connections this material from now on (SIGHUP re-reading tls_cert_file and
+  // tls_key_file); refused with the setting named, keeping the current certificate. Call on the
+  // server's executor.
+  result<tls_identity> replace_tls(const tls_material& m);
+  // A certificate may have a new version (stored by this process): the tls_certificate watcher
+  // looks now instead of at its next poll. Call on the server's executor.
+  void certificate_changed();
 
   // Worker counters for /metrics, when a worker runs in this process.
   void attach_worker(const queue::worker* w);
+  // The delivery phases this process timed, for /metrics (must outlive the server).
+  void attach_delivery_phases(const distribution::delivery_phase_metrics* m);
   // Leader state (held, epoch) for /metrics, when a scheduler runs in this process.
   void attach_scheduler_probe(std::function<std::pair<bool, std::int64_t>()> probe);
   // Give to worker::set_log_publisher: the in-process hub of the live log stream.

@@ -61,6 +61,18 @@ result<std::vector<std::int64_t>> parse_expiry_thresholds(std::string_view value
 // segments, not "/", deduplicated, at most 32; empty text -> no directories.
 result<std::vector<std::string>> parse_base_dirs(std::string_view value);
 
+// tls_certificate: "PROJECT/ID", the project's name and the certificate's object id.
+struct certificate_ref {
+  std::string project;
+  std::string id;
+};
+result<certificate_ref> parse_certificate_ref(std::string_view value);
+
+// The table as a commented TOML config file: every process setting with its doc, range and
+// default, commented out at its default unless `values` sets it (then the line is live).
+// packaging/certfleet.toml is this text with the install layout's values (a test keeps them equal).
+std::string settings_sample_toml(const std::map<std::string, std::string, std::less<>>& values = {});
+
 // Setting values by name; every known setting has a value (its default when unset).
 class settings_map {
  public:

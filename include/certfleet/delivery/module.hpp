@@ -57,6 +57,7 @@ struct delivery_result {
   std::vector<phase_timing> timings;
   std::string fingerprint_sha256;  // of the delivered (or already present) leaf, lower-case hex
   bool restored = false;    // a failed install/validation put the backup back
+  bool reused_connection = false;  // ssh: went over a connection an earlier target opened
   std::string remote_stderr;  // the install/restore script's stderr (trimmed), for the job log
 
   bool ok() const { return status != delivery_status::failed; }

@@ -2,11 +2,13 @@
 // SSH delivery of one certificate to one target (DESIGN §4): libssh2 in non-blocking mode over an
 // Asio socket, every phase under its own deadline, on the caller's event loop. The libssh2 header
 // stays in src/.
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,16 +47,57 @@ struct ssh_options {
   const egress_policy* allow = nullptr;
 };
 
+// An SSH connection kept open between deliveries (issue 20): the next target that logs in to
+// the same host the same way (ssh_connection_key) goes over it — one TCP connect, handshake,
+// host-key check and login for several targets, each with its own SFTP reads and writes and its
+// own exec channel, one target after another. Used by one coroutine at a time; close() is awaited
+// before the object goes (the destructor only drops what is left, without a goodbye).
+class ssh_connection {
+ public:
+  explicit ssh_connection(boost::asio::any_io_executor ex);
+  ~ssh_connection();
+  ssh_connection(const ssh_connection&) = delete;
+  ssh_connection& operator=(const ssh_connection&) = delete;
+
+  bool is_open() const noexcept;
+  // The key of the targets it serves ("" when closed).
+  const std::string& key() const noexcept;
+  // Deliveries that went over it since it was opened.
+  int uses() const noexcept;
+  // Orderly shutdown under the options' shutdown deadline; a closed connection stays closed.
+  boost::asio::awaitable<void> close();
+
+  struct state;  // deliver.cpp
+
+ private:
+  boost::asio::any_io_executor ex_;
+  std::unique_ptr<state> s_;
+  friend state& connection_state(ssh_connection& c);
+};
+
+// Targets with equal keys may share a connection: host, port, user, how they log in, the pinned
+// host key and the credential's secret (as a hash; no copy of the secret is kept).
+std::string ssh_connection_key(const ssh_target& t, const ssh_credential& cred);
+
 // One delivery, DESIGN §4 step by step. `run_id` names the backup ([A-Za-z0-9._-]{1,64}).
 // Arguments are taken by value: the coroutine may outlive the caller's temporaries (co_spawn).
 boost::asio::awaitable<delivery_result> deliver_ssh(ssh_target target, ssh_credential cred, cert_bundle bundle,
                                                     std::string run_id, ssh_options opts = {});
+// The same over `conn`: reused when it is open with this target's key, else (closed first and)
+// opened for it. A success leaves it open for the next target; a failure closes it (a connection
+// in an unknown state is not handed on). A reused connection found dead before anything was
+// written (the server dropped it while idle) is replaced by a new one, once.
+boost::asio::awaitable<delivery_result> deliver_ssh(ssh_target target, ssh_credential cred, cert_bundle bundle,
+                                                    std::string run_id, ssh_options opts, ssh_connection& conn);
 
 // Puts back the files that were in place before run `run_id` on this target, runs the post
 // command, validates (remote hash against the backup). Fails with io_permanent when that run
 // left no backup there.
 boost::asio::awaitable<delivery_result> rollback_ssh(ssh_target target, ssh_credential cred, std::string run_id,
                                                      ssh_options opts = {});
+// The same over `conn`, as deliver_ssh above.
+boost::asio::awaitable<delivery_result> rollback_ssh(ssh_target target, ssh_credential cred, std::string run_id,
+                                                     ssh_options opts, ssh_connection& conn);
 
 struct scanned_host_key {
   std::string line;         // "ssh-ed25519 AAAA…", ready to pin

@@ -53,6 +53,11 @@ struct ssh_target {
   bool validate_remote_hash = false;
 };
 
+// Where the target's sessions go, as the per-destination session limit counts them: "host:port"
+// with the host in lower case ("[v6]:port" for an IPv6 literal). Names are not resolved: a host
+// reached by name and by address counts as two destinations.
+std::string ssh_destination(const ssh_target& t);
+
 // Parses the `ssh` object of a target (DESIGN §6) plus an optional `validate` object:
 // {host, port=22, user, auth?: "key"|"password", host_key, cert_path, key_path, chain_path?, cert_mode="0644",
 //  key_mode="0600", owner?, sudo=false, post_command?}, validate {tls:{host,port,sni?}} |

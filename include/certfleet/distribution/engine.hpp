@@ -41,12 +41,15 @@ boost::asio::awaitable<result<int>> reconcile(store::store& st, const clock_sour
 // exactly once; a lost rollback job closes its run as failed. Returns how many runs it changed.
 boost::asio::awaitable<result<int>> retrigger_lost(store::store& st, const clock_source& clock, int limit = 500);
 
+class delivery_phase_metrics;  // certfleet/distribution/phase_metrics.hpp
+
 struct engine_options {
   const kek* key = nullptr;  // opens sealed certificate keys and credentials
   boost::asio::thread_pool* cpu = nullptr;  // resolution, file I/O
   std::chrono::milliseconds lock_poll{100};  // waiting for a held target-path/distribution lock
   std::chrono::milliseconds lock_ttl{600'000};
   std::string ca_pem;  // extra trust anchors for webhook targets/notifications (tests)
+  delivery_phase_metrics* phases = nullptr;  // /metrics: the phases of every delivery (outlives the handlers)
 };
 
 // distribution_execute, distribution_rollback, notification.send (notify.hpp), the expiration check

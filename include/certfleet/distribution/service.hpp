@@ -5,6 +5,7 @@
 #include "certfleet/core/clock.hpp"
 #include "certfleet/core/secrets.hpp"
 #include "certfleet/distribution/runs.hpp"
+#include "certfleet/distribution/run_view.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/store/catalog.hpp"
 
@@ -66,7 +67,10 @@ class service {
   op<boost::json::value> rollback(std::string project_id, std::string id, std::string body, std::string actor);
   // Cancels pending and held children, asks active ones to stop; the run ends cancelled.
   op<boost::json::value> cancel(std::string project_id, std::string id);
-  op<boost::json::value> results(std::string project_id, std::string id, std::int64_t run_no, int page, int page_size);
+  // A run's outcomes (one per target, pending included for the current run) that pass `filter`,
+  // paged; with the counts per status and error class and the long tail of the whole run.
+  op<boost::json::value> results(std::string project_id, std::string id, std::int64_t run_no, int page, int page_size,
+                                 result_filter filter = {});
   // The host keys a target's server offers: shown for an operator to compare and pin.
   op<boost::json::value> scan_host_key(std::string project_id, std::string target_id);
   // Sends a test message to a notification channel now and says what happened (notify.hpp's
@@ -84,7 +88,8 @@ class service {
   std::string ca_pem_;
 };
 
-// The distribution's API view: definition, current run, fan-out counters and target summary.
+// The distribution's API view: definition, current run, fan-out counters (with the batches and
+// the retry-wave children apart), target summary and the run's long tail.
 boost::json::object distribution_view(const store::distribution_record& d,
                                       const std::vector<store::target_result>& outcomes,
                                       const std::vector<store::finalized_child>& finalized);

@@ -122,6 +122,7 @@ class lease_store;        // certfleet/store/maintenance.hpp
 class maintenance_store;  // certfleet/store/maintenance.hpp
 class observe_store;  // certfleet/store/auth.hpp
 class catalog_store;  // certfleet/store/catalog.hpp
+class session_slot_store;  // certfleet/store/session_slots.hpp
 
 class store {
  public:
@@ -133,6 +134,7 @@ class store {
   virtual lease_store& leases() = 0;              // the scheduler's leader lease
   virtual maintenance_store& maintenance() = 0;  // retention, backup
   virtual catalog_store& catalog() = 0;          // certificates, targets, distributions
+  virtual session_slot_store& session_slots() = 0;  // SSH sessions per destination (issue 20)
   // A round trip to the store (/readyz); while writes are refused for a full disk, a small
   // write, failing with store_disk_full until space is freed.
   virtual task<void> ping() = 0;
@@ -154,5 +156,14 @@ struct sqlite_options {
 
 // Opens (creating if needed) and migrates the SQLite store.
 result<std::unique_ptr<store>> open_sqlite(const sqlite_options& options);
+
+// A look at a store file without changing it (`certfleet doctor`): opened read-only, never
+// migrated. Errors (store_failure, field "data"): the file cannot be opened or read as SQLite.
+struct sqlite_file_report {
+  int schema_version = 0;        // migrations applied to the file (0: not a certfleet store yet)
+  int build_schema_version = 0;  // migrations this build knows
+  std::vector<std::string> integrity;  // PRAGMA integrity_check: {"ok"}, or up to 20 problems
+};
+result<sqlite_file_report> inspect_sqlite(const std::string& path);
 
 }  // namespace certfleet::store

@@ -10,6 +10,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
+#include <functional>
 #include <memory>
 
 #include "certfleet/delivery/pem.hpp"
@@ -193,10 +194,227 @@ step check_request(const ssh_target& t, const std::string& run_id) {
   return std::nullopt;
 }
 
+// The delivery after login (hash check, upload, install, validate) over an open session.
+// `wrote` turns true once something may have changed on the target.
+awaitable<void> deliver_body(detail::session& s, recorder& rec, const ssh_target& t, const cert_bundle& bundle,
+                             const std::string& run_id, const ssh_options& opts, const std::string& where, bool& wrote) {
+  std::vector<std::pair<std::string, const std::string*>> files{{t.cert_path, &bundle.cert_pem}, {t.key_path, &bundle.key_pem}};
+  if (!t.chain_path.empty()) files.emplace_back(t.chain_path, &bundle.chain_pem);
+
+  // Hash-skip: delivery is idempotent; identical files on the host mean nothing to do.
+  rec.begin("hash_check");
+  bool all_same = true;
+  for (auto& [path, data] : files) {
+    detail::remote_read rr;
+    if (auto f = co_await s.read_file(path, rr)) { rec.fail(*f); co_return; }
+    // Unreadable (a root-owned key seen by a sudo target's user): cannot tell, so deliver.
+    if (rr.missing || rr.too_big || rr.unreadable || sha256_hex(rr.data) != sha256_hex(*data)) { all_same = false; break; }
+  }
+  rec.end();
+  if (all_same) {
+    rec.r.status = delivery_status::skipped_by_hash;
+    spdlog::debug("delivery[{}] run {}: files already match, nothing uploaded", where, run_id);
+    co_return;
+  }
+
+  wrote = true;
+  rec.begin("upload");
+  std::vector<detail::remote_file> remote;
+  for (auto& [path, mode] : target_files(t)) remote.push_back({path, detail::temp_path_for(path, run_id), mode, {}});
+  if (t.sudo) {
+    // The login user can rarely write where root-owned services read their keys: stage the
+    // files in the user's own 0700 directory; the sudo'd script copies them next to their
+    // destination, from where the mv -f into place stays one atomic rename.
+    std::string home;
+    if (auto f = co_await s.home_dir(home)) { rec.fail(*f); co_return; }
+    std::string staging = detail::staging_dir_for(home, run_id);
+    co_await s.make_dir(staging.substr(0, staging.rfind('/')), 0700);
+    co_await s.make_dir(staging, 0700);
+    for (std::size_t i = 0; i < remote.size(); ++i)
+      remote[i].staged = staging + "/" + std::to_string(i) + "-" + remote[i].path.substr(remote[i].path.rfind('/') + 1);
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto& dest = remote[i].staged.empty() ? remote[i].temp : remote[i].staged;
+    if (auto f = co_await s.write_file(dest, *files[i].second, remote[i].mode)) {
+      rec.fail(*f);
+      // Best effort: leave no temp (with key material) behind on a connection that still works.
+      for (std::size_t j = 0; j <= i; ++j)
+        (void)co_await s.remove_file(remote[j].staged.empty() ? remote[j].temp : remote[j].staged);
+      co_return;
+    }
+  }
+  rec.end();
+
+  rec.begin("install");
+  detail::exec_output out;
+  auto f = co_await s.exec(detail::wrap_command(detail::install_script(remote, run_id, t.owner, t.post_command), t.sudo), out);
+  auto rep = detail::parse_report(out.out);
+  rec.r.remote_stderr = detail::trim_output(out.err);
+  if (auto f2 = detail::exec_outcome(exec_context_for(detail::script_kind::install, t, opts), std::move(f), out, rep)) {
+    rec.fail(*f2);
+    if (detail::restore_needed(detail::failed_stage::install, rep)) co_await restore_after_failure(s, rec, t, run_id, opts);
+    co_return;
+  }
+  rec.end();
+
+  if (t.validate_tls || t.validate_remote_hash) {
+    rec.begin("validate");
+    step vf;
+    if (t.validate_tls) {
+      vf = co_await validate_tls(opts, *t.validate_tls, rec.r.fingerprint_sha256);
+    } else {
+      for (auto& [path, data] : files) {
+        detail::remote_read rr;
+        if ((vf = co_await s.read_file(path, rr))) break;
+        std::string got;
+        if (rr.unreadable && t.sudo) {
+          // The file is root's now: let sha256sum (under the same sudo) read it.
+          detail::exec_output ho;
+          if ((vf = co_await s.exec(detail::wrap_command("sha256sum -- " + shell_quote(path), true), ho))) break;
+          got = ho.out.substr(0, ho.out.find(' '));
+        } else if (!rr.missing && !rr.unreadable) {
+          got = sha256_hex(rr.data);
+        }
+        if (got != sha256_hex(*data)) {
+          vf = failure{classify(cause_kind::remote_hash_mismatch), path + " does not hold the delivered bytes"};
+          break;
+        }
+      }
+    }
+    if (vf) {
+      rec.fail(*vf);
+      if (detail::restore_needed(detail::failed_stage::validate, rep)) co_await restore_after_failure(s, rec, t, run_id, opts);
+      co_return;
+    }
+    rec.end();
+  }
+  rec.r.status = delivery_status::succeeded;
+}
+
+// The rollback after login: read the backups, restore, validate.
+awaitable<void> rollback_body(detail::session& s, recorder& rec, const ssh_target& t, const std::string& run_id,
+                              const ssh_options& opts, const std::string&, bool& wrote) {
+  // Read the backups first: their bytes are what validation must find afterwards.
+  rec.begin("read_backup");
+  std::vector<std::pair<std::string, detail::remote_read>> backups;
+  for (auto& [path, mode] : target_files(t)) {
+    detail::remote_read rr;
+    if (auto f = co_await s.read_file(detail::backup_path_for(path, run_id), rr)) { rec.fail(*f); co_return; }
+    backups.emplace_back(path, std::move(rr));
+  }
+  rec.end();
+  wrote = true;
+  rec.begin("restore");
+  if (auto f = co_await run_restore(s, t, run_id, rec.r, opts)) { rec.fail(*f); co_return; }
+  rec.end();
+  const auto& cert_backup = backups.front().second;
+  if (!cert_backup.missing && !cert_backup.too_big && !cert_backup.unreadable)
+    if (auto fp = certificate_fingerprint(cert_backup.data)) rec.r.fingerprint_sha256 = *fp;
+  rec.begin("validate");
+  if (t.validate_tls && !rec.r.fingerprint_sha256.empty()) {
+    if (auto f = co_await validate_tls(opts, *t.validate_tls, rec.r.fingerprint_sha256)) { rec.fail(*f); co_return; }
+  } else {
+    for (auto& [path, b] : backups) {
+      // A root-only backup (sudo target) was restored by the sudo'd script; its exit status
+      // is the check there.
+      if (b.too_big || b.unreadable) continue;
+      detail::remote_read now;
+      if (auto f = co_await s.read_file(path, now)) { rec.fail(*f); co_return; }
+      // A backup that does not exist is the ".absent" marker: the file must be gone again.
+      if (now.missing != b.missing || now.data != b.data) {
+        rec.fail({classify(cause_kind::remote_hash_mismatch), path + " does not hold the backed-up bytes after restore"});
+        co_return;
+      }
+    }
+  }
+  rec.end();
+  rec.r.status = delivery_status::succeeded;
+}
+
+}  // namespace
+
+struct ssh_connection::state {
+  ssh_options opts;  // the session keeps a reference: set before it is made, kept while it lives
+  std::unique_ptr<detail::session> session;
+  std::string key;
+  int uses = 0;
+
+  awaitable<void> close() {
+    if (session) co_await session->close();
+    session.reset();
+    key.clear();
+    uses = 0;
+  }
+};
+
+ssh_connection::state& connection_state(ssh_connection& c) { return *c.s_; }
+
+ssh_connection::ssh_connection(asio::any_io_executor ex) : ex_(std::move(ex)), s_(std::make_unique<state>()) {}
+ssh_connection::~ssh_connection() = default;
+bool ssh_connection::is_open() const noexcept { return s_->session != nullptr; }
+const std::string& ssh_connection::key() const noexcept { return s_->key; }
+int ssh_connection::uses() const noexcept { return s_->uses; }
+awaitable<void> ssh_connection::close() { co_await s_->close(); }
+
+std::string ssh_connection_key(const ssh_target& t, const ssh_credential& cred) {
+  // Length-prefixed, so no two different secrets hash alike by moving a boundary.
+  std::string secret;
+  for (const auto* part : {&cred.private_key_pem, &cred.passphrase, &cred.password})
+    secret += std::to_string(part->size()) + ":" + *part;
+  return t.user + "@" + ssh_destination(t) + " " + ssh_auth_name(t.auth) + " " + t.pinned.to_line() + " " +
+         sha256_hex(secret);
+}
+
+namespace {
+
+using body_fn = std::function<awaitable<void>(detail::session&, recorder&, bool& wrote)>;
+
+// The common frame of a delivery or rollback over `conn`: reuse or open the connection, run the
+// body, hand the connection on after a success or close it after a failure.
+awaitable<delivery_result> over_connection(recorder rec, const ssh_target& t, const ssh_credential& cred,
+                                           const ssh_options& opts, ssh_connection& conn, const std::string& where,
+                                           const body_fn& body) {
+  auto& c = connection_state(conn);
+  const auto key = ssh_connection_key(t, cred);
+  const auto checked = rec;  // the pre-flight phase, for a second try on a new connection
+  bool reused = c.session && c.key == key;
+  for (;;) {
+    if (!reused) {
+      co_await c.close();
+      c.opts = opts;
+      auto ex = co_await asio::this_coro::executor;
+      c.session = std::make_unique<detail::session>(ex, c.opts);
+      if (auto f = co_await open_session(*c.session, rec, t, cred, c.opts)) {
+        rec.fail(*f);
+        break;
+      }
+      c.key = key;
+    }
+    bool wrote = false;
+    co_await body(*c.session, rec, wrote);
+    // A reused connection the server dropped while it sat idle fails at its first read, before
+    // anything was written: that target gets a new connection instead of a failure.
+    if (!rec.r.ok() && reused && !wrote && retryable(rec.r.cls)) {
+      spdlog::debug("delivery[{}]: the reused connection failed ({}); opening a new one", where, rec.r.error);
+      rec = checked;
+      reused = false;
+      continue;
+    }
+    break;
+  }
+  rec.r.reused_connection = reused;
+  if (rec.r.ok()) {
+    ++c.uses;
+  } else {
+    co_await c.close();
+  }
+  co_return std::move(rec.r);
+}
+
 }  // namespace
 
 awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_bundle bundle, std::string run_id,
-                                       ssh_options opts) {
+                                       ssh_options opts, ssh_connection& conn) {
   recorder rec;
   rec.begin("check");
   if (auto f = check_request(t, run_id)) co_return rec.fail(*f);
@@ -205,165 +423,50 @@ awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_b
   rec.r.fingerprint_sha256 = *fp;
   rec.end();
 
-  auto ex = co_await asio::this_coro::executor;
-  detail::session s(ex, opts);
   const std::string where = t.user + "@" + t.host + ":" + std::to_string(t.port);
   spdlog::debug("delivery[{}] run {}: start ({} files)", where, run_id, t.chain_path.empty() ? 2 : 3);
-
-  // The body; `s.close()` is awaited after it whatever happened.
-  auto body = [&]() -> awaitable<void> {
-    if (auto f = co_await open_session(s, rec, t, cred, opts)) { rec.fail(*f); co_return; }
-
-    std::vector<std::pair<std::string, const std::string*>> files{{t.cert_path, &bundle.cert_pem}, {t.key_path, &bundle.key_pem}};
-    if (!t.chain_path.empty()) files.emplace_back(t.chain_path, &bundle.chain_pem);
-
-    // Hash-skip: delivery is idempotent; identical files on the host mean nothing to do.
-    rec.begin("hash_check");
-    bool all_same = true;
-    for (auto& [path, data] : files) {
-      detail::remote_read rr;
-      if (auto f = co_await s.read_file(path, rr)) { rec.fail(*f); co_return; }
-      // Unreadable (a root-owned key seen by a sudo target's user): cannot tell, so deliver.
-      if (rr.missing || rr.too_big || rr.unreadable || sha256_hex(rr.data) != sha256_hex(*data)) { all_same = false; break; }
-    }
-    rec.end();
-    if (all_same) {
-      rec.r.status = delivery_status::skipped_by_hash;
-      spdlog::debug("delivery[{}] run {}: files already match, nothing uploaded", where, run_id);
-      co_return;
-    }
-
-    rec.begin("upload");
-    std::vector<detail::remote_file> remote;
-    for (auto& [path, mode] : target_files(t)) remote.push_back({path, detail::temp_path_for(path, run_id), mode, {}});
-    if (t.sudo) {
-      // The login user can rarely write where root-owned services read their keys: stage the
-      // files in the user's own 0700 directory; the sudo'd script copies them next to their
-      // destination, from where the mv -f into place stays one atomic rename.
-      std::string home;
-      if (auto f = co_await s.home_dir(home)) { rec.fail(*f); co_return; }
-      std::string staging = detail::staging_dir_for(home, run_id);
-      co_await s.make_dir(staging.substr(0, staging.rfind('/')), 0700);
-      co_await s.make_dir(staging, 0700);
-      for (std::size_t i = 0; i < remote.size(); ++i)
-        remote[i].staged = staging + "/" + std::to_string(i) + "-" + remote[i].path.substr(remote[i].path.rfind('/') + 1);
-    }
-    for (std::size_t i = 0; i < files.size(); ++i) {
-      const auto& dest = remote[i].staged.empty() ? remote[i].temp : remote[i].staged;
-      if (auto f = co_await s.write_file(dest, *files[i].second, remote[i].mode)) {
-        rec.fail(*f);
-        // Best effort: leave no temp (with key material) behind on a connection that still works.
-        for (std::size_t j = 0; j <= i; ++j)
-          (void)co_await s.remove_file(remote[j].staged.empty() ? remote[j].temp : remote[j].staged);
-        co_return;
-      }
-    }
-    rec.end();
-
-    rec.begin("install");
-    detail::exec_output out;
-    auto f = co_await s.exec(detail::wrap_command(detail::install_script(remote, run_id, t.owner, t.post_command), t.sudo), out);
-    auto rep = detail::parse_report(out.out);
-    rec.r.remote_stderr = detail::trim_output(out.err);
-    if (auto f2 = detail::exec_outcome(exec_context_for(detail::script_kind::install, t, opts), std::move(f), out, rep)) {
-      rec.fail(*f2);
-      if (detail::restore_needed(detail::failed_stage::install, rep)) co_await restore_after_failure(s, rec, t, run_id, opts);
-      co_return;
-    }
-    rec.end();
-
-    if (t.validate_tls || t.validate_remote_hash) {
-      rec.begin("validate");
-      step vf;
-      if (t.validate_tls) {
-        vf = co_await validate_tls(opts, *t.validate_tls, rec.r.fingerprint_sha256);
-      } else {
-        for (auto& [path, data] : files) {
-          detail::remote_read rr;
-          if ((vf = co_await s.read_file(path, rr))) break;
-          std::string got;
-          if (rr.unreadable && t.sudo) {
-            // The file is root's now: let sha256sum (under the same sudo) read it.
-            detail::exec_output ho;
-            if ((vf = co_await s.exec(detail::wrap_command("sha256sum -- " + shell_quote(path), true), ho))) break;
-            got = ho.out.substr(0, ho.out.find(' '));
-          } else if (!rr.missing && !rr.unreadable) {
-            got = sha256_hex(rr.data);
-          }
-          if (got != sha256_hex(*data)) {
-            vf = failure{classify(cause_kind::remote_hash_mismatch), path + " does not hold the delivered bytes"};
-            break;
-          }
-        }
-      }
-      if (vf) {
-        rec.fail(*vf);
-        if (detail::restore_needed(detail::failed_stage::validate, rep)) co_await restore_after_failure(s, rec, t, run_id, opts);
-        co_return;
-      }
-      rec.end();
-    }
-    rec.r.status = delivery_status::succeeded;
+  body_fn body = [&](detail::session& s, recorder& r, bool& wrote) {
+    return deliver_body(s, r, t, bundle, run_id, opts, where, wrote);
   };
-  co_await body();
-  co_await s.close();
-  if (rec.r.ok())
-    spdlog::debug("delivery[{}] run {}: {} ({})", where, run_id, delivery_status_name(rec.r.status), rec.r.fingerprint_sha256);
+  auto r = co_await over_connection(std::move(rec), t, cred, opts, conn, where, body);
+  if (r.ok())
+    spdlog::debug("delivery[{}] run {}: {} ({}{})", where, run_id, delivery_status_name(r.status), r.fingerprint_sha256,
+                  r.reused_connection ? ", reused connection" : "");
   else
-    spdlog::debug("delivery[{}] run {}: failed [{}] {}", where, run_id, error_class_name(rec.r.cls), rec.r.error);
-  co_return std::move(rec.r);
+    spdlog::debug("delivery[{}] run {}: failed [{}] {}", where, run_id, error_class_name(r.cls), r.error);
+  co_return r;
 }
 
-awaitable<delivery_result> rollback_ssh(ssh_target t, ssh_credential cred, std::string run_id,
-                                        ssh_options opts) {
+awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_bundle bundle, std::string run_id,
+                                       ssh_options opts) {
+  auto ex = co_await asio::this_coro::executor;
+  ssh_connection conn(ex);
+  auto r = co_await deliver_ssh(std::move(t), std::move(cred), std::move(bundle), std::move(run_id), std::move(opts), conn);
+  co_await conn.close();
+  co_return r;
+}
+
+awaitable<delivery_result> rollback_ssh(ssh_target t, ssh_credential cred, std::string run_id, ssh_options opts,
+                                        ssh_connection& conn) {
   recorder rec;
   rec.begin("check");
   if (auto f = check_request(t, run_id)) co_return rec.fail(*f);
   rec.end();
-  auto ex = co_await asio::this_coro::executor;
-  detail::session s(ex, opts);
-  auto body = [&]() -> awaitable<void> {
-    if (auto f = co_await open_session(s, rec, t, cred, opts)) { rec.fail(*f); co_return; }
-    // Read the backups first: their bytes are what validation must find afterwards.
-    rec.begin("read_backup");
-    std::vector<std::pair<std::string, detail::remote_read>> backups;
-    for (auto& [path, mode] : target_files(t)) {
-      detail::remote_read rr;
-      if (auto f = co_await s.read_file(detail::backup_path_for(path, run_id), rr)) { rec.fail(*f); co_return; }
-      backups.emplace_back(path, std::move(rr));
-    }
-    rec.end();
-    rec.begin("restore");
-    if (auto f = co_await run_restore(s, t, run_id, rec.r, opts)) { rec.fail(*f); co_return; }
-    rec.end();
-    const auto& cert_backup = backups.front().second;
-    if (!cert_backup.missing && !cert_backup.too_big && !cert_backup.unreadable)
-      if (auto fp = certificate_fingerprint(cert_backup.data)) rec.r.fingerprint_sha256 = *fp;
-    rec.begin("validate");
-    if (t.validate_tls && !rec.r.fingerprint_sha256.empty()) {
-      if (auto f = co_await validate_tls(opts, *t.validate_tls, rec.r.fingerprint_sha256)) { rec.fail(*f); co_return; }
-    } else {
-      for (auto& [path, b] : backups) {
-        // A root-only backup (sudo target) was restored by the sudo'd script; its exit status
-        // is the check there.
-        if (b.too_big || b.unreadable) continue;
-        detail::remote_read now;
-        if (auto f = co_await s.read_file(path, now)) { rec.fail(*f); co_return; }
-        // A backup that does not exist is the ".absent" marker: the file must be gone again.
-        if (now.missing != b.missing || now.data != b.data) {
-          rec.fail({classify(cause_kind::remote_hash_mismatch), path + " does not hold the backed-up bytes after restore"});
-          co_return;
-        }
-      }
-    }
-    rec.end();
-    rec.r.status = delivery_status::succeeded;
+  const std::string where = t.user + "@" + t.host + ":" + std::to_string(t.port);
+  body_fn body = [&](detail::session& s, recorder& r, bool& wrote) {
+    return rollback_body(s, r, t, run_id, opts, where, wrote);
   };
-  co_await body();
-  co_await s.close();
-  spdlog::debug("rollback[{}@{}:{}] run {}: {} {}", t.user, t.host, t.port, run_id, delivery_status_name(rec.r.status),
-                rec.r.error);
-  co_return std::move(rec.r);
+  auto r = co_await over_connection(std::move(rec), t, cred, opts, conn, where, body);
+  spdlog::debug("rollback[{}] run {}: {} {}", where, run_id, delivery_status_name(r.status), r.error);
+  co_return r;
+}
+
+awaitable<delivery_result> rollback_ssh(ssh_target t, ssh_credential cred, std::string run_id, ssh_options opts) {
+  auto ex = co_await asio::this_coro::executor;
+  ssh_connection conn(ex);
+  auto r = co_await rollback_ssh(std::move(t), std::move(cred), std::move(run_id), std::move(opts), conn);
+  co_await conn.close();
+  co_return r;
 }
 
 awaitable<result<void>> check_ssh_destination(std::string host, std::uint16_t port, std::string field, ssh_options opts) {

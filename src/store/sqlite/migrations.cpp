@@ -6,7 +6,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 8> migrations{{
+constexpr std::array<const char*, 9> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -248,6 +248,20 @@ CREATE INDEX jobs_project_type_status ON jobs (project_id, type, status, id) WHE
 ALTER TABLE distributions ADD COLUMN auto_execute INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE distributions ADD COLUMN run_certificate_version INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE distributions ADD COLUMN run_trigger TEXT;
+)sql",
+    // 9: session slots per SSH destination (issue 20), each held by one job attempt (job id +
+    // fence) until released or expired; an acquire frees its destination's dead slots first.
+    R"sql(
+CREATE TABLE session_slots (
+  id INTEGER PRIMARY KEY,
+  destination TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  fence INTEGER NOT NULL,
+  acquired_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL
+);
+CREATE INDEX session_slots_destination ON session_slots (destination);
+CREATE INDEX session_slots_holder ON session_slots (job_id, fence);
 )sql",
 }};
 }  // namespace

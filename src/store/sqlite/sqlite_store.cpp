@@ -7,6 +7,7 @@
 #include "sqlite_auth.hpp"
 #include "sqlite_catalog.hpp"
 #include "sqlite_maintenance.hpp"
+#include "sqlite_session_slots.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -163,7 +164,8 @@ class sqlite_store final : public store, public job_store, public project_store 
         maintenance_(make_maintenance_stores(writer_, readers_)),
         catalog_(make_catalog_store(writer_, readers_, [](db& d) -> std::unique_ptr<job_tx> {
           return std::make_unique<tx_impl>(d);
-        })) {}
+        })),
+        slots_(make_session_slot_store(writer_, readers_)) {}
   ~sqlite_store() override { close(); }
 
   job_store& jobs() override { return *this; }
@@ -173,6 +175,7 @@ class sqlite_store final : public store, public job_store, public project_store 
   lease_store& leases() override { return maintenance_->leases(); }
   maintenance_store& maintenance() override { return maintenance_->maintenance(); }
   catalog_store& catalog() override { return *catalog_; }
+  session_slot_store& session_slots() override { return *slots_; }
   void close() override {
     writer_.close();
     readers_.close();
@@ -742,6 +745,7 @@ class sqlite_store final : public store, public job_store, public project_store 
   std::unique_ptr<auth_stores> auth_;
   std::unique_ptr<maintenance_stores> maintenance_;
   std::unique_ptr<catalog_store> catalog_;
+  std::unique_ptr<session_slot_store> slots_;
 };
 
 }  // namespace
