@@ -95,7 +95,7 @@ result<key_type> private_key_type(std::string_view key_pem, std::string_view fie
   return *t;
 }
 
-result<std::string> make_csr(std::string_view key_pem, const std::vector<std::string>& domains) {
+result<void> check_domains(const std::vector<std::string>& domains) {
   if (domains.empty()) return bad("domains", "domains must name at least one DNS name");
   if (domains.size() > max_domains) return bad("domains", "domains may have at most " + std::to_string(max_domains) + " names");
   std::vector<std::string> seen;
@@ -109,6 +109,11 @@ result<std::string> make_csr(std::string_view key_pem, const std::vector<std::st
     if (std::find(seen.begin(), seen.end(), l) != seen.end()) return bad(f, f + " repeats an earlier name");
     seen.push_back(l);
   }
+  return {};
+}
+
+result<std::string> make_csr(std::string_view key_pem, const std::vector<std::string>& domains) {
+  if (auto ok = check_domains(domains); !ok) return std::move(ok).error();
   auto key = read_private_key(key_pem);
   if (!key) return bad("key_pem", "key_pem is not an unencrypted PEM private key");
   auto type = type_of(key.get());

@@ -106,7 +106,8 @@ std::string extra_ca_pem() {
 void register_handlers(queue::handler_registry& r, const settings_map& s, const kek* key, asio::thread_pool* cpu,
                        distribution::delivery_phase_metrics* phases) {
   queue::register_noop(r);
-  scheduler::register_sweep_handler(r, s.integer("job_retention_s") * 1000, s.integer("audit_retention_s") * 1000);
+  scheduler::register_sweep_handler(r, s.integer("job_retention_s") * 1000, s.integer("audit_retention_s") * 1000, cpu,
+                                    extra_ca_pem());
   auto o = std::make_shared<distribution::engine_options>();
   o->key = key;
   o->cpu = cpu;

@@ -35,7 +35,7 @@ result<std::string> valid_ui_base_url(const setting_def& def, std::string_view v
 result<std::string> valid_optional_listen(const setting_def& def, std::string_view value);
 result<std::string> valid_certificate_ref(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 37> table{{
+constexpr std::array<setting_def, 39> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -110,6 +110,10 @@ constexpr std::array<setting_def, 37> table{{
     {"ssh_allow_list", T::string, S::system, 0, 0, "", "",
      "CIDRs and host names (egress_allow_list grammar) that SSH targets may connect to; empty allows any destination.",
      valid_allow_list, ssh_allow_list_invalid},
+    {"acme_dns_propagation_timeout_s", T::integer, S::system, 10, 3600, "300", "",
+     "How long an ACME job waits for its DNS-01 TXT records to be answered by every authoritative server of the zone before it gives up (transient: the job retries)."},
+    {"acme_dns_nameserver_port", T::integer, S::system, 1, 65535, "53", "",
+     "The port on which the DNS-01 propagation check asks the zone's NS servers (the provider's own server is asked at its configured port). 53 everywhere but in test setups."},
     {"ui_base_url", T::string, S::system, 0, 0, "", "",
      "The web UI's address as people reach it (https://certfleet.example.com): notification messages link to the job, distribution or certificate there; empty sends no links.",
      valid_ui_base_url},

@@ -160,7 +160,7 @@ std::string certificate_doc_json(const certificate_doc& d) {
                                        {"not_before", v.not_before},
                                        {"not_after", v.not_after},
                                        {"created_at", v.created_at}});
-  return json::serialize(json::object{{"subject", d.subject},
+  json::object doc{{"subject", d.subject},
                                       {"issuer", d.issuer},
                                       {"sans", std::move(sans)},
                                       {"not_before", d.not_before},
@@ -175,7 +175,19 @@ std::string certificate_doc_json(const certificate_doc& d) {
                                       {"version_created_at", d.version_created_at},
                                       {"versions", std::move(versions)},
                                       {"source", d.source},
-                                      {"status", d.status}});
+                                      {"status", d.status}};
+  if (d.acme) {
+    json::array domains;
+    for (const auto& n : d.acme->domains) domains.emplace_back(n);
+    doc["acme"] = json::object{{"domains", std::move(domains)},
+                               {"key_type", d.acme->key_type},
+                               {"acme_account_id", d.acme->acme_account_id},
+                               {"dns_provider_id", d.acme->dns_provider_id},
+                               {"profile", d.acme->profile},
+                               {"auto_renew", d.acme->auto_renew},
+                               {"last_error", d.acme->last_error}};
+  }
+  return json::serialize(doc);
 }
 
 result<store::catalog_object> make_certificate_object(const new_certificate& c, const kek& key, std::string id,
@@ -235,6 +247,20 @@ result<certificate_doc> parse_certificate_doc(const store::catalog_object& o, bo
   }
   if (auto src = str(d, "source"); !src.empty()) c.source = std::move(src);
   if (auto st = str(d, "status"); !st.empty()) c.status = std::move(st);
+  if (auto* a = d.if_contains("acme"); a && a->is_object()) {
+    const auto& ao = a->as_object();
+    certificate_acme acme;
+    if (auto* ds = ao.if_contains("domains"); ds && ds->is_array())
+      for (const auto& x : ds->as_array())
+        if (x.is_string()) acme.domains.emplace_back(x.as_string());
+    acme.key_type = str(ao, "key_type");
+    acme.acme_account_id = str(ao, "acme_account_id");
+    acme.dns_provider_id = str(ao, "dns_provider_id");
+    acme.profile = str(ao, "profile");
+    if (auto* r = ao.if_contains("auto_renew"); r && r->is_bool()) acme.auto_renew = r->as_bool();
+    acme.last_error = str(ao, "last_error");
+    c.acme = std::move(acme);
+  }
   if (c.cert_pem.empty() && !allow_unissued)
     return make_error(errc::conflict, fmt::format("certificate {} has no issued version yet", o.id), "certificate_id");
   return c;
@@ -277,6 +303,17 @@ boost::json::object certificate_view(const store::catalog_object& o) {
   v["cert_pem"] = d->cert_pem;
   v["chain_pem"] = d->chain_pem;
   v["versions"] = std::move(versions);
+  if (d->acme) {
+    json::array domains;
+    for (const auto& n : d->acme->domains) domains.emplace_back(n);
+    v["domains"] = std::move(domains);
+    v["key_type"] = d->acme->key_type;
+    v["acme_account_id"] = d->acme->acme_account_id;
+    v["dns_provider_id"] = d->acme->dns_provider_id;
+    if (!d->acme->profile.empty()) v["profile"] = d->acme->profile;
+    v["auto_renew"] = d->acme->auto_renew;
+    if (!d->acme->last_error.empty()) v["last_error"] = d->acme->last_error;
+  }
   return v;
 }
 

@@ -57,6 +57,9 @@ result<version_stored> store_new_version(store::catalog_tx& tx, const kek& key, 
   doc.notified_days.clear();
   doc.source = current->source;
   doc.status = "active";
+  // What an ACME certificate is renewed with stays; the failure of an earlier attempt is over.
+  doc.acme = current->acme;
+  if (doc.acme) doc.acme->last_error.clear();
 
   store::catalog_object updated = cert;
   updated.doc = certificate_doc_json(doc);

@@ -2,6 +2,7 @@
 // target (fenced by the job's attempt), and leave the reporting to the terminal hook
 // (report.cpp), which runs in the transaction that ends the job. notification.send is notify.cpp's.
 #include "certfleet/distribution/engine.hpp"
+#include "certfleet/distribution/acme_jobs.hpp"
 
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/settings.hpp"
@@ -734,6 +735,11 @@ void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_
   notify->ca_pem = options->ca_pem;
   register_notification_handler(r, std::move(notify));
   register_expiration_check(r);
+  auto acme = std::make_shared<acme_job_options>();
+  acme->key = options->key;
+  acme->cpu = options->cpu;
+  acme->ca_pem = options->ca_pem;
+  register_acme_handlers(r, std::move(acme));
 }
 
 namespace {

@@ -26,7 +26,11 @@ bool running_longer_than_expected(const store::distribution_record& d, time_ms n
 catalog_gauges count_gauges(const std::vector<store::catalog_object>& expiring_certificates,
                             const std::vector<store::distribution_record>& running, time_ms now) {
   catalog_gauges g;
-  for (const auto& c : expiring_certificates) ++(c.not_after <= now ? g.certificates_expired : g.certificates_expiring_soon);
+  for (const auto& c : expiring_certificates) {
+    // not_after 0: an ACME certificate whose first issuance is under way has no expiry yet.
+    if (c.not_after == 0) continue;
+    ++(c.not_after <= now ? g.certificates_expired : g.certificates_expiring_soon);
+  }
   g.distributions_running = static_cast<std::int64_t>(running.size());
   for (const auto& d : running)
     if (running_longer_than_expected(d, now)) ++g.distributions_running_long;

@@ -6,6 +6,8 @@
 #include "certfleet/core/settings.hpp"
 #include "certfleet/delivery/file.hpp"
 #include "certfleet/delivery/ssh.hpp"
+#include "certfleet/distribution/acme_catalog.hpp"
+#include "certfleet/distribution/acme_jobs.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/certificates.hpp"
 #include "certfleet/distribution/engine.hpp"
@@ -125,6 +127,27 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
     auto c = parse_certificate_request(body, now);
     if (!c) co_return std::move(c).error();
     auto o = make_certificate_object(*c, *key_, id, project_id, now);
+    if (!o) co_return std::move(o).error();
+    *obj = std::move(*o);
+  } else if (kind == store::kind_acme_account) {
+    if (!key_) co_return no_key();
+    auto a = parse_acme_account_request(body);
+    if (!a) co_return std::move(a).error();
+    // Registration is synchronous (DESIGN §9): the CA's refusal is the answer, nothing stored.
+    acme_job_options ao;
+    ao.key = key_;
+    ao.cpu = cpu_;
+    ao.ca_pem = ca_pem_;
+    auto reg = co_await register_acme_account(*a, ao);
+    if (!reg) co_return std::move(reg).error();
+    auto o = make_acme_account_object(*a, *key_, id, project_id, now);
+    if (!o) co_return std::move(o).error();
+    *obj = std::move(*o);
+  } else if (kind == store::kind_dns_provider) {
+    if (!key_) co_return no_key();
+    auto p = parse_dns_provider_request(body);
+    if (!p) co_return std::move(p).error();
+    auto o = make_dns_provider_object(*p, *key_, id, project_id, now);
     if (!o) co_return std::move(o).error();
     *obj = std::move(*o);
   } else if (kind == store::kind_credential) {
@@ -273,6 +296,23 @@ op<json::value> service::remove(std::string_view kind_view, std::string project_
     }
     if (kind == store::kind_channel)
       if (auto u = in_use(store::kind_rule); !u) return u;
+    if (kind == store::kind_acme_account)
+      if (auto u = in_use(store::kind_certificate); !u) return u;
+    if (kind == store::kind_dns_provider) {
+      // Certificates name their provider in their document: read them (a project has few).
+      for (int page = 1;; ++page) {
+        auto certs = tx.list_objects(project_id, store::kind_certificate, page, 200);
+        if (!certs) return std::move(certs).error();
+        for (const auto& c : certs->items) {
+          auto d = parse_certificate_doc(c, true);
+          if (d && d->acme && d->acme->dns_provider_id == id)
+            return make_error(errc::conflict,
+                              fmt::format("dns_provider {} is used by certificate {}; delete or change it first", id, c.id),
+                              "id");
+        }
+        if (certs->items.size() < 200) break;
+      }
+    }
     if (kind == store::kind_certificate) {
       auto d = tx.distributions_using(project_id, id);
       if (!d) return std::move(d).error();
@@ -472,6 +512,77 @@ op<json::value> service::add_certificate_version(std::string project_id, std::st
   if (out->contains("auto_execute") && !out->at("auto_execute").as_object().at("runs_opened").as_array().empty() &&
       queue_.on_enqueued)
     queue_.on_enqueued(queue::lane_dist);
+  co_return json::value(std::move(*out));
+}
+
+op<json::value> service::issue_certificate(std::string project_id, std::string body, std::string actor) {
+  auto req = parse_acme_issue_request(body);
+  if (!req) co_return std::move(req).error();
+  auto now = clock_.now_ms();
+  auto cert = std::make_shared<catalog_object>(make_unissued_acme_certificate(*req, new_object_id(), project_id, now));
+  auto job_id = std::make_shared<std::string>();
+  store::tx_fn op = [cert, actor, now, job_id](store::catalog_tx& tx) -> result<void> {
+    auto doc = parse_certificate_doc(*cert, true);
+    if (!doc) return std::move(doc).error();
+    if (auto r = check_ref(tx, cert->project_id, store::kind_acme_account, doc->acme->acme_account_id, "acme_account_id"); !r)
+      return r;
+    if (auto r = check_ref(tx, cert->project_id, store::kind_dns_provider, doc->acme->dns_provider_id, "dns_provider_id"); !r)
+      return r;
+    auto ins = tx.insert_object(*cert);
+    if (!ins) return std::move(ins).error();
+    store::new_job j;
+    j.project_id = cert->project_id;
+    j.type = std::string(queue::job_names::issue_certificate);
+    j.lane = std::string(queue::lane_main);
+    j.payload = acme_job_payload(cert->id);
+    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
+    j.idempotency_key = issue_job_key(cert->id);
+    j.certificate_id = cert->id;
+    j.triggered_by = actor;
+    auto e = tx.jobs().enqueue(j, now);
+    if (!e) return std::move(e).error();
+    *job_id = e->job.id;
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op));
+  if (!w) co_return std::move(w).error();
+  if (queue_.on_enqueued) queue_.on_enqueued(queue::lane_main);
+  co_return json::value(json::object{{"certificate_id", cert->id}, {"job_id", *job_id}});
+}
+
+op<json::value> service::renew_certificate(std::string project_id, std::string id, std::string actor) {
+  auto now = clock_.now_ms();
+  auto out = std::make_shared<json::object>();
+  store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
+    auto cert = tx.get_object(project_id, store::kind_certificate, id);
+    if (!cert) return std::move(cert).error();
+    auto doc = parse_certificate_doc(*cert, true);
+    if (!doc) return std::move(doc).error();
+    if (doc->source != "acme" || !doc->acme)
+      return make_error(errc::conflict,
+                        fmt::format("certificate {} was uploaded: only ACME certificates are renewed (upload a new version "
+                                    "with POST …/certificates/{}/versions)", id, id),
+                        "id");
+    if (doc->version == 0)
+      return make_error(errc::conflict,
+                        fmt::format("certificate {} has no issued version yet: its issue_certificate job issues it", id), "id");
+    store::new_job j;
+    j.project_id = project_id;
+    j.type = std::string(queue::job_names::renew_certificate);
+    j.lane = std::string(queue::lane_main);
+    j.payload = acme_job_payload(id);
+    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
+    j.idempotency_key = renew_job_key(id, doc->not_after);
+    j.certificate_id = id;
+    j.triggered_by = actor;
+    auto e = tx.jobs().enqueue(j, now);
+    if (!e) return std::move(e).error();
+    *out = json::object{{"job_id", e->job.id}, {"created", e->created}};
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op));
+  if (!w) co_return std::move(w).error();
+  if (queue_.on_enqueued) queue_.on_enqueued(queue::lane_main);
   co_return json::value(std::move(*out));
 }
 

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <functional>
 
+#include "certfleet/distribution/acme_jobs.hpp"
 #include "certfleet/distribution/certificates.hpp"
 #include "certfleet/distribution/engine.hpp"
 
@@ -32,7 +33,7 @@ struct sweep_def {
   std::string_view name;
   std::string_view doc;
 };
-constexpr std::array<sweep_def, 4> sweeps{{
+constexpr std::array<sweep_def, 5> sweeps{{
     {"lost_leases", "active jobs past their lease with no attempts left become dead (terminal hooks run)"},
     {"distributions", "re-triggers running distribution runs whose jobs are gone (an execute aborted before its jobs "
                       "were stored): their targets without a job or a result are enqueued again; and opens the run "
@@ -40,6 +41,9 @@ constexpr std::array<sweep_def, 4> sweeps{{
                       "the version was stored"},
     {"fanout_reconcile", "reports finished distribution children missing from their run's count and completes runs "
                          "whose batches have all reported"},
+    {"acme_renewal", "enqueues renew_certificate (key renew:<certificate>:<expires_at_unix>) for each auto-renewing "
+                     "ACME certificate due: at its point in the CA's renewal information window (RFC 9773) when "
+                     "the CA offers it, else in the last third of its lifetime"},
     {"retention", "completed and cancelled jobs (and their logs) older than job_retention_s, and audit entries older "
                   "than audit_retention_s, are deleted in batches"},
 }};
@@ -187,10 +191,14 @@ asio::awaitable<result<int>> in_batches(queue::job_context& ctx, batch_op op) {
 
 }  // namespace
 
-void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, time_ms audit_retention_ms) {
+void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, time_ms audit_retention_ms,
+                            asio::thread_pool* cpu, std::string ca_pem) {
+  auto acme = std::make_shared<distribution::acme_job_options>();
+  acme->cpu = cpu;
+  acme->ca_pem = std::move(ca_pem);
   r.add(
       std::string(queue::job_names::maintenance_sweep),
-      [retention_ms, audit_retention_ms](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
+      [retention_ms, audit_retention_ms, acme](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
         auto p = json::object_reader::parse(ctx.payload(), "payload");
         if (!p) co_return queue::outcome::permanent_failure(p.error().message);
         auto name = p->required_string("name");
@@ -218,6 +226,15 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
           if (!n) co_return queue::outcome::failure(n.error().message);
           auto line = fmt::format("fanout_reconcile: {} distribution runs reported or completed", *n);
           co_await ctx.log("info", std::move(line));
+          co_return queue::outcome::ok();
+        }
+        if (*name == "acme_renewal") {
+          distribution::sweep_logger log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
+            co_await ctx.log(std::move(level), std::move(message));
+          };
+          auto n = co_await distribution::enqueue_due_renewals(ctx.store(), ctx.clock(), acme.get(), std::move(log));
+          if (!n) co_return queue::outcome::failure(n.error().message);
+          co_await ctx.log("info", fmt::format("acme_renewal: {} renew_certificate jobs enqueued", *n));
           co_return queue::outcome::ok();
         }
         if (*name == "retention") {

@@ -135,6 +135,18 @@ TEST_F(api_authz, every_route_every_role) {
     auto t = put_object(store::kind_target);
     return boost::json::serialize(boost::json::object{{"name", "d"}, {"certificate_id", c}, {"target_ids", boost::json::array{boost::json::value(t)}}});
   }();
+  // ACME: an account's registration is synchronous, and nothing answers on the closed port (504
+  // after the role check); a provider needs no peer; an issuance names stored account/provider.
+  const std::string acme_account_body = boost::json::serialize(boost::json::object{
+      {"name", "ca"}, {"directory_url", "https://127.0.0.1:" + std::to_string(closed.port()) + "/dir"}, {"terms_agreed", true}});
+  const std::string dns_provider_body = boost::json::serialize(boost::json::object{
+      {"name", "dns"}, {"kind", "rfc2136"},
+      {"rfc2136", boost::json::object{{"server", "127.0.0.1:53"}, {"tsig_key_name", "k."},
+                                      {"tsig_secret", "bwN2YRfAphUOn8x/kNYV7r4tVchwfR+++ig93ue2IqI="}}}});
+  const std::string issue_body = boost::json::serialize(boost::json::object{
+      {"name", "acme-c"}, {"domains", boost::json::array{"www.example.test"}},
+      {"acme_account_id", put_object(store::kind_acme_account, R"({"directory_url":"https://127.0.0.1:9/dir"})")},
+      {"dns_provider_id", put_object(store::kind_dns_provider, R"({"kind":"rfc2136","rfc2136":{"server":"127.0.0.1:53"}})")}});
   const std::vector<row> rows = {
       // The session routes: sign-in takes a token in the body (none here: 400 for everyone); the
       // session is read and ended with the cookie only.
@@ -192,6 +204,27 @@ TEST_F(api_authz, every_route_every_role) {
          return p + "/certificates/" + std::string(made.json().at("id").as_string()) + "/versions";
        },
        version_body, {401, 403, 403, 201, 201, 404, 201}, std::array<int, 2>{201, 403}},
+      // The second issuance of the same name conflicts; the job is enqueued with the certificate.
+      {api::route_id::certificate_issue, "POST", [&](auto&) { return p + "/certificates/issue"; }, issue_body,
+       {401, 403, 403, 202, 409, 404, 409}, std::array<int, 2>{409, 403}},
+      // An uploaded certificate is not renewed by ACME: refused after the role check.
+      {api::route_id::certificate_renew, "POST",
+       [&](api_authz& t) { return p + "/certificates/" + t.put_object(store::kind_certificate) + "/renew"; }, "",
+       {401, 403, 409, 409, 409, 404, 409}},
+      {api::route_id::acme_accounts_list, "GET", [&](auto&) { return p + "/acme-accounts"; }, "", {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::acme_account_create, "POST", [&](auto&) { return p + "/acme-accounts"; }, acme_account_body,
+       {401, 403, 403, 504, 504, 404, 504}},
+      {api::route_id::acme_account_get, "GET", [&](api_authz& t) { return p + "/acme-accounts/" + t.put_object(store::kind_acme_account); }, "",
+       {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::acme_account_delete, "DELETE", [&](api_authz& t) { return p + "/acme-accounts/" + t.put_object(store::kind_acme_account); }, "",
+       {401, 403, 403, 200, 200, 404, 200}},
+      {api::route_id::dns_providers_list, "GET", [&](auto&) { return p + "/dns-providers"; }, "", {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::dns_provider_create, "POST", [&](auto&) { return p + "/dns-providers"; }, dns_provider_body,
+       {401, 403, 403, 201, 409, 404, 409}},
+      {api::route_id::dns_provider_get, "GET", [&](api_authz& t) { return p + "/dns-providers/" + t.put_object(store::kind_dns_provider); }, "",
+       {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::dns_provider_delete, "DELETE", [&](api_authz& t) { return p + "/dns-providers/" + t.put_object(store::kind_dns_provider); }, "",
+       {401, 403, 403, 200, 200, 404, 200}},
       {api::route_id::certificate_delete, "DELETE", [&](api_authz& t) { return p + "/certificates/" + t.put_object(store::kind_certificate); }, "",
        {401, 403, 403, 200, 200, 404, 200}},
       {api::route_id::credentials_list, "GET", [&](auto&) { return p + "/credentials"; }, "", {401, 200, 200, 200, 200, 404, 200}},

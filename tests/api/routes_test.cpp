@@ -120,7 +120,7 @@ TEST_F(api_routes, enqueue_refusals_change_nothing) {
       {R"({"type":"noop","run_at":"2026-11-29T09:05:18"})", "invalid_argument", "run_at"},
       {R"({"type":"noop","run_at":true})", "invalid_argument", "run_at"},
       {R"({"type":"no_such_type"})", "unknown_job_type", "type"},
-      {R"({"type":"issue_certificate"})", "unknown_job_type", "type"},  // no handler in this build
+      {R"({"type":"revoke_certificate"})", "unknown_job_type", "type"},  // no handler in this build
       {R"({"type":""})", "invalid_argument", "type"},
       // Duplicate keys, at any depth: refused naming the key's path.
       {R"({"type":"noop","payload":{"ms":1,"ms":-5}})", "invalid_argument", "payload.ms"},

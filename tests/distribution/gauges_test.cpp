@@ -41,7 +41,8 @@ TEST(gauges, counts_split_expired_from_expiring_and_long_runs_from_running) {
     c.not_after = not_after;
     return c;
   };
-  std::vector<store::catalog_object> certs{cert(now - day_ms), cert(now), cert(now + 1), cert(now + 29 * day_ms)};
+  // cert(0): an ACME certificate not issued yet, counted as neither.
+  std::vector<store::catalog_object> certs{cert(now - day_ms), cert(now), cert(now + 1), cert(now + 29 * day_ms), cert(0)};
   std::vector<store::distribution_record> running{running_since(now - 2 * expected_run_ms), running_since(now - 60'000),
                                                   running_since(now - expected_run_ms - 1)};
   auto g = count_gauges(certs, running, now);

@@ -20,6 +20,11 @@ result<std::string> generate_private_key(key_type type);
 // Errors: invalid_argument naming `field`.
 result<key_type> private_key_type(std::string_view key_pem, std::string_view field = "key_pem");
 
+// The names of one certificate: 1-100, each a DNS name with at most a leading "*.", no repeats
+// (case-insensitive). Errors: invalid_argument naming "domains" or "domains[i]". make_csr and the
+// API's issue body both check with this.
+result<void> check_domains(const std::vector<std::string>& domains);
+
 // A PKCS#10 CSR (DER) for `domains` (each a DNS SAN, in order; CN = the first when it fits the
 // 64-character limit), signed with `key_pem` (SHA-256; SHA-384 for P-384). Domains are checked:
 // 1-100 names, each a DNS name with at most a leading "*." (errors name "domains[i]").

@@ -31,6 +31,17 @@ struct certificate_version_info {
   time_ms not_before = 0, not_after = 0, created_at = 0;
 };
 
+// What an ACME certificate (source "acme") is issued from and renewed with (DESIGN §9). Kept
+// across versions: store_new_version carries it over.
+struct certificate_acme {
+  std::vector<std::string> domains;  // the order's identifiers, in order (the first is the CN)
+  std::string key_type;              // acme::key_type_name of the certificate key
+  std::string acme_account_id, dns_provider_id;
+  std::string profile;  // a name from the CA's meta.profiles; "" for the CA's default
+  bool auto_renew = true;
+  std::string last_error;  // why the last issuance/renewal failed ("" after a success)
+};
+
 struct certificate_doc {
   std::string subject, issuer;
   std::vector<std::string> sans;
@@ -47,6 +58,7 @@ struct certificate_doc {
   std::vector<certificate_version_info> versions;  // every version, oldest first (the current one last)
   std::string source = "uploaded";  // uploaded | acme
   std::string status = "active";    // active | expired | revoked | pending | failed
+  std::optional<certificate_acme> acme;  // source "acme" only
 };
 
 struct new_certificate {

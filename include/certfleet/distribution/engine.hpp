@@ -52,7 +52,8 @@ struct engine_options {
   delivery_phase_metrics* phases = nullptr;  // /metrics: the phases of every delivery (outlives the handlers)
 };
 
-// distribution_execute, distribution_rollback, notification.send (notify.hpp) and the expiration check.
+// distribution_execute, distribution_rollback, notification.send (notify.hpp), the expiration check
+// and the ACME jobs issue_certificate / renew_certificate (acme_jobs.hpp).
 void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_options> options);
 
 // certificate_expiration_check (DESIGN §3 type table; issue: expiration checks).

@@ -55,6 +55,12 @@ class service {
   // distribution of it with auto_execute opens a run in the same transaction (certificates.hpp).
   op<boost::json::value> add_certificate_version(std::string project_id, std::string id, std::string body,
                                                  std::string actor);
+  // POST …/certificates/issue: an ACME certificate (source acme, version 0, status pending) and
+  // its issue_certificate job (key issue:<id>) in one transaction → {certificate_id, job_id}.
+  op<boost::json::value> issue_certificate(std::string project_id, std::string body, std::string actor);
+  // POST …/certificates/{id}/renew: renew_certificate keyed renew:<id>:<expires_at_unix>, so a
+  // second request while one is pending answers the same job → {job_id, created}.
+  op<boost::json::value> renew_certificate(std::string project_id, std::string id, std::string actor);
   // A new run over the failed (and cancelled) targets of the last run.
   op<boost::json::value> retry_failed(std::string project_id, std::string id, std::string actor);
   // A new run that puts back what run `run_no` (0: the last delivery run) replaced.

@@ -11,6 +11,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include <memory>
 #include <string>
@@ -48,7 +49,9 @@ class scheduler {
 };
 
 // The `maintenance_sweep` job handler (payload {"name", "cycle"}): runs one sweep and logs
-// what it did. Registered in every process that runs workers.
-void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, time_ms audit_retention_ms);
+// what it did. Registered in every process that runs workers. `cpu` and `ca_pem` (extra trust
+// anchors for every CA) are for the acme_renewal sweep's renewal-information requests.
+void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, time_ms audit_retention_ms,
+                            boost::asio::thread_pool* cpu = nullptr, std::string ca_pem = {});
 
 }  // namespace certfleet::scheduler

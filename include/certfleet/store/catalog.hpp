@@ -26,6 +26,10 @@ inline constexpr std::string_view kind_rule = "notification_rule";
 // An earlier version of a certificate (ref_id: the certificate), kept when a new one is stored:
 // its document and sealed key as they were while it was current.
 inline constexpr std::string_view kind_certificate_version = "certificate_version";
+// ACME (DESIGN §9): an account at a CA (its key sealed) and a DNS provider for DNS-01 (its TSIG
+// secret sealed).
+inline constexpr std::string_view kind_acme_account = "acme_account";
+inline constexpr std::string_view kind_dns_provider = "dns_provider";
 
 struct catalog_object {
   std::string id;

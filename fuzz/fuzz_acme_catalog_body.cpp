@@ -1,0 +1,66 @@
+// The ACME catalog bodies (acme-accounts, dns-providers, certificates/issue): any input gets a
+// value or an error naming a field, never a crash; an accepted body reads back through the
+// stored-document parser unchanged.
+#include "certfleet/distribution/acme_catalog.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+using namespace certfleet;
+using namespace certfleet::distribution;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  std::string_view in(reinterpret_cast<const char*>(data + 1), size - 1);
+  auto must_name_field = [](const error& e) {
+    if (e.field.empty()) std::abort();
+  };
+  switch (data[0] % 3) {
+    case 0: {
+      auto a = parse_acme_account_request(in);
+      if (!a) {
+        must_name_field(a.error());
+        break;
+      }
+      store::catalog_object o;
+      o.kind = "acme_account";
+      o.doc = acme_account_doc_json(a->spec);
+      auto back = parse_acme_account_doc(o);
+      if (!back || back->directory_url != a->spec.directory_url || back->contact != a->spec.contact ||
+          back->eab_kid != a->spec.eab_kid || !back->terms_agreed)
+        std::abort();
+      break;
+    }
+    case 1: {
+      auto p = parse_dns_provider_request(in);
+      if (!p) {
+        must_name_field(p.error());
+        break;
+      }
+      store::catalog_object o;
+      o.kind = "dns_provider";
+      o.doc = dns_provider_doc_json(p->spec);
+      auto back = parse_dns_provider_doc(o);
+      if (!back || back->server != p->spec.server || back->zone != p->spec.zone ||
+          back->tsig_key_name != p->spec.tsig_key_name)
+        std::abort();
+      break;
+    }
+    case 2: {
+      auto r = parse_acme_issue_request(in);
+      if (!r) {
+        must_name_field(r.error());
+        break;
+      }
+      auto o = make_unissued_acme_certificate(*r, "0123456789abcdef01234567", "p", 1);
+      auto back = parse_certificate_doc(o, true);
+      if (!back || !back->acme || back->acme->domains != r->acme.domains || back->version != 0 ||
+          back->acme->acme_account_id != r->acme.acme_account_id)
+        std::abort();
+      break;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,99 @@
+#pragma once
+// ACME catalog objects (DESIGN §9), parsed without I/O: an ACME account (a CA's directory, the
+// contact, terms, optional External Account Binding and private-CA trust, the account key sealed),
+// a DNS provider for DNS-01 (RFC 2136 server, zone, TSIG key; its secret sealed), and the body of
+// POST …/certificates/issue. The API checks a body with these before anything is stored; the ACME
+// jobs read the stored documents back through the same parsers. Secrets are sealed to the row
+// ("<kind>:<id>:secret") and never appear in a document, a view, a log line or an error.
+#include "certfleet/core/secrets.hpp"
+#include "certfleet/distribution/catalog.hpp"
+#include "certfleet/store/catalog.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace certfleet::distribution {
+
+// ---- ACME accounts ------------------------------------------------------------------------
+
+inline constexpr std::size_t max_acme_contacts = 10;
+
+struct acme_account_spec {
+  std::string directory_url;         // https://…
+  std::vector<std::string> contact;  // "mailto:ops@example.com"
+  bool terms_agreed = false;
+  std::string eab_kid;        // "" without External Account Binding
+  std::string ca_bundle_pem;  // extra trust anchors for the CA's HTTPS (a private CA); public material
+  std::string account_url;    // the CA's account URL, once registered
+  std::string status;         // the CA's account status ("valid"), once registered
+};
+
+struct acme_account_secret {
+  std::string account_key_pem;  // PKCS#8 PEM of the ES256 account key
+  std::string eab_hmac_key;     // base64url as the CA gave it; "" without EAB
+};
+
+struct new_acme_account {
+  std::string name;
+  acme_account_spec spec;
+  acme_account_secret secret;  // the key is filled in by the caller (made on the cpu pool)
+};
+
+// POST …/acme-accounts {name, directory_url, contact_email?: "a@b" | ["a@b", …],
+// eab?: {kid, hmac_key}, ca_bundle_pem?, terms_agreed: true}. Errors name the field
+// ("eab.hmac_key", "contact_email[1]"); the HMAC key is never quoted.
+result<new_acme_account> parse_acme_account_request(std::string_view body);
+std::string acme_account_doc_json(const acme_account_spec& a);
+result<acme_account_spec> parse_acme_account_doc(const store::catalog_object& o);
+result<store::catalog_object> make_acme_account_object(const new_acme_account& a, const kek& key, std::string id,
+                                                       std::string project_id, time_ms now);
+result<acme_account_secret> open_acme_account_secret(const kek& key, const store::catalog_object& o);
+
+// ---- DNS providers ------------------------------------------------------------------------
+
+struct dns_provider_spec {
+  std::string kind = "rfc2136";  // rfc2136 (manual: not built yet, refused)
+  std::string server;            // "host:port" as given (checked by acme::dns::parse_server)
+  std::string zone;              // "" : found per record by the SOA walk
+  std::string tsig_key_name;
+  std::string tsig_algorithm = "hmac-sha256";
+};
+
+struct new_dns_provider {
+  std::string name;
+  dns_provider_spec spec;
+  std::string tsig_secret;  // base64, sealed
+};
+
+// POST …/dns-providers {name, kind: "rfc2136", rfc2136: {server, zone?, tsig_key_name,
+// tsig_algorithm?: "hmac-sha256", tsig_secret}}. kind "manual" is refused (not built yet).
+result<new_dns_provider> parse_dns_provider_request(std::string_view body);
+std::string dns_provider_doc_json(const dns_provider_spec& p);
+result<dns_provider_spec> parse_dns_provider_doc(const store::catalog_object& o);
+result<store::catalog_object> make_dns_provider_object(const new_dns_provider& p, const kek& key, std::string id,
+                                                       std::string project_id, time_ms now);
+result<std::string> open_dns_provider_secret(const kek& key, const store::catalog_object& o);
+
+// ---- ACME certificates --------------------------------------------------------------------
+
+struct acme_issue_request {
+  std::string name;
+  certificate_acme acme;
+};
+
+// POST …/certificates/issue {name, domains[], acme_account_id, dns_provider_id, key_type?,
+// profile?, auto_renew=true}: domains checked by acme::check_domains; a wildcard needs DNS-01,
+// which is the only challenge certfleet answers, so wildcards are accepted.
+result<acme_issue_request> parse_acme_issue_request(std::string_view body);
+// The certificate object of an issuance not done yet: source "acme", version 0, status
+// "pending", no key (the issue_certificate job stores version 1 with its key).
+store::catalog_object make_unissued_acme_certificate(const acme_issue_request& r, std::string id,
+                                                     std::string project_id, time_ms now);
+
+// The idempotency keys of the ACME jobs (DESIGN §9): one issuance per certificate, one renewal
+// per certificate version (`expires_at_unix`: its not_after in whole seconds).
+std::string issue_job_key(std::string_view certificate_id);
+std::string renew_job_key(std::string_view certificate_id, time_ms not_after);
+
+}  // namespace certfleet::distribution

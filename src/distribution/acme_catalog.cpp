@@ -1,0 +1,404 @@
+#include "certfleet/distribution/acme_catalog.hpp"
+
+#include "certfleet/acme/dns.hpp"
+#include "certfleet/acme/key_type.hpp"
+#include "certfleet/acme/keys.hpp"
+#include "certfleet/core/allow_list.hpp"
+#include "certfleet/core/json.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace certfleet::distribution {
+
+namespace json = boost::json;
+
+namespace {
+
+error bad(std::string field, std::string message) {
+  return make_error(errc::invalid_argument, std::move(message), std::move(field));
+}
+
+// A nested reader's error names its member inside the outer one ("eab.kid").
+// (object_reader already names its fields after the document it was given: those stay.)
+error nested(error e, std::string_view prefix) {
+  if (!e.field.empty() && e.field.rfind(fmt::format("{}.", prefix), 0) != 0 && e.field != prefix) {
+    auto old = e.field;
+    e.field = fmt::format("{}.{}", prefix, old);
+    // The reader words its message with the bare name; say the full one.
+    if (auto at = e.message.find(old); at != std::string::npos) e.message.replace(at, old.size(), e.field);
+  }
+  return e;
+}
+
+result<std::string> name_field(const certfleet::json::object_reader& r) {
+  auto n = r.required_string("name");
+  if (!n) return n;
+  if (n->empty()) return bad("name", "name must not be empty");
+  if (n->size() > max_name_length) return bad("name", fmt::format("name is longer than {} characters", max_name_length));
+  for (unsigned char c : *n)
+    if (c < 0x20 || c == 0x7f) return bad("name", "name must not contain control characters");
+  return n;
+}
+
+bool printable(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) > 0x20 && c != 0x7f; });
+}
+
+// A 24-hex catalog id, as the routes use.
+result<std::string> id_field(const certfleet::json::object_reader& r, std::string_view key) {
+  auto v = r.required_string(key);
+  if (!v) return v;
+  if (v->size() != 24 || !std::all_of(v->begin(), v->end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
+    return bad(std::string(key), fmt::format("{} must be the 24-hex id of an object of this project", key));
+  return v;
+}
+
+// "user@example.com": one @, a dot-containing domain, no spaces or control characters.
+bool plausible_email(std::string_view e) {
+  auto at = e.find('@');
+  if (at == std::string_view::npos || at == 0 || e.find('@', at + 1) != std::string_view::npos) return false;
+  auto domain = e.substr(at + 1);
+  return e.size() <= 254 && printable(e) && domain.find('.') != std::string_view::npos && domain.front() != '.' &&
+         domain.back() != '.' && e.find_first_of("<>,;:\"()[]\\") == std::string_view::npos;
+}
+
+bool base64url_text(std::string_view s) {
+  while (!s.empty() && s.back() == '=') s.remove_suffix(1);
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+  });
+}
+
+json::object parse_doc(const store::catalog_object& o) {
+  boost::system::error_code ec;
+  auto v = json::parse(o.doc, ec);
+  if (ec || !v.is_object()) return {};
+  return std::move(v.as_object());
+}
+
+std::string str(const json::object& o, std::string_view k) {
+  auto* p = o.if_contains(k);
+  return p && p->is_string() ? std::string(p->as_string()) : std::string();
+}
+
+std::string aad_for(const store::catalog_object& o) { return fmt::format("{}:{}:secret", o.kind, o.id); }
+
+}  // namespace
+
+// ---- ACME accounts ------------------------------------------------------------------------
+
+result<new_acme_account> parse_acme_account_request(std::string_view body) {
+  auto r = certfleet::json::object_reader::parse(body, "body");
+  if (!r) return std::move(r).error();
+  if (auto ok = r->only({"name", "directory_url", "contact_email", "eab", "ca_bundle_pem", "terms_agreed"}); !ok)
+    return std::move(ok).error();
+  new_acme_account a;
+  auto name = name_field(*r);
+  if (!name) return std::move(name).error();
+  a.name = std::move(*name);
+
+  auto url = r->required_string("directory_url");
+  if (!url) return std::move(url).error();
+  if (url->rfind("https://", 0) != 0 || url->size() <= 8 || url->size() > 2048 || !printable(*url))
+    return bad("directory_url",
+               "directory_url must be the CA's ACME directory as an https:// URL (e.g. "
+               "https://acme-staging-v02.api.letsencrypt.org/directory)");
+  a.spec.directory_url = std::move(*url);
+
+  auto contact = r->optional_raw("contact_email", false);
+  if (!contact) return std::move(contact).error();
+  if (*contact) {
+    auto v = json::parse(**contact);
+    std::vector<std::string> emails;
+    if (v.is_string()) emails.emplace_back(v.as_string());
+    else if (v.is_array()) {
+      for (const auto& x : v.as_array()) {
+        if (!x.is_string())
+          return bad(fmt::format("contact_email[{}]", emails.size()), "each contact_email must be a string");
+        emails.emplace_back(x.as_string());
+      }
+    } else return bad("contact_email", "contact_email must be an e-mail address or a list of them");
+    if (emails.size() > max_acme_contacts)
+      return bad("contact_email", fmt::format("contact_email may list at most {} addresses", max_acme_contacts));
+    for (std::size_t i = 0; i < emails.size(); ++i) {
+      std::string field = v.is_array() ? fmt::format("contact_email[{}]", i) : std::string("contact_email");
+      if (!plausible_email(emails[i])) return bad(field, fmt::format("{} is not an e-mail address", field));
+      a.spec.contact.push_back("mailto:" + emails[i]);
+    }
+  }
+
+  auto terms = r->optional_bool("terms_agreed");
+  if (!terms) return std::move(terms).error();
+  if (!terms->value_or(false))
+    return bad("terms_agreed",
+               "terms_agreed must be true: registering an account agrees to the CA's terms of service (the "
+               "directory's meta.termsOfService)");
+  a.spec.terms_agreed = true;
+
+  auto eab = r->optional_raw("eab", true);
+  if (!eab) return std::move(eab).error();
+  if (*eab) {
+    auto e = certfleet::json::object_reader::parse(**eab, "eab");
+    if (!e) return nested(std::move(e).error(), "eab");
+    if (auto ok = e->only({"kid", "hmac_key"}); !ok) return nested(std::move(ok).error(), "eab");
+    auto kid = e->required_string("kid");
+    if (!kid) return nested(std::move(kid).error(), "eab");
+    if (kid->empty() || kid->size() > 1024 || !printable(*kid))
+      return bad("eab.kid", "eab.kid must be the key ID the CA gave (printable, no spaces)");
+    auto hmac = e->required_string("hmac_key");
+    if (!hmac) return nested(std::move(hmac).error(), "eab");
+    if (hmac->size() > 1024 || !base64url_text(*hmac))
+      return bad("eab.hmac_key", "eab.hmac_key must be the base64url text the CA gave (A-Z a-z 0-9 - _)");
+    a.spec.eab_kid = std::move(*kid);
+    a.secret.eab_hmac_key = std::move(*hmac);
+  }
+
+  auto ca = r->optional_string("ca_bundle_pem");
+  if (!ca) return std::move(ca).error();
+  if (*ca && !(*ca)->empty()) {
+    if ((*ca)->find("-----BEGIN CERTIFICATE-----") == std::string::npos || (*ca)->size() > 256 * 1024)
+      return bad("ca_bundle_pem", "ca_bundle_pem must be PEM certificates (the private CA's root), at most 256 KiB");
+    a.spec.ca_bundle_pem = std::move(**ca);
+  }
+  return a;
+}
+
+std::string acme_account_doc_json(const acme_account_spec& a) {
+  json::array contact;
+  for (const auto& c : a.contact) contact.emplace_back(c);
+  return json::serialize(json::object{{"directory_url", a.directory_url},
+                                      {"contact", std::move(contact)},
+                                      {"terms_agreed", a.terms_agreed},
+                                      {"eab_kid", a.eab_kid},
+                                      {"ca_bundle_pem", a.ca_bundle_pem},
+                                      {"account_url", a.account_url},
+                                      {"status", a.status}});
+}
+
+result<acme_account_spec> parse_acme_account_doc(const store::catalog_object& o) {
+  auto d = parse_doc(o);
+  acme_account_spec a;
+  a.directory_url = str(d, "directory_url");
+  if (a.directory_url.empty())
+    return make_error(errc::store_failure, fmt::format("acme_account {} has no directory_url", o.id), "acme_account_id");
+  if (auto* c = d.if_contains("contact"); c && c->is_array())
+    for (const auto& x : c->as_array())
+      if (x.is_string()) a.contact.emplace_back(x.as_string());
+  if (auto* t = d.if_contains("terms_agreed"); t && t->is_bool()) a.terms_agreed = t->as_bool();
+  a.eab_kid = str(d, "eab_kid");
+  a.ca_bundle_pem = str(d, "ca_bundle_pem");
+  a.account_url = str(d, "account_url");
+  a.status = str(d, "status");
+  return a;
+}
+
+result<store::catalog_object> make_acme_account_object(const new_acme_account& a, const kek& key, std::string id,
+                                                       std::string project_id, time_ms now) {
+  store::catalog_object o;
+  o.id = std::move(id);
+  o.project_id = std::move(project_id);
+  o.kind = std::string(store::kind_acme_account);
+  o.name = a.name;
+  o.doc = acme_account_doc_json(a.spec);
+  o.created_at = now;
+  auto secret = json::serialize(
+      json::object{{"account_key_pem", a.secret.account_key_pem}, {"eab_hmac_key", a.secret.eab_hmac_key}});
+  auto sealed = seal(key, secret, aad_for(o));
+  if (!sealed) return std::move(sealed).error();
+  o.sealed = std::move(*sealed);
+  return o;
+}
+
+result<acme_account_secret> open_acme_account_secret(const kek& key, const store::catalog_object& o) {
+  auto text = open_sealed(key, o.sealed, aad_for(o));
+  if (!text) return std::move(text).error();
+  boost::system::error_code ec;
+  auto v = json::parse(*text, ec);
+  if (ec || !v.is_object())
+    return make_error(errc::store_failure, fmt::format("acme_account {}: its sealed secret is not readable", o.id), "sealed");
+  acme_account_secret s;
+  s.account_key_pem = str(v.as_object(), "account_key_pem");
+  s.eab_hmac_key = str(v.as_object(), "eab_hmac_key");
+  return s;
+}
+
+// ---- DNS providers ------------------------------------------------------------------------
+
+result<new_dns_provider> parse_dns_provider_request(std::string_view body) {
+  auto r = certfleet::json::object_reader::parse(body, "body");
+  if (!r) return std::move(r).error();
+  if (auto ok = r->only({"name", "kind", "rfc2136", "manual"}); !ok) return std::move(ok).error();
+  new_dns_provider p;
+  auto name = name_field(*r);
+  if (!name) return std::move(name).error();
+  p.name = std::move(*name);
+  auto kind = r->required_string("kind");
+  if (!kind) return std::move(kind).error();
+  if (*kind == "manual")
+    return bad("kind",
+               "kind \"manual\" is not built yet in this version: use an \"rfc2136\" provider (a DNS server that "
+               "takes TSIG-signed updates)");
+  if (*kind != "rfc2136") return bad("kind", "kind must be \"rfc2136\"");
+  if (r->has("manual")) return bad("manual", "manual is only for kind \"manual\"");
+  auto raw = r->optional_raw("rfc2136", true);
+  if (!raw) return std::move(raw).error();
+  if (!*raw) return bad("rfc2136", "rfc2136 is required: {server, zone?, tsig_key_name, tsig_algorithm, tsig_secret}");
+  auto o = certfleet::json::object_reader::parse(**raw, "rfc2136");
+  if (!o) return nested(std::move(o).error(), "rfc2136");
+  if (auto ok = o->only({"server", "zone", "tsig_key_name", "tsig_algorithm", "tsig_secret"}); !ok)
+    return nested(std::move(ok).error(), "rfc2136");
+  auto server = o->required_string("server");
+  if (!server) return nested(std::move(server).error(), "rfc2136");
+  if (auto s = acme::dns::parse_server(*server, "rfc2136.server"); !s) return std::move(s).error();
+  p.spec.server = std::move(*server);
+  auto zone = o->optional_string("zone");
+  if (!zone) return nested(std::move(zone).error(), "rfc2136");
+  if (*zone && !(*zone)->empty()) {
+    std::string z = **zone;
+    if (z.size() > 1 && z.back() == '.') z.pop_back();
+    if (!valid_dns_name(z)) return bad("rfc2136.zone", "rfc2136.zone must be a DNS name (example.com)");
+    p.spec.zone = std::move(z);
+  }
+  auto key_name = o->required_string("tsig_key_name");
+  if (!key_name) return nested(std::move(key_name).error(), "rfc2136");
+  auto algorithm = o->optional_string("tsig_algorithm");
+  if (!algorithm) return nested(std::move(algorithm).error(), "rfc2136");
+  auto secret = o->required_string("tsig_secret");
+  if (!secret) return nested(std::move(secret).error(), "rfc2136");
+  std::string alg = algorithm->value_or("hmac-sha256");
+  // One check of the key's three parts: the codec's, which is what signs the updates.
+  if (auto k = acme::dns::make_tsig_key(*key_name, alg, *secret); !k) {
+    auto e = std::move(k).error();
+    if (!e.field.empty()) return nested(std::move(e), "rfc2136");
+    return e;
+  }
+  p.spec.tsig_key_name = std::move(*key_name);
+  p.spec.tsig_algorithm = std::move(alg);
+  p.tsig_secret = std::move(*secret);
+  return p;
+}
+
+std::string dns_provider_doc_json(const dns_provider_spec& p) {
+  return json::serialize(json::object{{"kind", p.kind},
+                                      {"rfc2136", json::object{{"server", p.server},
+                                                               {"zone", p.zone},
+                                                               {"tsig_key_name", p.tsig_key_name},
+                                                               {"tsig_algorithm", p.tsig_algorithm}}}});
+}
+
+result<dns_provider_spec> parse_dns_provider_doc(const store::catalog_object& o) {
+  auto d = parse_doc(o);
+  dns_provider_spec p;
+  p.kind = str(d, "kind");
+  auto* r = d.if_contains("rfc2136");
+  if (p.kind != "rfc2136" || !r || !r->is_object())
+    return make_error(errc::store_failure, fmt::format("dns_provider {} is not an rfc2136 provider", o.id), "dns_provider_id");
+  const auto& ro = r->as_object();
+  p.server = str(ro, "server");
+  p.zone = str(ro, "zone");
+  p.tsig_key_name = str(ro, "tsig_key_name");
+  p.tsig_algorithm = str(ro, "tsig_algorithm");
+  return p;
+}
+
+result<store::catalog_object> make_dns_provider_object(const new_dns_provider& p, const kek& key, std::string id,
+                                                       std::string project_id, time_ms now) {
+  store::catalog_object o;
+  o.id = std::move(id);
+  o.project_id = std::move(project_id);
+  o.kind = std::string(store::kind_dns_provider);
+  o.name = p.name;
+  o.doc = dns_provider_doc_json(p.spec);
+  o.created_at = now;
+  auto sealed = seal(key, p.tsig_secret, aad_for(o));
+  if (!sealed) return std::move(sealed).error();
+  o.sealed = std::move(*sealed);
+  return o;
+}
+
+result<std::string> open_dns_provider_secret(const kek& key, const store::catalog_object& o) {
+  return open_sealed(key, o.sealed, aad_for(o));
+}
+
+// ---- ACME certificates --------------------------------------------------------------------
+
+result<acme_issue_request> parse_acme_issue_request(std::string_view body) {
+  auto r = certfleet::json::object_reader::parse(body, "body");
+  if (!r) return std::move(r).error();
+  if (auto ok = r->only({"name", "domains", "acme_account_id", "dns_provider_id", "key_type", "profile", "auto_renew"}); !ok)
+    return std::move(ok).error();
+  acme_issue_request out;
+  auto name = name_field(*r);
+  if (!name) return std::move(name).error();
+  out.name = std::move(*name);
+  auto raw = r->optional_raw("domains", false);
+  if (!raw) return std::move(raw).error();
+  if (!*raw) return bad("domains", "domains is required: the DNS names of the certificate, e.g. [\"www.example.com\"]");
+  auto v = json::parse(**raw);
+  if (!v.is_array()) return bad("domains", "domains must be a list of DNS names");
+  for (std::size_t i = 0; i < v.as_array().size(); ++i) {
+    const auto& x = v.as_array()[i];
+    if (!x.is_string()) return bad(fmt::format("domains[{}]", i), fmt::format("domains[{}] must be a string", i));
+    std::string d(x.as_string());
+    std::transform(d.begin(), d.end(), d.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    out.acme.domains.push_back(std::move(d));
+  }
+  if (auto ok = acme::check_domains(out.acme.domains); !ok) return std::move(ok).error();
+  auto account = id_field(*r, "acme_account_id");
+  if (!account) return std::move(account).error();
+  out.acme.acme_account_id = std::move(*account);
+  auto provider = id_field(*r, "dns_provider_id");
+  if (!provider) return std::move(provider).error();
+  out.acme.dns_provider_id = std::move(*provider);
+  auto kt = r->optional_string("key_type");
+  if (!kt) return std::move(kt).error();
+  auto type = acme::default_key_type;
+  if (*kt) {
+    auto parsed = acme::parse_key_type(**kt);
+    if (!parsed) return bad("key_type", fmt::format("key_type must be one of {}", acme::key_type_choices()));
+    type = *parsed;
+  }
+  out.acme.key_type = std::string(acme::key_type_name(type));
+  auto profile = r->optional_string("profile");
+  if (!profile) return std::move(profile).error();
+  if (*profile) {
+    if ((*profile)->size() > 64 || !printable(**profile))
+      return bad("profile", "profile must be a profile name from the CA's directory (meta.profiles)");
+    out.acme.profile = std::move(**profile);
+  }
+  auto renew = r->optional_bool("auto_renew");
+  if (!renew) return std::move(renew).error();
+  out.acme.auto_renew = renew->value_or(true);
+  return out;
+}
+
+store::catalog_object make_unissued_acme_certificate(const acme_issue_request& r, std::string id,
+                                                     std::string project_id, time_ms now) {
+  certificate_doc d;
+  d.version = 0;
+  d.version_created_at = 0;
+  d.source = "acme";
+  d.status = "pending";
+  d.sans = r.acme.domains;
+  d.acme = r.acme;
+  store::catalog_object o;
+  o.id = std::move(id);
+  o.project_id = std::move(project_id);
+  o.kind = std::string(store::kind_certificate);
+  o.name = r.name;
+  o.doc = certificate_doc_json(d);
+  o.ref_id = r.acme.acme_account_id;
+  o.created_at = now;
+  return o;
+}
+
+std::string issue_job_key(std::string_view certificate_id) { return fmt::format("issue:{}", certificate_id); }
+
+std::string renew_job_key(std::string_view certificate_id, time_ms not_after) {
+  return fmt::format("renew:{}:{}", certificate_id, not_after / 1000);
+}
+
+}  // namespace certfleet::distribution

@@ -1,0 +1,651 @@
+// issue_certificate / renew_certificate: one RFC 8555 order with DNS-01 through an RFC 2136
+// provider, the certificate stored as its next version (which opens its auto_execute
+// distributions' runs in the same transaction), and the TXT records removed whatever happened.
+#include "certfleet/distribution/acme_jobs.hpp"
+
+#include "certfleet/acme/client.hpp"
+#include "certfleet/acme/dns.hpp"
+#include "certfleet/acme/key_type.hpp"
+#include "certfleet/acme/keys.hpp"
+#include "certfleet/acme/renewal_info.hpp"
+#include "certfleet/core/json.hpp"
+#include "certfleet/delivery/pem.hpp"
+#include "certfleet/distribution/certificates.hpp"
+#include "certfleet/distribution/runs.hpp"
+#include "certfleet/queue/job_types.hpp"
+#include "certfleet/store/catalog.hpp"
+#include "certfleet/store/settings.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <chrono>
+#include <exception>
+#include <map>
+#include <set>
+
+namespace certfleet::distribution {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The workflow steps of DESIGN §9, in order. The job record has no workflow field yet: each step
+// is a job log line and the job's progress (step number of the list).
+constexpr std::array<std::string_view, 9> workflow_steps{
+    "initialized", "awaiting_validation", "dns_presenting", "dns_propagating", "validating",
+    "finalizing",  "downloading",         "storing",        "completed"};
+
+// Waits between propagation checks.
+constexpr auto propagation_poll = 500ms;
+// Each authorization and order poll.
+constexpr auto acme_poll_limit = std::chrono::milliseconds(120'000);
+// A CA's Retry-After is honoured up to this (the queue's backoff takes over beyond).
+constexpr std::int64_t retry_after_cap_s = 3600;
+constexpr std::uint32_t challenge_ttl = 60;
+
+// CPU work (key generation) on the pool; back on the caller's executor after.
+template <class T, class F>
+asio::awaitable<T> on_cpu(asio::thread_pool* cpu, F fn) {
+  if (!cpu) co_return fn();
+  // co_spawn's value must be default-constructible; result<T> is not.
+  auto out = co_await asio::co_spawn(
+      cpu->get_executor(), [fn = std::move(fn)]() -> asio::awaitable<std::optional<T>> { co_return fn(); },
+      asio::use_awaitable);
+  co_return std::move(*out);
+}
+
+std::string trust_anchors(const std::string& account_ca, const std::string& extra) {
+  if (account_ca.empty()) return extra;
+  if (extra.empty()) return account_ca;
+  return account_ca + "\n" + extra;
+}
+
+queue::outcome from_failure(const acme::failure& f) {
+  if (f.permanent()) return queue::outcome::permanent_failure(f.message);
+  auto wait = std::chrono::seconds(std::clamp<std::int64_t>(f.retry_after_s.value_or(0), 0, retry_after_cap_s));
+  return queue::outcome::failure(f.message, std::chrono::duration_cast<std::chrono::milliseconds>(wait));
+}
+
+// What one job works with, read in one snapshot.
+struct job_inputs {
+  store::catalog_object cert, account, provider;
+  certificate_doc doc;
+  acme_account_spec account_spec;
+  dns_provider_spec provider_spec;
+};
+
+struct presented_record {
+  std::string fqdn, value;
+};
+
+class acme_job {
+ public:
+  acme_job(queue::job_context& ctx, const acme_job_options& opt, bool renewal)
+      : ctx_(ctx), opt_(opt), renewal_(renewal) {}
+
+  asio::awaitable<queue::outcome> run();
+
+ private:
+  asio::awaitable<void> step(std::string_view name);
+  asio::awaitable<result<job_inputs>> load(std::string certificate_id);
+  // Everything from the directory to the stored version; records what it presented in presented_.
+  asio::awaitable<queue::outcome> order_and_store(const job_inputs& in, const acme::account_key& akey,
+                                                  const acme::dns::tsig_key& tsig);
+  asio::awaitable<result<void>> wait_for_propagation(const job_inputs& in);
+  asio::awaitable<void> remove_records(const job_inputs& in, const acme::dns::tsig_key& tsig);
+  asio::awaitable<void> record_failure(const job_inputs& in, const queue::outcome& o);
+  queue::outcome dns_failure(const job_inputs& in, const error& e);
+
+  queue::job_context& ctx_;
+  const acme_job_options& opt_;
+  bool renewal_;
+  std::vector<presented_record> presented_;
+  std::string zone_;  // the zone the records went to
+  acme::dns::client_options dns_opts_;
+  std::chrono::seconds propagation_timeout_{300};
+};
+
+asio::awaitable<void> acme_job::step(std::string_view name) {
+  ctx_.checkpoint();
+  auto at = std::find(workflow_steps.begin(), workflow_steps.end(), name) - workflow_steps.begin();
+  co_await ctx_.progress(at + 1, static_cast<std::int64_t>(workflow_steps.size()));
+  co_await ctx_.log("info", fmt::format("workflow step: {}", name));
+}
+
+asio::awaitable<result<job_inputs>> acme_job::load(std::string certificate_id) {
+  const std::string project = ctx_.job().project_id;
+  store::read_value_fn<job_inputs> read = [project, certificate_id](store::catalog_read& rd) -> result<job_inputs> {
+    job_inputs in;
+    auto c = rd.get_object(project, store::kind_certificate, certificate_id);
+    if (!c) return std::move(c).error();
+    in.cert = std::move(*c);
+    auto d = parse_certificate_doc(in.cert, true);
+    if (!d) return std::move(d).error();
+    in.doc = std::move(*d);
+    if (in.doc.source != "acme" || !in.doc.acme)
+      return make_error(errc::invalid_argument,
+                        fmt::format("certificate {} is not an ACME certificate (source {})", certificate_id, in.doc.source),
+                        "certificate_id");
+    auto a = rd.get_object(project, store::kind_acme_account, in.doc.acme->acme_account_id);
+    if (!a)
+      return make_error(errc::invalid_argument,
+                        fmt::format("the ACME account {} of certificate {} no longer exists", in.doc.acme->acme_account_id,
+                                    certificate_id),
+                        "acme_account_id");
+    in.account = std::move(*a);
+    auto p = rd.get_object(project, store::kind_dns_provider, in.doc.acme->dns_provider_id);
+    if (!p)
+      return make_error(errc::invalid_argument,
+                        fmt::format("the DNS provider {} of certificate {} no longer exists", in.doc.acme->dns_provider_id,
+                                    certificate_id),
+                        "dns_provider_id");
+    in.provider = std::move(*p);
+    auto as = parse_acme_account_doc(in.account);
+    if (!as) return std::move(as).error();
+    in.account_spec = std::move(*as);
+    auto ps = parse_dns_provider_doc(in.provider);
+    if (!ps) return std::move(ps).error();
+    in.provider_spec = std::move(*ps);
+    return in;
+  };
+  co_return co_await store::read_value(ctx_.store().catalog(), std::move(read));
+}
+
+queue::outcome acme_job::dns_failure(const job_inputs& in, const error& e) {
+  auto msg = fmt::format("DNS provider {} ({}): {}", in.provider.name, in.provider_spec.server, e.message);
+  if (acme::dns::dns_permanent(e)) return queue::outcome::permanent_failure(std::move(msg));
+  return queue::outcome::failure(std::move(msg));
+}
+
+asio::awaitable<result<void>> acme_job::wait_for_propagation(const job_inputs& in) {
+  // The provider's server first, then every NS address of the zone it knows.
+  std::string server = in.provider_spec.server, zone = zone_;
+  auto ns = co_await acme::dns::authoritative_servers(server, zone, dns_opts_);
+  if (!ns) co_return std::move(ns).error();
+  for (const auto& n : *ns)
+    if (!n.error.empty())
+      co_await ctx_.log("warn", fmt::format("DNS: NS {} of zone {} skipped in the propagation check: {}", n.name, zone, n.error));
+  auto targets = acme::dns::propagation_targets(server, *ns);
+  co_await ctx_.log("info", fmt::format("DNS: waiting for {} record(s) at {} server(s) ({}), at most {} s",
+                                        presented_.size(), targets.size(), fmt::join(targets, ", "),
+                                        propagation_timeout_.count()));
+  auto started = std::chrono::steady_clock::now();
+  auto deadline = started + propagation_timeout_;
+  std::set<std::pair<std::string, std::string>> seen;  // (server, fqdn + value)
+  std::string missing;
+  while (true) {
+    missing.clear();
+    for (const auto& t : targets)
+      for (const auto& r : presented_) {
+        if (seen.count({t, r.fqdn + " " + r.value})) continue;
+        std::string target = t, fqdn = r.fqdn;
+        auto a = co_await acme::dns::txt_lookup(target, fqdn, dns_opts_);
+        if (!a) co_return std::move(a).error();
+        if (std::find(a->values.begin(), a->values.end(), r.value) != a->values.end())
+          seen.insert({t, r.fqdn + " " + r.value});
+        else if (missing.empty())
+          missing = fmt::format("{} at {}", r.fqdn, t);
+      }
+    if (missing.empty()) break;
+    if (std::chrono::steady_clock::now() + propagation_poll > deadline)
+      co_return make_error(errc::timeout,
+                           fmt::format("DNS: the TXT record {} was not answered within {} s (acme_dns_propagation_timeout_s): "
+                                       "check that every authoritative server of zone {} receives the zone's updates",
+                                       missing, propagation_timeout_.count(), zone),
+                           "acme_dns_propagation_timeout_s");
+    co_await ctx_.sleep(propagation_poll);
+  }
+  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  co_await ctx_.log("info", fmt::format("DNS: every record answered by every server after {} ms", waited.count()));
+  co_return result<void>{};
+}
+
+asio::awaitable<void> acme_job::remove_records(const job_inputs& in, const acme::dns::tsig_key& tsig) {
+  for (const auto& r : presented_) {
+    std::string server = in.provider_spec.server, zone = zone_, fqdn = r.fqdn, value = r.value;
+    auto removed = co_await acme::dns::remove_txt(server, zone, tsig, fqdn, value, dns_opts_);
+    if (removed) co_await ctx_.log("info", fmt::format("DNS: removed TXT {}", r.fqdn));
+    else
+      co_await ctx_.log("warn", fmt::format("DNS: could not remove TXT {} (remove it by hand): {}", r.fqdn,
+                                            removed.error().message));
+  }
+  presented_.clear();
+}
+
+asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, const acme::account_key& akey,
+                                                          const acme::dns::tsig_key& tsig) {
+  const auto& acme_doc = *in.doc.acme;
+  acme::client_options co;
+  co.directory_url = in.account_spec.directory_url;
+  co.ca_pem = trust_anchors(in.account_spec.ca_bundle_pem, opt_.ca_pem);
+  co.resolve_pool = opt_.cpu;
+  co.log = [this](std::string level, std::string message) -> asio::awaitable<void> {
+    co_await ctx_.log(std::move(level), std::move(message));
+  };
+  acme::client client(std::move(co), akey);
+
+  auto dir = co_await client.get_directory();
+  if (!dir) co_return from_failure(dir.failure());
+
+  if (in.account_spec.account_url.empty()) {
+    // Registered at creation; an account stored without its URL (a CA that failed after
+    // answering) is looked up again here. The key's existing account comes back unchanged.
+    acme::account_request req(in.account_spec.contact, in.account_spec.terms_agreed);
+    auto acct = co_await client.new_account(std::move(req));
+    if (!acct) co_return from_failure(acct.failure());
+  } else {
+    client.set_account_url(in.account_spec.account_url);
+  }
+
+  std::string replaces;
+  if (renewal_ && !dir->renewal_info.empty()) {
+    auto id = acme::ari_cert_id_of(in.doc.cert_pem);
+    if (id) replaces = std::move(*id);
+  }
+  acme::order_request oreq(acme_doc.domains, replaces, acme_doc.profile);
+  auto order = co_await client.new_order(std::move(oreq));
+  if (!order) co_return from_failure(order.failure());
+
+  // Authorizations: present every pending one's record before answering any challenge.
+  co_await step("dns_presenting");
+  std::vector<std::pair<std::string, std::string>> to_answer;  // (authorization URL, challenge URL)
+  for (const auto& url : order->order.authorizations) {
+    auto z = co_await client.get_authorization(url);
+    if (!z) co_return from_failure(z.failure());
+    if (z->authorization.status == acme::authorization_status::valid) {
+      co_await ctx_.log("info", fmt::format("ACME authorization for {} is already valid (reused)", z->authorization.ident.value));
+      continue;
+    }
+    const acme::challenge* ch = z->authorization.find("dns-01");
+    if (!ch)
+      co_return queue::outcome::permanent_failure(fmt::format(
+          "the CA offers no dns-01 challenge for {}: certfleet answers only DNS-01", z->authorization.ident.value));
+    presented_record rec{acme::dns01_record_name(z->authorization.ident.value),
+                         acme::dns01_txt_value(acme::key_authorization(ch->token, akey.thumbprint()))};
+    std::string server = in.provider_spec.server, zone = in.provider_spec.zone, fqdn = rec.fqdn, value = rec.value;
+    // Listed before the update: a TXT the server took but whose answer was lost is removed too.
+    presented_.push_back(rec);
+    auto put = co_await acme::dns::present_txt(server, zone, tsig, fqdn, value, challenge_ttl, dns_opts_);
+    if (!put) co_return dns_failure(in, put.error());
+    zone_ = *put;
+    co_await ctx_.log("info", fmt::format("DNS: presented TXT {} in zone {} at {}", rec.fqdn, zone_, server));
+    to_answer.emplace_back(url, ch->url);
+  }
+
+  if (!to_answer.empty()) {
+    co_await step("dns_propagating");
+    if (auto p = co_await wait_for_propagation(in); !p) {
+      if (p.error().is(errc::timeout)) co_return queue::outcome::failure(p.error().message);
+      co_return dns_failure(in, p.error());
+    }
+    co_await step("validating");
+    for (const auto& [authz, challenge] : to_answer) {
+      auto answered = co_await client.respond_challenge(challenge);
+      if (!answered) co_return from_failure(answered.failure());
+    }
+    for (const auto& [authz, challenge] : to_answer) {
+      auto z = co_await client.poll_authorization(authz, acme_poll_limit);
+      if (!z) co_return from_failure(z.failure());
+    }
+  }
+  co_await remove_records(in, tsig);
+
+  co_await step("finalizing");
+  auto ready = co_await client.poll_order(order->url, acme_poll_limit);
+  if (!ready) co_return from_failure(ready.failure());
+  auto type = acme::parse_key_type(acme_doc.key_type).value_or(acme::default_key_type);
+  auto key_pem = co_await on_cpu<result<std::string>>(opt_.cpu, [type] { return acme::generate_private_key(type); });
+  if (!key_pem) co_return queue::outcome::permanent_failure(key_pem.error().message);
+  auto csr = acme::make_csr(*key_pem, acme_doc.domains);
+  if (!csr) co_return queue::outcome::permanent_failure(csr.error().message);
+  co_await ctx_.log("info", fmt::format("ACME: new {} key made for the CSR ({} name(s))", acme_doc.key_type, acme_doc.domains.size()));
+  auto fin = co_await client.finalize(*ready, std::move(*csr));
+  if (!fin) co_return from_failure(fin.failure());
+  auto valid = co_await client.poll_order(order->url, acme_poll_limit);
+  if (!valid) co_return from_failure(valid.failure());
+  if (valid->order.status != acme::order_status::valid || valid->order.certificate.empty())
+    co_return queue::outcome::failure(fmt::format("order {} is {} after finalize, with no certificate URL", order->url,
+                                                  acme::order_status_name(valid->order.status)));
+
+  co_await step("downloading");
+  auto pem = co_await client.download_certificate(valid->order.certificate);
+  if (!pem) co_return from_failure(pem.failure());
+  auto issued = acme::read_issued_chain(*pem, *key_pem);
+  if (!issued) co_return queue::outcome::permanent_failure(issued.error().message);
+
+  co_await step("storing");
+  auto now = ctx_.clock().now_ms();
+  auto info = delivery::parse_certificate_bundle(issued->leaf_pem, issued->chain_pem, *key_pem, now);
+  if (!info) co_return queue::outcome::permanent_failure(fmt::format("the CA's certificate: {}", info.error().message));
+  auto next = std::make_shared<new_certificate>();
+  next->name = in.cert.name;
+  next->key_pem = std::move(*key_pem);
+  next->doc.subject = info->subject;
+  next->doc.issuer = info->issuer;
+  next->doc.sans = info->sans;
+  next->doc.not_before = info->not_before_ms;
+  next->doc.not_after = info->not_after_ms;
+  next->doc.fingerprint_sha256 = info->fingerprint_sha256;
+  next->doc.serial = info->serial;
+  next->doc.cert_pem = issued->leaf_pem;
+  next->doc.chain_pem = issued->chain_pem;
+
+  auto rs = run_settings_from(co_await store::read_settings(ctx_.store()));
+  const kek* key = opt_.key;
+  const std::string project = in.cert.project_id, cert_id = in.cert.id;
+  const std::int64_t expected_version = in.doc.version;
+  const std::string actor = fmt::format("job:{}", ctx_.job().id);
+  auto stored = std::make_shared<version_stored>();
+  store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
+    auto cert = tx.get_object(project, store::kind_certificate, cert_id);
+    if (!cert) return std::move(cert).error();
+    auto doc = parse_certificate_doc(*cert, true);
+    if (!doc) return std::move(doc).error();
+    // Another job stored a version meanwhile (a renewal key of the next version, a retried
+    // attempt whose first run committed): this one does not stack a second on it.
+    if (doc->version != expected_version)
+      return make_error(errc::conflict,
+                        fmt::format("certificate {} is at version {} now (this job started from {}): not stored twice",
+                                    cert_id, doc->version, expected_version),
+                        "version");
+    auto s = store_new_version(tx, *key, *cert, *next, rs, now, actor);
+    if (!s) return std::move(s).error();
+    *stored = std::move(*s);
+    return {};
+  };
+  auto w = co_await ctx_.store().catalog().transact(std::move(write));
+  if (!w) {
+    if (w.error().is(errc::conflict)) {
+      co_await ctx_.log("warn", w.error().message);
+      co_return queue::outcome::ok();
+    }
+    co_return queue::outcome::failure(fmt::format("storing the new version: {}", w.error().message));
+  }
+  co_await ctx_.log("info", fmt::format("certificate {} version {} stored: serial {}, valid until {}", cert_id, stored->version,
+                                        info->serial, format_iso8601(info->not_after_ms)));
+  if (!stored->runs_opened.empty())
+    co_await ctx_.log("info", fmt::format("auto_execute: runs opened for distribution(s) {}", fmt::join(stored->runs_opened, ", ")));
+  if (!stored->runs_deferred.empty())
+    co_await ctx_.log("info", fmt::format("auto_execute: distribution(s) {} are running; the distributions sweep opens "
+                                          "their run for version {} when it ends",
+                                          fmt::join(stored->runs_deferred, ", "), stored->version));
+  co_await step("completed");
+  co_return queue::outcome::ok();
+}
+
+asio::awaitable<void> acme_job::record_failure(const job_inputs& in, const queue::outcome& o) {
+  // A failed first issuance leaves the certificate failed when retrying cannot help; a renewal
+  // leaves the current version in place. Either way the certificate shows the last error.
+  const bool dead_now = o.k == queue::outcome::kind::failed_permanently ||
+                        ctx_.job().attempts >= ctx_.job().max_attempts;
+  const std::string project = in.cert.project_id, cert_id = in.cert.id, why = o.error;
+  const std::int64_t version = in.doc.version;
+  store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
+    auto cert = tx.get_object(project, store::kind_certificate, cert_id);
+    if (!cert) return {};
+    auto doc = parse_certificate_doc(*cert, true);
+    if (!doc || doc->version != version || !doc->acme) return {};
+    doc->acme->last_error = why;
+    if (doc->version == 0 && dead_now) doc->status = "failed";
+    return tx.update_object_doc(cert_id, certificate_doc_json(*doc));
+  };
+  if (auto w = co_await ctx_.store().catalog().transact(std::move(write)); !w)
+    co_await ctx_.log("warn", fmt::format("could not record the failure on the certificate: {}", w.error().message));
+}
+
+asio::awaitable<queue::outcome> acme_job::run() {
+  auto p = certfleet::json::object_reader::parse(ctx_.payload(), "payload");
+  if (!p) co_return queue::outcome::permanent_failure(p.error().message);
+  auto cert_id = p->required_string("certificate_id");
+  if (!cert_id) co_return queue::outcome::permanent_failure(cert_id.error().message);
+  if (!opt_.key) co_return queue::outcome::failure("no key-encryption key is loaded in this worker: secrets cannot be opened");
+
+  co_await step("initialized");
+  auto in = co_await load(*cert_id);
+  if (!in) {
+    if (in.error().is(errc::not_found) || in.error().is(errc::invalid_argument))
+      co_return queue::outcome::permanent_failure(in.error().message);
+    co_return queue::outcome::failure(in.error().message);
+  }
+  if (renewal_ && in->doc.version == 0)
+    co_return queue::outcome::permanent_failure(
+        fmt::format("certificate {} has no issued version to renew: its issue_certificate job issues it", *cert_id));
+  if (!renewal_ && in->doc.version > 0) {
+    co_await ctx_.log("info", fmt::format("certificate {} already has version {}: nothing to issue", *cert_id, in->doc.version));
+    co_return queue::outcome::ok();
+  }
+  if (renewal_ && !in->doc.acme->auto_renew && ctx_.job().triggered_by == "renewal_sweep") {
+    co_await ctx_.log("info", "auto_renew is off for this certificate: the sweep's renewal does nothing");
+    co_return queue::outcome::ok();
+  }
+  co_await ctx_.log("info", fmt::format("{} of certificate {} ({}) for {} with ACME account {} ({}) and DNS provider {} ({})",
+                                        renewal_ ? "renewal" : "issuance", in->cert.name, *cert_id,
+                                        fmt::join(in->doc.acme->domains, ", "), in->account.name,
+                                        in->account_spec.directory_url, in->provider.name, in->provider_spec.server));
+
+  auto secret = open_acme_account_secret(*opt_.key, in->account);
+  if (!secret) co_return queue::outcome::permanent_failure(fmt::format("ACME account {}: {}", in->account.name, secret.error().message));
+  auto akey = acme::account_key::from_pem(secret->account_key_pem);
+  if (!akey) co_return queue::outcome::permanent_failure(fmt::format("ACME account {}: {}", in->account.name, akey.error().message));
+  auto tsig_secret = open_dns_provider_secret(*opt_.key, in->provider);
+  if (!tsig_secret)
+    co_return queue::outcome::permanent_failure(fmt::format("DNS provider {}: {}", in->provider.name, tsig_secret.error().message));
+  auto tsig = acme::dns::make_tsig_key(in->provider_spec.tsig_key_name, in->provider_spec.tsig_algorithm, *tsig_secret);
+  if (!tsig) co_return queue::outcome::permanent_failure(fmt::format("DNS provider {}: {}", in->provider.name, tsig.error().message));
+
+  auto settings = co_await store::read_settings(ctx_.store());
+  propagation_timeout_ = std::chrono::seconds(settings.integer("acme_dns_propagation_timeout_s"));
+  dns_opts_.resolve_pool = opt_.cpu;
+  dns_opts_.clock = &ctx_.clock();
+  dns_opts_.nameserver_port = static_cast<std::uint16_t>(settings.integer("acme_dns_nameserver_port"));
+
+  // The records come out whatever happens, also when the job is interrupted (cancel, lost lease):
+  // the interruption is rethrown once they are removed.
+  queue::outcome out;
+  std::exception_ptr interrupted;
+  try {
+    out = co_await order_and_store(*in, *akey, *tsig);
+  } catch (const queue::job_interrupted&) {
+    interrupted = std::current_exception();
+  }
+  if (!presented_.empty()) co_await remove_records(*in, *tsig);
+  if (interrupted) std::rethrow_exception(interrupted);
+  if (out.k == queue::outcome::kind::failed || out.k == queue::outcome::kind::failed_permanently) {
+    co_await ctx_.log("error", out.error);
+    co_await record_failure(*in, out);
+  }
+  co_return out;
+}
+
+}  // namespace
+
+std::string acme_job_payload(std::string_view certificate_id) {
+  return json::serialize(json::object{{"certificate_id", certificate_id}});
+}
+
+asio::awaitable<result<void>> register_acme_account(new_acme_account& account, const acme_job_options& opt) {
+  auto key = co_await on_cpu<result<acme::account_key>>(opt.cpu, [] { return acme::account_key::generate(); });
+  if (!key) co_return std::move(key).error();
+  acme::client_options co;
+  co.directory_url = account.spec.directory_url;
+  co.ca_pem = trust_anchors(account.spec.ca_bundle_pem, opt.ca_pem);
+  co.resolve_pool = opt.cpu;
+  acme::client client(std::move(co), *key);
+  std::optional<acme::eab_credentials> eab;
+  if (!account.spec.eab_kid.empty()) eab = acme::eab_credentials{account.spec.eab_kid, account.secret.eab_hmac_key};
+  acme::account_request req(account.spec.contact, account.spec.terms_agreed, std::move(eab));
+  auto registered = co_await client.new_account(std::move(req));
+  if (!registered) {
+    auto e = registered.failure().to_error();
+    if (e.field.empty()) e.field = "directory_url";
+    co_return e;
+  }
+  account.secret.account_key_pem = key->private_pem();
+  account.spec.account_url = registered->url;
+  account.spec.status = registered->account.status.empty() ? std::string("valid") : registered->account.status;
+  co_return result<void>{};
+}
+
+void register_acme_handlers(queue::handler_registry& r, std::shared_ptr<const acme_job_options> options) {
+  auto validate = [](const std::string& payload) -> result<void> {
+    auto p = certfleet::json::object_reader::parse(payload, "payload");
+    if (!p) return std::move(p).error();
+    if (auto ok = p->only({"certificate_id"}); !ok) return ok;
+    auto id = p->required_string("certificate_id");
+    if (!id) return std::move(id).error();
+    return {};
+  };
+  for (bool renewal : {false, true}) {
+    r.add(std::string(renewal ? queue::job_names::renew_certificate : queue::job_names::issue_certificate),
+          [options, renewal](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
+            acme_job job(ctx, *options, renewal);
+            co_return co_await job.run();
+          },
+          validate);
+  }
+}
+
+renewal_due acme_renewal_due(const certificate_doc& d, time_ms now, std::optional<acme_renewal_window> ari) {
+  renewal_due out;
+  if (!d.acme || d.version == 0 || !d.acme->auto_renew || d.status == "revoked") return out;
+  acme::renewal_inputs in;
+  in.now = now;
+  in.not_before = d.not_before;
+  in.not_after = d.not_after;
+  if (ari) in.ari = acme::renewal_window{ari->start, ari->end};
+  in.seed = std::hash<std::string>{}(d.serial);
+  auto decision = acme::decide_renewal(in);
+  out.due = decision.renew_now;
+  out.renew_at = decision.renew_at;
+  out.source = std::string(acme::renewal_source_name(decision.source));
+  out.reason = decision.reason;
+  return out;
+}
+
+namespace {
+
+// One CA's renewal information for the sweep: the directory once per account, then one GET per
+// certificate. Requests are unauthenticated; the client still wants a key, so a throwaway one.
+class ari_reader {
+ public:
+  ari_reader(const acme_job_options& opt, sweep_logger log) : opt_(opt), log_(std::move(log)) {}
+
+  asio::awaitable<std::optional<acme_renewal_window>> window(const acme_account_spec& account, const std::string& account_id,
+                                                             const certificate_doc& d, const std::string& cert_id) {
+    if (!key_) {
+      auto k = co_await on_cpu<result<acme::account_key>>(opt_.cpu, [] { return acme::account_key::generate(); });
+      if (!k) co_return std::nullopt;
+      key_ = std::make_unique<acme::account_key>(std::move(*k));
+    }
+    auto& c = clients_[account_id];
+    if (!c) {
+      acme::client_options co;
+      co.directory_url = account.directory_url;
+      co.ca_pem = trust_anchors(account.ca_bundle_pem, opt_.ca_pem);
+      co.resolve_pool = opt_.cpu;
+      c = std::make_unique<acme::client>(std::move(co), *key_);
+    }
+    auto dir = co_await c->get_directory();
+    if (!dir) {
+      co_await say("warn", fmt::format("acme_renewal: certificate {}: directory of its account {}: {} (lifetime rule used)",
+                                       cert_id, account_id, dir.failure().message));
+      co_return std::nullopt;
+    }
+    if (dir->renewal_info.empty()) co_return std::nullopt;
+    auto id = acme::ari_cert_id_of(d.cert_pem);
+    if (!id) {
+      co_await say("warn", fmt::format("acme_renewal: certificate {}: {} (lifetime rule used)", cert_id, id.error().message));
+      co_return std::nullopt;
+    }
+    auto info = co_await c->get_renewal_info(*id);
+    if (!info) {
+      co_await say("warn", fmt::format("acme_renewal: certificate {}: {} (lifetime rule used)", cert_id, info.failure().message));
+      co_return std::nullopt;
+    }
+    co_return acme_renewal_window{info->info.suggested_window.start, info->info.suggested_window.end};
+  }
+
+ private:
+  asio::awaitable<void> say(std::string level, std::string message) {
+    if (log_) co_await log_(std::move(level), std::move(message));
+  }
+  const acme_job_options& opt_;
+  sweep_logger log_;
+  std::unique_ptr<acme::account_key> key_;
+  std::map<std::string, std::unique_ptr<acme::client>> clients_;
+};
+
+}  // namespace
+
+asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_source& clock, const acme_job_options* opt,
+                                                  sweep_logger log) {
+  auto now = clock.now_ms();
+  // Every certificate that has an expiry (the catalog index by not_after, all projects), and the
+  // accounts of the ACME ones.
+  struct candidate {
+    store::catalog_object cert;
+    certificate_doc doc;
+    acme_account_spec account;
+  };
+  auto found = std::make_shared<std::vector<candidate>>();
+  store::read_fn read = [found](store::catalog_read& rd) -> result<void> {
+    auto certs = rd.certificates_expiring(std::numeric_limits<time_ms>::max() / 2, 100'000);
+    if (!certs) return std::move(certs).error();
+    for (auto& c : *certs) {
+      auto doc = parse_certificate_doc(c, true);
+      if (!doc || !doc->acme || doc->version == 0 || !doc->acme->auto_renew || doc->status == "revoked") continue;
+      auto a = rd.get_object(c.project_id, store::kind_acme_account, doc->acme->acme_account_id);
+      if (!a) continue;
+      auto spec = parse_acme_account_doc(*a);
+      if (!spec) continue;
+      found->push_back(candidate{std::move(c), std::move(*doc), std::move(*spec)});
+    }
+    return {};
+  };
+  if (auto r = co_await st.catalog().read(std::move(read)); !r) co_return std::move(r).error();
+
+  std::optional<ari_reader> ari;
+  if (opt) ari.emplace(*opt, log);
+  std::vector<store::new_job> jobs;
+  for (const auto& c : *found) {
+    std::optional<acme_renewal_window> window;
+    if (ari) window = co_await ari->window(c.account, c.doc.acme->acme_account_id, c.doc, c.cert.id);
+    auto due = acme_renewal_due(c.doc, now, window);
+    if (!due.due) continue;
+    if (log) co_await log("info", fmt::format("acme_renewal: certificate {} is due ({}): {}", c.cert.id, due.source, due.reason));
+    store::new_job j;
+    j.project_id = c.cert.project_id;
+    j.type = std::string(queue::job_names::renew_certificate);
+    j.lane = std::string(queue::lane_main);
+    j.payload = acme_job_payload(c.cert.id);
+    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
+    j.idempotency_key = renew_job_key(c.cert.id, c.doc.not_after);
+    j.certificate_id = c.cert.id;
+    j.triggered_by = "renewal_sweep";
+    jobs.push_back(std::move(j));
+  }
+  if (jobs.empty()) co_return 0;
+  auto created = std::make_shared<int>(0);
+  store::tx_fn write = [jobs, now, created](store::catalog_tx& tx) -> result<void> {
+    for (const auto& j : jobs) {
+      auto e = tx.jobs().enqueue(j, now);
+      if (!e) return std::move(e).error();
+      if (e->created) ++*created;
+    }
+    return {};
+  };
+  if (auto w = co_await st.catalog().transact(std::move(write)); !w) co_return std::move(w).error();
+  co_return *created;
+}
+
+}  // namespace certfleet::distribution

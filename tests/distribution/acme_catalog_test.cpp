@@ -1,0 +1,132 @@
+// The ACME catalog bodies and the renewal decision of the sweep, pure (no I/O): what is accepted,
+// what each refusal names, what the stored documents read back as, and when a certificate is due.
+#include "certfleet/distribution/acme_catalog.hpp"
+#include "certfleet/distribution/acme_jobs.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+namespace {
+
+using namespace certfleet;
+using namespace certfleet::distribution;
+namespace json = boost::json;
+
+constexpr const char* secret = "bwN2YRfAphUOn8x/kNYV7r4tVchwfR+++ig93ue2IqI=";
+
+TEST(acme_catalog, an_account_body_is_read_and_its_document_never_holds_the_hmac_key) {
+  auto a = parse_acme_account_request(
+      R"({"name":"le","directory_url":"https://acme.example/dir","contact_email":["a@example.com","b@example.org"],
+          "terms_agreed":true,"eab":{"kid":"kid-1","hmac_key":"zWNDZM6eQGHWpSRT"}})");
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->spec.contact, (std::vector<std::string>{"mailto:a@example.com", "mailto:b@example.org"}));
+  EXPECT_EQ(a->secret.eab_hmac_key, "zWNDZM6eQGHWpSRT");
+  auto doc = acme_account_doc_json(a->spec);
+  EXPECT_EQ(doc.find("zWNDZM6eQGHWpSRT"), std::string::npos);
+  store::catalog_object o;
+  o.doc = doc;
+  auto back = parse_acme_account_doc(o);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->eab_kid, "kid-1");
+  EXPECT_EQ(back->contact, a->spec.contact);
+}
+
+TEST(acme_catalog, bad_bodies_name_their_field) {
+  struct tc {
+    std::string body, field;
+  };
+  const std::vector<tc> account = {
+      {R"({"name":"x","directory_url":"https://a.example/d"})", "terms_agreed"},
+      {R"({"name":"x","directory_url":"ftp://a.example/d","terms_agreed":true})", "directory_url"},
+      {R"({"name":"x","directory_url":"https://a.example/d","terms_agreed":true,"contact_email":"no-at"})", "contact_email"},
+      {R"({"name":"x","directory_url":"https://a.example/d","terms_agreed":true,"eab":{"kid":"k"}})", "eab.hmac_key"},
+      {R"({"name":"x","directory_url":"https://a.example/d","terms_agreed":true,"eab":{"kid":"k","hmac_key":"a","x":1}})", "eab.x"},
+      {R"({"name":"x","directory_url":"https://a.example/d","terms_agreed":true,"ca_bundle_pem":"nope"})", "ca_bundle_pem"},
+      {R"({"name":"x","directory_url":"https://a.example/d","terms_agreed":true,"extra":1})", "extra"},
+  };
+  for (const auto& t : account) {
+    auto r = parse_acme_account_request(t.body);
+    ASSERT_FALSE(r) << t.body;
+    EXPECT_EQ(r.error().field, t.field) << t.body << " -> " << r.error().message;
+  }
+  auto provider = [](std::string inner) {
+    return std::string(R"({"name":"d","kind":"rfc2136","rfc2136":)") + inner + "}";
+  };
+  const std::vector<tc> providers = {
+      {provider(R"({"server":"127.0.0.1:0","tsig_key_name":"k","tsig_secret":")" + std::string(secret) + R"("})"), "rfc2136.server"},
+      {provider(R"({"server":"127.0.0.1:53","tsig_key_name":"k","tsig_secret":"***"})"), "rfc2136.tsig_secret"},
+      {provider(R"({"server":"127.0.0.1:53","tsig_key_name":"k","tsig_algorithm":"hmac-sha1","tsig_secret":")" + std::string(secret) + R"("})"),
+       "rfc2136.tsig_algorithm"},
+      {provider(R"({"server":"127.0.0.1:53","zone":"bad zone","tsig_key_name":"k","tsig_secret":")" + std::string(secret) + R"("})"),
+       "rfc2136.zone"},
+      {provider(R"({"server":"127.0.0.1:53","tsig_secret":")" + std::string(secret) + R"("})"), "rfc2136.tsig_key_name"},
+      {R"({"name":"d","kind":"manual"})", "kind"},
+      {R"({"name":"d","kind":"route53"})", "kind"},
+      {R"({"name":"d","kind":"rfc2136"})", "rfc2136"},
+  };
+  for (const auto& t : providers) {
+    auto r = parse_dns_provider_request(t.body);
+    ASSERT_FALSE(r) << t.body;
+    EXPECT_EQ(r.error().field, t.field) << t.body << " -> " << r.error().message;
+    EXPECT_EQ(r.error().message.find(secret), std::string::npos);
+  }
+  const std::string ids = R"("acme_account_id":"0123456789abcdef01234567","dns_provider_id":"0123456789abcdef01234568")";
+  const std::vector<tc> issues = {
+      {R"({"name":"c",)" + ids + "}", "domains"},
+      {R"({"name":"c","domains":[],)" + ids + "}", "domains"},
+      {R"({"name":"c","domains":["a.example.test","A.example.test"],)" + ids + "}", "domains[1]"},
+      {R"({"name":"c","domains":["a.example.test","x.*.example.test"],)" + ids + "}", "domains[1]"},
+      {R"({"name":"c","domains":[1],)" + ids + "}", "domains[0]"},
+      {R"({"name":"c","domains":["a.example.test"],"acme_account_id":"nope","dns_provider_id":"0123456789abcdef01234568"})", "acme_account_id"},
+      {R"({"name":"c","domains":["a.example.test"],"key_type":"ed25519",)" + ids + "}", "key_type"},
+      {R"({"name":"c","domains":["a.example.test"],"auto_renew":"yes",)" + ids + "}", "auto_renew"},
+  };
+  for (const auto& t : issues) {
+    auto r = parse_acme_issue_request(t.body);
+    ASSERT_FALSE(r) << t.body;
+    EXPECT_EQ(r.error().field, t.field) << t.body << " -> " << r.error().message;
+  }
+}
+
+TEST(acme_catalog, an_issue_body_becomes_an_unissued_acme_certificate) {
+  auto r = parse_acme_issue_request(
+      R"({"name":"www","domains":["WWW.Example.test","*.example.test"],"acme_account_id":"0123456789abcdef01234567",
+          "dns_provider_id":"0123456789abcdef01234568","key_type":"rsa-2048","auto_renew":false})");
+  ASSERT_TRUE(r) << r.error().message;
+  auto o = make_unissued_acme_certificate(*r, "0123456789abcdef01234569", "p", 1000);
+  EXPECT_FALSE(parse_certificate_doc(o)) << "an unissued certificate must not be delivered";
+  auto d = parse_certificate_doc(o, true);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->version, 0);
+  EXPECT_EQ(d->source, "acme");
+  EXPECT_EQ(d->status, "pending");
+  ASSERT_TRUE(d->acme);
+  EXPECT_EQ(d->acme->domains, (std::vector<std::string>{"www.example.test", "*.example.test"}));
+  EXPECT_EQ(d->acme->key_type, "rsa-2048");
+  EXPECT_FALSE(d->acme->auto_renew);
+  EXPECT_EQ(issue_job_key("c1"), "issue:c1");
+  EXPECT_EQ(renew_job_key("c1", 1'800'000'000'999), "renew:c1:1800000000");
+}
+
+TEST(acme_renewal, due_in_the_last_third_of_the_lifetime_only_when_issued_and_auto_renewing) {
+  certificate_doc d;
+  d.version = 1;
+  d.not_before = 0;
+  d.not_after = 90 * 86'400'000LL;
+  d.acme = certificate_acme{};
+  constexpr time_ms day = 86'400'000;
+  EXPECT_FALSE(acme_renewal_due(d, 59 * day).due);
+  EXPECT_TRUE(acme_renewal_due(d, 60 * day + 1).due);
+  EXPECT_TRUE(acme_renewal_due(d, 100 * day).due) << "an expired certificate is renewed now";
+  auto off = d;
+  off.acme->auto_renew = false;
+  EXPECT_FALSE(acme_renewal_due(off, 80 * day).due);
+  auto unissued = d;
+  unissued.version = 0;
+  EXPECT_FALSE(acme_renewal_due(unissued, 80 * day).due);
+  auto uploaded = d;
+  uploaded.acme.reset();
+  EXPECT_FALSE(acme_renewal_due(uploaded, 80 * day).due);
+}
+
+}  // namespace

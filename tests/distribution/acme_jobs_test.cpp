@@ -1,0 +1,431 @@
+// ACME certificates end to end (DESIGN §9) through a real certfleet process: a real pebble 2.4
+// validating DNS-01 against a real knot that certfleet updates with TSIG-signed RFC 2136 UPDATEs;
+// the issued version stored, renewed (by the route and by the scheduler's renewal sweep), and the
+// new version delivered by the certificate's auto_execute distribution to a real sshd target.
+// The CA's refusals, a TSIG key knot rejects, and bad API bodies end clearly, naming the cause.
+#include "dist_fixture.hpp"
+#include "certfleet/acme/client.hpp"
+#include "certfleet/acme/renewal_info.hpp"
+#include "certfleet/core/clock.hpp"
+#include "knot.hpp"
+#include "pebble.hpp"
+#include "run_sync.hpp"
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509_vfy.h>
+#include <unistd.h>
+
+namespace dist_test {
+namespace {
+
+// Whether `leaf` chains to `root` through `chain`, by OpenSSL's verifier (as client_pebble_test).
+bool chains_to(const std::string& leaf, const std::string& chain, const std::string& root) {
+  auto read_all = [](const std::string& pem) {
+    STACK_OF(X509)* s = sk_X509_new_null();
+    BIO* b = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    while (X509* x = PEM_read_bio_X509(b, nullptr, nullptr, nullptr)) sk_X509_push(s, x);
+    BIO_free(b);
+    ERR_clear_error();
+    return s;
+  };
+  STACK_OF(X509)* leafs = read_all(leaf);
+  STACK_OF(X509)* inter = read_all(chain);
+  STACK_OF(X509)* roots = read_all(root);
+  X509_STORE* store = X509_STORE_new();
+  for (int i = 0; i < sk_X509_num(roots); ++i) X509_STORE_add_cert(store, sk_X509_value(roots, i));
+  X509_STORE_CTX* ctx = X509_STORE_CTX_new();
+  bool ok = sk_X509_num(leafs) == 1 && X509_STORE_CTX_init(ctx, store, sk_X509_value(leafs, 0), inter) == 1 &&
+            X509_verify_cert(ctx) == 1;
+  X509_STORE_CTX_free(ctx);
+  X509_STORE_free(store);
+  sk_X509_pop_free(leafs, X509_free);
+  sk_X509_pop_free(inter, X509_free);
+  sk_X509_pop_free(roots, X509_free);
+  return ok;
+}
+
+class acme_env {
+ public:
+  explicit acme_env(testbed::pebble_options po = {}, std::vector<std::string> sets = {}) : env(1) {
+    knot = std::make_unique<testbed::knot>(env.dir.path() / "knot");
+    po.dns_server = knot->server();
+    ca = std::make_unique<testbed::pebble>(env.dir.path() / "pebble", std::move(po));
+    env.start("all", std::move(sets));
+    // The zone's NS (ns1.example.test → 127.0.0.1) answers on knot's port, not 53.
+    env.set_settings(json::object{{"acme_dns_nameserver_port", knot->port()}, {"acme_dns_propagation_timeout_s", 60}});
+  }
+  ~acme_env() {
+    if (::testing::Test::HasFailure()) {
+      auto log = ca->log();
+      std::cerr << "pebble log tail:\n" << (log.size() > 4000 ? log.substr(log.size() - 4000) : log) << "\n";
+    }
+  }
+
+  json::object account_body(const std::string& name) const {
+    return json::object{{"name", name},
+                        {"directory_url", ca->directory_url()},
+                        {"contact_email", "ops@example.org"},
+                        {"terms_agreed", true},
+                        {"ca_bundle_pem", ca->tls_ca_pem()}};
+  }
+  json::object provider_body(const std::string& name, const std::string& secret = {}) const {
+    return json::object{{"name", name},
+                        {"kind", "rfc2136"},
+                        {"rfc2136", json::object{{"server", knot->server()},
+                                                 {"zone", knot->zone()},
+                                                 {"tsig_key_name", knot->key_name()},
+                                                 {"tsig_algorithm", "hmac-sha256"},
+                                                 {"tsig_secret", secret.empty() ? knot->secret_base64() : secret}}}};
+  }
+  std::string create(const std::string& path, const json::object& body) {
+    return str(env.ok("POST", path, json::serialize(body), 201), "id");
+  }
+  // POST …/certificates/issue → {certificate_id, job_id}.
+  std::pair<std::string, std::string> issue(const std::string& name, const std::vector<std::string>& domains,
+                                            const std::string& account, const std::string& provider) {
+    json::array ds;
+    for (const auto& d : domains) ds.emplace_back(d);
+    auto r = env.ok("POST", "certificates/issue",
+                    json::serialize(json::object{{"name", name}, {"domains", std::move(ds)}, {"acme_account_id", account},
+                                                 {"dns_provider_id", provider}}),
+                    202);
+    return {str(r, "certificate_id"), str(r, "job_id")};
+  }
+  // Polls the job until it is terminal (completed, dead, cancelled).
+  json::value wait_job(const std::string& id, std::chrono::seconds timeout = 180s) {
+    auto until = std::chrono::steady_clock::now() + timeout;
+    json::value j;
+    while (std::chrono::steady_clock::now() < until) {
+      j = env.call("GET", "jobs/" + id).json();
+      auto s = str(j, "status");
+      if (s == "completed" || s == "dead" || s == "cancelled") return j;
+      std::this_thread::sleep_for(200ms);
+    }
+    ADD_FAILURE() << "job " << id << " did not end: " << json::serialize(j) << "\n" << log_text(id);
+    return j;
+  }
+  std::string log_text(const std::string& job) {
+    auto r = env.call("GET", "jobs/" + job + "/logs?limit=500").json();
+    std::string out;
+    if (r.is_object())
+      if (auto* lines = r.as_object().if_contains("lines"); lines && lines->is_array())
+        for (const auto& l : lines->as_array()) out += str(l, "level") + " " + str(l, "message") + "\n";
+    return out;
+  }
+
+  dist_env env;
+  std::unique_ptr<testbed::knot> knot;
+  std::unique_ptr<testbed::pebble> ca;
+};
+
+std::string label() {
+  static int n = 0;
+  return fmt::format("t{}-{}", ::getpid() % 100000, n++);
+}
+
+TEST(acme_jobs, issue_stores_version_1_then_a_renewal_stores_version_2_and_delivers_it) {
+  acme_env a;
+  auto account_answer = a.env.ok("POST", "acme-accounts", json::serialize(a.account_body("pebble")), 201);
+  auto account = str(account_answer, "id");
+  EXPECT_NE(str(account_answer, "account_url").find("https://127.0.0.1:"), std::string::npos) << json::serialize(account_answer);
+  EXPECT_EQ(str(account_answer, "status"), "valid");
+  EXPECT_EQ(json::serialize(account_answer).find("PRIVATE KEY"), std::string::npos);
+  auto provider_answer = a.env.ok("POST", "dns-providers", json::serialize(a.provider_body("knot")), 201);
+  auto provider = str(provider_answer, "id");
+  // The TSIG secret is sealed: never in an answer.
+  EXPECT_EQ(json::serialize(provider_answer).find(a.knot->secret_base64()), std::string::npos);
+  EXPECT_EQ(json::serialize(a.env.ok("GET", "dns-providers/" + provider)).find(a.knot->secret_base64()), std::string::npos);
+
+  const std::string domain = "www." + label() + "." + a.knot->zone();
+  auto [cert, job] = a.issue("www", {domain}, account, provider);
+  // Before the job ends the certificate exists with no issued version.
+  auto issued = a.wait_job(job);
+  ASSERT_EQ(str(issued, "status"), "completed") << json::serialize(issued) << "\n" << a.log_text(job);
+  auto log = a.log_text(job);
+  EXPECT_NE(log.find("workflow step: dns_propagating"), std::string::npos) << log;
+  EXPECT_NE(log.find("DNS: every record answered by every server"), std::string::npos) << log;
+  EXPECT_NE(log.find("workflow step: completed"), std::string::npos) << log;
+  // The challenge record is gone from the zone once the job has ended.
+  EXPECT_TRUE(a.knot->dig_txt("_acme-challenge." + domain).empty());
+
+  auto v1 = a.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(num(v1, "version"), 1) << json::serialize(v1);
+  EXPECT_EQ(str(v1, "source"), "acme");
+  EXPECT_EQ(str(v1, "status"), "active");
+  EXPECT_EQ(v1.at("domains"), json::array{json::value(domain)});
+  EXPECT_EQ(str(v1, "key_type"), "ecdsa-p256");
+  EXPECT_EQ(v1.at("sans"), json::array{json::value(domain)});
+  // Signed by pebble's issuing CA: the leaf chains to the root its management interface serves.
+  EXPECT_TRUE(chains_to(str(v1, "cert_pem"), str(v1, "chain_pem"), a.ca->root_pem()));
+  EXPECT_EQ(a.ca->certificate_status(str(v1, "serial")).status, "Valid");
+
+  // A distribution of an ACME certificate executes each new version by itself (default).
+  auto cred = a.env.create_credential();
+  auto target = a.env.create_target(a.env.ssh_target_body("web", 0, cred));
+  auto dist = a.env.create_distribution("web", cert, {target});
+  EXPECT_EQ(a.env.ok("GET", "distributions/" + dist).at("auto_execute"), true);
+  a.env.execute(dist);
+  ASSERT_EQ(str(a.env.wait_done(dist), "status"), "success");
+  EXPECT_EQ(slurp(a.env.target_dir("web") / "cert.pem"), str(v1, "cert_pem"));
+
+  auto renew = a.env.ok("POST", "certificates/" + cert + "/renew", "", 202);
+  // The same version's renewal again: the same job (key renew:<cert>:<expires_at_unix>).
+  auto again = a.env.ok("POST", "certificates/" + cert + "/renew", "", 202);
+  EXPECT_EQ(str(again, "job_id"), str(renew, "job_id"));
+  auto renewed = a.wait_job(str(renew, "job_id"));
+  ASSERT_EQ(str(renewed, "status"), "completed") << json::serialize(renewed) << "\n" << a.log_text(str(renew, "job_id"));
+  auto v2 = a.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(num(v2, "version"), 2);
+  EXPECT_NE(str(v2, "serial"), str(v1, "serial"));
+  EXPECT_TRUE(chains_to(str(v2, "cert_pem"), str(v2, "chain_pem"), a.ca->root_pem()));
+  EXPECT_EQ(v2.at("versions").as_array().size(), 2u);
+
+  // The renewal opened the distribution's run in its transaction; no API call since.
+  auto done = a.env.wait_done(dist);
+  EXPECT_EQ(str(done, "status"), "success") << json::serialize(done);
+  EXPECT_EQ(num(done, "run_no"), 2);
+  EXPECT_EQ(str(done, "run_trigger"), fmt::format("dist-renew:{}:2", dist));
+  EXPECT_EQ(slurp(a.env.target_dir("web") / "cert.pem"), str(v2, "cert_pem"));
+  EXPECT_TRUE(a.knot->dig_txt("_acme-challenge." + domain).empty());
+
+  // In use: the account and the provider cannot be deleted under the certificate.
+  EXPECT_EQ(a.env.call("DELETE", "acme-accounts/" + account).status, 409);
+  EXPECT_EQ(a.env.call("DELETE", "dns-providers/" + provider).status, 409);
+}
+
+TEST(acme_jobs, the_renewal_sweep_renews_a_certificate_in_the_last_third_of_its_lifetime) {
+  // 45-second certificates: the last third starts 30 s after issuance. One scheduler cycle a second.
+  testbed::pebble_options po;
+  po.validity_s = 45;
+  acme_env a(po, {"scheduler_interval_ms=1000", "scheduler_lease_ms=3000"});
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  auto provider = a.create("dns-providers", a.provider_body("knot"));
+  const std::string domain = "api." + label() + "." + a.knot->zone();
+  auto [cert, job] = a.issue("api", {domain}, account, provider);
+  ASSERT_EQ(str(a.wait_job(job), "status"), "completed") << a.log_text(job);
+  auto v1 = a.env.ok("GET", "certificates/" + cert);
+  ASSERT_EQ(num(v1, "version"), 1);
+
+  // Not before the window: the sweep leaves it alone while it is young.
+  auto jobs = a.env.ok("GET", "jobs?type=renew_certificate&page_size=50");
+  EXPECT_EQ(num(jobs, "total"), 0) << json::serialize(jobs);
+
+  auto until = std::chrono::steady_clock::now() + 150s;
+  json::value now;
+  while (std::chrono::steady_clock::now() < until) {
+    now = a.env.ok("GET", "certificates/" + cert);
+    if (num(now, "version") >= 2) break;
+    std::this_thread::sleep_for(500ms);
+  }
+  ASSERT_GE(num(now, "version"), 2) << json::serialize(now);
+  auto renewals = a.env.ok("GET", "jobs?type=renew_certificate&page_size=50");
+  ASSERT_GE(num(renewals, "total"), 1);
+  bool by_sweep = false;
+  for (const auto& j : renewals.at("items").as_array())
+    by_sweep |= str(j, "triggered_by") == "renewal_sweep";
+  EXPECT_TRUE(by_sweep) << json::serialize(renewals);
+  // Version 2 was issued after version 1 entered its last third, not before.
+  const auto& versions = now.at("versions").as_array();
+  ASSERT_GE(versions.size(), 2u);
+  EXPECT_NE(str(versions[0], "serial"), str(versions[1], "serial"));
+}
+
+// pebble 2.4 has no renewalInfo (RFC 9773 came in a later pebble): a testbed HTTPS server serves
+// pebble's directory with a renewalInfo URL added, and the renewal information of the
+// certificate. A 5-year certificate is then renewed when, and only when, the CA's window says so.
+TEST(acme_jobs, the_renewal_sweep_follows_the_cas_renewal_information_when_the_directory_offers_it) {
+  acme_env a({}, {"scheduler_interval_ms=1000", "scheduler_lease_ms=3000"});
+  auto key = certfleet::acme::account_key::generate();
+  ASSERT_TRUE(key);
+  certfleet::acme::client_options co;
+  co.directory_url = a.ca->directory_url();
+  co.ca_pem = a.ca->tls_ca_pem();
+  certfleet::acme::client plain(co, *key);
+  auto pebble_dir = testbed::run_sync(plain.get_directory());
+  ASSERT_TRUE(pebble_dir) << pebble_dir.failure().message;
+  testbed::webhook_sink ari(true);
+  json::object d{{"newNonce", pebble_dir->new_nonce},     {"newAccount", pebble_dir->new_account},
+                 {"newOrder", pebble_dir->new_order},     {"revokeCert", pebble_dir->revoke_cert},
+                 {"keyChange", pebble_dir->key_change},   {"renewalInfo", ari.url("/renewal-info")},
+                 {"meta", {{"termsOfService", pebble_dir->meta.terms_of_service}}}};
+  ari.serve("/directory", {200, {}, json::serialize(d)});
+
+  auto body = a.account_body("ari-ca");
+  body["directory_url"] = ari.url("/directory");
+  body["ca_bundle_pem"] = a.ca->tls_ca_pem() + ari.ca_pem();
+  auto account = a.create("acme-accounts", body);
+  auto provider = a.create("dns-providers", a.provider_body("knot"));
+  const std::string domain = "ari." + label() + "." + a.knot->zone();
+  auto [cert, job] = a.issue("ari", {domain}, account, provider);
+  ASSERT_EQ(str(a.wait_job(job), "status"), "completed") << a.log_text(job);
+  auto v1 = a.env.ok("GET", "certificates/" + cert);
+  auto id = certfleet::acme::ari_cert_id_of(str(v1, "cert_pem"));
+  ASSERT_TRUE(id) << id.error().message;
+  const std::string info_path = "/renewal-info/" + *id;
+  auto info_requests = [&] {
+    std::size_t n = 0;
+    for (const auto& r : ari.requests()) n += r.method == "GET" && r.target == info_path;
+    return n;
+  };
+
+  // A window 20 days ahead: the sweep asks (again each cycle) and leaves the certificate alone.
+  const auto now = certfleet::system_clock().now_ms();
+  auto window = [](certfleet::time_ms start, certfleet::time_ms end) {
+    return R"({"suggestedWindow": {"start": ")" + certfleet::format_iso8601(start) + R"(", "end": ")" +
+           certfleet::format_iso8601(end) + R"("}})";
+  };
+  ari.serve(info_path, {200, {{"Retry-After", "60"}}, window(now + 20 * 86'400'000LL, now + 22 * 86'400'000LL)});
+  ari.clear();
+  for (auto until = std::chrono::steady_clock::now() + 30s; info_requests() < 3 && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(100ms);
+  ASSERT_GE(info_requests(), 3u) << "the sweep did not ask for the renewal information";
+  EXPECT_EQ(num(a.env.ok("GET", "jobs?type=renew_certificate"), "total"), 0);
+
+  // The CA moves the window into the past (a mass revocation): the next sweep renews.
+  ari.serve(info_path, {200, {{"Retry-After", "60"}}, window(now - 2 * 86'400'000LL, now - 86'400'000LL)});
+  json::value current;
+  for (auto until = std::chrono::steady_clock::now() + 90s; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(300ms)) {
+    current = a.env.ok("GET", "certificates/" + cert);
+    if (num(current, "version") >= 2) break;
+  }
+  ASSERT_EQ(num(current, "version"), 2) << json::serialize(current);
+  auto renewals = a.env.ok("GET", "jobs?type=renew_certificate");
+  ASSERT_EQ(num(renewals, "total"), 1) << json::serialize(renewals);
+  EXPECT_EQ(str(renewals.at("items").as_array()[0], "triggered_by"), "renewal_sweep");
+  auto log = a.log_text(str(renewals.at("items").as_array()[0], "id"));
+  EXPECT_NE(log.find("workflow step: completed"), std::string::npos) << log;
+}
+
+TEST(acme_jobs, refusals_end_the_job_with_the_cause_and_bad_bodies_name_the_field) {
+  testbed::pebble_options po;
+  po.domain_blocklist = {"blocked.example.test"};
+  acme_env a(po);
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  auto provider = a.create("dns-providers", a.provider_body("knot"));
+
+  // The CA refuses the name: the job is dead at once with pebble's problem verbatim, and the
+  // certificate that was never issued is failed with the same text.
+  auto [blocked, blocked_job] = a.issue("blocked", {"blocked.example.test"}, account, provider);
+  auto dead = a.wait_job(blocked_job);
+  EXPECT_EQ(str(dead, "status"), "dead") << json::serialize(dead);
+  EXPECT_EQ(num(dead, "attempts"), 1);
+  EXPECT_NE(str(dead, "error").find("urn:ietf:params:acme:error:rejectedIdentifier"), std::string::npos)
+      << json::serialize(dead);
+  EXPECT_EQ(str(dead, "error").rfind("newOrder:", 0), 0u) << "the error names the step: " << json::serialize(dead);
+  auto failed = a.env.ok("GET", "certificates/" + blocked);
+  EXPECT_EQ(str(failed, "status"), "failed");
+  EXPECT_EQ(num(failed, "version"), 0);
+  EXPECT_EQ(str(failed, "last_error"), str(dead, "error"));
+
+  // A TSIG secret knot does not know: dead at once, naming the provider and knot's answer.
+  auto wrong = a.create("dns-providers", a.provider_body("wrong-key", "c2VjcmV0LXRoYXQta25vdC1kb2VzLW5vdC1rbm93IQ=="));
+  const std::string domain = "tsig." + label() + "." + a.knot->zone();
+  auto [tsig_cert, tsig_job] = a.issue("tsig", {domain}, account, wrong);
+  auto tsig_dead = a.wait_job(tsig_job);
+  EXPECT_EQ(str(tsig_dead, "status"), "dead") << json::serialize(tsig_dead);
+  auto err = str(tsig_dead, "error");
+  EXPECT_NE(err.find("DNS provider wrong-key"), std::string::npos) << err;
+  EXPECT_NE(err.find("TSIG"), std::string::npos) << err;
+  EXPECT_EQ(err.find("c2VjcmV0"), std::string::npos) << "the secret must never be quoted: " << err;
+  EXPECT_TRUE(a.knot->dig_txt("_acme-challenge." + domain).empty());
+
+  // A DNS server that never answers is transient: the job fails, to be retried with backoff, and
+  // the certificate stays pending with the cause.
+  testbed::silent_dns_server silent;
+  auto silent_body = a.provider_body("silent");
+  silent_body["rfc2136"].as_object()["server"] = silent.server();
+  auto mute = a.create("dns-providers", silent_body);
+  auto [slow_cert, slow_job] = a.issue("slow", {"slow." + label() + "." + a.knot->zone()}, account, mute);
+  json::value slow;
+  for (auto until = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(200ms)) {
+    slow = a.env.ok("GET", "jobs/" + slow_job);
+    if (str(slow, "status") != "pending" && str(slow, "status") != "active") break;
+  }
+  EXPECT_EQ(str(slow, "status"), "failed") << json::serialize(slow) << "\n" << a.log_text(slow_job);
+  EXPECT_NE(str(slow, "error").find("DNS provider silent"), std::string::npos) << json::serialize(slow);
+  EXPECT_NE(str(slow, "error").find("no answer"), std::string::npos) << json::serialize(slow);
+  auto pending = a.env.ok("GET", "certificates/" + slow_cert);
+  EXPECT_EQ(str(pending, "status"), "pending");
+  EXPECT_EQ(str(pending, "last_error"), str(slow, "error"));
+
+  // Bad bodies: 400 naming the field; nothing stored.
+  struct bad_body {
+    std::string path;
+    json::object body;
+    std::string field;
+  };
+  auto acct = a.account_body("x");
+  auto no_terms = acct;
+  no_terms["terms_agreed"] = false;
+  auto http_url = acct;
+  http_url["directory_url"] = "http://127.0.0.1:1/dir";
+  auto bad_mail = acct;
+  bad_mail["contact_email"] = json::array{"ops@example.org", "not an address"};
+  auto bad_eab = acct;
+  bad_eab["eab"] = json::object{{"kid", "k"}, {"hmac_key", "not base64url!"}};
+  auto prov = a.provider_body("y");
+  auto bad_server = prov;
+  bad_server["rfc2136"].as_object()["server"] = "127.0.0.1:99999";
+  auto bad_secret = prov;
+  bad_secret["rfc2136"].as_object()["tsig_secret"] = "%%%";
+  auto bad_alg = prov;
+  bad_alg["rfc2136"].as_object()["tsig_algorithm"] = "hmac-md5";
+  auto manual = json::object{{"name", "m"}, {"kind", "manual"}};
+  auto issue = [&](json::array domains, std::string acc, std::string prv) {
+    return json::object{{"name", "bad"}, {"domains", std::move(domains)}, {"acme_account_id", acc}, {"dns_provider_id", prv}};
+  };
+  auto bad_key_type = issue({"a.example.test"}, account, provider);
+  bad_key_type["key_type"] = "dsa-1024";
+  const std::vector<bad_body> bodies = {
+      {"acme-accounts", no_terms, "terms_agreed"},
+      {"acme-accounts", http_url, "directory_url"},
+      {"acme-accounts", bad_mail, "contact_email[1]"},
+      {"acme-accounts", bad_eab, "eab.hmac_key"},
+      {"dns-providers", bad_server, "rfc2136.server"},
+      {"dns-providers", bad_secret, "rfc2136.tsig_secret"},
+      {"dns-providers", bad_alg, "rfc2136.tsig_algorithm"},
+      {"dns-providers", manual, "kind"},
+      {"certificates/issue", issue({"a.example.test", "bad name!"}, account, provider), "domains[1]"},
+      {"certificates/issue", issue({}, account, provider), "domains"},
+      {"certificates/issue", issue({"a.example.test"}, "0123456789abcdef01234567", provider), "acme_account_id"},
+      {"certificates/issue", issue({"a.example.test"}, account, account), "dns_provider_id"},
+      {"certificates/issue", bad_key_type, "key_type"},
+  };
+  for (const auto& b : bodies) {
+    auto r = a.env.call("POST", b.path, json::serialize(b.body));
+    EXPECT_EQ(r.status, 400) << b.path << " " << json::serialize(b.body) << " -> " << r.body;
+    EXPECT_EQ(str(r.json().at("error"), "field"), b.field) << b.path << " -> " << r.body;
+  }
+  EXPECT_EQ(num(a.env.ok("GET", "acme-accounts"), "total"), 1);
+  EXPECT_EQ(num(a.env.ok("GET", "dns-providers"), "total"), 3);
+  EXPECT_EQ(num(a.env.ok("GET", "certificates"), "total"), 3);
+}
+
+TEST(acme_jobs, an_account_the_ca_refuses_is_not_stored_and_the_answer_carries_the_ca_problem) {
+  // pebble requiring External Account Binding: an account with a wrong HMAC key is refused.
+  testbed::pebble_options po;
+  po.eab_keys = {{"kid-1", "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"}};
+  acme_env a(po);
+  auto body = a.account_body("eab");
+  body["eab"] = json::object{{"kid", "kid-1"}, {"hmac_key", "c29tZS1vdGhlci1rZXktdGhhdC1wZWJibGUtZG9lcy1ub3Qtc2hhcmU"}};
+  auto r = a.env.call("POST", "acme-accounts", json::serialize(body));
+  EXPECT_GE(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("urn:ietf:params:acme:error:"), std::string::npos) << r.body;
+  EXPECT_EQ(r.body.find("c29tZS1vdGhlci1rZXk"), std::string::npos) << "the HMAC key must never be quoted: " << r.body;
+  // Without EAB at all: the CA's externalAccountRequired.
+  auto plain = a.env.call("POST", "acme-accounts", json::serialize(a.account_body("plain")));
+  EXPECT_NE(plain.body.find("externalAccountRequired"), std::string::npos) << plain.body;
+  EXPECT_EQ(num(a.env.ok("GET", "acme-accounts"), "total"), 0);
+  // The right key registers.
+  body["eab"] = json::object{{"kid", "kid-1"}, {"hmac_key", po.eab_keys.at("kid-1")}};
+  auto ok = a.env.ok("POST", "acme-accounts", json::serialize(body), 201);
+  EXPECT_EQ(str(ok, "status"), "valid");
+  EXPECT_EQ(str(ok, "eab_kid"), "kid-1");
+  EXPECT_EQ(json::serialize(ok).find(po.eab_keys.at("kid-1")), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dist_test
