@@ -162,9 +162,11 @@ TEST(session_limit, sixty_targets_two_sshd_two_workers_one_killed_never_more_tha
   for (int i = 0; i < 60; i += 7)
     EXPECT_FALSE(slurp(env.target_dir(fmt::format("lim{:03}", i)) / "cert.pem").empty()) << i;
 
-  // The killed worker's targets went to a retry wave as worker_lost; its slots came back (the
-  // survivor finished the run); none is left held.
-  EXPECT_GE(num(d.at("fan_out"), "retry_wave"), 1) << json::serialize(d);
+  // The killed worker's targets were finished by someone else: a retry wave (worker_lost), or
+  // the batch's own next attempt when its lease ran out first (a slow, sanitized run); its slots
+  // came back (the survivor finished the run); none is left held.
+  const auto reattempted = sql(env, "SELECT count(*) FROM jobs WHERE type = 'distribution_execute' AND attempts > 1");
+  EXPECT_TRUE(num(d.at("fan_out"), "retry_wave") >= 1 || reattempted != "0") << json::serialize(d);
   EXPECT_EQ(sql(env, "SELECT count(*) FROM session_slots s JOIN jobs j ON j.id = s.job_id AND j.fence = s.fence "
                      "WHERE j.status = 'active'"),
             "0");
