@@ -9,7 +9,9 @@ mkdir -p fuzz/artifacts
 shopt -s nullglob
 targets=("$build"/fuzz/fuzz_*)
 if ((${#targets[@]} == 0)); then echo "fuzz: no targets built in $build/fuzz" >&2; exit 1; fi
-for t in "${targets[@]}"; do
+# One target per core at a time: each libFuzzer run is single-threaded.
+fuzz_one() {
+  local t=$1 name corpus work
   name=$(basename "$t")
   corpus=fuzz/corpus/${name#fuzz_}
   mkdir -p "$corpus"
@@ -17,10 +19,14 @@ for t in "${targets[@]}"; do
   echo "fuzz: $name (corpus $corpus, ${seconds}s)"
   # Fuzz into a scratch copy so the committed corpus only changes on purpose.
   cp -r "$corpus"/. "$work"/ 2>/dev/null || true
-  "$t" -runs=0 "$corpus" >/dev/null 2>&1 || { echo "fuzz: $name fails on its corpus" >&2; "$t" -runs=0 "$corpus"; exit 1; }
+  "$t" -runs=0 "$corpus" >/dev/null 2>&1 || { echo "fuzz: $name fails on its corpus" >&2; "$t" -runs=0 "$corpus"; return 1; }
   "$t" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
        -artifact_prefix=fuzz/artifacts/"$name"- "$work" >/dev/null 2>"$work.log" \
-    || { echo "fuzz: $name found a failure:" >&2; tail -50 "$work.log" >&2; exit 1; }
+    || { echo "fuzz: $name found a failure:" >&2; tail -50 "$work.log" >&2; return 1; }
   rm -rf "$work" "$work.log"
-done
+}
+export -f fuzz_one
+export seconds
+printf '%s\n' "${targets[@]}" | xargs -P "$(nproc)" -I{} bash -c 'fuzz_one "$@"' _ {} \
+  || { echo "fuzz: a target failed (above)" >&2; exit 1; }
 echo "fuzz: ${#targets[@]} targets clean"
