@@ -24,7 +24,7 @@ echo "list_bench: storing $jobs jobs"
 "$bin" jobs enqueue --data "$work/var" --type noop --count "$jobs" --run-at 4102444800000 >/dev/null
 # Spread them over statuses and types the way a long-lived store looks: mostly completed, a few
 # percent dead/cancelled/failed, a handful active. A type change is not a status change, so the
-# tab counts are rebuilt afterwards exactly as migration 7 builds them.
+# tab counts and the block counts are rebuilt afterwards exactly as migrations 7 and 10 build them.
 sqlite3 "$work/var/certfleet.db" <<'SQL'
 UPDATE jobs SET
   type = CASE rid % 4 WHEN 0 THEN 'noop' WHEN 1 THEN 'distribution_execute' WHEN 2 THEN 'notification_send' ELSE 'noop' END,
@@ -37,6 +37,9 @@ UPDATE jobs SET
   locked_until = CASE WHEN rid % 10000 = 7 THEN 4102444800000 ELSE NULL END;
 DELETE FROM job_counts;
 INSERT INTO job_counts (project_id, type, status, n) SELECT project_id, type, status, count(*) FROM jobs GROUP BY 1, 2, 3;
+DELETE FROM job_blocks;
+INSERT INTO job_blocks (project_id, block, type, status, n)
+  SELECT project_id, rid >> 10, type, status, count(*) FROM jobs GROUP BY 1, 2, 3, 4;
 ANALYZE;
 SQL
 echo "list_bench: stored and spread in $(( $(date +%s) - t0 )) s; DB $(du -m "$work/var/certfleet.db" | cut -f1) MiB"

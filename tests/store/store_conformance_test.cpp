@@ -686,6 +686,79 @@ TEST_P(store_conformance, cursor_pages_agree_with_offset_pages_in_every_shape) {
   EXPECT_LT(second->items.front().id, first->items.back().id);
 }
 
+// A deep page (migration 10) walks per-block counts to the block of its first row: over several
+// blocks of rids shared with another project, every page of every shape is the same slice of the
+// list that a cursor walk reads from the index alone, before and after jobs are deleted.
+TEST_P(store_conformance, deep_offset_pages_are_the_cursor_walk_cut_in_pages) {
+  const char* types[] = {"noop", "other", "third"};
+  std::vector<std::string> stored;  // ours, in the order the store took them
+  for (int batch = 0; batch < 3; ++batch) {
+    std::vector<new_job> ours, theirs;
+    for (int i = 0; i < 900; ++i) ours.push_back(job(types[(batch + i) % 3]));
+    for (int i = 0; i < 300; ++i) {
+      auto j = job();
+      j.project_id = other_project;
+      theirs.push_back(j);
+    }
+    auto made = run_sync(st->jobs().enqueue_many(std::move(ours), t0));
+    ASSERT_TRUE(made);
+    for (auto& o : *made) stored.push_back(o.job.id);
+    ASSERT_TRUE(run_sync(st->jobs().enqueue_many(std::move(theirs), t0)));
+  }
+  auto c = claim("w", t0, 1500);
+  std::vector<finish_request> done;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (i % 5 == 4) continue;  // stays active
+    finish_request f;
+    f.lease = {c[i].id, c[i].fence};
+    f.worker_id = "w";
+    f.kind = i % 5 == 3 ? finish_kind::dead : finish_kind::completed;
+    f.error = f.kind == finish_kind::dead ? "boom" : "";
+    done.push_back(f);
+  }
+  ASSERT_TRUE(run_sync(st->jobs().finish(std::move(done), t0 + 1)));
+  auto check = [&](const char* when) {
+    const std::vector<job_filter> shapes = {
+        {project, std::nullopt, "", 1, 37},          {project, job_status::completed, "", 1, 37},
+        {project, job_status::pending, "", 1, 37},   {project, std::nullopt, "other", 1, 37},
+        {project, job_status::dead, "third", 1, 11}, {project, job_status::active, "", 1, 37},
+        {project, job_status::completed, "noop", 1, 64}};
+    for (const auto& f : shapes) {
+      const auto name = std::string(when) + ": " + (f.status ? std::string(to_string(*f.status)) : "all") + " '" + f.type + "'";
+      auto by_cursor = walk(*st, f);
+      ASSERT_FALSE(by_cursor.empty()) << name;
+      const auto pages = static_cast<int>((by_cursor.size() + f.page_size - 1) / f.page_size);
+      for (int page = 1; page <= pages + 1; ++page) {
+        auto g = f;
+        g.page = page;
+        auto p = run_sync(st->jobs().list(g));
+        ASSERT_TRUE(p) << name;
+        EXPECT_EQ(p->total, static_cast<std::int64_t>(by_cursor.size())) << name;
+        const auto from = static_cast<std::size_t>(page - 1) * f.page_size;
+        const auto to = std::min(by_cursor.size(), from + f.page_size);
+        ASSERT_EQ(p->items.size(), from < to ? to - from : 0) << name << ", page " << page;
+        for (std::size_t i = 0; i < p->items.size(); ++i)
+          ASSERT_EQ(p->items[i].id, by_cursor[from + i].id) << name << ", page " << page << ", row " << i;
+      }
+    }
+    // Newest first is the order the store took the jobs in.
+    auto all = walk(*st, {project, std::nullopt, "", 1, 200});
+    std::set<std::string> listed;
+    for (const auto& j : all) listed.insert(j.id);
+    std::vector<std::string> expect;
+    for (auto it = stored.rbegin(); it != stored.rend(); ++it)
+      if (listed.count(*it)) expect.push_back(*it);
+    ASSERT_EQ(all.size(), expect.size()) << when;
+    for (std::size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i].id, expect[i]) << when << ", row " << i;
+  };
+  check("stored");
+  // Retention takes completed jobs out of the middle of every block.
+  auto purged = run_sync(st->maintenance().purge_finished(4'000'000'000'000, 400));
+  ASSERT_TRUE(purged);
+  EXPECT_EQ(*purged, 400);
+  check("purged");
+}
+
 // Browser sessions: found by hash while unexpired and while their token is active.
 TEST_P(store_conformance, sessions_expire_end_and_follow_their_token) {
   new_token t;
@@ -788,6 +861,8 @@ TEST(sqlite_store, migration_fills_the_tab_counts_of_existing_jobs) {
       "ALTER TABLE distributions DROP COLUMN run_certificate_version; "
       "ALTER TABLE distributions DROP COLUMN run_trigger; "
       "DROP TABLE session_slots; "
+      "DROP TRIGGER job_blocks_insert; DROP TRIGGER job_blocks_delete; DROP TRIGGER job_blocks_status; "
+      "DROP TABLE job_blocks; "
       "DELETE FROM schema_migrations WHERE version >= 7;";
   ASSERT_EQ(std::system(("sqlite3 '" + file + "' \"" + undo + "\"").c_str()), 0);
   auto s = open_sqlite({file, 1, 5000, false});
@@ -798,6 +873,17 @@ TEST(sqlite_store, migration_fills_the_tab_counts_of_existing_jobs) {
   EXPECT_EQ(p->counts[static_cast<std::size_t>(job_status::pending)], 3);
   EXPECT_EQ(p->counts[static_cast<std::size_t>(job_status::active)], 2);
   EXPECT_EQ(run_sync((*s)->jobs().list({pid, std::nullopt, "other", 1, 1}))->total, 2);
+  // Migration 10 filled the block counts: each offset page is the cursor walk's next job.
+  auto walked = walk(**s, {pid, std::nullopt, "", 1, 1});
+  ASSERT_EQ(walked.size(), 5u);
+  for (int page = 1; page <= 5; ++page) {
+    auto one = run_sync((*s)->jobs().list({pid, std::nullopt, "", page, 1}));
+    ASSERT_EQ(one->items.size(), 1u);
+    EXPECT_EQ(one->items[0].id, walked[static_cast<std::size_t>(page - 1)].id);
+  }
+  auto second_other = run_sync((*s)->jobs().list({pid, job_status::pending, "other", 2, 1}));
+  ASSERT_EQ(second_other->items.size(), 1u);
+  EXPECT_EQ(second_other->items[0].type, "other");
 }
 
 TEST(sqlite_store, unopenable_path_is_an_error_value) {

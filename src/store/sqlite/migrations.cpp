@@ -2,11 +2,15 @@
 
 #include <array>
 
+#define CERTFLEET_STR2(x) #x
+#define CERTFLEET_STR(x) CERTFLEET_STR2(x)
+#define BLOCK_OF(rid) "(" rid " >> " CERTFLEET_STR(CERTFLEET_JOB_BLOCK_BITS) ")"
+
 namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 9> migrations{{
+constexpr std::array<const char*, 10> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -263,7 +267,54 @@ CREATE TABLE session_slots (
 CREATE INDEX session_slots_destination ON session_slots (destination);
 CREATE INDEX session_slots_holder ON session_slots (job_id, fence);
 )sql",
+    // 10: a deep page of the job list in constant time (issue 14). The list orders by rid, the order
+    // the store took the jobs in (newest first; in one process the same order as the ids, across
+    // processes the truer one), so each list index ends in the rowid alone. job_blocks counts the
+    // jobs per (project, block of rids, type, status), kept by triggers in the transaction of every
+    // status change like job_counts: page N walks the newest blocks' counts to the block that holds
+    // its first row and skips fewer than a block's index entries there.
+    R"sql(
+DROP INDEX jobs_project;
+CREATE INDEX jobs_project ON jobs (project_id);
+DROP INDEX jobs_project_status;
+CREATE INDEX jobs_project_status ON jobs (project_id, status) WHERE status <> 'active';
+DROP INDEX jobs_project_type;
+CREATE INDEX jobs_project_type ON jobs (project_id, type);
+DROP INDEX jobs_project_type_status;
+CREATE INDEX jobs_project_type_status ON jobs (project_id, type, status) WHERE status <> 'active';
+CREATE TABLE job_blocks (
+  project_id TEXT NOT NULL,
+  block INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  status TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (project_id, block, type, status)
+) WITHOUT ROWID;
+INSERT INTO job_blocks (project_id, block, type, status, n)
+  SELECT project_id, )sql" BLOCK_OF("rid") R"sql(, type, status, count(*) FROM jobs GROUP BY 1, 2, 3, 4;
+CREATE TRIGGER job_blocks_insert AFTER INSERT ON jobs BEGIN
+  INSERT INTO job_blocks (project_id, block, type, status, n)
+    VALUES (new.project_id, )sql" BLOCK_OF("new.rid") R"sql(, new.type, new.status, 1)
+    ON CONFLICT (project_id, block, type, status) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER job_blocks_delete AFTER DELETE ON jobs BEGIN
+  UPDATE job_blocks SET n = n - 1 WHERE project_id = old.project_id AND block = )sql" BLOCK_OF("old.rid") R"sql(
+    AND type = old.type AND status = old.status;
+  DELETE FROM job_blocks WHERE project_id = old.project_id AND block = )sql" BLOCK_OF("old.rid") R"sql(
+    AND type = old.type AND status = old.status AND n = 0;
+END;
+CREATE TRIGGER job_blocks_status AFTER UPDATE OF status ON jobs WHEN old.status <> new.status BEGIN
+  UPDATE job_blocks SET n = n - 1 WHERE project_id = old.project_id AND block = )sql" BLOCK_OF("old.rid") R"sql(
+    AND type = old.type AND status = old.status;
+  INSERT INTO job_blocks (project_id, block, type, status, n)
+    VALUES (new.project_id, )sql" BLOCK_OF("new.rid") R"sql(, new.type, new.status, 1)
+    ON CONFLICT (project_id, block, type, status) DO UPDATE SET n = n + 1;
+END;
+)sql",
 }};
+#undef BLOCK_OF
+#undef CERTFLEET_STR
+#undef CERTFLEET_STR2
 }  // namespace
 
 int schema_version() { return static_cast<int>(migrations.size()); }

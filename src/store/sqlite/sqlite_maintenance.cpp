@@ -47,18 +47,28 @@ class impl final : public maintenance_stores, public lease_store, public mainten
 
   task<int> purge_finished(time_ms before, int limit) override {
     return run_write<result<int>>(writer_, [before, limit](db& d) -> result<int> {
-      // ObjectIds start with their creation second, so "created before the cutoff" bounds the
-      // scan of the (project, status, id) index; completed_at decides.
+      // ObjectIds start with their creation second: the first job created at or after the cutoff
+      // (by the unique id index) bounds the scan of the (project, status) index, in rid order, to
+      // the jobs stored before it; completed_at decides.
       char cutoff[25];
       std::snprintf(cutoff, sizeof cutoff, "%08llx0000000000000000",
                     static_cast<unsigned long long>(std::max<time_ms>(before, 0) / 1000));
+      std::int64_t below = 0;
+      {
+        auto b = d.prepare("SELECT coalesce((SELECT rid FROM jobs WHERE id >= ?1 ORDER BY id LIMIT 1), "
+                           "(SELECT max(rid) + 1 FROM jobs), 0)");
+        b->bind(1, std::string(cutoff));
+        if (b->step()) below = b->int64(0);
+      }
       std::vector<std::string> ids;
       {
         auto s = d.prepare(
-            // `<> 'active'` lets SQLite use the partial jobs_project_status index (migration 6).
-            "SELECT j.id FROM projects p JOIN jobs j ON j.project_id = p.id AND j.status IN ('completed', 'cancelled') "
-            "AND j.status <> 'active' AND j.id < ?1 WHERE j.completed_at < ?2 LIMIT ?3");
-        s->bind(1, std::string(cutoff)).bind(2, before).bind(3, limit);
+            // `<> 'active'` lets SQLite use the partial jobs_project_status index (migration 6);
+            // CROSS JOIN keeps projects the outer loop, so each (project, status) is one range.
+            "SELECT j.id FROM projects p CROSS JOIN jobs j INDEXED BY jobs_project_status ON j.project_id = p.id "
+            "AND j.status IN ('completed', 'cancelled') AND j.status <> 'active' AND j.rid < ?1 "
+            "WHERE j.completed_at < ?2 LIMIT ?3");
+        s->bind(1, below).bind(2, before).bind(3, limit);
         while (s->step()) ids.push_back(s->text(0));
       }
       for (const auto& id : ids) {

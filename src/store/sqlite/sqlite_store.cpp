@@ -17,6 +17,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include <algorithm>
 #include <tuple>
@@ -456,10 +457,7 @@ class sqlite_store final : public store, public job_store, public project_store 
   task<job_page> list(job_filter f) override {
     return run_read<result<job_page>>(readers_, [f = std::move(f)](db& d) -> result<job_page> {
       job_page page;
-      const std::int64_t offset = f.cursor.empty() ? static_cast<std::int64_t>(f.page - 1) * f.page_size : 0;
       const std::string status = f.status ? std::string(to_string(*f.status)) : std::string();
-      // Ids are lowercase hex: "~" sorts after every one, so no cursor means no bound.
-      const std::string before = f.cursor.empty() ? std::string("~") : f.cursor;
       read_snapshot snapshot(d);
       {
         auto c = d.prepare("SELECT status, sum(n) FROM job_counts WHERE project_id = ?1 AND (?2 = '' OR type = ?2) "
@@ -473,6 +471,39 @@ class sqlite_store final : public store, public job_store, public project_store 
       } else {
         for (auto n : page.counts) page.total += n;
       }
+      // The page starts below `below` (a rid) after skipping `skip` index entries. The list is in
+      // rid order, newest first (migration 10).
+      std::int64_t below = std::numeric_limits<std::int64_t>::max();
+      std::int64_t skip = 0;
+      if (!f.cursor.empty()) {
+        // The cursor is the last job id of the previous page. If retention removed that job since,
+        // the page goes on below the nearest older id.
+        auto c = d.prepare("SELECT coalesce((SELECT rid FROM jobs WHERE id = ?1), "
+                           "(SELECT rid + 1 FROM jobs WHERE id < ?1 ORDER BY id DESC LIMIT 1), 0)");
+        c->bind(1, f.cursor);
+        if (c->step()) below = c->int64(0);
+      } else {
+        skip = static_cast<std::int64_t>(f.page - 1) * f.page_size;
+        if (skip >= page.total) return page;  // past the end: nothing to walk
+        if (skip > 0 && status != "active") {
+          // Walk the blocks' counts, newest first, to the block that holds the page's first row;
+          // only the rest of the offset is skipped in the index.
+          auto b = d.prepare("SELECT block, sum(n) FROM job_blocks WHERE project_id = ?1 AND (?2 = '' OR type = ?2) "
+                             "AND (?3 = '' OR status = ?3) GROUP BY block ORDER BY block DESC");
+          b->bind(1, f.project_id).bind(2, f.type).bind(3, status);
+          bool found = false;
+          while (!found && b->step()) {
+            const std::int64_t n = b->int64(1);
+            if (n > skip) {
+              below = (b->int64(0) + 1) << CERTFLEET_JOB_BLOCK_BITS;
+              found = true;
+            } else {
+              skip -= n;
+            }
+          }
+          if (!found) return page;  // the counts and the blocks are one snapshot: only past the end
+        }
+      }
       // One inner statement per filter shape, each on its own index. The inner select reads only
       // that index (the rowid is in every index), so an offset skips index entries, not rows; the
       // outer one reads the page's rows. One row more than the page says whether a next page exists.
@@ -480,25 +511,25 @@ class sqlite_store final : public store, public job_store, public project_store 
       // concurrency, all in jobs_lease. `status <> 'active'` is spelled out where a partial index
       // is meant: SQLite uses one only when the query implies its WHERE clause.
       const char* sql = nullptr;
-#define CERTFLEET_PAGE_OF(inner) "SELECT " JOB_COLS " FROM jobs WHERE rid IN (" inner ") ORDER BY id DESC"
+#define CERTFLEET_PAGE_OF(inner) "SELECT " JOB_COLS " FROM jobs WHERE rid IN (" inner ") ORDER BY rid DESC"
       if (status == "active")
-        sql = CERTFLEET_PAGE_OF("SELECT rid FROM jobs INDEXED BY jobs_lease WHERE status = 'active' AND project_id = ?1 AND id < ?4 "
-                "AND (?6 = '' OR type = ?6) ORDER BY id DESC LIMIT ?2 OFFSET ?3");
+        sql = CERTFLEET_PAGE_OF("SELECT rid FROM jobs INDEXED BY jobs_lease WHERE status = 'active' AND project_id = ?1 AND rid < ?4 "
+                "AND (?6 = '' OR type = ?6) ORDER BY rid DESC LIMIT ?2 OFFSET ?3");
       else if (status.empty() && f.type.empty())
-        sql = CERTFLEET_PAGE_OF("SELECT rid FROM jobs INDEXED BY jobs_project WHERE project_id = ?1 AND id < ?4 "
-                "ORDER BY id DESC LIMIT ?2 OFFSET ?3");
+        sql = CERTFLEET_PAGE_OF("SELECT rid FROM jobs INDEXED BY jobs_project WHERE project_id = ?1 AND rid < ?4 "
+                "ORDER BY rid DESC LIMIT ?2 OFFSET ?3");
       else if (f.type.empty())
         sql = CERTFLEET_PAGE_OF("SELECT rid FROM jobs INDEXED BY jobs_project_status WHERE project_id = ?1 AND status = ?5 "
-                "AND status <> 'active' AND id < ?4 ORDER BY id DESC LIMIT ?2 OFFSET ?3");
+                "AND status <> 'active' AND rid < ?4 ORDER BY rid DESC LIMIT ?2 OFFSET ?3");
       else if (status.empty())
-        sql = CERTFLEET_PAGE_OF("SELECT rid FROM jobs INDEXED BY jobs_project_type WHERE project_id = ?1 AND type = ?6 AND id < ?4 "
-                "ORDER BY id DESC LIMIT ?2 OFFSET ?3");
+        sql = CERTFLEET_PAGE_OF("SELECT rid FROM jobs INDEXED BY jobs_project_type WHERE project_id = ?1 AND type = ?6 AND rid < ?4 "
+                "ORDER BY rid DESC LIMIT ?2 OFFSET ?3");
       else
         sql = CERTFLEET_PAGE_OF("SELECT rid FROM jobs INDEXED BY jobs_project_type_status WHERE project_id = ?1 AND type = ?6 "
-                "AND status = ?5 AND status <> 'active' AND id < ?4 ORDER BY id DESC LIMIT ?2 OFFSET ?3");
+                "AND status = ?5 AND status <> 'active' AND rid < ?4 ORDER BY rid DESC LIMIT ?2 OFFSET ?3");
 #undef CERTFLEET_PAGE_OF
       auto a = d.prepare(sql);
-      a->bind(1, f.project_id).bind(2, f.page_size + 1).bind(3, offset).bind(4, before);
+      a->bind(1, f.project_id).bind(2, f.page_size + 1).bind(3, skip).bind(4, below);
       if (a->parameter_count() >= 5) a->bind(5, status);
       if (a->parameter_count() >= 6) a->bind(6, f.type);
       while (a->step()) page.items.push_back(read_job(*a));
