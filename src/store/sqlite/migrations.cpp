@@ -6,7 +6,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 9> migrations{{
+constexpr std::array<const char*, 10> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -262,6 +262,26 @@ CREATE TABLE session_slots (
 );
 CREATE INDEX session_slots_destination ON session_slots (destination);
 CREATE INDEX session_slots_holder ON session_slots (job_id, fence);
+)sql",
+    // 11 once main's 10 (job_blocks) is in (this branch applies it as 10; the merge puts it
+    // after job_blocks): DNS-01 challenge records (DESIGN §9), each written before its UPDATE is
+    // sent and marked removed after, so cleanup_dns and the scheduler's sweep find what a crash
+    // left in a zone. The partial index holds only the records still in a zone.
+    R"sql(
+CREATE TABLE acme_dns_records (
+  id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  provider_id TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  fence INTEGER NOT NULL,
+  zone TEXT NOT NULL,
+  fqdn TEXT NOT NULL,
+  value TEXT NOT NULL,
+  presented_at INTEGER NOT NULL,
+  removed_at INTEGER
+);
+CREATE INDEX acme_dns_records_left ON acme_dns_records (presented_at, id) WHERE removed_at IS NULL;
+CREATE INDEX acme_dns_records_attempt ON acme_dns_records (job_id, fence);
 )sql",
 }};
 }  // namespace
