@@ -1,6 +1,7 @@
-// The ACME catalog bodies (acme-accounts, dns-providers, certificates/issue): any input gets a
-// value or an error naming a field, never a crash; an accepted body reads back through the
-// stored-document parser unchanged.
+// The ACME catalog bodies (acme-accounts, dns-providers, certificates/issue, certificates/{id}/
+// revoke) and the revoke_certificate / cleanup_dns payloads: any input gets a value or an error
+// naming a field, never a crash; an accepted body reads back through the stored-document (or
+// payload) parser unchanged.
 #include "certfleet/distribution/acme_catalog.hpp"
 
 #include <cstddef>
@@ -17,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto must_name_field = [](const error& e) {
     if (e.field.empty()) std::abort();
   };
-  switch (data[0] % 3) {
+  switch (data[0] % 5) {
     case 0: {
       auto a = parse_acme_account_request(in);
       if (!a) {
@@ -59,6 +60,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (!back || !back->acme || back->acme->domains != r->acme.domains || back->version != 0 ||
           back->acme->acme_account_id != r->acme.acme_account_id)
         std::abort();
+      break;
+    }
+    case 3: {
+      auto r = parse_revoke_request(in);
+      if (!r) {
+        must_name_field(r.error());
+        break;
+      }
+      if (r->reason && (*r->reason < 0 || *r->reason > 10 || *r->reason == 7)) std::abort();
+      auto back = parse_revoke_job_payload(revoke_job_payload(revoke_job{"0123456789abcdef01234567", "0a", r->reason}));
+      if (!back || back->reason != r->reason || back->serial != "0a") std::abort();
+      break;
+    }
+    case 4: {
+      auto p = parse_revoke_job_payload(in);
+      if (p) {
+        auto back = parse_revoke_job_payload(revoke_job_payload(*p));
+        if (!back || back->certificate_id != p->certificate_id || back->serial != p->serial || back->reason != p->reason)
+          std::abort();
+      } else {
+        must_name_field(p.error());
+      }
+      auto c = parse_cleanup_dns_payload(in);
+      if (c) {
+        auto back = parse_cleanup_dns_payload(cleanup_dns_payload(c->job_id, c->fence));
+        if (!back || back->job_id != c->job_id || back->fence != c->fence) std::abort();
+      } else {
+        must_name_field(c.error());
+      }
       break;
     }
   }

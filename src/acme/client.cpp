@@ -613,14 +613,11 @@ awaitable<outcome<std::string>> client::download_certificate(std::string url) {
 }
 
 awaitable<outcome<void>> client::revoke(std::string cert_der, std::optional<int> reason) {
-  if (cert_der.empty()) co_return bad_input("certificate", "revokeCert: the certificate is empty");
-  if (reason && (*reason < 0 || *reason > 10 || *reason == 7))
-    co_return bad_input("reason", "revokeCert: reason must be an RFC 5280 reason code (0-10, not 7)");
+  auto payload = revoke_cert_payload(cert_der, reason);
+  if (!payload) co_return bad_input(payload.error().field, "revokeCert: " + payload.error().message);
   auto dir = co_await get_directory();
   if (!dir) co_return std::move(dir).failure();
-  boost::json::object payload{{"certificate", base64url_encode(cert_der)}};
-  if (reason) payload["reason"] = *reason;
-  auto a = co_await post(dir->revoke_cert, "revokeCert", boost::json::serialize(payload), false);
+  auto a = co_await post(dir->revoke_cert, "revokeCert", std::move(*payload), false);
   if (!a) co_return std::move(a).failure();
   {
     std::string line = "ACME certificate revoked" + (reason ? " (reason " + std::to_string(*reason) + ")" : std::string());

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <tuple>
 
+#include "certfleet/acme/jose.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/delivery/http.hpp"
 
@@ -532,6 +533,15 @@ std::vector<std::string> link_targets(const std::vector<std::string>& link_value
     }
   }
   return out;
+}
+
+result<std::string> revoke_cert_payload(std::string_view cert_der, std::optional<int> reason) {
+  if (cert_der.empty()) return bad("certificate", "is empty: revokeCert needs the certificate's DER");
+  if (reason && (*reason < 0 || *reason > 10 || *reason == 7))
+    return bad("reason", "must be an RFC 5280 reason code (0-10, not 7), not " + std::to_string(*reason));
+  json::object payload{{"certificate", base64url_encode(cert_der)}};
+  if (reason) payload["reason"] = *reason;
+  return json::serialize(payload);
 }
 
 }  // namespace certfleet::acme

@@ -243,6 +243,12 @@ std::optional<int> revocation_reason_code(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+std::string_view revocation_reason_name(int code) noexcept {
+  for (const auto& [n, c] : reasons)
+    if (c == code) return n;
+  return {};
+}
+
 std::string_view revocation_reason_choices() noexcept {
   return "unspecified|keyCompromise|cACompromise|affiliationChanged|superseded|cessationOfOperation|certificateHold|"
          "removeFromCRL|privilegeWithdrawn|aACompromise";

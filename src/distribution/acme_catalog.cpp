@@ -395,7 +395,106 @@ store::catalog_object make_unissued_acme_certificate(const acme_issue_request& r
   return o;
 }
 
+namespace {
+
+// `reason` of a revoke body or payload: a reason name or code; absent or null: none.
+result<std::optional<int>> reason_field(const certfleet::json::object_reader& r, std::string field) {
+  auto raw = r.optional_raw("reason", false);
+  if (!raw) return bad(field, std::move(raw).error().message);
+  if (!*raw) return std::optional<int>{};
+  auto refuse = [&] {
+    return bad(field, fmt::format("{} must be an RFC 5280 reason name ({}) or its code (0-10, 7 is unused)", field,
+                                  acme::revocation_reason_choices()));
+  };
+  boost::system::error_code ec;
+  auto v = json::parse(**raw, ec);
+  if (ec) return refuse();
+  if (v.is_int64()) {
+    auto code = v.as_int64();
+    if (code < 0 || code > 10 || acme::revocation_reason_name(static_cast<int>(code)).empty()) return refuse();
+    return std::optional<int>(static_cast<int>(code));
+  }
+  if (v.is_string()) {
+    auto code = acme::revocation_reason_code(std::string_view(v.as_string()));
+    if (!code) return refuse();
+    return std::optional<int>(*code);
+  }
+  return refuse();
+}
+
+}  // namespace
+
+result<revoke_request> parse_revoke_request(std::string_view body) {
+  revoke_request out;
+  // No body at all: a revocation without a reason.
+  if (std::all_of(body.begin(), body.end(), [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }))
+    return out;
+  auto r = certfleet::json::object_reader::parse(body, "body");
+  if (!r) return std::move(r).error();
+  if (auto ok = r->only({"reason"}); !ok) return std::move(ok).error();
+  auto reason = reason_field(*r, "reason");
+  if (!reason) return std::move(reason).error();
+  out.reason = *reason;
+  return out;
+}
+
+std::string revoke_job_payload(const revoke_job& j) {
+  json::object p{{"certificate_id", j.certificate_id}};
+  if (!j.serial.empty()) p["serial"] = j.serial;
+  if (j.reason) p["reason"] = *j.reason;
+  return json::serialize(p);
+}
+
+result<revoke_job> parse_revoke_job_payload(std::string_view payload) {
+  auto r = certfleet::json::object_reader::parse(payload, "payload");
+  if (!r) return std::move(r).error();
+  if (auto ok = r->only({"certificate_id", "serial", "reason"}); !ok) return std::move(ok).error();
+  revoke_job out;
+  auto id = id_field(*r, "certificate_id");
+  if (!id) return nested(std::move(id).error(), "payload");
+  out.certificate_id = std::move(*id);
+  auto serial = r->optional_string("serial");
+  if (!serial) return nested(std::move(serial).error(), "payload");
+  if (*serial) {
+    if ((*serial)->empty() || (*serial)->size() > 128 ||
+        !std::all_of((*serial)->begin(), (*serial)->end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
+      return bad("payload.serial", "payload.serial must be the certificate's serial number in hex");
+    out.serial = std::move(**serial);
+  }
+  auto reason = reason_field(*r, "payload.reason");
+  if (!reason) return std::move(reason).error();
+  out.reason = *reason;
+  return out;
+}
+
 std::string issue_job_key(std::string_view certificate_id) { return fmt::format("issue:{}", certificate_id); }
+
+std::string revoke_job_key(std::string_view certificate_id, std::int64_t version) {
+  return fmt::format("revoke:{}:{}", certificate_id, version);
+}
+
+std::string cleanup_dns_payload(std::string_view job_id, std::int64_t fence) {
+  return json::serialize(json::object{{"job_id", job_id}, {"fence", fence}});
+}
+
+result<cleanup_dns_target> parse_cleanup_dns_payload(std::string_view payload) {
+  auto r = certfleet::json::object_reader::parse(payload, "payload");
+  if (!r) return std::move(r).error();
+  if (auto ok = r->only({"job_id", "fence"}); !ok) return std::move(ok).error();
+  cleanup_dns_target out;
+  auto id = id_field(*r, "job_id");
+  if (!id) return nested(std::move(id).error(), "payload");
+  out.job_id = std::move(*id);
+  auto fence = r->optional_int("fence");
+  if (!fence) return nested(std::move(fence).error(), "payload");
+  if (!*fence || **fence < 0) return bad("payload.fence", "payload.fence must be the attempt's fence, an integer >= 0");
+  out.fence = **fence;
+  return out;
+}
+
+std::string cleanup_dns_key(std::string_view job_id, std::int64_t fence) {
+  return fmt::format("cleanup_dns:{}:{}", job_id, fence);
+}
 
 std::string renew_job_key(std::string_view certificate_id, time_ms not_after) {
   return fmt::format("renew:{}:{}", certificate_id, not_after / 1000);

@@ -1,6 +1,7 @@
 // issue_certificate / renew_certificate: one RFC 8555 order with DNS-01 through an RFC 2136
 // provider, the certificate stored as its next version (which opens its auto_execute
 // distributions' runs in the same transaction), and the TXT records removed whatever happened.
+// revoke_certificate: revokeCert at the CA, the certificate marked revoked.
 #include "certfleet/distribution/acme_jobs.hpp"
 
 #include "certfleet/acme/client.hpp"
@@ -8,9 +9,13 @@
 #include "certfleet/acme/key_type.hpp"
 #include "certfleet/acme/keys.hpp"
 #include "certfleet/acme/renewal_info.hpp"
+#include "certfleet/core/crash.hpp"
 #include "certfleet/core/json.hpp"
+#include "certfleet/core/object_id.hpp"
 #include "certfleet/delivery/pem.hpp"
 #include "certfleet/distribution/certificates.hpp"
+#include "certfleet/distribution/events.hpp"
+#include "certfleet/distribution/plan.hpp"
 #include "certfleet/distribution/runs.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/store/catalog.hpp"
@@ -85,8 +90,23 @@ struct job_inputs {
 };
 
 struct presented_record {
+  std::string id;  // its store::dns_record
   std::string fqdn, value;
 };
+
+// cleanup_dns for one attempt's records (key cleanup_dns:<job>:<fence>).
+store::new_job cleanup_job(std::string project_id, const std::string& job_id, std::int64_t fence, std::string trigger) {
+  store::new_job j;
+  j.project_id = std::move(project_id);
+  j.type = std::string(queue::job_names::cleanup_dns);
+  j.lane = std::string(queue::lane_main);
+  j.payload = cleanup_dns_payload(job_id, fence);
+  j.max_attempts = queue::find_job_type(j.type)->max_attempts;
+  j.idempotency_key = cleanup_dns_key(job_id, fence);
+  j.parent_job_id = job_id;
+  j.triggered_by = std::move(trigger);
+  return j;
+}
 
 class acme_job {
  public:
@@ -103,6 +123,7 @@ class acme_job {
                                                   const acme::dns::tsig_key& tsig);
   asio::awaitable<result<void>> wait_for_propagation(const job_inputs& in);
   asio::awaitable<void> remove_records(const job_inputs& in, const acme::dns::tsig_key& tsig);
+  asio::awaitable<result<void>> record_presented(const job_inputs& in, const presented_record& r);
   asio::awaitable<void> record_failure(const job_inputs& in, const queue::outcome& o);
   queue::outcome dns_failure(const job_inputs& in, const error& e);
 
@@ -210,16 +231,62 @@ asio::awaitable<result<void>> acme_job::wait_for_propagation(const job_inputs& i
   co_return result<void>{};
 }
 
+asio::awaitable<result<void>> acme_job::record_presented(const job_inputs& in, const presented_record& r) {
+  store::dns_record rec;
+  rec.id = r.id;
+  rec.project_id = in.cert.project_id;
+  rec.provider_id = in.provider.id;
+  rec.job_id = ctx_.job().id;
+  rec.fence = ctx_.job().fence;
+  rec.zone = in.provider_spec.zone;
+  rec.fqdn = r.fqdn;
+  rec.value = r.value;
+  rec.presented_at = ctx_.clock().now_ms();
+  store::tx_fn write = [rec](store::catalog_tx& tx) { return tx.add_dns_record(rec); };
+  co_return co_await ctx_.store().catalog().transact(std::move(write));
+}
+
 asio::awaitable<void> acme_job::remove_records(const job_inputs& in, const acme::dns::tsig_key& tsig) {
+  std::size_t left = 0;
   for (const auto& r : presented_) {
-    std::string server = in.provider_spec.server, zone = zone_, fqdn = r.fqdn, value = r.value;
+    // zone_ is empty when the record's own update failed before answering: the provider's zone
+    // (or the SOA walk) then.
+    std::string server = in.provider_spec.server, zone = zone_.empty() ? in.provider_spec.zone : zone_, fqdn = r.fqdn,
+                value = r.value;
     auto removed = co_await acme::dns::remove_txt(server, zone, tsig, fqdn, value, dns_opts_);
-    if (removed) co_await ctx_.log("info", fmt::format("DNS: removed TXT {}", r.fqdn));
-    else
-      co_await ctx_.log("warn", fmt::format("DNS: could not remove TXT {} (remove it by hand): {}", r.fqdn,
+    if (!removed) {
+      ++left;
+      co_await ctx_.log("warn", fmt::format("DNS: could not remove TXT {} (a cleanup_dns job tries again): {}", r.fqdn,
                                             removed.error().message));
+      continue;
+    }
+    co_await ctx_.log("info", fmt::format("DNS: removed TXT {}", r.fqdn));
+    const std::string id = r.id;
+    const time_ms now = ctx_.clock().now_ms();
+    store::tx_fn mark = [id, now](store::catalog_tx& tx) { return tx.mark_dns_record_removed(id, now); };
+    if (auto m = co_await ctx_.store().catalog().transact(std::move(mark)); !m)
+      co_await ctx_.log("warn", fmt::format("DNS: TXT {} removed, but recording it failed ({}): the DNS cleanup sweep "
+                                            "removes it again, harmlessly",
+                                            r.fqdn, m.error().message));
   }
   presented_.clear();
+  if (left == 0) co_return;
+  // What could not be removed now is a cleanup_dns job's, retried with backoff.
+  auto j = cleanup_job(in.cert.project_id, ctx_.job().id, ctx_.job().fence, "acme_workflow");
+  auto created = std::make_shared<std::string>();
+  const time_ms now = ctx_.clock().now_ms();
+  store::tx_fn enqueue = [j, now, created](store::catalog_tx& tx) -> result<void> {
+    auto e = tx.jobs().enqueue(j, now);
+    if (!e) return std::move(e).error();
+    *created = e->job.id;
+    return {};
+  };
+  if (auto w = co_await ctx_.store().catalog().transact(std::move(enqueue)); !w)
+    co_await ctx_.log("warn", fmt::format("DNS: enqueueing cleanup_dns failed ({}): the DNS cleanup sweep finds the "
+                                          "{} record(s) left",
+                                          w.error().message, left));
+  else
+    co_await ctx_.log("info", fmt::format("DNS: cleanup_dns job {} removes the {} record(s) left", *created, left));
 }
 
 asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, const acme::account_key& akey,
@@ -270,15 +337,19 @@ asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, 
     if (!ch)
       co_return queue::outcome::permanent_failure(fmt::format(
           "the CA offers no dns-01 challenge for {}: certfleet answers only DNS-01", z->authorization.ident.value));
-    presented_record rec{acme::dns01_record_name(z->authorization.ident.value),
+    presented_record rec{new_object_id(), acme::dns01_record_name(z->authorization.ident.value),
                          acme::dns01_txt_value(acme::key_authorization(ch->token, akey.thumbprint()))};
     std::string server = in.provider_spec.server, zone = in.provider_spec.zone, fqdn = rec.fqdn, value = rec.value;
-    // Listed before the update: a TXT the server took but whose answer was lost is removed too.
+    // Recorded in the store and listed before the update: a TXT the server took but whose answer
+    // was lost is removed too, by this job or, after a crash, by the DNS cleanup sweep.
+    if (auto recorded = co_await record_presented(in, rec); !recorded)
+      co_return queue::outcome::failure(fmt::format("recording the challenge record {}: {}", rec.fqdn, recorded.error().message));
     presented_.push_back(rec);
     auto put = co_await acme::dns::present_txt(server, zone, tsig, fqdn, value, challenge_ttl, dns_opts_);
     if (!put) co_return dns_failure(in, put.error());
     zone_ = *put;
     co_await ctx_.log("info", fmt::format("DNS: presented TXT {} in zone {} at {}", rec.fqdn, zone_, server));
+    crash_point("acme_dns_presented");
     to_answer.emplace_back(url, ch->url);
   }
 
@@ -345,6 +416,8 @@ asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, 
   const std::string project = in.cert.project_id, cert_id = in.cert.id;
   const std::int64_t expected_version = in.doc.version;
   const std::string actor = fmt::format("job:{}", ctx_.job().id);
+  const std::string job_id = ctx_.job().id, job_type = ctx_.job().type;
+  const std::vector<std::string> domains = acme_doc.domains;
   auto stored = std::make_shared<version_stored>();
   store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
     auto cert = tx.get_object(project, store::kind_certificate, cert_id);
@@ -361,6 +434,24 @@ asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, 
     auto s = store_new_version(tx, *key, *cert, *next, rs, now, actor);
     if (!s) return std::move(s).error();
     *stored = std::move(*s);
+    // certificate.issued for the first version, certificate.renewed for the next ones: with the
+    // version, in its transaction (committed together or not at all).
+    fired_event e;
+    e.project_id = project;
+    e.event = stored->version == 1 ? event_names::certificate_issued : event_names::certificate_renewed;
+    e.event_id = certificate_event_id(e.event, cert_id, std::to_string(stored->version));
+    json::array names;
+    for (const auto& n : domains) names.emplace_back(n);
+    e.data = json::object{{"certificate_id", cert_id},      {"name", cert->name},
+                          {"domains", std::move(names)},   {"version", stored->version},
+                          {"serial", next->doc.serial},    {"not_after", next->doc.not_after},
+                          {"job_id", job_id}};
+    e.key_base = e.event_id;
+    e.source.certificate_id = cert_id;
+    e.source.parent_job_id = job_id;
+    e.source.triggered_by = job_type;
+    auto fired = fire_event(tx, e, now);
+    if (!fired) return std::move(fired).error();
     return {};
   };
   auto w = co_await ctx_.store().catalog().transact(std::move(write));
@@ -467,6 +558,253 @@ asio::awaitable<queue::outcome> acme_job::run() {
   co_return out;
 }
 
+// ---- revoke_certificate ------------------------------------------------------------------
+
+acme::client_options client_options_for(const acme_account_spec& account, const acme_job_options& opt,
+                                        queue::job_context& ctx) {
+  acme::client_options co;
+  co.directory_url = account.directory_url;
+  co.ca_pem = trust_anchors(account.ca_bundle_pem, opt.ca_pem);
+  co.resolve_pool = opt.cpu;
+  co.log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
+    co_await ctx.log(std::move(level), std::move(message));
+  };
+  return co;
+}
+
+struct revoke_inputs {
+  store::catalog_object cert, account;
+  certificate_doc doc;
+  acme_account_spec account_spec;
+};
+
+// revokeCert (RFC 8555 §7.6) signed with the certificate's account key, for the current
+// version; then, in one transaction, the certificate marked revoked and certificate.revoked fired.
+// A CA that answers alreadyRevoked has the same state as one that just revoked: the certificate
+// is marked all the same (a retried job whose first attempt revoked and then lost its lease).
+asio::awaitable<queue::outcome> run_revoke(queue::job_context& ctx, const acme_job_options& opt) {
+  auto p = parse_revoke_job_payload(ctx.payload());
+  if (!p) co_return queue::outcome::permanent_failure(p.error().message);
+  if (!opt.key) co_return queue::outcome::failure("no key-encryption key is loaded in this worker: secrets cannot be opened");
+  const std::string project = ctx.job().project_id, cert_id = p->certificate_id;
+  store::read_value_fn<revoke_inputs> read = [project, cert_id](store::catalog_read& rd) -> result<revoke_inputs> {
+    revoke_inputs in;
+    auto c = rd.get_object(project, store::kind_certificate, cert_id);
+    if (!c) return std::move(c).error();
+    in.cert = std::move(*c);
+    auto d = parse_certificate_doc(in.cert, true);
+    if (!d) return std::move(d).error();
+    in.doc = std::move(*d);
+    if (in.doc.source != "acme" || !in.doc.acme)
+      return make_error(errc::invalid_argument,
+                        fmt::format("certificate {} was uploaded, not obtained from an ACME CA: certfleet revokes only the "
+                                    "certificates it issued through ACME (revoke this one with the CA that issued it)",
+                                    cert_id),
+                        "certificate_id");
+    if (in.doc.version == 0)
+      return make_error(errc::invalid_argument, fmt::format("certificate {} has no issued version to revoke", cert_id),
+                        "certificate_id");
+    auto a = rd.get_object(project, store::kind_acme_account, in.doc.acme->acme_account_id);
+    if (!a)
+      return make_error(errc::invalid_argument,
+                        fmt::format("the ACME account {} of certificate {} no longer exists: only the account that "
+                                    "ordered a certificate (or its private key's holder) can revoke it",
+                                    in.doc.acme->acme_account_id, cert_id),
+                        "acme_account_id");
+    in.account = std::move(*a);
+    auto as = parse_acme_account_doc(in.account);
+    if (!as) return std::move(as).error();
+    in.account_spec = std::move(*as);
+    return in;
+  };
+  auto in = co_await store::read_value(ctx.store().catalog(), std::move(read));
+  if (!in) {
+    if (in.error().is(errc::not_found) || in.error().is(errc::invalid_argument))
+      co_return queue::outcome::permanent_failure(in.error().message);
+    co_return queue::outcome::failure(in.error().message);
+  }
+  const std::string serial = in->doc.serial;
+  if (!p->serial.empty() && p->serial != serial)
+    co_return queue::outcome::permanent_failure(fmt::format(
+        "certificate {} is at version {} (serial {}) now, not the version with serial {} this revocation was asked "
+        "for: nothing was revoked; ask again to revoke the current version",
+        cert_id, in->doc.version, serial, p->serial));
+  if (in->doc.status == "revoked" && in->doc.revocation && in->doc.revocation->serial == serial) {
+    co_await ctx.log("info", fmt::format("certificate {} (serial {}) is already revoked: nothing to do", cert_id, serial));
+    co_return queue::outcome::ok();
+  }
+  const std::string reason_name = p->reason ? std::string(acme::revocation_reason_name(*p->reason)) : std::string();
+  // Named first: GCC 12 and ?: inside a co_await expression.
+  const std::string why = reason_name.empty() ? std::string(", no reason given")
+                                              : fmt::format(", reason {} ({})", reason_name, *p->reason);
+  auto line = fmt::format("revoking version {} (serial {}) of certificate {} ({}) at {} with ACME account {}{}",
+                          in->doc.version, serial, in->cert.name, cert_id, in->account_spec.directory_url,
+                          in->account.name, why);
+  co_await ctx.log("info", std::move(line));
+
+  auto secret = open_acme_account_secret(*opt.key, in->account);
+  if (!secret) co_return queue::outcome::permanent_failure(fmt::format("ACME account {}: {}", in->account.name, secret.error().message));
+  auto akey = acme::account_key::from_pem(secret->account_key_pem);
+  if (!akey) co_return queue::outcome::permanent_failure(fmt::format("ACME account {}: {}", in->account.name, akey.error().message));
+  auto der = acme::certificate_der(in->doc.cert_pem, "cert_pem");
+  if (!der) co_return queue::outcome::permanent_failure(fmt::format("certificate {}: {}", cert_id, der.error().message));
+
+  acme::client client(client_options_for(in->account_spec, opt, ctx), *akey);
+  auto dir = co_await client.get_directory();
+  if (!dir) co_return from_failure(dir.failure());
+  if (in->account_spec.account_url.empty()) {
+    acme::account_request req(in->account_spec.contact, in->account_spec.terms_agreed, std::nullopt, true);
+    auto acct = co_await client.new_account(std::move(req));
+    if (!acct) co_return from_failure(acct.failure());
+  } else {
+    client.set_account_url(in->account_spec.account_url);
+  }
+  ctx.checkpoint();
+  auto revoked = co_await client.revoke(std::move(*der), p->reason);
+  if (!revoked) {
+    const auto& f = revoked.failure();
+    if (!f.problem || f.problem->acme_type() != "alreadyRevoked") co_return from_failure(f);
+    co_await ctx.log("warn", fmt::format("the CA says serial {} is already revoked ({}): marking the certificate revoked",
+                                         serial, f.problem->text()));
+  }
+
+  auto now = ctx.clock().now_ms();
+  const std::string job_id = ctx.job().id, name = in->cert.name;
+  auto marked = std::make_shared<bool>(false);
+  store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
+    auto cert = tx.get_object(project, store::kind_certificate, cert_id);
+    if (!cert) return std::move(cert).error();
+    auto doc = parse_certificate_doc(*cert, true);
+    if (!doc) return std::move(doc).error();
+    // A renewal stored a newer version while the CA revoked this one: that one is not revoked.
+    if (doc->serial != serial) return {};
+    doc->status = "revoked";
+    doc->revocation = certificate_revocation{serial, reason_name, now, job_id};
+    if (auto u = tx.update_object_doc(cert_id, certificate_doc_json(*doc)); !u) return u;
+    fired_event e;
+    e.project_id = project;
+    e.event = event_names::certificate_revoked;
+    e.event_id = certificate_event_id(e.event, cert_id, serial);
+    e.data = json::object{{"certificate_id", cert_id}, {"name", cert->name},  {"serial", serial},
+                          {"reason", reason_name},     {"revoked_at", now},   {"source", "request"}};
+    e.key_base = e.event_id;
+    e.source.certificate_id = cert_id;
+    e.source.parent_job_id = job_id;
+    e.source.triggered_by = queue::job_names::revoke_certificate;
+    auto fired = fire_event(tx, e, now);
+    if (!fired) return std::move(fired).error();
+    *marked = true;
+    return {};
+  };
+  if (auto w = co_await ctx.store().catalog().transact(std::move(write)); !w)
+    co_return queue::outcome::failure(fmt::format("the CA revoked serial {}, but recording it failed: {}", serial,
+                                                  w.error().message));
+  if (*marked)
+    co_await ctx.log("info", fmt::format("certificate {} ({}) marked revoked: serial {}", name, cert_id, serial));
+  else
+    co_await ctx.log("warn", fmt::format("serial {} was revoked at the CA, but certificate {} has a newer version now, "
+                                         "which stays active",
+                                         serial, cert_id));
+  co_return queue::outcome::ok();
+}
+
+// ---- cleanup_dns ---------------------------------------------------------------------------
+
+struct cleanup_inputs {
+  std::vector<store::dns_record> records;                  // still in a zone, of this project
+  std::map<std::string, store::catalog_object> providers;  // by id; a deleted one is missing
+};
+
+// Removes the challenge records one attempt left (RFC 2136 delete of exactly that value, TSIG
+// with the provider's key), marking each removed. Records whose removal fails stay listed, and
+// the job fails naming each: retried while a retry can help (the server did not answer), dead
+// at once when not (the key is refused, the provider is gone).
+asio::awaitable<queue::outcome> run_cleanup(queue::job_context& ctx, const acme_job_options& opt) {
+  auto p = parse_cleanup_dns_payload(ctx.payload());
+  if (!p) co_return queue::outcome::permanent_failure(p.error().message);
+  if (!opt.key) co_return queue::outcome::failure("no key-encryption key is loaded in this worker: secrets cannot be opened");
+  const std::string project = ctx.job().project_id, job_id = p->job_id;
+  const std::int64_t fence = p->fence;
+  store::read_value_fn<cleanup_inputs> read = [project, job_id, fence](store::catalog_read& rd) -> result<cleanup_inputs> {
+    cleanup_inputs in;
+    auto all = rd.dns_records_of(job_id, fence);
+    if (!all) return std::move(all).error();
+    for (auto& r : *all) {
+      if (r.removed_at != 0 || r.project_id != project) continue;
+      if (!in.providers.count(r.provider_id))
+        if (auto o = rd.get_object(project, store::kind_dns_provider, r.provider_id)) in.providers.emplace(r.provider_id, std::move(*o));
+      in.records.push_back(std::move(r));
+    }
+    return in;
+  };
+  auto in = co_await store::read_value(ctx.store().catalog(), std::move(read));
+  if (!in) co_return queue::outcome::failure(in.error().message);
+  if (in->records.empty()) {
+    auto line = fmt::format("no challenge record of job {} (attempt {}) is left in DNS: nothing to remove", job_id, fence);
+    co_await ctx.log("info", std::move(line));
+    co_return queue::outcome::ok();
+  }
+  auto settings = co_await store::read_settings(ctx.store());
+  acme::dns::client_options dns_opts;
+  dns_opts.resolve_pool = opt.cpu;
+  dns_opts.clock = &ctx.clock();
+  dns_opts.nameserver_port = static_cast<std::uint16_t>(settings.integer("acme_dns_nameserver_port"));
+
+  std::vector<std::string> failures;
+  bool retry_can_help = false;
+  for (const auto& r : in->records) {
+    ctx.checkpoint();
+    const std::string zone_text = r.zone.empty() ? std::string("(the zone its server serves)") : r.zone;
+    auto it = in->providers.find(r.provider_id);
+    if (it == in->providers.end()) {
+      failures.push_back(fmt::format("TXT {} \"{}\" in zone {}: the DNS provider {} no longer exists", r.fqdn, r.value,
+                                     zone_text, r.provider_id));
+      continue;
+    }
+    const auto& provider = it->second;
+    auto spec = parse_dns_provider_doc(provider);
+    if (!spec) {
+      failures.push_back(fmt::format("TXT {} in zone {} (provider {}): {}", r.fqdn, zone_text, provider.name, spec.error().message));
+      continue;
+    }
+    auto secret = open_dns_provider_secret(*opt.key, provider);
+    if (!secret) {
+      failures.push_back(fmt::format("TXT {} in zone {} (provider {}): {}", r.fqdn, zone_text, provider.name, secret.error().message));
+      continue;
+    }
+    auto tsig = acme::dns::make_tsig_key(spec->tsig_key_name, spec->tsig_algorithm, *secret);
+    if (!tsig) {
+      failures.push_back(fmt::format("TXT {} in zone {} (provider {}): {}", r.fqdn, zone_text, provider.name, tsig.error().message));
+      continue;
+    }
+    std::string server = spec->server, zone = r.zone, fqdn = r.fqdn, value = r.value;
+    auto removed = co_await acme::dns::remove_txt(server, zone, *tsig, fqdn, value, dns_opts);
+    if (!removed) {
+      retry_can_help = retry_can_help || !acme::dns::dns_permanent(removed.error());
+      failures.push_back(fmt::format("TXT {} in zone {} at {} (provider {}): {}", r.fqdn, zone_text, spec->server,
+                                     provider.name, removed.error().message));
+      continue;
+    }
+    const std::string id = r.id;
+    const time_ms now = ctx.clock().now_ms();
+    store::tx_fn mark = [id, now](store::catalog_tx& tx) { return tx.mark_dns_record_removed(id, now); };
+    if (auto m = co_await ctx.store().catalog().transact(std::move(mark)); !m)
+      co_return queue::outcome::failure(fmt::format("TXT {} removed, but recording it failed: {}", r.fqdn, m.error().message));
+    auto line = fmt::format("DNS: removed TXT {} in zone {} at {} (provider {}), presented by job {} at {}", r.fqdn,
+                            *removed, spec->server, provider.name, r.job_id, format_iso8601(r.presented_at));
+    co_await ctx.log("info", std::move(line));
+  }
+  if (failures.empty()) {
+    auto line = fmt::format("removed the {} challenge record(s) job {} (attempt {}) left", in->records.size(), job_id, fence);
+    co_await ctx.log("info", std::move(line));
+    co_return queue::outcome::ok();
+  }
+  auto msg = fmt::format("{} of {} challenge record(s) not removed: {}", failures.size(), in->records.size(),
+                         fmt::join(failures, "; "));
+  if (retry_can_help) co_return queue::outcome::failure(std::move(msg));
+  co_return queue::outcome::permanent_failure(std::move(msg));
+}
+
 }  // namespace
 
 std::string acme_job_payload(std::string_view certificate_id) {
@@ -505,6 +843,24 @@ void register_acme_handlers(queue::handler_registry& r, std::shared_ptr<const ac
     if (!id) return std::move(id).error();
     return {};
   };
+  r.add(std::string(queue::job_names::revoke_certificate),
+        [options](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
+          co_return co_await run_revoke(ctx, *options);
+        },
+        [](const std::string& payload) -> result<void> {
+          auto p = parse_revoke_job_payload(payload);
+          if (!p) return std::move(p).error();
+          return {};
+        });
+  r.add(std::string(queue::job_names::cleanup_dns),
+        [options](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
+          co_return co_await run_cleanup(ctx, *options);
+        },
+        [](const std::string& payload) -> result<void> {
+          auto p = parse_cleanup_dns_payload(payload);
+          if (!p) return std::move(p).error();
+          return {};
+        });
   for (bool renewal : {false, true}) {
     r.add(std::string(renewal ? queue::job_names::renew_certificate : queue::job_names::issue_certificate),
           [options, renewal](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
@@ -646,6 +1002,36 @@ asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_
   };
   if (auto w = co_await st.catalog().transact(std::move(write)); !w) co_return std::move(w).error();
   co_return *created;
+}
+
+asio::awaitable<result<int>> enqueue_dns_cleanups(store::store& st, const clock_source& clock, sweep_logger log) {
+  store::read_value_fn<std::vector<store::dns_record>> read = [](store::catalog_read& rd) { return rd.dns_records_left(1000); };
+  auto left = co_await store::read_value(st.catalog(), std::move(read));
+  if (!left) co_return std::move(left).error();
+  // One cleanup_dns per attempt that left records.
+  std::map<std::pair<std::string, std::int64_t>, std::pair<std::string, int>> attempts;  // (job, fence) -> (project, n)
+  for (const auto& r : *left) {
+    auto& a = attempts[{r.job_id, r.fence}];
+    a.first = r.project_id;
+    ++a.second;
+  }
+  if (attempts.empty()) co_return 0;
+  std::vector<store::new_job> jobs;
+  for (const auto& [attempt, who] : attempts) jobs.push_back(cleanup_job(who.first, attempt.first, attempt.second, "dns_cleanup_sweep"));
+  auto now = clock.now_ms();
+  auto created = std::make_shared<std::vector<std::string>>();
+  store::tx_fn write = [jobs, now, created](store::catalog_tx& tx) -> result<void> {
+    for (const auto& j : jobs) {
+      auto e = tx.jobs().enqueue(j, now);
+      if (!e) return std::move(e).error();
+      if (e->created) created->push_back(fmt::format("{} for job {}", e->job.id, j.parent_job_id));
+    }
+    return {};
+  };
+  if (auto w = co_await st.catalog().transact(std::move(write)); !w) co_return std::move(w).error();
+  if (log)
+    for (const auto& c : *created) co_await log("info", fmt::format("acme_dns_cleanup: cleanup_dns {}", c));
+  co_return static_cast<int>(created->size());
 }
 
 }  // namespace certfleet::distribution

@@ -187,6 +187,11 @@ std::string certificate_doc_json(const certificate_doc& d) {
                                {"auto_renew", d.acme->auto_renew},
                                {"last_error", d.acme->last_error}};
   }
+  if (d.revocation)
+    doc["revocation"] = json::object{{"serial", d.revocation->serial},
+                                     {"reason", d.revocation->reason},
+                                     {"revoked_at", d.revocation->revoked_at},
+                                     {"job_id", d.revocation->job_id}};
   return json::serialize(doc);
 }
 
@@ -261,6 +266,10 @@ result<certificate_doc> parse_certificate_doc(const store::catalog_object& o, bo
     acme.last_error = str(ao, "last_error");
     c.acme = std::move(acme);
   }
+  if (auto* rv = d.if_contains("revocation"); rv && rv->is_object()) {
+    const auto& ro = rv->as_object();
+    c.revocation = certificate_revocation{str(ro, "serial"), str(ro, "reason"), num(ro, "revoked_at"), str(ro, "job_id")};
+  }
   if (c.cert_pem.empty() && !allow_unissued)
     return make_error(errc::conflict, fmt::format("certificate {} has no issued version yet", o.id), "certificate_id");
   return c;
@@ -314,6 +323,12 @@ boost::json::object certificate_view(const store::catalog_object& o) {
     v["auto_renew"] = d->acme->auto_renew;
     if (!d->acme->last_error.empty()) v["last_error"] = d->acme->last_error;
   }
+  if (d->revocation)
+    v["revocation"] = json::object{{"serial", d->revocation->serial},
+                                   {"reason", d->revocation->reason.empty() ? json::value(nullptr)
+                                                                            : json::value(d->revocation->reason)},
+                                   {"revoked_at", format_iso8601(d->revocation->revoked_at)},
+                                   {"job_id", d->revocation->job_id}};
   return v;
 }
 

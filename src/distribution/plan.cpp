@@ -142,6 +142,10 @@ std::string dead_job_notification_base(std::string_view job_id, std::int64_t fen
   return fmt::format("job:{}:{}", job_id, fence);
 }
 
+std::string certificate_event_id(std::string_view event, std::string_view certificate_id, std::string_view which) {
+  return fmt::format("{}:{}:{}", event, certificate_id, which);
+}
+
 std::string expiration_check_key(time_ms now) { return fmt::format("exp_check:{}", now / 3'600'000); }
 
 error job_retry_refusal(const store::job_record& job) {

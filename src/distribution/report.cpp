@@ -3,6 +3,7 @@
 // the job transition that caused it, or not at all.
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/object_id.hpp"
+#include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/distribution/events.hpp"
 #include "certfleet/distribution/plan.hpp"
@@ -274,6 +275,46 @@ result<void> fire_job_dead(store::catalog_tx& tx, const store::job_record& job, 
   return {};
 }
 
+// certificate.renewal_failed, in the transaction that made a renew_certificate job dead: the
+// current version stays in place (its not_after is the one the event shows). Nothing when the
+// certificate is gone.
+result<void> fire_renewal_failed(store::catalog_tx& tx, const store::job_record& job, time_ms now) {
+  if (job.type != queue::job_names::renew_certificate) return {};
+  // The route and the sweep set the job's certificate; POST …/jobs leaves it to the payload.
+  std::string cert_id = job.certificate_id;
+  if (cert_id.empty()) {
+    boost::system::error_code ec;
+    auto p = boost::json::parse(job.payload, ec);
+    if (!ec && p.is_object())
+      if (auto* id = p.as_object().if_contains("certificate_id"); id && id->is_string()) cert_id = id->as_string();
+  }
+  if (cert_id.empty()) return {};
+  auto cert = tx.get_object(job.project_id, store::kind_certificate, cert_id);
+  if (!cert) return {};
+  auto doc = parse_certificate_doc(*cert, true);
+  if (!doc) return {};
+  boost::json::array domains;
+  if (doc->acme)
+    for (const auto& d : doc->acme->domains) domains.emplace_back(d);
+  fired_event e;
+  e.project_id = job.project_id;
+  e.event = event_names::certificate_renewal_failed;
+  e.event_id = certificate_event_id(e.event, cert_id, fmt::format("{}:{}", job.id, job.fence));
+  e.data = boost::json::object{{"certificate_id", cert_id},
+                               {"name", cert->name},
+                               {"domains", std::move(domains)},
+                               {"error", job.error.substr(0, 2000)},
+                               {"job_id", job.id}};
+  if (doc->version > 0) e.data["not_after"] = doc->not_after;  // none yet: never issued
+  e.key_base = e.event_id;
+  e.source.certificate_id = cert_id;
+  e.source.parent_job_id = job.id;
+  e.source.triggered_by = "job_dead";
+  auto fired = fire_event(tx, e, now);
+  if (!fired) return std::move(fired).error();
+  return {};
+}
+
 }  // namespace
 
 store::terminal_hook make_terminal_hook() {
@@ -286,9 +327,12 @@ store::terminal_hook make_terminal_hook() {
         throw std::runtime_error("distribution report failed: " + r.error().message);
       return;
     }
-    if (job.status == store::job_status::dead)
+    if (job.status == store::job_status::dead) {
       if (auto r = fire_job_dead(tx.catalog(), job, now); !r)
         throw std::runtime_error("job.dead notification failed: " + r.error().message);
+      if (auto r = fire_renewal_failed(tx.catalog(), job, now); !r)
+        throw std::runtime_error("certificate.renewal_failed notification failed: " + r.error().message);
+    }
   };
   std::vector<std::string> types;
   for (const auto& t : queue::all_job_types())

@@ -586,6 +586,51 @@ op<json::value> service::renew_certificate(std::string project_id, std::string i
   co_return json::value(std::move(*out));
 }
 
+op<json::value> service::revoke_certificate(std::string project_id, std::string id, std::string body, std::string actor) {
+  auto req = parse_revoke_request(body);
+  if (!req) co_return std::move(req).error();
+  auto now = clock_.now_ms();
+  auto out = std::make_shared<json::object>();
+  const std::optional<int> reason = req->reason;
+  store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
+    auto cert = tx.get_object(project_id, store::kind_certificate, id);
+    if (!cert) return std::move(cert).error();
+    auto doc = parse_certificate_doc(*cert, true);
+    if (!doc) return std::move(doc).error();
+    if (doc->source != "acme" || !doc->acme)
+      return make_error(errc::conflict,
+                        fmt::format("certificate {} was uploaded, not obtained from an ACME CA: certfleet revokes only the "
+                                    "certificates it issued through ACME (revoke this one with the CA that issued it)",
+                                    id),
+                        "id");
+    if (doc->version == 0)
+      return make_error(errc::conflict, fmt::format("certificate {} has no issued version to revoke", id), "id");
+    if (doc->status == "revoked")
+      return make_error(errc::conflict,
+                        fmt::format("certificate {} (serial {}) is already revoked{}", id, doc->serial,
+                                    doc->revocation ? fmt::format(" since {}", format_iso8601(doc->revocation->revoked_at))
+                                                    : std::string()),
+                        "id");
+    store::new_job j;
+    j.project_id = project_id;
+    j.type = std::string(queue::job_names::revoke_certificate);
+    j.lane = std::string(queue::lane_main);
+    j.payload = revoke_job_payload(revoke_job{id, doc->serial, reason});
+    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
+    j.idempotency_key = revoke_job_key(id, doc->version);
+    j.certificate_id = id;
+    j.triggered_by = actor;
+    auto e = tx.jobs().enqueue(j, now);
+    if (!e) return std::move(e).error();
+    *out = json::object{{"job_id", e->job.id}, {"created", e->created}};
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op));
+  if (!w) co_return std::move(w).error();
+  if (queue_.on_enqueued) queue_.on_enqueued(queue::lane_main);
+  co_return json::value(std::move(*out));
+}
+
 op<json::value> service::retry_failed(std::string project_id, std::string id, std::string actor) {
   return open_run(std::move(project_id), std::move(id), std::move(actor), run_kind::retry_failed, 0);
 }

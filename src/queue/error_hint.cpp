@@ -15,12 +15,29 @@ struct row {
 
 // The words come from our own error texts (delivery's classifier, the SSH session, the engine) and
 // the system's (getaddrinfo, errno). More specific rows first: a host-key refusal also says "ssh".
-constexpr std::array<row, 11> rows{{
+constexpr std::array<row, 14> rows{{
     {{"host_key",
       "The server's SSH host key is not the one pinned on the target. If the host was reinstalled on purpose, scan its "
       "key again (POST …/targets/{id}/scan-host-key) and compare the fingerprint out of band; otherwise treat it as a "
       "possible interception and do not re-pin."},
      "", {"host key", "host_key"}},
+    // The lifecycle jobs' own refusals, before the generic DNS and CA rows that their texts may
+    // also match.
+    {{"revoke_not_acme",
+      "Only a certificate certfleet obtained through ACME (source acme) and issued at least once can be revoked here. "
+      "Revoke an uploaded certificate with the CA that issued it, then upload its replacement (POST "
+      "…/certificates/{id}/versions)."},
+     "revoke_certificate", {"not obtained from an acme ca", "no issued version to revoke", "", "", "", ""}},
+    {{"revoke_version_moved",
+      "A renewal stored a newer version after the revocation was asked, and nothing was revoked: the revocation acts "
+      "on the version that was current when it was asked. If the newer version must be revoked too, ask again "
+      "(POST …/certificates/{id}/revoke)."},
+     "revoke_certificate", {"this revocation was asked for", "", "", "", "", ""}},
+    {{"dns_cleanup",
+      "A challenge TXT record a certificate workflow put into DNS could not be removed; the error names each record, its "
+      "zone and the DNS server's answer. Fix what the answer says (the provider's server, TSIG key or zone ACL), then "
+      "retry this job; or delete the record by hand with nsupdate (docs/acme.md, Cleaning up DNS records)."},
+     "cleanup_dns", {"not removed", "", "", "", "", ""}},
     // DNS-01 before "dns" and "timeout": a provider's server that refuses or never shows the
     // record is a provider setting to fix, not a resolver problem.
     {{"dns_provider",

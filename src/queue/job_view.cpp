@@ -16,10 +16,12 @@ std::optional<std::string_view> trigger_in_words(std::string_view t) noexcept {
   struct row {
     std::string_view prefix, words;
   };
-  static constexpr std::array<row, 8> rows{{{"scheduler:", "scheduler"},
+  static constexpr std::array<row, 10> rows{{{"scheduler:", "scheduler"},
                                            {"cli", "command line"},
                                            {"certificate_expiration_check", "expiry sweep"},
                                            {"renewal_sweep", "renewal sweep"},
+                                           {"dns_cleanup_sweep", "DNS cleanup sweep"},
+                                           {"acme_workflow", "certificate workflow"},
                                            {"retry_wave", "retry wave"},
                                            {"distribution_sweep", "distribution sweep"},
                                            {"distribution", "fan-out"},

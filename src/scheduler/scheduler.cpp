@@ -33,7 +33,7 @@ struct sweep_def {
   std::string_view name;
   std::string_view doc;
 };
-constexpr std::array<sweep_def, 5> sweeps{{
+constexpr std::array<sweep_def, 6> sweeps{{
     {"lost_leases", "active jobs past their lease with no attempts left become dead (terminal hooks run)"},
     {"distributions", "re-triggers running distribution runs whose jobs are gone (an execute aborted before its jobs "
                       "were stored): their targets without a job or a result are enqueued again; and opens the run "
@@ -44,6 +44,9 @@ constexpr std::array<sweep_def, 5> sweeps{{
     {"acme_renewal", "enqueues renew_certificate (key renew:<certificate>:<expires_at_unix>) for each auto-renewing "
                      "ACME certificate due: at its point in the CA's renewal information window (RFC 9773) when "
                      "the CA offers it, else in the last third of its lifetime"},
+    {"acme_dns_cleanup", "enqueues cleanup_dns (key cleanup_dns:<job>:<fence>) for each job attempt that is over and "
+                         "left DNS-01 challenge TXT records in a zone (a crash between presenting and removing them, "
+                         "or a removal that failed)"},
     {"retention", "completed and cancelled jobs (and their logs) older than job_retention_s, and audit entries older "
                   "than audit_retention_s, are deleted in batches"},
 }};
@@ -235,6 +238,15 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
           auto n = co_await distribution::enqueue_due_renewals(ctx.store(), ctx.clock(), acme.get(), std::move(log));
           if (!n) co_return queue::outcome::failure(n.error().message);
           co_await ctx.log("info", fmt::format("acme_renewal: {} renew_certificate jobs enqueued", *n));
+          co_return queue::outcome::ok();
+        }
+        if (*name == "acme_dns_cleanup") {
+          distribution::sweep_logger log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
+            co_await ctx.log(std::move(level), std::move(message));
+          };
+          auto n = co_await distribution::enqueue_dns_cleanups(ctx.store(), ctx.clock(), std::move(log));
+          if (!n) co_return queue::outcome::failure(n.error().message);
+          co_await ctx.log("info", fmt::format("acme_dns_cleanup: {} cleanup_dns jobs enqueued", *n));
           co_return queue::outcome::ok();
         }
         if (*name == "retention") {

@@ -265,3 +265,24 @@ TEST(acme_headers, rfc3339_times) {
                    "2025-01-02T04:00:00.Z", "2025-01-02T04:00:00Zjunk", "x025-01-02T04:00:00Z"})
     EXPECT_FALSE(parse_rfc3339(bad)) << bad;
 }
+
+TEST(acme_requests, revoke_cert_payload_carries_the_der_and_the_reason_code) {
+  const std::string der("\x30\x82\x01\x0a\xff", 5);
+  auto with = revoke_cert_payload(der, 1);
+  ASSERT_TRUE(with) << with.error().message;
+  EXPECT_EQ(*with, R"({"certificate":"MIIBCv8","reason":1})");
+  auto without = revoke_cert_payload(der, std::nullopt);
+  ASSERT_TRUE(without);
+  EXPECT_EQ(*without, R"({"certificate":"MIIBCv8"})");
+  auto zero = revoke_cert_payload(der, 0);  // unspecified is sent as 0, not left out
+  ASSERT_TRUE(zero);
+  EXPECT_EQ(*zero, R"({"certificate":"MIIBCv8","reason":0})");
+  for (int bad : {-1, 7, 11}) {
+    auto r = revoke_cert_payload(der, bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().field, "reason");
+  }
+  auto empty = revoke_cert_payload("", 1);
+  ASSERT_FALSE(empty);
+  EXPECT_EQ(empty.error().field, "certificate");
+}

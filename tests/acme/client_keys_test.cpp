@@ -157,4 +157,15 @@ TEST(acme_keys, revocation_reasons) {
   EXPECT_FALSE(revocation_reason_code("KeyCompromise"));
   EXPECT_FALSE(revocation_reason_code("7"));
   EXPECT_NE(revocation_reason_choices().find("keyCompromise"), std::string_view::npos);
+  // And back: every code in use has its name, the unused ones none.
+  for (int code = 0; code <= 10; ++code) {
+    auto name = revocation_reason_name(code);
+    if (code == 7) {
+      EXPECT_TRUE(name.empty());
+      continue;
+    }
+    EXPECT_EQ(revocation_reason_code(name), code) << name;
+  }
+  EXPECT_TRUE(revocation_reason_name(11).empty());
+  EXPECT_TRUE(revocation_reason_name(-1).empty());
 }

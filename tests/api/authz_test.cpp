@@ -211,6 +211,10 @@ TEST_F(api_authz, every_route_every_role) {
       {api::route_id::certificate_renew, "POST",
        [&](api_authz& t) { return p + "/certificates/" + t.put_object(store::kind_certificate) + "/renew"; }, "",
        {401, 403, 409, 409, 409, 404, 409}},
+      // Revocation is admin's; an uploaded certificate is refused after the role check.
+      {api::route_id::certificate_revoke, "POST",
+       [&](api_authz& t) { return p + "/certificates/" + t.put_object(store::kind_certificate) + "/revoke"; },
+       R"({"reason":"superseded"})", {401, 403, 403, 409, 409, 404, 409}},
       {api::route_id::acme_accounts_list, "GET", [&](auto&) { return p + "/acme-accounts"; }, "", {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::acme_account_create, "POST", [&](auto&) { return p + "/acme-accounts"; }, acme_account_body,
        {401, 403, 403, 504, 504, 404, 504}},

@@ -108,6 +108,88 @@ TEST(acme_catalog, an_issue_body_becomes_an_unissued_acme_certificate) {
   EXPECT_EQ(renew_job_key("c1", 1'800'000'000'999), "renew:c1:1800000000");
 }
 
+TEST(acme_catalog, a_revoke_body_takes_a_reason_name_or_code_and_refuses_anything_else_naming_reason) {
+  struct ok_case {
+    const char* body;
+    std::optional<int> reason;
+  };
+  const ok_case oks[] = {
+      {"", std::nullopt},
+      {"  \n", std::nullopt},
+      {"{}", std::nullopt},
+      {R"({"reason":null})", std::nullopt},
+      {R"({"reason":"keyCompromise"})", 1},
+      {R"({"reason":"superseded"})", 4},
+      {R"({"reason":"cessationOfOperation"})", 5},
+      {R"({"reason":"unspecified"})", 0},
+      {R"({"reason":0})", 0},
+      {R"({"reason":10})", 10},
+  };
+  for (const auto& c : oks) {
+    auto r = parse_revoke_request(c.body);
+    ASSERT_TRUE(r) << c.body << ": " << r.error().message;
+    EXPECT_EQ(r->reason, c.reason) << c.body;
+  }
+  const char* bad_reasons[] = {
+      R"({"reason":"KeyCompromise"})", R"({"reason":"bogus"})", R"({"reason":7})",   R"({"reason":11})",
+      R"({"reason":-1})",              R"({"reason":1.5})",     R"({"reason":"1"})", R"({"reason":true})",
+      R"({"reason":["keyCompromise"]})", R"({"reason":{}})",    R"({"reason":""})",
+  };
+  for (const char* b : bad_reasons) {
+    auto r = parse_revoke_request(b);
+    ASSERT_FALSE(r) << b;
+    EXPECT_EQ(r.error().field, "reason") << b;
+    EXPECT_NE(r.error().message.find("keyCompromise"), std::string::npos) << "the choices are listed: " << r.error().message;
+  }
+  auto extra = parse_revoke_request(R"({"reason":"superseded","why":"x"})");
+  ASSERT_FALSE(extra);
+  EXPECT_EQ(extra.error().field, "why");
+  EXPECT_FALSE(parse_revoke_request("not json"));
+  EXPECT_FALSE(parse_revoke_request("[]"));
+}
+
+TEST(acme_catalog, the_revoke_and_cleanup_payloads_read_back_and_name_their_fields) {
+  const std::string id = "0123456789abcdef01234567";
+  auto p = parse_revoke_job_payload(revoke_job_payload(revoke_job{id, "0a1b", 4}));
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->certificate_id, id);
+  EXPECT_EQ(p->serial, "0a1b");
+  EXPECT_EQ(p->reason, 4);
+  auto bare = parse_revoke_job_payload(R"({"certificate_id":"0123456789abcdef01234567"})");
+  ASSERT_TRUE(bare);
+  EXPECT_TRUE(bare->serial.empty());
+  EXPECT_FALSE(bare->reason);
+  // POST …/jobs may give the reason by name too.
+  auto named = parse_revoke_job_payload(R"({"certificate_id":"0123456789abcdef01234567","reason":"keyCompromise"})");
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->reason, 1);
+  struct bad_case {
+    const char* payload;
+    const char* field;
+  };
+  const bad_case bads[] = {
+      {R"({})", "payload.certificate_id"},
+      {R"({"certificate_id":"nope"})", "payload.certificate_id"},
+      {R"({"certificate_id":"0123456789abcdef01234567","serial":"xyz"})", "payload.serial"},
+      {R"({"certificate_id":"0123456789abcdef01234567","reason":7})", "payload.reason"},
+  };
+  for (const auto& b : bads) {
+    auto r = parse_revoke_job_payload(b.payload);
+    ASSERT_FALSE(r) << b.payload;
+    EXPECT_EQ(r.error().field, b.field) << b.payload << ": " << r.error().message;
+  }
+  EXPECT_EQ(revoke_job_key(id, 3), "revoke:0123456789abcdef01234567:3");
+
+  auto c = parse_cleanup_dns_payload(cleanup_dns_payload(id, 7));
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->job_id, id);
+  EXPECT_EQ(c->fence, 7);
+  EXPECT_EQ(cleanup_dns_key(id, 7), "cleanup_dns:0123456789abcdef01234567:7");
+  EXPECT_EQ(parse_cleanup_dns_payload(R"({"job_id":"0123456789abcdef01234567"})").error().field, "payload.fence");
+  EXPECT_EQ(parse_cleanup_dns_payload(R"({"job_id":"0123456789abcdef01234567","fence":-1})").error().field, "payload.fence");
+  EXPECT_EQ(parse_cleanup_dns_payload(R"({"job_id":"x","fence":1})").error().field, "payload.job_id");
+}
+
 TEST(acme_renewal, due_in_the_last_third_of_the_lifetime_only_when_issued_and_auto_renewing) {
   certificate_doc d;
   d.version = 1;

@@ -16,6 +16,8 @@
 #include <openssl/x509_vfy.h>
 #include <unistd.h>
 
+#include <set>
+
 namespace dist_test {
 namespace {
 
@@ -47,11 +49,13 @@ bool chains_to(const std::string& leaf, const std::string& chain, const std::str
 
 class acme_env {
  public:
-  explicit acme_env(testbed::pebble_options po = {}, std::vector<std::string> sets = {}) : env(1) {
+  explicit acme_env(testbed::pebble_options po = {}, std::vector<std::string> sets = {},
+                    std::map<std::string, std::string> environment = {})
+      : env(1) {
     knot = std::make_unique<testbed::knot>(env.dir.path() / "knot");
     po.dns_server = knot->server();
     ca = std::make_unique<testbed::pebble>(env.dir.path() / "pebble", std::move(po));
-    env.start("all", std::move(sets));
+    env.start("all", std::move(sets), std::move(environment));
     // The zone's NS (ns1.example.test → 127.0.0.1) answers on knot's port, not 53.
     env.set_settings(json::object{{"acme_dns_nameserver_port", knot->port()}, {"acme_dns_propagation_timeout_s", 60}});
   }
@@ -425,6 +429,164 @@ TEST(acme_jobs, an_account_the_ca_refuses_is_not_stored_and_the_answer_carries_t
   EXPECT_EQ(str(ok, "status"), "valid");
   EXPECT_EQ(str(ok, "eab_kid"), "kid-1");
   EXPECT_EQ(json::serialize(ok).find(po.eab_keys.at("kid-1")), std::string::npos);
+}
+
+// Revocation (RFC 8555 §7.6) through the route, checked at pebble's management interface, and
+// the four certificate lifecycle events received by a real webhook receiver: issued, renewed,
+// revoked, and renewal_failed (a renew_certificate job that goes dead).
+TEST(acme_jobs, revoke_is_seen_by_pebble_and_every_certificate_event_reaches_a_webhook) {
+  testbed::pebble_options po;
+  po.domain_blocklist = {"blocked.example.test"};
+  acme_env a(po);
+  testbed::webhook_sink sink;  // plain HTTP on 127.0.0.1
+  a.env.set_settings(json::object{{"egress_allow_list", "127.0.0.1"}});
+  auto channel = a.create("notification-channels",
+                          json::object{{"name", "hook"}, {"kind", "webhook"}, {"url", sink.url("/events")}});
+  for (const char* event : {"certificate.issued", "certificate.renewed", "certificate.renewal_failed", "certificate.revoked"})
+    a.create("notification-rules", json::object{{"event", event}, {"channel_id", channel}});
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  auto provider = a.create("dns-providers", a.provider_body("knot"));
+
+  const std::string domain = "rev." + label() + "." + a.knot->zone();
+  auto [cert, job] = a.issue("rev", {domain}, account, provider);
+  ASSERT_EQ(str(a.wait_job(job), "status"), "completed") << a.log_text(job);
+  auto renew = a.env.ok("POST", "certificates/" + cert + "/renew", "", 202);
+  ASSERT_EQ(str(a.wait_job(str(renew, "job_id")), "status"), "completed") << a.log_text(str(renew, "job_id"));
+  auto v2 = a.env.ok("GET", "certificates/" + cert);
+  ASSERT_EQ(num(v2, "version"), 2);
+  const std::string serial = str(v2, "serial");
+  ASSERT_EQ(a.ca->certificate_status(serial).status, "Valid");
+
+  // Bad input: 400 naming the field, nothing enqueued. An uploaded certificate: 409, clearly.
+  for (const char* body : {R"({"reason":"KeyCompromise"})", R"({"reason":7})", R"({"reason":"bogus"})", R"({"reason":[1]})"}) {
+    auto r = a.env.call("POST", "certificates/" + cert + "/revoke", body);
+    EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+    EXPECT_EQ(str(r.json().at("error"), "field"), "reason") << r.body;
+  }
+  auto unknown_member = a.env.call("POST", "certificates/" + cert + "/revoke", R"({"reasons":"keyCompromise"})");
+  EXPECT_EQ(unknown_member.status, 400) << unknown_member.body;
+  auto uploaded = a.env.create_certificate("uploaded", testbed::make_certificate({}));
+  auto refused = a.env.call("POST", "certificates/" + uploaded + "/revoke", R"({"reason":"superseded"})");
+  EXPECT_EQ(refused.status, 409) << refused.body;
+  EXPECT_NE(refused.body.find("not obtained from an ACME CA"), std::string::npos) << refused.body;
+  EXPECT_EQ(a.env.call("POST", "certificates/0123456789abcdef01234567/revoke", "").status, 404);
+  EXPECT_EQ(num(a.env.ok("GET", "jobs?type=revoke_certificate"), "total"), 0);
+
+  auto revoke = a.env.ok("POST", "certificates/" + cert + "/revoke", R"({"reason":"keyCompromise"})", 202);
+  // Asked again for the same version: the same job.
+  auto again = a.env.ok("POST", "certificates/" + cert + "/revoke", R"({"reason":"keyCompromise"})", 202);
+  EXPECT_EQ(str(again, "job_id"), str(revoke, "job_id"));
+  EXPECT_EQ(again.at("created"), false);
+  auto revoked_job = a.wait_job(str(revoke, "job_id"));
+  ASSERT_EQ(str(revoked_job, "status"), "completed") << json::serialize(revoked_job) << "\n" << a.log_text(str(revoke, "job_id"));
+  // The CA's view, by serial (pebble's management interface): revoked, reason keyCompromise (1).
+  auto at_ca = a.ca->certificate_status(serial);
+  ASSERT_EQ(at_ca.http_status, 200) << at_ca.body;
+  EXPECT_EQ(at_ca.status, "Revoked") << at_ca.body;
+  EXPECT_EQ(at_ca.reason, 1) << at_ca.body;
+  // The API's view.
+  auto after = a.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(str(after, "status"), "revoked") << json::serialize(after);
+  EXPECT_EQ(str(after.at("revocation"), "serial"), serial);
+  EXPECT_EQ(str(after.at("revocation"), "reason"), "keyCompromise");
+  EXPECT_EQ(str(after.at("revocation"), "job_id"), str(revoke, "job_id"));
+  // Once revoked, the route says so instead of enqueueing.
+  auto twice = a.env.call("POST", "certificates/" + cert + "/revoke", "");
+  EXPECT_EQ(twice.status, 409) << twice.body;
+  EXPECT_NE(twice.body.find("already revoked"), std::string::npos) << twice.body;
+
+  // A renewal that goes dead: a certificate the CA refused to issue, asked to renew through the
+  // jobs API (the route refuses that; the job's handler ends it dead at once).
+  auto [blocked, blocked_job] = a.issue("blocked", {"blocked.example.test"}, account, provider);
+  ASSERT_EQ(str(a.wait_job(blocked_job), "status"), "dead");
+  auto dead_renewal = a.env.ok("POST", "jobs",
+                               json::serialize(json::object{{"type", "renew_certificate"},
+                                                            {"payload", json::object{{"certificate_id", blocked}}}}),
+                               201);
+  ASSERT_EQ(str(a.wait_job(str(dead_renewal, "id")), "status"), "dead");
+
+  // Every event once (receivers dedupe by event id: count distinct ids), as signed-off JSON.
+  std::map<std::string, std::vector<json::object>> by_event;
+  auto collect = [&] {
+    by_event.clear();
+    std::set<std::string> seen;
+    for (const auto& r : sink.requests()) {
+      auto body = json::parse(r.body).as_object();
+      auto id = std::string(body.at("event_id").as_string());
+      EXPECT_EQ(r.header("x-certfleet-event-id"), id);
+      if (seen.insert(id).second) by_event[std::string(body.at("event").as_string())].push_back(body);
+    }
+    return by_event.size();
+  };
+  for (auto until = std::chrono::steady_clock::now() + 60s; collect() < 4 && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(200ms);
+  std::string got;
+  for (const auto& [event, bodies] : by_event) got += event + " ";
+  ASSERT_EQ(by_event.size(), 4u) << sink.requests().size() << " requests: " << got;
+  ASSERT_EQ(by_event["certificate.issued"].size(), 1u);
+  ASSERT_EQ(by_event["certificate.renewed"].size(), 1u);
+  ASSERT_EQ(by_event["certificate.revoked"].size(), 1u);
+  ASSERT_EQ(by_event["certificate.renewal_failed"].size(), 1u);
+  const auto& issued = by_event["certificate.issued"][0].at("data");
+  EXPECT_EQ(str(issued, "certificate_id"), cert);
+  EXPECT_EQ(num(issued, "version"), 1);
+  EXPECT_EQ(str(issued, "job_id"), job);
+  EXPECT_EQ(issued.at("domains"), json::array{json::value(domain)});
+  const auto& renewed = by_event["certificate.renewed"][0].at("data");
+  EXPECT_EQ(num(renewed, "version"), 2);
+  EXPECT_EQ(str(renewed, "serial"), serial);
+  const auto& rev = by_event["certificate.revoked"][0].at("data");
+  EXPECT_EQ(str(rev, "serial"), serial);
+  EXPECT_EQ(str(rev, "reason"), "keyCompromise");
+  EXPECT_EQ(str(rev, "source"), "request");
+  EXPECT_EQ(by_event["certificate.revoked"][0].at("event_id"), json::value("certificate.revoked:" + cert + ":" + serial));
+  const auto& failed = by_event["certificate.renewal_failed"][0].at("data");
+  EXPECT_EQ(str(failed, "certificate_id"), blocked);
+  EXPECT_EQ(str(failed, "job_id"), str(dead_renewal, "id"));
+  EXPECT_NE(str(failed, "error").find("no issued version to renew"), std::string::npos) << json::serialize(failed);
+}
+
+// A worker killed between putting a challenge record into the zone and removing it (the crash
+// point acme_dns_presented): the record stays in knot; after a restart the scheduler's DNS
+// cleanup sweep finds the attempt over and its cleanup_dns job removes the record (TSIG delete).
+TEST(acme_jobs, a_record_left_by_a_worker_killed_after_presenting_it_is_removed_by_the_dns_cleanup_sweep) {
+  testbed::pebble_options po;
+  po.authz_reuse_percent = 0;  // the next attempt's record has another value: only the sweep removes this one
+  const std::vector<std::string> sets{"lease_ms=2000", "scheduler_interval_ms=1000", "scheduler_lease_ms=3000"};
+  acme_env a(po, sets, {{"CERTFLEET_CRASH_AT", "acme_dns_presented"}});
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  auto provider = a.create("dns-providers", a.provider_body("knot"));
+  const std::string domain = "crash." + label() + "." + a.knot->zone();
+  auto [cert, job] = a.issue("crash", {domain}, account, provider);
+  auto& first = *a.env.servers.front();
+  for (auto until = std::chrono::steady_clock::now() + 60s; first.running() && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(100ms);
+  ASSERT_FALSE(first.running()) << "the worker did not reach acme_dns_presented";
+  auto left = a.knot->dig_txt("_acme-challenge." + domain);
+  ASSERT_EQ(left.size(), 1u) << "the killed attempt's record is in the zone";
+
+  a.env.http.reset();
+  a.env.start("all", sets);
+  // The job's next attempt issues; the sweep's cleanup_dns removes what the killed one left.
+  ASSERT_EQ(str(a.wait_job(job), "status"), "completed") << a.log_text(job);
+  json::value cleanup;
+  for (auto until = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(200ms)) {
+    auto jobs = a.env.ok("GET", "jobs?type=cleanup_dns");
+    if (num(jobs, "total") >= 1 && str(jobs.at("items").as_array()[0], "status") == "completed") {
+      cleanup = jobs.at("items").as_array()[0];
+      break;
+    }
+  }
+  ASSERT_TRUE(cleanup.is_object()) << json::serialize(a.env.ok("GET", "jobs?type=cleanup_dns"));
+  EXPECT_EQ(str(cleanup, "triggered_by"), "dns_cleanup_sweep");
+  EXPECT_EQ(str(cleanup, "parent_job_id"), job);
+  auto log = a.log_text(str(cleanup, "id"));
+  EXPECT_NE(log.find("DNS: removed TXT _acme-challenge." + domain), std::string::npos) << log;
+  EXPECT_TRUE(a.knot->dig_txt("_acme-challenge." + domain).empty());
+  // One cleanup per attempt: later sweeps find nothing left.
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_EQ(num(a.env.ok("GET", "jobs?type=cleanup_dns"), "total"), 1);
 }
 
 }  // namespace

@@ -26,6 +26,15 @@ TEST(error_hint, each_kind_of_failure_gets_its_hint) {
       {"issue_certificate", "DNS server 127.0.0.1:5300 rejected TSIG key k1 for zone example.test (NOTAUTH, TSIG error BADSIG)", "dns_provider"},
       {"issue_certificate", "_acme-challenge.www.example.test TXT not visible at 127.0.0.1:5300 after 60000 ms (timed out)", "dns_provider"},
       {"renew_certificate", "CA problem urn:ietf:params:acme:error:rateLimited: too many certificates", "acme_ca"},
+      {"revoke_certificate", "certificate 0123 was uploaded, not obtained from an ACME CA: certfleet revokes only …", "revoke_not_acme"},
+      {"revoke_certificate", "certificate 0123 has no issued version to revoke", "revoke_not_acme"},
+      {"revoke_certificate", "certificate 0123 is at version 3 (serial 0a) now, not the version with serial 09 this "
+                             "revocation was asked for: nothing was revoked", "revoke_version_moved"},
+      {"revoke_certificate", "revokeCert: the CA answered HTTP 403: urn:ietf:params:acme:error:unauthorized: no", "acme_ca"},
+      {"cleanup_dns", "1 of 2 challenge record(s) not removed: TXT _acme-challenge.www.example.test in zone example.test "
+                      "at 127.0.0.1:53 (provider knot): DNS server 127.0.0.1:53 rejected TSIG key k1 (NOTAUTH)", "dns_cleanup"},
+      // Outside cleanup_dns the same words are the DNS provider's.
+      {"issue_certificate", "TXT _acme-challenge.www.example.test not removed (NOTAUTH)", "dns_provider"},
       {"noop", "noop: failing on purpose (attempt 1 of 3 planned failures)", "on_purpose"},
       // The noop row is for noop jobs only.
       {"distribution_execute", "failing on purpose", ""},
@@ -50,7 +59,7 @@ TEST(error_hint, classes_are_unique_and_every_row_can_be_reached) {
     EXPECT_TRUE(names.insert(std::string(h.error_class)).second) << h.error_class;
     EXPECT_GT(h.hint.size(), 40u) << h.error_class;  // a sentence an operator can act on
   }
-  EXPECT_EQ(names.size(), 11u);
+  EXPECT_EQ(names.size(), 14u);
 }
 
 TEST(trigger_in_words, system_triggers_read_as_words_and_tokens_are_left_to_the_api) {

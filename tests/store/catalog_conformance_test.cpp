@@ -1047,6 +1047,109 @@ TEST_P(catalog_conformance, a_runs_jobs_are_found_cancelled_and_released_by_thei
   for (const auto& j : {next_run, foreign, plain}) EXPECT_EQ(status_of(j), job_status::pending);
 }
 
+// ---- DNS-01 challenge records ----------------------------------------------------------------
+
+TEST_P(catalog_conformance, dns_records_are_left_once_their_attempt_is_over_until_marked_removed) {
+  // Three jobs on the main lane: one claimed twice (its first attempt's record is left while its
+  // second attempt runs), one active in the attempt that presented, one finished.
+  auto job = [&] {
+    new_job j;
+    j.project_id = project;
+    j.type = "noop";
+    j.lane = "main";
+    j.max_attempts = 3;
+    return run_sync(st->jobs().enqueue(j, t0))->job;
+  };
+  auto retried = job();
+  auto running = job();
+  auto finished = job();
+  auto claimed = run_sync(st->jobs().claim("main", "w", t0, 10'000, 10));
+  ASSERT_TRUE(claimed);
+  ASSERT_EQ(claimed->size(), 3u);
+  auto fence_of = [&](const std::string& id) {
+    for (const auto& j : *claimed)
+      if (j.id == id) return j.fence;
+    return std::int64_t{-1};
+  };
+  auto record = [&](const std::string& job_id, std::int64_t fence, std::string fqdn, time_ms at,
+                    std::string project_id = {}) {
+    dns_record r;
+    r.id = new_object_id();
+    r.project_id = project_id.empty() ? project : project_id;
+    r.provider_id = new_object_id();
+    r.job_id = job_id;
+    r.fence = fence;
+    r.zone = "example.test";
+    r.fqdn = std::move(fqdn);
+    r.value = "v-" + r.fqdn;
+    r.presented_at = at;
+    auto ok = write([&](catalog_tx& tx) { return tx.add_dns_record(r); });
+    EXPECT_TRUE(ok) << ok.error().message;
+    return r;
+  };
+  auto old_attempt = record(retried.id, fence_of(retried.id), "_acme-challenge.a.example.test", t0 + 1);
+  auto in_flight = record(running.id, fence_of(running.id), "_acme-challenge.b.example.test", t0 + 2);
+  auto done = record(finished.id, fence_of(finished.id), "_acme-challenge.c.example.test", t0 + 3);
+  auto orphan = record(new_object_id(), 1, "_acme-challenge.d.example.test", t0 + 4, other_project);  // job purged
+
+  auto finish = [&](const std::string& id, finish_kind kind) {
+    finish_request f;
+    f.lease = {id, fence_of(id)};
+    f.worker_id = "w";
+    f.kind = kind;
+    if (kind == finish_kind::completed) f.result_status = "ok";
+    else {
+      f.retry_at = t0;
+      f.error = "boom";
+    }
+    ASSERT_TRUE((*run_sync(st->jobs().finish({f}, t0)))[0]);
+  };
+  finish(retried.id, finish_kind::failed);  // ready again at t0: claimed below in a new attempt
+  finish(finished.id, finish_kind::completed);
+  auto again = run_sync(st->jobs().claim("main", "w2", t0 + 10, 10'000, 10));
+  ASSERT_TRUE(again);
+  ASSERT_EQ(again->size(), 1u);
+  ASSERT_EQ((*again)[0].id, retried.id);
+  auto new_attempt = record(retried.id, (*again)[0].fence, "_acme-challenge.a.example.test", t0 + 11);
+
+  auto left_ids = [&] {
+    auto left = read_value<std::vector<dns_record>>([](catalog_read& rd) { return rd.dns_records_left(100); });
+    std::vector<std::string> out;
+    for (const auto& r : left) out.push_back(r.id);
+    return out;
+  };
+  // Oldest first, every project; not the records of attempts still running (in_flight, new_attempt).
+  EXPECT_EQ(left_ids(), (std::vector<std::string>{old_attempt.id, done.id, orphan.id}));
+  auto limited = read_value<std::vector<dns_record>>([](catalog_read& rd) { return rd.dns_records_left(1); });
+  ASSERT_EQ(limited.size(), 1u);
+  // Every field comes back.
+  EXPECT_EQ(limited[0].project_id, old_attempt.project_id);
+  EXPECT_EQ(limited[0].provider_id, old_attempt.provider_id);
+  EXPECT_EQ(limited[0].job_id, old_attempt.job_id);
+  EXPECT_EQ(limited[0].fence, old_attempt.fence);
+  EXPECT_EQ(limited[0].zone, "example.test");
+  EXPECT_EQ(limited[0].fqdn, old_attempt.fqdn);
+  EXPECT_EQ(limited[0].value, old_attempt.value);
+  EXPECT_EQ(limited[0].presented_at, t0 + 1);
+  EXPECT_EQ(limited[0].removed_at, 0);
+
+  ASSERT_TRUE(write([&](catalog_tx& tx) { return tx.mark_dns_record_removed(done.id, t0 + 20); }));
+  // A second mark keeps the first time.
+  ASSERT_TRUE(write([&](catalog_tx& tx) { return tx.mark_dns_record_removed(done.id, t0 + 30); }));
+  EXPECT_EQ(left_ids(), (std::vector<std::string>{old_attempt.id, orphan.id}));
+  // An attempt's records, removed ones too.
+  auto of_done = read_value<std::vector<dns_record>>(
+      [&](catalog_read& rd) { return rd.dns_records_of(finished.id, fence_of(finished.id)); });
+  ASSERT_EQ(of_done.size(), 1u);
+  EXPECT_EQ(of_done[0].removed_at, t0 + 20);
+  auto of_retried = read_value<std::vector<dns_record>>(
+      [&](catalog_read& rd) { return rd.dns_records_of(retried.id, fence_of(retried.id)); });
+  ASSERT_EQ(of_retried.size(), 1u);
+  EXPECT_EQ(of_retried[0].id, old_attempt.id);
+  (void)in_flight;
+  (void)new_attempt;
+}
+
 INSTANTIATE_TEST_SUITE_P(backends, catalog_conformance, ::testing::ValuesIn(backends()),
                          [](const auto& info) { return info.param.name; });
 

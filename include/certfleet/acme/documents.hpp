@@ -147,6 +147,13 @@ struct authorization {
 // Errors name "authorization.<member>" ("authorization.challenges[2].token").
 result<authorization> parse_authorization(std::string_view json);
 
+// ---- requests ------------------------------------------------------------------------------
+
+// The revokeCert payload (RFC 8555 §7.6): {"certificate": base64url(DER)[, "reason": code]}.
+// Errors (invalid_argument): an empty certificate ("certificate"), a reason that is not an
+// RFC 5280 code in use, 0-10 without 7 ("reason").
+result<std::string> revoke_cert_payload(std::string_view cert_der, std::optional<int> reason);
+
 // ---- headers of an answer ------------------------------------------------------------------
 
 // The targets of Link header values with the given rel (RFC 8288), e.g. rel="alternate" chains

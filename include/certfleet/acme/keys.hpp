@@ -52,6 +52,8 @@ result<std::string> certificate_der(std::string_view pem, std::string_view field
 // RFC 5280 §5.3.1 reason names as DESIGN §9's revoke body takes them ("keyCompromise",
 // "superseded", …; "unspecified" is 0) → the code; nullopt for anything else (7 is unused).
 std::optional<int> revocation_reason_code(std::string_view name) noexcept;
+// The name of a reason code ("keyCompromise" for 1); "" for a code that is not one (7, 11, -1).
+std::string_view revocation_reason_name(int code) noexcept;
 // "keyCompromise|superseded|…": for error messages that list the choices.
 std::string_view revocation_reason_choices() noexcept;
 

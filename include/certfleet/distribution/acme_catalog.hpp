@@ -9,6 +9,7 @@
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/store/catalog.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,9 +92,44 @@ result<acme_issue_request> parse_acme_issue_request(std::string_view body);
 store::catalog_object make_unissued_acme_certificate(const acme_issue_request& r, std::string id,
                                                      std::string project_id, time_ms now);
 
+// ---- revocation ---------------------------------------------------------------------------
+
+// POST …/certificates/{id}/revoke {reason?}: `reason` an RFC 5280 reason name ("keyCompromise",
+// case as in the RFC) or its code (1); an empty body, {} or a null reason revokes without one.
+// Errors: invalid_argument naming "reason" (or an unknown member).
+struct revoke_request {
+  std::optional<int> reason;  // the RFC 5280 code; nullopt: none given
+};
+result<revoke_request> parse_revoke_request(std::string_view body);
+
+// The revoke_certificate job's payload {certificate_id, serial?, reason?}: `serial` is the
+// current version's when the revocation was asked (the job then refuses to revoke another
+// version); without it (POST …/jobs) the job revokes whatever version is current. `reason` as in
+// the body (name or code), stored as the code. Errors name "payload.<member>".
+struct revoke_job {
+  std::string certificate_id;
+  std::string serial;
+  std::optional<int> reason;
+};
+std::string revoke_job_payload(const revoke_job& j);
+result<revoke_job> parse_revoke_job_payload(std::string_view payload);
+
 // The idempotency keys of the ACME jobs (DESIGN §9): one issuance per certificate, one renewal
-// per certificate version (`expires_at_unix`: its not_after in whole seconds).
+// per certificate version (`expires_at_unix`: its not_after in whole seconds), one revocation per
+// version (revoke:<certificate>:<version>).
 std::string issue_job_key(std::string_view certificate_id);
 std::string renew_job_key(std::string_view certificate_id, time_ms not_after);
+std::string revoke_job_key(std::string_view certificate_id, std::int64_t version);
+
+// cleanup_dns removes the challenge records one job attempt presented and left (store::dns_record):
+// payload {"job_id", "fence"}, key cleanup_dns:<job>:<fence> (one per attempt, whoever enqueues
+// it: the job itself when a removal failed, or the scheduler's DNS cleanup sweep after a crash).
+std::string cleanup_dns_payload(std::string_view job_id, std::int64_t fence);
+struct cleanup_dns_target {
+  std::string job_id;
+  std::int64_t fence = 0;
+};
+result<cleanup_dns_target> parse_cleanup_dns_payload(std::string_view payload);
+std::string cleanup_dns_key(std::string_view job_id, std::int64_t fence);
 
 }  // namespace certfleet::distribution

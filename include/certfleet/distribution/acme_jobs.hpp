@@ -37,7 +37,8 @@ struct acme_job_options {
 // "eab" when it is about them.
 boost::asio::awaitable<result<void>> register_acme_account(new_acme_account& account, const acme_job_options& opt);
 
-// issue_certificate and renew_certificate (payload {"certificate_id"}).
+// issue_certificate and renew_certificate (payload {"certificate_id"}); revoke_certificate
+// (payload: acme_catalog.hpp's revoke_job); cleanup_dns (payload {"job_id", "fence"}).
 void register_acme_handlers(queue::handler_registry& r, std::shared_ptr<const acme_job_options> options);
 
 // The payload of both jobs.
@@ -64,5 +65,11 @@ renewal_due acme_renewal_due(const certificate_doc& d, time_ms now,
 using sweep_logger = std::function<boost::asio::awaitable<void>(std::string level, std::string message)>;
 boost::asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_source& clock,
                                                          const acme_job_options* opt = nullptr, sweep_logger log = {});
+
+// The DNS cleanup sweep: one cleanup_dns (key cleanup_dns:<job>:<fence>) for each job attempt
+// that is over and left challenge records in a zone (a crash between presenting and removing
+// them, a removal that failed). Returns how many jobs it created.
+boost::asio::awaitable<result<int>> enqueue_dns_cleanups(store::store& st, const clock_source& clock,
+                                                         sweep_logger log = {});
 
 }  // namespace certfleet::distribution

@@ -42,6 +42,14 @@ struct certificate_acme {
   std::string last_error;  // why the last issuance/renewal failed ("" after a success)
 };
 
+// A revocation at the CA through certfleet (revoke_certificate): which version's serial, why.
+struct certificate_revocation {
+  std::string serial;      // the revoked leaf's serial (the version that was current)
+  std::string reason;      // RFC 5280 reason name; "" when none was given
+  time_ms revoked_at = 0;
+  std::string job_id;      // the revoke_certificate job
+};
+
 struct certificate_doc {
   std::string subject, issuer;
   std::vector<std::string> sans;
@@ -59,6 +67,7 @@ struct certificate_doc {
   std::string source = "uploaded";  // uploaded | acme
   std::string status = "active";    // active | expired | revoked | pending | failed
   std::optional<certificate_acme> acme;  // source "acme" only
+  std::optional<certificate_revocation> revocation;  // with status "revoked" (of the current version)
 };
 
 struct new_certificate {

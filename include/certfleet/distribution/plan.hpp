@@ -59,6 +59,10 @@ std::string expiry_notification_key(std::string_view certificate_id, std::int64_
 std::string renewal_run_trigger(std::string_view distribution_id, std::int64_t version);
 // A job's death (job.dead) at one fence: job:<job>:<fence>, so notify:job:<job>:<fence>:<channel>.
 std::string dead_job_notification_base(std::string_view job_id, std::int64_t fence);
+// The id of a certificate's lifecycle event (and its notifications' key base):
+// <event>:<certificate>:<what tells two apart> — the version for certificate.issued/renewed,
+// the serial for certificate.revoked, the job and its fence for certificate.renewal_failed.
+std::string certificate_event_id(std::string_view event, std::string_view certificate_id, std::string_view which);
 // The scheduler's certificate_expiration_check: exp_check:<hours since the epoch>, one per hour
 // whatever the cycle, so a restart within the hour finds the hour's key taken.
 std::string expiration_check_key(time_ms now);

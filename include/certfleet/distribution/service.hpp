@@ -61,6 +61,10 @@ class service {
   // POST …/certificates/{id}/renew: renew_certificate keyed renew:<id>:<expires_at_unix>, so a
   // second request while one is pending answers the same job → {job_id, created}.
   op<boost::json::value> renew_certificate(std::string project_id, std::string id, std::string actor);
+  // POST …/certificates/{id}/revoke {reason?}: revoke_certificate for the current version (key
+  // revoke:<id>:<version>, payload with its serial) → {job_id, created}. Refused (conflict) for a
+  // certificate not from ACME, one never issued, or one already revoked; bad input names "reason".
+  op<boost::json::value> revoke_certificate(std::string project_id, std::string id, std::string body, std::string actor);
   // A new run over the failed (and cancelled) targets of the last run.
   op<boost::json::value> retry_failed(std::string project_id, std::string id, std::string actor);
   // A new run that puts back what run `run_no` (0: the last delivery run) replaced.

@@ -115,6 +115,21 @@ struct finalized_child {
   bool batch = false;   // batch children decide completion; retry children do not
 };
 
+// A DNS-01 challenge TXT record a certificate workflow put into a DNS provider's zone (DESIGN
+// §9), recorded before the UPDATE is sent and marked removed once it is out of the zone, so that
+// a record a crash left behind is found and removed (cleanup_dns and the scheduler's sweep).
+struct dns_record {
+  std::string id;
+  std::string project_id;
+  std::string provider_id;  // the dns_provider object
+  std::string job_id;       // the attempt that presented it: job and fence
+  std::int64_t fence = 0;
+  std::string zone;         // as the provider names it; "" : found by the SOA walk
+  std::string fqdn, value;
+  time_ms presented_at = 0;
+  time_ms removed_at = 0;   // 0: still in the zone (as far as certfleet knows)
+};
+
 // Reads that work both inside a write transaction and on a reader connection.
 class catalog_read {
  public:
@@ -165,6 +180,13 @@ class catalog_read {
   // module spells the keys (distribution::run_key_prefix); the store only matches the prefix.
   virtual result<std::vector<job_record>> children_of(std::string_view distribution_id,
                                                       std::string_view run_key_prefix) = 0;
+
+  // The challenge records one job attempt presented (removed ones too), oldest first.
+  virtual result<std::vector<dns_record>> dns_records_of(std::string_view job_id, std::int64_t fence) = 0;
+  // Records still in a zone whose presenting attempt is over (all projects), oldest first: the
+  // job is gone, is not active, or is active in a later attempt (a crash left them; the running
+  // attempt removes its own).
+  virtual result<std::vector<dns_record>> dns_records_left(int limit) = 0;
 };
 
 // Writes (and reads) inside one write transaction.
@@ -201,6 +223,10 @@ class catalog_tx : public catalog_read {
   virtual result<int> release_held_children(std::string_view distribution_id, std::string_view run_key_prefix,
                                             time_ms now) = 0;
   virtual result<job_record> get_job(std::string_view id) = 0;
+
+  // Challenge records (dns_record): one written before its UPDATE is sent; marked removed after.
+  virtual result<void> add_dns_record(const dns_record& r) = 0;
+  virtual result<void> mark_dns_record_removed(std::string_view id, time_ms now) = 0;
 };
 
 // Name the function before awaiting: GCC 12 destroys a lambda temporary built inside a

@@ -10,7 +10,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 10> migrations{{
+constexpr std::array<const char*, 11> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -310,6 +310,25 @@ CREATE TRIGGER job_blocks_status AFTER UPDATE OF status ON jobs WHEN old.status 
     VALUES (new.project_id, )sql" BLOCK_OF("new.rid") R"sql(, new.type, new.status, 1)
     ON CONFLICT (project_id, block, type, status) DO UPDATE SET n = n + 1;
 END;
+)sql",
+    // 11: DNS-01 challenge records (DESIGN §9), each written before its UPDATE is
+    // sent and marked removed after, so cleanup_dns and the scheduler's sweep find what a crash
+    // left in a zone. The partial index holds only the records still in a zone.
+    R"sql(
+CREATE TABLE acme_dns_records (
+  id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  provider_id TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  fence INTEGER NOT NULL,
+  zone TEXT NOT NULL,
+  fqdn TEXT NOT NULL,
+  value TEXT NOT NULL,
+  presented_at INTEGER NOT NULL,
+  removed_at INTEGER
+);
+CREATE INDEX acme_dns_records_left ON acme_dns_records (presented_at, id) WHERE removed_at IS NULL;
+CREATE INDEX acme_dns_records_attempt ON acme_dns_records (job_id, fence);
 )sql",
 }};
 #undef BLOCK_OF

@@ -113,6 +113,23 @@ target_result read_result(stmt& s) {
   return r;
 }
 
+#define DNS_RECORD_COLS "id, project_id, provider_id, job_id, fence, zone, fqdn, value, presented_at, removed_at"
+
+dns_record read_dns_record(stmt& s, int at = 0) {
+  dns_record r;
+  r.id = s.text(at + 0);
+  r.project_id = s.text(at + 1);
+  r.provider_id = s.text(at + 2);
+  r.job_id = s.text(at + 3);
+  r.fence = s.int64(at + 4);
+  r.zone = s.text(at + 5);
+  r.fqdn = s.text(at + 6);
+  r.value = s.text(at + 7);
+  r.presented_at = s.int64(at + 8);
+  r.removed_at = s.is_null(at + 9) ? 0 : s.int64(at + 9);
+  return r;
+}
+
 // The keys that start with `prefix` are one range on the (project_id, idempotency_key) index:
 // [prefix, the prefix with its last byte raised by one) in SQLite's bytewise order. A prefix of
 // 0xff bytes only (or none) has no upper bound: hi is empty.
@@ -361,6 +378,26 @@ class reads : public Base {
  protected:
   // A consistent view over several statements on a reader; inside a write transaction the
   // transaction already is one.
+  result<std::vector<dns_record>> dns_records_of(std::string_view job_id, std::int64_t fence) override {
+    std::vector<dns_record> out;
+    auto s = d_.prepare("SELECT " DNS_RECORD_COLS " FROM acme_dns_records WHERE job_id = ?1 AND fence = ?2 "
+                        "ORDER BY presented_at, id");
+    s->bind(1, job_id).bind(2, fence);
+    while (s->step()) out.push_back(read_dns_record(*s));
+    return out;
+  }
+
+  result<std::vector<dns_record>> dns_records_left(int limit) override {
+    std::vector<dns_record> out;
+    auto s = d_.prepare("SELECT r.id, r.project_id, r.provider_id, r.job_id, r.fence, r.zone, r.fqdn, r.value, "
+                        "r.presented_at, r.removed_at FROM acme_dns_records r LEFT JOIN jobs j ON j.id = r.job_id "
+                        "WHERE r.removed_at IS NULL AND (j.id IS NULL OR j.status <> 'active' OR j.fence <> r.fence) "
+                        "ORDER BY r.presented_at, r.id LIMIT ?1");
+    s->bind(1, limit);
+    while (s->step()) out.push_back(read_dns_record(*s));
+    return out;
+  }
+
   struct read_guard {
     explicit read_guard(db& d) : d_(d), own_(sqlite3_get_autocommit(d.handle()) != 0) {
       if (own_) d_.prepare("BEGIN")->run();
@@ -566,6 +603,21 @@ class tx_impl final : public reads<catalog_tx> {
       s->reset();
     }
     return n;
+  }
+
+  result<void> add_dns_record(const dns_record& r) override {
+    auto s = d_.prepare("INSERT INTO acme_dns_records (" DNS_RECORD_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL)");
+    s->bind(1, r.id).bind(2, r.project_id).bind(3, r.provider_id).bind(4, r.job_id).bind(5, r.fence);
+    s->bind(6, r.zone).bind(7, r.fqdn).bind(8, r.value).bind(9, r.presented_at);
+    s->run();
+    return {};
+  }
+
+  result<void> mark_dns_record_removed(std::string_view id, time_ms now) override {
+    auto s = d_.prepare("UPDATE acme_dns_records SET removed_at = ?2 WHERE id = ?1 AND removed_at IS NULL");
+    s->bind(1, id).bind(2, now);
+    s->run();
+    return {};
   }
 
   result<job_record> get_job(std::string_view id) override {

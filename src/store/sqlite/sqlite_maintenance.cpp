@@ -76,6 +76,10 @@ class impl final : public maintenance_stores, public lease_store, public mainten
         logs->bind(1, id).run();
         auto job = d.prepare("DELETE FROM jobs WHERE id = ?1");
         job->bind(1, id).run();
+        // Its challenge records once they are out of the zone (one still in a zone stays: the
+        // DNS cleanup sweep removes it).
+        auto records = d.prepare("DELETE FROM acme_dns_records WHERE job_id = ?1 AND removed_at IS NOT NULL");
+        records->bind(1, id).run();
       }
       return static_cast<int>(ids.size());
     });

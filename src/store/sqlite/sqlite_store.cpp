@@ -753,6 +753,7 @@ class sqlite_store final : public store, public job_store, public project_store 
       }
       for (const char* sql : {"DELETE FROM job_logs WHERE job_id IN (SELECT id FROM jobs WHERE project_id = ?1)",
                               "DELETE FROM jobs WHERE project_id = ?1", "DELETE FROM rate_windows WHERE project_id = ?1",
+                              "DELETE FROM acme_dns_records WHERE project_id = ?1",
                               "DELETE FROM projects WHERE id = ?1"})
         d.prepare(sql)->bind(1, p.id).run();
       d.prepare("UPDATE tokens SET revoked_at = ?2 WHERE project_id = ?1 AND revoked_at IS NULL")->bind(1, p.id).bind(2, now).run();
