@@ -297,6 +297,7 @@ int serve(const settings_map& settings) {
   // Every mode listens: api/all serve the API, worker/scheduler only health and metrics.
   api::server_options sopt;
   sopt.listen = settings.text("listen");
+  sopt.version = CERTFLEET_VERSION;
   sopt.serve_api = mode == "api" || mode == "all";
   sopt.max_connections_per_client = static_cast<int>(settings.integer("http_max_connections_per_client"));
   sopt.key = &*key;
