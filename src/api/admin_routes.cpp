@@ -1,4 +1,5 @@
 // Health, /metrics, the system settings and the audit log.
+#include "certfleet/api/openapi.hpp"
 #include "certfleet/api/requests.hpp"
 #include "certfleet/core/settings.hpp"
 #include "certfleet/queue/worker.hpp"
@@ -122,6 +123,14 @@ boost::asio::awaitable<reply> get_settings(server_state& s, const route_call&) {
     o[d.name] = setting_json(d, effective.text(d.name));
   }
   co_return json_reply(200, o);
+}
+
+// The OpenAPI document, generated from the route and body tables (a few hundred microseconds;
+// nobody asks often).
+boost::asio::awaitable<reply> get_openapi(server_state& s, const route_call&) {
+  reply r;
+  r.body = openapi_document(s.opt.version);
+  co_return r;
 }
 
 // Each system setting as the settings table describes it (the UI's Settings page reads it).

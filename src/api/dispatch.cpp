@@ -14,7 +14,7 @@ namespace {
 
 // The handler each row of routes.def names, indexed by route_id.
 constexpr std::array<route_handler, route_count> handlers{{
-#define CERTFLEET_ROUTE(id, method, pattern, need, api_only, changes_state, websocket, object_kind, handler) handler,
+#define CERTFLEET_ROUTE(id, method, pattern, need, api_only, changes_state, websocket, object_kind, handler, summary, body) handler,
 #include "certfleet/api/routes.def"
 #undef CERTFLEET_ROUTE
 }};

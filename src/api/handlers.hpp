@@ -48,6 +48,7 @@ boost::asio::awaitable<reply> get_metrics(server_state&, const route_call&);
 boost::asio::awaitable<reply> get_settings(server_state&, const route_call&);
 boost::asio::awaitable<reply> put_settings(server_state&, const route_call&);
 boost::asio::awaitable<reply> get_settings_schema(server_state&, const route_call&);
+boost::asio::awaitable<reply> get_openapi(server_state&, const route_call&);
 boost::asio::awaitable<reply> list_audit(server_state&, const route_call&);
 
 // session_routes.cpp: the browser's sign-in (DESIGN §8).

@@ -24,7 +24,27 @@ using request_t = http::request<http::string_body>;
 constexpr auto tuple_awaitable = boost::asio::as_tuple(boost::asio::use_awaitable);
 constexpr std::string_view server_name = "certfleet";
 
-http::response<http::string_body> make_response(const reply& r, unsigned version, bool keep_alive);
+// Every response carries the request's id (X-Request-Id), also on errors and refusals.
+http::response<http::string_body> make_response(const reply& r, unsigned version, bool keep_alive,
+                                                std::string_view request_id);
+
+// The request's X-Request-Id when the client sent a sane one (requests.hpp), else a new one.
+std::string request_id_of(const request_t& req);
+
+// One answered request: its access log line (info; with the request id and route as fields),
+// and the internal error behind a 500 (error level). `route`: the route's pattern, "ui", or
+// "unmatched".
+struct request_record {
+  std::string_view method;
+  std::string_view target;
+  unsigned status = 0;
+  std::size_t bytes = 0;
+  double seconds = 0;
+  std::string_view client;
+  std::string_view request_id;
+  std::string_view route;
+};
+void log_request(const request_record& r, std::string_view internal_error = {});
 // Who the request says it is from: its Authorization, session cookie, CSRF header, Origin, Host.
 // The views point into `req`.
 credentials credentials_of(const request_t& req);

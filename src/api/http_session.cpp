@@ -1,6 +1,7 @@
 #include "http_session.hpp"
 
 #include "certfleet/api/requests.hpp"
+#include "certfleet/core/log.hpp"
 #include "handlers.hpp"
 #include "http_io.hpp"
 #include "log_stream_session.hpp"
@@ -19,9 +20,11 @@ namespace certfleet::api {
 namespace asio = boost::asio;
 using steady = std::chrono::steady_clock;
 
-http::response<http::string_body> make_response(const reply& r, unsigned version, bool keep_alive) {
+http::response<http::string_body> make_response(const reply& r, unsigned version, bool keep_alive,
+                                                std::string_view request_id) {
   http::response<http::string_body> res{static_cast<http::status>(r.status), version};
   res.set(http::field::server, server_name);
+  res.set("X-Request-Id", request_id);
   res.set(http::field::content_type, r.content_type);
   res.set(http::field::cache_control, "no-store");
   // DESIGN §8: on every response, so a UI page, script, style or icon never goes without them.
@@ -33,6 +36,19 @@ http::response<http::string_body> make_response(const reply& r, unsigned version
   res.keep_alive(keep_alive);
   res.prepare_payload();
   return res;
+}
+
+std::string request_id_of(const request_t& req) {
+  auto v = req["X-Request-Id"];
+  return request_id_for(std::string_view(v.data(), v.size()));
+}
+
+void log_request(const request_record& r, std::string_view internal_error) {
+  const log::fields f{.request_id = r.request_id, .route = r.route};
+  if (!internal_error.empty())
+    log::write(spdlog::level::err, f, "{} {}: {}", r.method, r.target.substr(0, 200), internal_error);
+  log::write(spdlog::level::info, f, "{} {} {} {}B {:.1f}ms {}", r.method, r.target.substr(0, 200), r.status, r.bytes,
+             r.seconds * 1000, r.client);
 }
 
 credentials credentials_of(const request_t& req) {
@@ -98,15 +114,21 @@ asio::awaitable<void> linger(Stream& stream, std::chrono::milliseconds for_at_mo
   }
 }
 
+// `req`: what was read of the request (its method and target may be empty).
 template <class Stream>
-asio::awaitable<void> send_error_and_close(server_state& s, Stream& stream, unsigned status, errc code,
-                                           std::string msg, std::string field) {
+asio::awaitable<void> send_error_and_close(server_state& s, Stream& stream, const request_t& req,
+                                           const std::string& client, unsigned status, errc code, std::string msg,
+                                           std::string field) {
   reply r = error_reply(code, std::move(msg), std::move(field));
   r.status = status;
-  auto res = make_response(r, 11, false);
+  const auto rid = request_id_of(req);
+  auto res = make_response(r, 11, false, rid);
   beast::get_lowest_layer(stream).expires_after(s.opt.write_timeout);
   auto [ec, n] = co_await http::async_write(stream, res, tuple_awaitable);
   s.metrics.request("unmatched", status, 0);
+  log_request({std::string_view(req.method_string().data(), req.method_string().size()),
+               std::string_view(req.target().data(), req.target().size()), status, r.body.size(), 0, client, rid,
+               "unmatched"});
   if (!ec) co_await linger(stream);
 }
 
@@ -114,7 +136,7 @@ asio::awaitable<void> send_error_and_close(server_state& s, Stream& stream, unsi
 // counted (a flood of refused ones must not take the slots of others) and lives briefly: a
 // short write deadline and a short linger, so the response is not reset away.
 template <class Stream>
-asio::awaitable<void> refuse_connection(server_state& s, Stream& stream, bool per_client) {
+asio::awaitable<void> refuse_connection(server_state& s, Stream& stream, bool per_client, const std::string& client) {
   s.metrics.connection_refused(per_client);
   auto e = make_error(errc::too_many_connections,
                       per_client ? fmt::format("this client address already has {} connections open, the most allowed "
@@ -123,10 +145,13 @@ asio::awaitable<void> refuse_connection(server_state& s, Stream& stream, bool pe
                                  : fmt::format("the server has {} connections open, its limit; try again later",
                                                s.opt.max_connections));
   e.retry_after_s = per_client ? 5 : 1;
-  auto res = make_response(error_reply(e), 11, false);
+  // No request was read: its id is a new one.
+  const auto rid = request_id_for("");
+  auto res = make_response(error_reply(e), 11, false, rid);
   beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(2));
   auto [ec, n] = co_await http::async_write(stream, res, tuple_awaitable);
   s.metrics.request("unmatched", 503, 0);
+  log_request({"-", "-", 503, res.body().size(), 0, client, rid, "unmatched"});
   if (!ec) co_await linger(stream, std::chrono::milliseconds(250));
 }
 
@@ -167,7 +192,7 @@ asio::awaitable<void> run_session(std::shared_ptr<server_state> self, Stream str
         auto [hec] = co_await stream.async_handshake(asio::ssl::stream_base::server, tuple_awaitable);
         if (hec) co_return;
       }
-      co_await refuse_connection(s, stream, client_full);
+      co_await refuse_connection(s, stream, client_full, client);
       co_return;
     }
   }
@@ -223,7 +248,7 @@ asio::awaitable<void> run_session(std::shared_ptr<server_state> self, Stream str
       if (auto problem = transfer_encoding_problem(parser.get().version(), transfer_encodings(parser.get()))) {
         // Closing (after a linger that discards the rest) is the point: what follows this
         // header cannot be told apart from a next request.
-        co_await send_error_and_close(s, stream, 400, errc::invalid_argument, std::move(*problem), "transfer-encoding");
+        co_await send_error_and_close(s, stream, parser.get(), client, 400, errc::invalid_argument, std::move(*problem), "transfer-encoding");
         break;
       }
     if (!hec && parser.get()[http::field::expect] == "100-continue" && !parser.is_done()) {
@@ -235,10 +260,10 @@ asio::awaitable<void> run_session(std::shared_ptr<server_state> self, Stream str
     if (!ec) std::tie(ec, std::ignore) = co_await http::async_read(stream, buf, parser, tuple_awaitable);
     if (ec) {
       if (ec == http::error::body_limit) {
-        co_await send_error_and_close(s, stream, 413, errc::payload_too_large,
+        co_await send_error_and_close(s, stream, parser.get(), client, 413, errc::payload_too_large,
                                       fmt::format("the body is larger than {} bytes", opt.body_limit), "body");
       } else if (ec == http::error::header_limit) {
-        co_await send_error_and_close(s, stream, 431, errc::invalid_argument,
+        co_await send_error_and_close(s, stream, parser.get(), client, 431, errc::invalid_argument,
                                       fmt::format("the request header is larger than {} bytes", opt.header_limit),
                                       "header");
       } else if (ec == beast::error::timeout) {
@@ -247,7 +272,7 @@ asio::awaitable<void> run_session(std::shared_ptr<server_state> self, Stream str
       } else if (ec != http::error::end_of_stream && ec != asio::error::eof &&
                  ec != asio::error::operation_aborted && ec != asio::error::connection_reset &&
                  ec.category() != asio::error::get_ssl_category() && ec != asio::ssl::error::stream_truncated) {
-        co_await send_error_and_close(s, stream, 400, errc::invalid_argument,
+        co_await send_error_and_close(s, stream, parser.get(), client, 400, errc::invalid_argument,
                                       fmt::format("malformed HTTP request: {}", ec.message()), "request");
       }
       break;
@@ -262,12 +287,13 @@ asio::awaitable<void> run_session(std::shared_ptr<server_state> self, Stream str
         conns[id].close_http = nullptr;
         // The query is copied: it points into the request, which moves into the stream session.
         std::string query(parts->query);
-        co_await run_log_stream(self, std::move(stream), std::move(req), *m, std::move(query), id);
+        co_await run_log_stream(self, std::move(stream), std::move(req), *m, std::move(query), id, client);
         co_return;
       }
       parser.get() = std::move(req);  // not a WebSocket route: answer it as plain HTTP
     }
     const auto& req = parser.get();
+    const auto rid = request_id_of(req);
     reply r;
     std::string route_name = "unmatched";
     try {
@@ -277,16 +303,20 @@ asio::awaitable<void> run_session(std::shared_ptr<server_state> self, Stream str
       r = co_await dispatch(s, view, route_name);
     } catch (const std::exception& e) {
       // A bug: this request fails and its connection ends; the process and others carry on.
-      spdlog::error("{} {}: unexpected exception: {}", std::string_view(req.method_string().data(), req.method_string().size()),
-                    std::string_view(req.target().data(), std::min<std::size_t>(req.target().size(), 200)), e.what());
       r = error_reply(errc::store_failure, "internal error");
+      r.internal_error = fmt::format("unexpected exception: {}", e.what());
       r.close = true;
     }
     bool keep = req.keep_alive() && !s.stopping && !r.close;
-    auto res = make_response(r, req.version(), keep);
+    auto res = make_response(r, req.version(), keep, rid);
     lowest.expires_after(opt.write_timeout);
     auto [wec, wn] = co_await http::async_write(stream, res, tuple_awaitable);
-    s.metrics.request(route_name, r.status, std::chrono::duration<double>(steady::now() - t0).count());
+    const double seconds = std::chrono::duration<double>(steady::now() - t0).count();
+    s.metrics.request(route_name, r.status, seconds);
+    log_request({std::string_view(req.method_string().data(), req.method_string().size()),
+                 std::string_view(req.target().data(), req.target().size()), r.status, r.body.size(), seconds, client,
+                 rid, route_name},
+                r.internal_error);
     if (wec || !keep) break;
   }
   co_await close_gracefully(stream);

@@ -1,5 +1,6 @@
 #include "log_hub.hpp"
 
+#include "certfleet/core/log.hpp"
 #include "certfleet/api/ws_frame.hpp"
 #include "certfleet/core/spawn.hpp"
 #include "certfleet/queue/job_view.hpp"
@@ -241,7 +242,7 @@ asio::awaitable<void> log_hub::poll(std::shared_ptr<topic> t) {
         broadcast(*t, f);
         break;
       }
-      spdlog::warn("log stream of job {}: store read failed: {}", t->job_id, w.error().message);
+      log::write(spdlog::level::warn, {.job_id = t->job_id}, "log stream of job {}: store read failed: {}", t->job_id, w.error().message);
     } else {
       if (first) {
         t->last_seq = w->last_seq;

@@ -35,11 +35,17 @@ frame_header header_of(const log_frame& f) {
 }
 
 template <class Stream>
-asio::awaitable<void> reject_upgrade(server_state& s, Stream& stream, const reply& r, unsigned version) {
-  auto res = make_response(r, version, false);
+asio::awaitable<void> reject_upgrade(server_state& s, Stream& stream, const reply& r, const request_t& req,
+                                     const std::string& client, const std::string& request_id) {
+  auto res = make_response(r, req.version(), false, request_id);
   beast::get_lowest_layer(stream).expires_after(s.opt.write_timeout);
   co_await http::async_write(stream, res, tuple_awaitable);
-  s.metrics.request("/api/v1/projects/{p}/jobs/{id}/logs/stream", r.status, 0);
+  const std::string_view route = "/api/v1/projects/{p}/jobs/{id}/logs/stream";
+  s.metrics.request(route, r.status, 0);
+  log_request({std::string_view(req.method_string().data(), req.method_string().size()),
+               std::string_view(req.target().data(), req.target().size()), r.status, r.body.size(), 0, client,
+               request_id, route},
+              r.internal_error);
 }
 
 // Starts a close handshake; the socket is closed outright when the peer does not finish it in
@@ -114,25 +120,26 @@ queued_socket take_connection(tls_stream& stream) { return queued_socket(std::mo
 
 template <class Stream>
 asio::awaitable<void> run_log_stream(std::shared_ptr<server_state> self, Stream stream, request_t req, route_match m,
-                                     std::string query_view, std::uint64_t conn_id) {
+                                     std::string query_view, std::uint64_t conn_id, std::string client) {
   server_state& s = *self;
   auto t0 = steady::now();
+  const auto rid = request_id_of(req);
   auto q = parse_query(query_view);
-  if (!q) co_return co_await reject_upgrade(s, stream, error_reply(q.error()), req.version());
+  if (!q) co_return co_await reject_upgrade(s, stream, error_reply(q.error()), req, client, rid);
   if (!s.opt.serve_api)
     co_return co_await reject_upgrade(s, stream, error_reply(errc::not_found, "this process does not serve the API", "path"),
-                                      req.version());
+                                      req, client, rid);
   auto c = co_await authorize(s, credentials_of(req), m);
-  if (!c) co_return co_await reject_upgrade(s, stream, error_reply(c.error()), req.version());
+  if (!c) co_return co_await reject_upgrade(s, stream, error_reply(c.error()), req, client, rid);
   auto lq = parse_log_query(*q, true);
-  if (!lq) co_return co_await reject_upgrade(s, stream, error_reply(lq.error()), req.version());
+  if (!lq) co_return co_await reject_upgrade(s, stream, error_reply(lq.error()), req, client, rid);
   if (!is_object_id(m.id))
     co_return co_await reject_upgrade(s, stream, error_reply(errc::invalid_argument, "id must be a 24-character hex object id", "id"),
-                                      req.version());
+                                      req, client, rid);
   auto job = co_await s.timed("job_get", s.st.jobs().get(c->project->id, m.id));
-  if (!job) co_return co_await reject_upgrade(s, stream, error_reply(job.error()), req.version());
+  if (!job) co_return co_await reject_upgrade(s, stream, error_reply(job.error()), req, client, rid);
   if (s.stopping)
-    co_return co_await reject_upgrade(s, stream, error_reply(errc::shutting_down, "the server is shutting down"), req.version());
+    co_return co_await reject_upgrade(s, stream, error_reply(errc::shutting_down, "the server is shutting down"), req, client, rid);
 
   beast::get_lowest_layer(stream).expires_never();  // the WebSocket timeouts take over
   {
@@ -147,15 +154,20 @@ asio::awaitable<void> run_log_stream(std::shared_ptr<server_state> self, Stream 
   to.idle_timeout = s.opt.ws_idle_timeout;
   to.keep_alive_pings = true;
   conn->ws.set_option(to);
-  conn->ws.set_option(websocket::stream_base::decorator(
-      [](websocket::response_type& res) { res.set(http::field::server, server_name); }));
+  conn->ws.set_option(websocket::stream_base::decorator([rid](websocket::response_type& res) {
+    res.set(http::field::server, server_name);
+    res.set("X-Request-Id", rid);
+  }));
   conn->ws.read_message_max(64 * 1024);
   // One frame per message: Beast would otherwise split a message into 4 KiB frames, a write
   // each, multiplied by every subscriber.
   conn->ws.auto_fragment(false);
   auto [aec] = co_await conn->ws.async_accept(req, tuple_awaitable);
-  s.metrics.request(std::string(m.route->pattern), aec ? 400 : 101,
-                    std::chrono::duration<double>(steady::now() - t0).count());
+  const unsigned upgrade_status = aec ? 400 : 101;
+  const double upgrade_seconds = std::chrono::duration<double>(steady::now() - t0).count();
+  s.metrics.request(std::string(m.route->pattern), upgrade_status, upgrade_seconds);
+  log_request({"GET", std::string_view(req.target().data(), req.target().size()), upgrade_status, 0, upgrade_seconds,
+               client, rid, m.route->pattern});
   if (aec) co_return;
 
   auto sub = std::make_shared<log_subscriber>(s.ex, s.opt.ws_queue_frames, s.opt.ws_queue_bytes);
@@ -258,8 +270,8 @@ asio::awaitable<void> run_log_stream(std::shared_ptr<server_state> self, Stream 
 }
 
 template asio::awaitable<void> run_log_stream(std::shared_ptr<server_state>, beast::tcp_stream, request_t, route_match,
-                                              std::string, std::uint64_t);
+                                              std::string, std::uint64_t, std::string);
 template asio::awaitable<void> run_log_stream(std::shared_ptr<server_state>, tls_stream, request_t, route_match,
-                                              std::string, std::uint64_t);
+                                              std::string, std::uint64_t, std::string);
 
 }  // namespace certfleet::api

@@ -1,7 +1,6 @@
 #include "reply.hpp"
 
 #include <boost/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -41,7 +40,7 @@ reply error_reply(const error& e) {
   r.status = status_for(e.value());
   // Store failures are internal: their text (SQL) is for the log, not the client.
   if (r.status == 500) {
-    spdlog::error("request failed: {}", e.message);
+    r.internal_error = e.message;
     r.body = error_body(errc_name(e.value()), "internal error; see the server log", "");
   } else {
     r.body = error_body(errc_name(e.value()), e.message, e.field);

@@ -18,6 +18,9 @@ struct reply {
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
   bool close = false;
+  // A 500's cause (SQL, say): for the server log line of this request, with its request id;
+  // never sent to the client.
+  std::string internal_error;
 };
 
 unsigned status_for(errc e);

@@ -282,6 +282,19 @@ result<page_query> parse_audit_query(const query_params& q) {
   return out;
 }
 
+bool is_valid_request_id(std::string_view id) noexcept {
+  if (id.empty() || id.size() > max_request_id) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
+  });
+}
+
+std::string request_id_for(std::string_view supplied) {
+  if (is_valid_request_id(supplied)) return std::string(supplied);
+  return new_object_id();
+}
+
 std::optional<std::string> transfer_encoding_problem(unsigned version, std::string_view values) {
   if (version < 11) return std::string("Transfer-Encoding is not allowed in an HTTP/1.0 request; send Content-Length");
   auto v = values;

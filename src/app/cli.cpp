@@ -1,24 +1,34 @@
 // The command line: `certfleet serve`, `certfleet jobs …`, `certfleet token …`, `certfleet --version`.
+// Lists print an aligned table for people (--json: the JSON scripts read); exit codes come from
+// one table (exit_codes.hpp, docs/cli.md).
 #include "certfleet/api/requests.hpp"
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/app/app.hpp"
+#include "certfleet/app/exit_codes.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/log.hpp"
 #include "certfleet/distribution/engine.hpp"
+#include "certfleet/distribution/service.hpp"
 #include "certfleet/queue/job_view.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/store/maintenance.hpp"
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/session_slots.hpp"
 #include "doctor.hpp"
+#include "table.hpp"
 #include "wiring.hpp"
 
 #include <CLI/CLI.hpp>
 #include <boost/json.hpp>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <set>
+#include <thread>
 
 namespace certfleet::app {
 
@@ -46,24 +56,70 @@ void print_error(const error& e) {
   std::cerr << "\n";
 }
 
-int exit_code(const error& e) {
-  switch (e.value()) {
-    case errc::invalid_argument:
-    case errc::config_invalid:
-    case errc::unknown_job_type:
-    case errc::payload_too_large: return 2;
-    case errc::not_found: return 3;
-    case errc::conflict: return 4;
-    default: return 1;
-  }
-}
-
-// How a command answers: a failure on stderr with its exit code, a result as one JSON line.
+// How a command answers: a failure on stderr with its exit code (exit_codes.hpp), a result as
+// one JSON line (--json, and the commands that change something) or a table.
 int fail(const error& e) {
   print_error(e);
-  return exit_code(e);
+  return to_int(exit_code_for(e));
+}
+int usage(std::string message, std::string field) {
+  return fail(make_error(errc::invalid_argument, std::move(message), std::move(field)));
 }
 void print(const boost::json::value& v) { std::cout << boost::json::serialize(v) << "\n"; }
+
+// What a time in an answer reads as in a table: "2026-12-03 08:33:16" (UTC). Answers hold RFC
+// 3339 strings, some catalog objects still milliseconds since the epoch.
+std::string time_cell(const boost::json::value* v) {
+  std::string text;
+  if (!v) return "-";
+  if (v->is_string()) text = std::string(v->as_string());
+  else if (v->is_int64() && v->as_int64() > 0) text = format_iso8601(v->as_int64());
+  if (text.size() < 19) return text.empty() ? "-" : text;
+  text[10] = ' ';
+  return text.substr(0, 19);
+}
+std::string time_cell(time_ms t) {
+  if (t == 0) return "-";
+  auto text = format_iso8601(t);
+  text[10] = ' ';
+  return text.substr(0, 19);
+}
+std::string text_of(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (!v || v->is_null()) return "";
+  if (v->is_string()) return std::string(v->as_string());
+  return boost::json::serialize(*v);
+}
+
+// A job's status as people read it: a completed job whose result is partial says so.
+std::string status_cell(const store::job_record& j) {
+  if (j.status == store::job_status::completed && j.result_status == "partial") return "partial";
+  std::string s(store::to_string(j.status));
+  if (j.cancel_requested && j.status == store::job_status::active) s += " (cancelling)";
+  return s;
+}
+std::string duration_cell(const store::job_record& j) {
+  if (j.started_at == 0 || j.completed_at == 0) return "-";
+  return format_duration(j.completed_at - j.started_at);
+}
+
+// The exit code of a job that ended (--watch): completed ok, partial, or failed.
+int exit_for_job(const store::job_record& j) {
+  if (j.status == store::job_status::completed)
+    return to_int(j.result_status == "partial" ? exit_code::partial : exit_code::ok);
+  return to_int(exit_code::failed);
+}
+
+// --timeout of --watch and --wait: 0 waits as long as it takes.
+struct deadline {
+  std::chrono::steady_clock::time_point at;
+  bool none;
+  explicit deadline(int seconds)
+      : at(std::chrono::steady_clock::now() + std::chrono::seconds(seconds)), none(seconds == 0) {}
+  bool passed() const { return !none && std::chrono::steady_clock::now() >= at; }
+};
+// How often --watch and --wait look at the store: often enough to feel live, a read a time.
+constexpr auto watch_interval = std::chrono::milliseconds(500);
 
 // Settings and store for a command that works on the store directly. On failure the error is
 // printed and `exit` holds the exit code.
@@ -75,13 +131,13 @@ std::optional<cli_context> open_cli(common_flags& flags, int& exit) {
   auto settings = settings_from(flags);
   if (!settings) {
     print_error(settings.error());
-    exit = 2;
+    exit = to_int(exit_code::usage);
     return std::nullopt;
   }
   auto st = open_store(*settings);
   if (!st) {
     print_error(st.error());
-    exit = 1;
+    exit = to_int(exit_code_for(st.error()) == exit_code::unavailable ? exit_code::unavailable : exit_code::failed);
     return std::nullopt;
   }
   // Commands that cancel jobs report distribution children through the terminal hook.
@@ -103,7 +159,47 @@ struct jobs_args {
   std::string status, type, id, payload = "{}", key;
   int page = 1, page_size = 25, count = 1, limit = 100;
   std::int64_t after = 0, run_at = 0;
+  bool json = false, watch = false;
+  int timeout_s = 0;
 };
+
+void print_job(const store::job_record& j) {
+  text_table t{{"FIELD", "VALUE"}, {}, {}};
+  auto row = [&](std::string k, std::string v) {
+    if (!v.empty()) t.rows.push_back({std::move(k), std::move(v)});
+  };
+  row("id", j.id);
+  row("type", j.type);
+  row("status", status_cell(j));
+  row("attempts", fmt::format("{}/{}", j.attempts, j.max_attempts));
+  if (j.progress_total > 0) row("progress", fmt::format("{}/{}", j.progress_current, j.progress_total));
+  row("created", time_cell(j.created_at));
+  row("started", j.started_at ? time_cell(j.started_at) : "");
+  row("completed", j.completed_at ? time_cell(j.completed_at) : "");
+  row("duration", duration_cell(j) == "-" ? "" : duration_cell(j));
+  row("triggered_by", j.triggered_by);
+  row("parent_job", j.parent_job_id);
+  row("distribution", j.distribution_id);
+  row("certificate", j.certificate_id);
+  row("idempotency_key", j.idempotency_key);
+  row("error", j.error);
+  std::cout << render(t);
+}
+
+void print_log_line(const store::log_line& l) {
+  std::string level = l.level;
+  for (auto& c : level) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::cout << format_iso8601(l.ts) << " " << fmt::format("{:<5}", level) << " " << cell(l.message) << "\n";
+  if (!l.detail.empty()) std::cout << "    " << cell(l.detail, 2000) << "\n";
+}
+
+// The state of a job --watch prints (after the time) when it changes.
+std::string watch_state(const store::job_record& j) {
+  auto s = fmt::format("{}  attempt {}/{}", status_cell(j), j.attempts, j.max_attempts);
+  if (j.progress_total > 0) s += fmt::format("  progress {}/{}", j.progress_current, j.progress_total);
+  if (!j.error.empty()) s += "  error: " + cell(j.error, 200);
+  return s;
+}
 
 int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
   int exit = 0;
@@ -133,16 +229,48 @@ int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
       return fail(make_error(errc::invalid_argument, "page must be >= 1 and page-size from 1 to 1000", "page_size"));
     auto r = run_sync([&] { return store.jobs().list(f); });
     if (!r) return fail(r.error());
-    boost::json::array items;
-    for (const auto& j : r->items) items.push_back(queue::to_json(j));
-    print(boost::json::object{{"items", std::move(items)}, {"page", a.page}, {"page_size", a.page_size}, {"total", r->total}});
+    if (a.json) {
+      boost::json::array items;
+      for (const auto& j : r->items) items.push_back(queue::to_json(j));
+      print(boost::json::object{{"items", std::move(items)}, {"page", a.page}, {"page_size", a.page_size}, {"total", r->total}});
+      return 0;
+    }
+    text_table t{{"ID", "TYPE", "STATUS", "ATTEMPTS", "CREATED", "DURATION", "ERROR"}, {}, {24, 32, 24, 9, 19, 9, 60}};
+    for (const auto& j : r->items)
+      t.rows.push_back({j.id, j.type, status_cell(j), fmt::format("{}/{}", j.attempts, j.max_attempts),
+                        time_cell(j.created_at), duration_cell(j), j.error});
+    std::cout << render(t);
+    const auto pages = (r->total + a.page_size - 1) / a.page_size;
+    if (pages > 1 || r->items.empty())
+      std::cout << fmt::format("page {} of {}, {} jobs{}\n", a.page, std::max<std::int64_t>(pages, 1), r->total,
+                               a.page < pages ? fmt::format(" (next: --page {})", a.page + 1) : "");
     return 0;
   }
   if (cmd == "show") {
+    if (a.timeout_s < 0) return usage("timeout must be 0 (no limit) or more seconds", "timeout");
     auto r = run_sync([&] { return store.jobs().get(pid, a.id); });
     if (!r) return fail(r.error());
-    print(queue::to_json(*r));
-    return 0;
+    if (a.json) print(queue::to_json(*r));
+    else print_job(*r);
+    if (!a.watch) return 0;
+    // Follow it: a line on each change (status, attempt, progress, error) until it ends.
+    const deadline until(a.timeout_s);
+    std::string last;
+    for (;;) {
+      if (auto state = watch_state(*r); state != last) {
+        std::cerr << time_cell(system_clock().now_ms()) << "  " << state << std::endl;
+        last = std::move(state);
+      }
+      if (store::is_terminal(r->status)) {
+        if (a.json) print(queue::to_json(*r));
+        return exit_for_job(*r);
+      }
+      if (until.passed()) return fail(make_error(errc::timeout, fmt::format("job {} is still {} after --timeout {}s",
+                                                                            a.id, store::to_string(r->status), a.timeout_s), "timeout"));
+      std::this_thread::sleep_for(watch_interval);
+      r = run_sync([&] { return store.jobs().get(pid, a.id); });
+      if (!r) return fail(r.error());
+    }
   }
   if (cmd == "enqueue") {
     if (a.count < 1 || a.count > 10'000'000)
@@ -193,17 +321,42 @@ int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
   if (cmd == "logs") {
     if (a.after < 0) return fail(make_error(errc::invalid_argument, "after must not be negative", "after"));
     if (a.limit < 1 || a.limit > 1000) return fail(make_error(errc::invalid_argument, "limit must be from 1 to 1000", "limit"));
-    auto job = run_sync([&] { return store.jobs().get(pid, a.id); });
-    if (!job) return fail(job.error());
-    auto r = run_sync([&] { return store.jobs().read_logs(a.id, a.after, a.limit); });
-    if (!r) return fail(r.error());
-    boost::json::array lines;
-    for (const auto& l : r->lines) lines.push_back(queue::to_json(l));
-    print(boost::json::object{{"lines", std::move(lines)}, {"next_cursor", r->next_cursor},
-                              {"done", store::is_terminal(job->status)}});
-    return 0;
+    if (a.timeout_s < 0) return usage("timeout must be 0 (no limit) or more seconds", "timeout");
+    const deadline until(a.timeout_s);
+    std::int64_t after = a.after;
+    for (;;) {
+      // The job first: lines read after it was seen terminal are all the lines it will have.
+      auto job = run_sync([&] { return store.jobs().get(pid, a.id); });
+      if (!job) return fail(job.error());
+      auto r = run_sync([&] { return store.jobs().read_logs(a.id, after, a.limit); });
+      if (!r) return fail(r.error());
+      const bool done = store::is_terminal(job->status);
+      if (a.json) {
+        // --watch --json: one JSON object a page, like the API's pages, until done is true.
+        if (!a.watch || !r->lines.empty() || done) {
+          boost::json::array lines;
+          for (const auto& l : r->lines) lines.push_back(queue::to_json(l));
+          print(boost::json::object{{"lines", std::move(lines)}, {"next_cursor", r->next_cursor}, {"done", done}});
+        }
+      } else {
+        for (const auto& l : r->lines) print_log_line(l);
+      }
+      std::cout.flush();
+      after = r->next_cursor;
+      if (!a.watch) return 0;
+      if (static_cast<int>(r->lines.size()) == a.limit) continue;  // more are waiting
+      if (done) {
+        if (!a.json)
+          std::cerr << fmt::format("job {} {}{}", a.id, status_cell(*job), job->error.empty() ? "" : ": " + cell(job->error, 300))
+                    << std::endl;
+        return exit_for_job(*job);
+      }
+      if (until.passed()) return fail(make_error(errc::timeout, fmt::format("job {} is still {} after --timeout {}s",
+                                                                            a.id, store::to_string(job->status), a.timeout_s), "timeout"));
+      std::this_thread::sleep_for(watch_interval);
+    }
   }
-  return 2;
+  return to_int(exit_code::usage);
 }
 
 struct token_args {
@@ -211,6 +364,7 @@ struct token_args {
   std::string role, name, id;
   bool system = false;
   bool all = false;
+  bool json = false;
 };
 
 boost::json::object token_json(const store::token_record& t, const std::string& project_name) {
@@ -280,9 +434,17 @@ int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
     }
     auto tokens = run_sync([&] { return store.auth().list_tokens(pid); });
     if (!tokens) return fail(tokens.error());
-    boost::json::array items;
-    for (const auto& t : *tokens) items.push_back(token_json(t, name_of(t.project_id)));
-    print(boost::json::object{{"items", std::move(items)}});
+    if (a.json) {
+      boost::json::array items;
+      for (const auto& t : *tokens) items.push_back(token_json(t, name_of(t.project_id)));
+      print(boost::json::object{{"items", std::move(items)}});
+      return 0;
+    }
+    text_table t{{"ID", "PROJECT", "ROLE", "SYSTEM", "NAME", "CREATED", "REVOKED"}, {}, {24, 63, 8, 6, 40, 19, 19}};
+    for (const auto& k : *tokens)
+      t.rows.push_back({k.id, name_of(k.project_id), std::string(store::to_string(k.token_role)), k.system ? "yes" : "",
+                        k.name, time_cell(k.created_at), k.revoked_at ? time_cell(k.revoked_at) : ""});
+    std::cout << render(t);
     return 0;
   }
   if (cmd == "revoke") {
@@ -292,12 +454,12 @@ int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
     print(token_json(*r, name_of(r->project_id)));
     return 0;
   }
-  return 2;
+  return to_int(exit_code::usage);
 }
 
 // `certfleet project create|list|delete`: like tokens, on the store directly, each change audited
 // with actor "cli" (in the `default` project: the project itself may be gone afterwards).
-int run_project(const std::string& cmd, common_flags& flags, const std::string& name) {
+int run_project(const std::string& cmd, common_flags& flags, const std::string& name, bool json) {
   int exit = 0;
   auto cli = open_cli(flags, exit);
   if (!cli) return exit;
@@ -322,9 +484,15 @@ int run_project(const std::string& cmd, common_flags& flags, const std::string& 
   if (cmd == "list") {
     auto ps = run_sync([&] { return store.projects().list(); });
     if (!ps) return fail(ps.error());
-    boost::json::array items;
-    for (const auto& p : *ps) items.push_back(view(p));
-    print(boost::json::object{{"items", std::move(items)}});
+    if (json) {
+      boost::json::array items;
+      for (const auto& p : *ps) items.push_back(view(p));
+      print(boost::json::object{{"items", std::move(items)}});
+      return 0;
+    }
+    text_table t{{"NAME", "ID", "CREATED"}, {}, {}};
+    for (const auto& p : *ps) t.rows.push_back({p.name, p.id, time_cell(p.created_at)});
+    std::cout << render(t);
     return 0;
   }
   if (auto ok = api::check_project_name(name); !ok) return fail(ok.error());
@@ -344,7 +512,7 @@ int run_project(const std::string& cmd, common_flags& flags, const std::string& 
     print(o);
     return 0;
   }
-  return 2;
+  return to_int(exit_code::usage);
 }
 
 // `certfleet backup --to FILE`: a consistent online copy of the embedded store (VACUUM INTO),
@@ -365,14 +533,14 @@ int run_restore(common_flags& flags, const std::string& from, bool force) {
   auto settings = settings_from(flags);
   if (!settings) {
     print_error(settings.error());
-    return 2;
+    return to_int(exit_code::usage);
   }
   namespace fs = std::filesystem;
   fs::path dir(settings->text("data"));
   fs::path db = dir / "certfleet.db";
   if (!fs::is_regular_file(from)) {
     print_error(make_error(errc::invalid_argument, fmt::format("{} is not a file", from), "from"));
-    return 2;
+    return to_int(exit_code::usage);
   }
   {
     // A backup must open as a certfleet store before it replaces anything.
@@ -383,7 +551,7 @@ int run_restore(common_flags& flags, const std::string& from, bool force) {
     if (!check) {
       print_error(make_error(errc::invalid_argument, fmt::format("{} is not a usable certfleet store: {}", from,
                                                                  check.error().message), "from"));
-      return 2;
+      return to_int(exit_code::usage);
     }
     (*check)->close();
   }
@@ -392,11 +560,11 @@ int run_restore(common_flags& flags, const std::string& from, bool force) {
                            fmt::format("{} exists; stop every certfleet process using {} and pass --force to replace it",
                                        db.string(), dir.string()),
                            "force"));
-    return 4;
+    return to_int(exit_code::conflict);
   }
   if (auto made = make_data_dir(dir, false); !made) {
     print_error(made.error());
-    return 4;
+    return to_int(exit_code::conflict);
   }
   std::error_code ec;
   auto tmp = db.string() + ".restore";
@@ -408,7 +576,7 @@ int run_restore(common_flags& flags, const std::string& from, bool force) {
   }
   if (ec) {
     print_error(make_error(errc::store_failure, fmt::format("restore into {} failed: {}", db.string(), ec.message())));
-    return 1;
+    return to_int(exit_code::failed);
   }
   std::cout << boost::json::serialize(boost::json::object{{"restored", db.string()}, {"from", from}}) << "\n";
   return 0;
@@ -430,16 +598,240 @@ int run_reconcile(common_flags& flags) {
 
 // The SSH sessions certfleet holds per destination right now, across every worker process
 // (distribution_max_sessions_per_host counts these).
-int run_sessions(common_flags& flags) {
+int run_sessions(common_flags& flags, bool json) {
   int exit = 0;
   auto cli = open_cli(flags, exit);
   if (!cli) return exit;
   auto live = run_sync([&] { return cli->store->session_slots().live(system_clock().now_ms()); });
   if (!live) return fail(live.error());
+  if (!json) {
+    text_table t{{"DESTINATION", "SESSIONS"}, {}, {}};
+    for (const auto& [destination, n] : *live) t.rows.push_back({destination, std::to_string(n)});
+    std::cout << render(t);
+    return 0;
+  }
   boost::json::array items;
   for (const auto& [destination, n] : *live) items.push_back(boost::json::object{{"destination", destination}, {"sessions", n}});
   print(boost::json::object{{"items", std::move(items)}});
   return 0;
+}
+
+struct dist_args {
+  std::string project = "default";
+  std::string id;
+  int page = 1, page_size = 25, timeout_s = 0;
+  bool json = false, wait = false;
+};
+
+// The progress of a run as one line: a bar over the targets with a result, and the counts.
+std::string progress_line(const boost::json::object& d, bool bar) {
+  std::int64_t total = 0, ok = 0, failed = 0, skipped = 0, cancelled = 0;
+  if (const auto* s = d.if_contains("summary"); s && s->is_object()) {
+    auto n = [&](std::string_view k) {
+      const auto* v = s->as_object().if_contains(k);
+      return v && v->is_int64() ? v->as_int64() : 0;
+    };
+    total = n("targets"), ok = n("succeeded"), failed = n("failed"), skipped = n("skipped"), cancelled = n("cancelled");
+  }
+  const auto done = ok + failed + skipped + cancelled;
+  std::string line;
+  if (bar) {
+    constexpr int width = 30;
+    const int filled = total > 0 ? static_cast<int>(done * width / total) : 0;
+    line = "[" + std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(width - filled), '.') + "] ";
+  }
+  line += fmt::format("{}/{} targets  {} succeeded  {} failed", done, total, ok, failed);
+  if (skipped) line += fmt::format("  {} skipped", skipped);
+  if (cancelled) line += fmt::format("  {} cancelled", cancelled);
+  line += "  " + text_of(d, "status");
+  return line;
+}
+
+// `certfleet distributions list|show|execute`: on the store directly, like jobs; execute only
+// enqueues (a worker process runs the run) and, with --wait, follows the run to its end.
+int run_distributions(const std::string& cmd, common_flags& flags, dist_args& a) {
+  int exit = 0;
+  auto cli = open_cli(flags, exit);
+  if (!cli) return exit;
+  if (a.timeout_s < 0) return usage("timeout must be 0 (no limit) or more seconds", "timeout");
+  store::store& store = *cli->store;
+  const auto& clock = system_clock();
+  queue::handler_registry handlers;
+  register_handlers(handlers, cli->settings);
+  queue::queue_service queue(store, handlers, clock, static_cast<int>(cli->settings.integer("job_retry_per_minute")));
+  // No key: execute seals and opens nothing (the worker opens the credentials).
+  distribution::service service(store, queue, clock, nullptr);
+  auto project = run_sync([&] { return project_for_cli(store, a.project, clock.now_ms()); });
+  if (!project) return fail(project.error());
+  const std::string pid = project->id;
+
+  if (cmd == "list") {
+    if (a.page < 1 || a.page_size < 1 || a.page_size > 200)
+      return usage("page must be >= 1 and page-size from 1 to 200", "page_size");
+    auto r = run_sync([&] { return service.list_distributions(pid, a.page, a.page_size); });
+    if (!r) return fail(r.error());
+    if (a.json) {
+      print(*r);
+      return 0;
+    }
+    text_table t{{"ID", "NAME", "STATUS", "RUN", "TARGETS", "CREATED", "ERROR"}, {}, {24, 40, 10, 5, 7, 19, 60}};
+    for (const auto& v : r->as_object().at("items").as_array()) {
+      const auto& d = v.as_object();
+      const auto* targets = d.if_contains("target_ids");
+      t.rows.push_back({text_of(d, "id"), text_of(d, "name"), text_of(d, "status"), text_of(d, "run_no"),
+                        targets && targets->is_array() ? std::to_string(targets->as_array().size()) : "",
+                        time_cell(d.if_contains("created_at")), text_of(d, "error")});
+    }
+    std::cout << render(t);
+    return 0;
+  }
+  if (cmd == "show") {
+    auto r = run_sync([&] { return service.get_distribution(pid, a.id); });
+    if (!r) return fail(r.error());
+    if (a.json) {
+      print(*r);
+      return 0;
+    }
+    const auto& d = r->as_object();
+    text_table t{{"FIELD", "VALUE"}, {}, {}};
+    for (const auto* k : {"id", "name", "status", "run_no", "mode", "certificate_id", "error"})
+      if (auto v = text_of(d, k); !v.empty()) t.rows.push_back({k, v});
+    t.rows.push_back({"created", time_cell(d.if_contains("created_at"))});
+    if (d.contains("run_started_at")) t.rows.push_back({"run_started", time_cell(d.if_contains("run_started_at"))});
+    if (d.contains("run_finished_at")) t.rows.push_back({"run_finished", time_cell(d.if_contains("run_finished_at"))});
+    if (d.contains("summary")) t.rows.push_back({"progress", progress_line(d, false)});
+    std::cout << render(t);
+    return 0;
+  }
+  if (cmd == "execute") {
+    auto r = run_sync([&] { return service.execute(pid, a.id, "cli"); });
+    {
+      store::audit_entry e;
+      e.project_id = pid;
+      e.actor = "cli";
+      e.action = "distribution.execute";
+      e.object = "distribution/" + a.id;
+      e.outcome = r ? "ok" : errc_name(r.error().value());
+      e.at = clock.now_ms();
+      if (auto w = run_sync([&] { return store.auth().append_audit(e); }); !w) print_error(w.error());
+    }
+    if (!r) return fail(r.error());
+    print(*r);  // {distribution_id, run_no, mode, job_ids}: what a script needs to follow it
+    std::cout.flush();
+    if (!a.wait) return 0;
+    const auto run_no = r->as_object().at("run_no");
+    const bool tty = ::isatty(STDERR_FILENO) == 1;
+    const deadline until(a.timeout_s);
+    std::string last;
+    for (;;) {
+      auto d = run_sync([&] { return service.get_distribution(pid, a.id); });
+      if (!d) return fail(d.error());
+      const auto& o = d->as_object();
+      if (o.at("run_no") != run_no)
+        return fail(make_error(errc::conflict, fmt::format("another run ({}) of distribution {} started; follow it with "
+                                                           "certfleet distributions show", text_of(o, "run_no"), a.id),
+                               "run_no"));
+      const auto status = text_of(o, "status");
+      const bool ended = status == "success" || status == "partial" || status == "failed" || status == "cancelled";
+      auto line = progress_line(o, true);
+      // At a terminal: the bar redrawn in place; elsewhere (a log file): a line per change.
+      if (tty) std::cerr << "\r\033[K" << line << std::flush;
+      else if (line != last) std::cerr << line << "\n" << std::flush;
+      last = line;
+      if (ended) {
+        if (tty) std::cerr << "\n";
+        if (auto err = text_of(o, "error"); !err.empty()) std::cerr << "certfleet: " << cell(err, 500) << "\n";
+        return to_int(status == "success" ? exit_code::ok : status == "partial" ? exit_code::partial : exit_code::failed);
+      }
+      if (until.passed()) {
+        if (tty) std::cerr << "\n";
+        return fail(make_error(errc::timeout, fmt::format("distribution {} run {} is still {} after --timeout {}s", a.id,
+                                                          text_of(o, "run_no"), status, a.timeout_s), "timeout"));
+      }
+      std::this_thread::sleep_for(watch_interval);
+    }
+  }
+  return to_int(exit_code::usage);
+}
+
+// `certfleet completion bash`: a script generated from the command table below (CLI11's tree of
+// commands and flags), so a new command or flag completes without anyone editing a script. Flag
+// values come from the tables that define them: job statuses, roles, the settings table.
+std::string bash_completion(const CLI::App& app) {
+  struct level {
+    std::string path;  // " jobs list"
+    std::vector<std::string> words;
+  };
+  std::vector<level> levels;
+  std::set<std::string> value_flags;
+  std::function<void(const CLI::App&, const std::string&)> walk = [&](const CLI::App& a, const std::string& path) {
+    level l{path, {}};
+    for (const auto* sub : a.get_subcommands([](const CLI::App*) { return true; })) {
+      l.words.push_back(sub->get_name());
+      walk(*sub, path + " " + sub->get_name());
+    }
+    for (const auto* o : a.get_options()) {
+      if (!o->nonpositional()) continue;
+      for (const auto& name : o->get_lnames()) {
+        l.words.push_back("--" + name);
+        if (o->get_items_expected_min() > 0) value_flags.insert("--" + name);  // flags expect 0 items
+      }
+    }
+    levels.push_back(std::move(l));
+  };
+  walk(app, "");
+  auto joined = [](const auto& words) {
+    std::string out;
+    for (const auto& w : words) out += (out.empty() ? "" : " ") + std::string(w);
+    return out;
+  };
+  std::vector<std::string> statuses{"all"};
+  for (auto s : {store::job_status::pending, store::job_status::active, store::job_status::completed,
+                 store::job_status::failed, store::job_status::dead, store::job_status::cancelled})
+    statuses.emplace_back(store::to_string(s));
+  std::vector<std::string> roles;
+  for (auto r : {store::role::viewer, store::role::operator_, store::role::admin, store::role::owner})
+    roles.emplace_back(store::to_string(r));
+  std::vector<std::string> settings, modes;
+  for (const auto& d : all_settings())
+    if (d.scope == setting_scope::process) settings.push_back(std::string(d.name) + "=");
+  for (auto m : choice_values(*find_setting("mode"))) modes.emplace_back(m);
+
+  std::string flag_patterns;  // every flag that takes a value
+  for (const auto& f : value_flags) flag_patterns += (flag_patterns.empty() ? "" : "|") + f;
+  std::string paths;
+  for (const auto& l : levels)
+    if (!l.path.empty()) paths += (paths.empty() ? "" : "|") + fmt::format("\"{}\"", l.path);
+  std::string out =
+      "# bash completion for certfleet, generated by `certfleet completion bash` from its command table.\n"
+      "# Install: certfleet completion bash | sudo tee /usr/share/bash-completion/completions/certfleet\n"
+      "_certfleet() {\n"
+      "  local cur prev path=\"\" w i words=\"\"\n"
+      "  cur=\"${COMP_WORDS[COMP_CWORD]}\"\n"
+      "  prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
+      "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
+      "    w=\"${COMP_WORDS[i]}\"\n"
+      "    case \"$path $w\" in\n"
+      "      " + paths + ") path=\"$path $w\" ;;\n"
+      "    esac\n"
+      "  done\n"
+      "  case \"$prev\" in\n"
+      "    --config|--to|--from|--data) COMPREPLY=( $(compgen -f -- \"$cur\") ); return 0 ;;\n"
+      "    --status) COMPREPLY=( $(compgen -W \"" + joined(statuses) + "\" -- \"$cur\") ); return 0 ;;\n"
+      "    --role) COMPREPLY=( $(compgen -W \"" + joined(roles) + "\" -- \"$cur\") ); return 0 ;;\n"
+      "    --mode) COMPREPLY=( $(compgen -W \"" + joined(modes) + "\" -- \"$cur\") ); return 0 ;;\n"
+      "    --set) COMPREPLY=( $(compgen -W \"" + joined(settings) + "\" -- \"$cur\") )\n"
+      "      compopt -o nospace 2>/dev/null; return 0 ;;\n"
+      "    " + flag_patterns + ") COMPREPLY=(); return 0 ;;  # a value of the user's own\n"
+      "  esac\n"
+      "  case \"$path\" in\n";
+  for (const auto& l : levels) out += fmt::format("    \"{}\") words=\"{}\" ;;\n", l.path, joined(l.words));
+  out +=
+      "  esac\n"
+      "  COMPREPLY=( $(compgen -W \"$words\" -- \"$cur\") )\n"
+      "}\n"
+      "complete -F _certfleet certfleet\n";
+  return out;
 }
 
 }  // namespace
@@ -473,12 +865,17 @@ int run_cli(int argc, char** argv) {
     c->callback([&, name] { jobs_cmd = name; });
     return c;
   };
-  auto* list = sub("list", "List jobs, newest first");
+  auto* list = sub("list", "List jobs, newest first (a table; --json for scripts)");
   list->add_option("--status", ja.status, "all|pending|active|completed|failed|dead|cancelled");
   list->add_option("--type", ja.type, "Job type");
   list->add_option("--page", ja.page, "Page, from 1");
   list->add_option("--page-size", ja.page_size, "Jobs per page");
-  sub("show", "Show one job")->add_option("id", ja.id, "Job id")->required();
+  list->add_flag("--json", ja.json, "Print the page as JSON");
+  auto* show = sub("show", "Show one job");
+  show->add_option("id", ja.id, "Job id")->required();
+  show->add_flag("--json", ja.json, "Print the job as JSON");
+  show->add_flag("--watch", ja.watch, "Follow the job until it ends; the exit code says how it ended");
+  show->add_option("--timeout", ja.timeout_s, "With --watch: give up after this many seconds (exit 7); 0: no limit");
   auto* enq = sub("enqueue", "Enqueue a job");
   enq->add_option("--type", ja.type, "Job type")->required();
   enq->add_option("--payload", ja.payload, "JSON object");
@@ -490,7 +887,10 @@ int run_cli(int argc, char** argv) {
   auto* logs = sub("logs", "Read a job's log lines");
   logs->add_option("id", ja.id, "Job id")->required();
   logs->add_option("--after", ja.after, "Cursor: the seq of the last line already read");
-  logs->add_option("--limit", ja.limit, "Lines at most");
+  logs->add_option("--limit", ja.limit, "Lines at most (per page with --watch)");
+  logs->add_flag("--json", ja.json, "Print pages as JSON {lines, next_cursor, done}");
+  logs->add_flag("--watch", ja.watch, "Follow new lines until the job ends; the exit code says how it ended");
+  logs->add_option("--timeout", ja.timeout_s, "With --watch: give up after this many seconds (exit 7); 0: no limit");
 
   std::string backup_to, restore_from;
   bool restore_force = false;
@@ -502,12 +902,34 @@ int run_cli(int argc, char** argv) {
   restore->add_option("--from", restore_from, "A file made by certfleet backup")->required();
   restore->add_flag("--force", restore_force, "Replace an existing store");
 
-  auto* dists = app.add_subcommand("distributions", "Distribution maintenance");
+  auto* dists = app.add_subcommand("distributions", "List, show and execute distributions; maintenance");
   dists->require_subcommand(1);
+  dist_args da;
+  std::string dist_cmd;
+  auto dsub = [&](const char* name, const char* help) {
+    auto* c = dists->add_subcommand(name, help);
+    add_common(c);
+    c->add_option("--project", da.project, "Project name (default: default)");
+    c->callback([&, name] { dist_cmd = name; });
+    return c;
+  };
+  auto* dlist = dsub("list", "List distributions (a table; --json for scripts)");
+  dlist->add_option("--page", da.page, "Page, from 1");
+  dlist->add_option("--page-size", da.page_size, "Distributions per page");
+  dlist->add_flag("--json", da.json, "Print the page as JSON");
+  auto* dshow = dsub("show", "Show a distribution and its current run");
+  dshow->add_option("id", da.id, "Distribution id")->required();
+  dshow->add_flag("--json", da.json, "Print the distribution as JSON");
+  auto* dexec = dsub("execute", "Start a run (a worker process delivers it); prints {run_no, job_ids}");
+  dexec->add_option("id", da.id, "Distribution id")->required();
+  dexec->add_flag("--wait", da.wait, "Follow the run with a progress bar on stderr; the exit code says how it ended");
+  dexec->add_option("--timeout", da.timeout_s, "With --wait: give up after this many seconds (exit 7); 0: no limit");
   auto* reconcile_cmd = dists->add_subcommand("reconcile", "Report finished children and close runs left open");
   add_common(reconcile_cmd);
+  bool sessions_json = false;
   auto* sessions_cmd = dists->add_subcommand("sessions", "SSH sessions held per destination now (every worker)");
   add_common(sessions_cmd);
+  sessions_cmd->add_flag("--json", sessions_json, "Print them as JSON");
 
   auto* token = app.add_subcommand("token", "Create, list and revoke API access tokens");
   token->require_subcommand(1);
@@ -527,6 +949,7 @@ int run_cli(int argc, char** argv) {
   auto* tlist = tsub("list", "List tokens (never their text)");
   tlist->add_option("--project", ta.project, "Project name (default: default)");
   tlist->add_flag("--all", ta.all, "Every project's tokens");
+  tlist->add_flag("--json", ta.json, "Print them as JSON");
   tsub("revoke", "Revoke a token")->add_option("id", ta.id, "Token id")->required();
 
   auto* project = app.add_subcommand("project", "Create, list and delete projects");
@@ -540,7 +963,8 @@ int run_cli(int argc, char** argv) {
     return c;
   };
   psub("create", "Create a project (then: certfleet token create --project NAME …)", true);
-  psub("list", "List projects", false);
+  bool project_json = false;
+  psub("list", "List projects", false)->add_flag("--json", project_json, "Print them as JSON");
   psub("delete", "Delete a project that has no objects, distributions or unfinished jobs left", true);
 
   doctor_flags doctor_args;
@@ -550,10 +974,16 @@ int run_cli(int argc, char** argv) {
   doctor->add_flag("--targets", doctor_args.targets, "Also connect to each SSH target and compare its host key");
   doctor->add_option("--project", doctor_args.project, "With --targets: only this project's targets");
 
+  auto* completion = app.add_subcommand("completion", "Print a shell completion script: certfleet completion bash");
+  std::string completion_shell;
+  completion->add_option("shell", completion_shell, "bash")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11's own codes (106 and the like) are not ours: any refusal of the command line is usage.
+    const int code = app.exit(e);
+    return code == 0 ? 0 : to_int(exit_code::usage);
   }
   // Unset flags must not override the config file or the environment.
   for (auto it = flags.overrides.begin(); it != flags.overrides.end();)
@@ -567,9 +997,14 @@ int run_cli(int argc, char** argv) {
     auto settings = settings_from(flags);
     if (!settings) {
       print_error(settings.error());
-      return 2;
+      return to_int(exit_code::usage);
     }
     return serve(*settings);
+  }
+  if (completion->parsed()) {
+    if (completion_shell != "bash") return usage("shell must be bash (the one this build completes)", "shell");
+    std::cout << bash_completion(app);
+    return 0;
   }
   // The other commands print JSON on stdout for scripts: log lines (a data directory's mode,
   // a store file tightened) go to stderr, not spdlog's default stdout.
@@ -582,9 +1017,10 @@ int run_cli(int argc, char** argv) {
   if (backup->parsed()) return run_backup(flags, backup_to);
   if (restore->parsed()) return run_restore(flags, restore_from, restore_force);
   if (token->parsed()) return run_token(token_cmd, flags, ta);
-  if (project->parsed()) return run_project(project_cmd, flags, project_name);
+  if (project->parsed()) return run_project(project_cmd, flags, project_name, project_json);
   if (reconcile_cmd->parsed()) return run_reconcile(flags);
-  if (sessions_cmd->parsed()) return run_sessions(flags);
+  if (sessions_cmd->parsed()) return run_sessions(flags, sessions_json);
+  if (!dist_cmd.empty()) return run_distributions(dist_cmd, flags, da);
   std::cout << app.help();
   return 0;
 }

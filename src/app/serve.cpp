@@ -216,29 +216,35 @@ result<std::optional<api::tls_material>> tls_from_files(const settings_map& sett
   return std::optional<api::tls_material>(std::move(*m));
 }
 
+// Why a start is refused, on stderr: "certfleet: …" for a person, or (log_format = json) an
+// error line like every other, so that whatever reads the log parses every line.
+void start_refused(const settings_map& settings, std::string_view message) {
+  if (settings.text("log_format") == "json") spdlog::error("{}", message);
+  else std::cerr << "certfleet: " << message << "\n";
+}
+
 int serve(const settings_map& settings) {
   // glibc gives every thread that allocates its own arena and keeps freed memory in each: with
   // the store's reader/writer threads and the cpu pool that is most of the resident size. Two
   // arenas are plenty for one event loop and a few store threads.
   mallopt(M_ARENA_MAX, 2);
-  log::init(settings.text("log_level"));
+  log::init(settings.text("log_level"), settings.text("log_format"));
   raise_fd_limit();
   // TLS files are checked before anything else happens: a certificate or key that cannot be
   // served is a configuration error (exit 2), named like every other bad setting.
   auto tls = tls_from_files(settings);
   if (!tls) {
-    std::cerr << "certfleet: " << tls.error().message << "\n";
+    start_refused(settings, tls.error().message);
     return 2;
   }
   // The warning about an open data directory goes to the server's log, not every CLI command.
   if (auto made = make_data_dir(settings.text("data"), true); !made) {
-    std::cerr << "certfleet: " << made.error().message << "\n";
+    start_refused(settings, made.error().message);
     return 1;
   }
   auto st = open_store(settings);
   if (!st) {
-    spdlog::error("{}", st.error().message);
-    std::cerr << "certfleet: " << st.error().message << "\n";
+    start_refused(settings, st.error().message);
     return 1;
   }
   store::store& store = **st;
@@ -247,21 +253,20 @@ int serve(const settings_map& settings) {
   // Before anything is written: a store whose secrets this key cannot open is refused.
   auto key = prepare_store(store, settings);
   if (!key) {
-    spdlog::error("{}", key.error().message);
-    std::cerr << "certfleet: " << key.error().message << "\n";
+    start_refused(settings, key.error().message);
     return 1;
   }
 
   auto project = run_sync([&] { return store.projects().ensure("default", clock.now_ms()); });
   if (!project) {
-    std::cerr << "certfleet: " << project.error().message << "\n";
+    start_refused(settings, project.error().message);
     return 1;
   }
 
   auto data = std::filesystem::absolute(settings.text("data")).lexically_normal();
   auto owner_token = bootstrap_owner_token(store, project->first.id, data);
   if (!owner_token) {
-    std::cerr << "certfleet: " << owner_token.error().message << "\n";
+    start_refused(settings, owner_token.error().message);
     return 1;
   }
   if (*owner_token)
@@ -275,7 +280,7 @@ int serve(const settings_map& settings) {
     managed = *parse_certificate_ref(ref);  // validated with the settings
     auto current = run_sync([&] { return api::read_managed_certificate(store, &*key, *managed, ""); });
     if (!current) {
-      std::cerr << "certfleet: " << current.error().message << "\n";
+      start_refused(settings, current.error().message);
       return 2;
     }
     tls = std::move(*current);
@@ -292,6 +297,7 @@ int serve(const settings_map& settings) {
   // Every mode listens: api/all serve the API, worker/scheduler only health and metrics.
   api::server_options sopt;
   sopt.listen = settings.text("listen");
+  sopt.version = CERTFLEET_VERSION;
   sopt.serve_api = mode == "api" || mode == "all";
   sopt.max_connections_per_client = static_cast<int>(settings.integer("http_max_connections_per_client"));
   sopt.key = &*key;
@@ -304,7 +310,7 @@ int serve(const settings_map& settings) {
   api::server http(ioc.get_executor(), store, queue, clock, sopt);
   auto bound = http.start();
   if (!bound) {
-    std::cerr << "certfleet: " << bound.error().message << "\n";
+    start_refused(settings, bound.error().message);
     return bound.error().is(errc::config_invalid) ? 2 : 1;
   }
 

@@ -35,7 +35,7 @@ result<std::string> valid_ui_base_url(const setting_def& def, std::string_view v
 result<std::string> valid_optional_listen(const setting_def& def, std::string_view value);
 result<std::string> valid_certificate_ref(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 39> table{{
+constexpr std::array<setting_def, 40> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -45,6 +45,8 @@ constexpr std::array<setting_def, 39> table{{
     {"key_file", T::string, S::process, 0, 0, "", "",
      "The key-encryption key file that seals secrets at rest; empty means DATA/certfleet.key. Back it up with the store."},
     {"log_level", T::choice, S::process, 0, 0, "info", "trace|debug|info|warn|error", "Process log level."},
+    {"log_format", T::choice, S::process, 0, 0, "text", "text|json",
+     "Process log lines on stderr: text for people, or json: one JSON object a line (time in RFC 3339 UTC with milliseconds, level, message, and job_id, request_id, route where the line has them) for journald, Loki or jq."},
     {"lease_ms", T::integer, S::process, 1000, 3'600'000, "300000", "",
      "Job lease: a worker that stops heartbeating loses its jobs after this long."},
     {"worker_main_concurrency", T::integer, S::process, 1, 4096, "8", "",

@@ -1,6 +1,7 @@
 // The distribution_execute / distribution_rollback handlers: they deliver, record one result per
 // target (fenced by the job's attempt), and leave the reporting to the terminal hook
 // (report.cpp), which runs in the transaction that ends the job. notification.send is notify.cpp's.
+#include "certfleet/core/log.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/distribution/acme_jobs.hpp"
 
@@ -317,7 +318,7 @@ class named_lock {
     if (!held_ || now - renewed_at_ < opt_.lock_ttl.count() / 3) co_return;
     renewed_at_ = now;
     auto l = co_await ctx_.store().leases().acquire(name_, holder_, now, opt_.lock_ttl.count());
-    if (l && !l->held) spdlog::warn("job {}: lost the lock {} to {}", ctx_.job().id, name_, l->holder);
+    if (l && !l->held) log::write(spdlog::level::warn, {.job_id = ctx_.job().id}, "job {}: lost the lock {} to {}", ctx_.job().id, name_, l->holder);
   }
 
   asio::awaitable<void> release() {
@@ -587,7 +588,7 @@ asio::awaitable<void> renew_slots(job_lanes& jl, asio::steady_timer& stop, const
     co_await stop.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (stopping) break;
     auto r = co_await jl.ctx.store().session_slots().renew(jl.holder(), jl.ctx.clock().now_ms(), jl.slot_ttl);
-    if (!r) spdlog::warn("job {}: renewing its session slots: {}", jl.ctx.job().id, r.error().message);
+    if (!r) log::write(spdlog::level::warn, {.job_id = jl.ctx.job().id}, "job {}: renewing its session slots: {}", jl.ctx.job().id, r.error().message);
   }
 }
 

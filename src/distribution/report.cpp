@@ -1,6 +1,7 @@
 // Reporting finished children and completing runs: synchronous code that runs inside one store
 // write transaction, so every counter, guard, spawned retry child and notification commits with
 // the job transition that caused it, or not at all.
+#include "certfleet/core/log.hpp"
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/distribution/catalog.hpp"
@@ -136,7 +137,7 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
   if (!queue::driven_by_distribution(job.type) || !store::is_terminal(job.status)) return {};
   auto plan = parse_payload(job.payload);
   if (!plan) {
-    spdlog::error("distribution job {} has a bad payload: {}", job.id, plan.error().message);
+    log::write(spdlog::level::err, {.job_id = job.id}, "distribution job {} has a bad payload: {}", job.id, plan.error().message);
     return {};
   }
   auto dr = tx.get_distribution("", plan->distribution_id);

@@ -1,5 +1,6 @@
 #include "certfleet/queue/handler.hpp"
 
+#include "certfleet/core/log.hpp"
 #include "certfleet/store/store.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -45,7 +46,7 @@ asio::awaitable<void> job_context::log(std::string level, std::string message, s
       interrupt(interrupt_reason::lease_lost);
       checkpoint();
     }
-    spdlog::warn("job {}: log line not stored: {}", job_.id, r.error().message);
+    log::write(spdlog::level::warn, {.job_id = job_.id}, "job {}: log line not stored: {}", job_.id, r.error().message);
     co_return;
   }
   if (publish_ && *publish_)

@@ -1,5 +1,6 @@
 #include "certfleet/queue/worker.hpp"
 
+#include "certfleet/core/log.hpp"
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/core/spawn.hpp"
@@ -163,7 +164,7 @@ struct worker::impl : std::enable_shared_from_this<impl> {
       } catch (const job_interrupted& e) {
         why = e.reason();
       } catch (const std::exception& e) {
-        spdlog::error("job {} ({}): handler threw: {}", job.id, job.type, e.what());
+        log::write(spdlog::level::err, {.job_id = job.id}, "job {} ({}): handler threw: {}", job.id, job.type, e.what());
         out = outcome::failure(fmt::format("handler error: {}", e.what()));
       } catch (...) {
         out = outcome::failure("handler error: unknown exception");
@@ -171,7 +172,7 @@ struct worker::impl : std::enable_shared_from_this<impl> {
     }
     crash_point("before_finish");
     if (why == interrupt_reason::lease_lost) {
-      spdlog::warn("job {}: lease lost; another worker owns it now", job.id);
+      log::write(spdlog::level::warn, {.job_id = job.id}, "job {}: lease lost; another worker owns it now", job.id);
       ++stats.lost;
       done(job.id);
       co_return;
@@ -259,7 +260,7 @@ struct worker::impl : std::enable_shared_from_this<impl> {
   void account(const pending_finish& p, const result<store::job_record>& r) {
     if (!r) {
       ++stats.lost;
-      spdlog::warn("job {}: result refused: {}", p.id, r.error().message);
+      log::write(spdlog::level::warn, {.job_id = p.id}, "job {}: result refused: {}", p.id, r.error().message);
     } else {
       switch (r->status) {
         case store::job_status::completed: ++stats.completed; break;
@@ -346,7 +347,7 @@ struct worker::impl : std::enable_shared_from_this<impl> {
     for (auto& [id, rj] : active)
       if (!rj.finishing) left.emplace_back(id, rj.ctx->lease());
     for (auto& [id, lease] : left) {
-      spdlog::warn("job {}: handler did not stop within the grace period; releasing it", id);
+      log::write(spdlog::level::warn, {.job_id = id}, "job {}: handler did not stop within the grace period; releasing it", id);
       store::finish_request req;
       req.lease = lease;
       req.worker_id = opt.worker_id;

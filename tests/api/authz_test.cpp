@@ -184,6 +184,9 @@ TEST_F(api_authz, every_route_every_role) {
       {api::route_id::settings_get, "GET", [](auto&) { return "/api/v1/settings"; }, "", {401, 403, 403, 403, 403, 403, 200}},
       {api::route_id::settings_schema, "GET", [](auto&) { return "/api/v1/settings/schema"; }, "",
        {401, 403, 403, 403, 403, 403, 200}},
+      // Any valid token, whatever its project or role (docs/api.md): the document is the same for all.
+      {api::route_id::openapi, "GET", [](auto&) { return "/api/v1/openapi.json"; }, "",
+       {401, 200, 200, 200, 200, 200, 200}},
       {api::route_id::settings_put, "PUT", [](auto&) { return "/api/v1/settings"; }, R"({"jobs_page_size_default":30})",
        {401, 403, 403, 403, 403, 403, 200}},
       {api::route_id::certificates_list, "GET", [&](auto&) { return p + "/certificates"; }, "", {401, 200, 200, 200, 200, 404, 200}},

@@ -85,7 +85,7 @@ TEST(api_serve, first_start_token_api_and_sigterm) {
   auto viewer_id = std::string(created.at("id").as_string());
   EXPECT_EQ(c.get("/api/v1/projects/default/jobs", viewer).status, 200);
   EXPECT_EQ(c.post("/api/v1/projects/default/jobs", R"({"type":"noop"})", viewer).status, 403);
-  auto [lst, lout] = testbed::run_command(cli(data, {"token", "list"}));
+  auto [lst, lout] = testbed::run_command(cli(data, {"token", "list", "--json"}));
   ASSERT_EQ(lst, 0) << lout;
   EXPECT_EQ(lout.find(viewer), std::string::npos);  // never the token text
   EXPECT_EQ(boost::json::parse(lout).at("items").as_array().size(), 2u);
@@ -124,7 +124,7 @@ TEST(api_serve, project_cli_create_list_delete) {
   EXPECT_EQ(boost::json::parse(cout.substr(0, cout.find('\n'))).at("name"), "team-b");
   EXPECT_EQ(testbed::run_command(cli(data, {"project", "create", "team-b"})).first, 4);
   EXPECT_EQ(testbed::run_command(cli(data, {"project", "create", "Team B"})).first, 2);
-  auto [lst, lout] = testbed::run_command(cli(data, {"project", "list"}));
+  auto [lst, lout] = testbed::run_command(cli(data, {"project", "list", "--json"}));
   ASSERT_EQ(lst, 0) << lout;
   EXPECT_NE(lout.find("\"team-b\""), std::string::npos) << lout;
   ASSERT_EQ(testbed::run_command(cli(data, {"token", "create", "--project", "team-b", "--role", "owner"})).first, 0);
@@ -132,13 +132,13 @@ TEST(api_serve, project_cli_create_list_delete) {
   auto [bst, bout] = testbed::run_command(cli(data, {"project", "delete", "team-b"}));
   EXPECT_EQ(bst, 4) << bout;  // a pending job
   EXPECT_NE(bout.find("not finished"), std::string::npos) << bout;
-  auto [jst, jout] = testbed::run_command(cli(data, {"jobs", "list", "--project", "team-b"}));
+  auto [jst, jout] = testbed::run_command(cli(data, {"jobs", "list", "--project", "team-b", "--json"}));
   auto id = std::string(boost::json::parse(jout.substr(0, jout.find('\n'))).at("items").at(0).at("id").as_string());
   ASSERT_EQ(testbed::run_command(cli(data, {"jobs", "cancel", "--project", "team-b", id})).first, 0);
   auto [dst, dout] = testbed::run_command(cli(data, {"project", "delete", "team-b"}));
   ASSERT_EQ(dst, 0) << dout;
   EXPECT_EQ(testbed::run_command(cli(data, {"project", "delete", "team-b"})).first, 3);
-  auto [tst, tout] = testbed::run_command(cli(data, {"token", "list", "--all"}));
+  auto [tst, tout] = testbed::run_command(cli(data, {"token", "list", "--all", "--json"}));
   EXPECT_EQ(tout.find("\"revoked_at\":null"), std::string::npos) << tout;  // team-b's one token: revoked
 }
 

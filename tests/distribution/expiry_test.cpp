@@ -161,10 +161,10 @@ TEST(scheduler_expiry, one_expiration_check_per_hour_however_many_cycles) {
   sched.signal(SIGTERM);
   EXPECT_EQ(sched.wait(10s), 0);
   auto [rc, out] = testbed::run_command(
-      testbed::certfleet_command(env.data(), {"jobs", "list", "--type", "certificate_expiration_check"}));
+      testbed::certfleet_command(env.data(), {"jobs", "list", "--type", "certificate_expiration_check", "--json"}));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_EQ(json::parse(out).at("total").as_int64(), 1) << out;
-  std::tie(rc, out) = testbed::run_command(testbed::certfleet_command(env.data(), {"jobs", "list", "--type", "maintenance_sweep"}));
+  std::tie(rc, out) = testbed::run_command(testbed::certfleet_command(env.data(), {"jobs", "list", "--type", "maintenance_sweep", "--json"}));
   EXPECT_GE(json::parse(out).at("total").as_int64(), 6) << out;  // 3 sweeps × at least 2 cycles
 }
 

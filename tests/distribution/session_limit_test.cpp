@@ -108,7 +108,7 @@ TEST(session_limit, sixty_targets_two_sshd_two_workers_one_killed_never_more_tha
                                           "WHERE j.locked_by = '{}' AND j.status = 'active'",
                                           doomed_id));
       // What an operator sees meanwhile: the sessions per destination, every worker's.
-      auto [rc, out] = testbed::run_command(testbed::certfleet_command(env.data(), {"distributions", "sessions"}));
+      auto [rc, out] = testbed::run_command(testbed::certfleet_command(env.data(), {"distributions", "sessions", "--json"}));
       EXPECT_EQ(rc, 0) << out;
       auto listed = json::parse(out);
       std::int64_t total = 0;
@@ -170,7 +170,7 @@ TEST(session_limit, sixty_targets_two_sshd_two_workers_one_killed_never_more_tha
   EXPECT_EQ(sql(env, "SELECT count(*) FROM session_slots s JOIN jobs j ON j.id = s.job_id AND j.fence = s.fence "
                      "WHERE j.status = 'active'"),
             "0");
-  auto [rc, after] = testbed::run_command(testbed::certfleet_command(env.data(), {"distributions", "sessions"}));
+  auto [rc, after] = testbed::run_command(testbed::certfleet_command(env.data(), {"distributions", "sessions", "--json"}));
   EXPECT_EQ(rc, 0) << after;
   EXPECT_NE(after.find(R"("items":[])"), std::string::npos) << after;
   // The killed worker's slots were taken back (freed by later acquires of their destinations,

@@ -269,7 +269,7 @@ TEST_F(scheduler_processes, backup_and_restore_through_the_cli) {
   EXPECT_EQ(rc, 2) << out;
   std::tie(rc, out) = testbed::run_command(cli({"restore", "--from", backup, "--force"}));
   ASSERT_EQ(rc, 0) << out;
-  std::tie(rc, out) = testbed::run_command(cli({"jobs", "list"}));
+  std::tie(rc, out) = testbed::run_command(cli({"jobs", "list", "--json"}));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("\"total\":1"), std::string::npos) << out;  // the state at the backup
 }

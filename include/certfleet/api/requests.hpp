@@ -25,6 +25,13 @@ inline constexpr int max_log_limit = 1000;
 // body as the next request (request smuggling).
 std::optional<std::string> transfer_encoding_problem(unsigned version, std::string_view values);
 
+// X-Request-Id: a client's id is kept when it is 1-64 characters of [A-Za-z0-9._-] (it goes into
+// a response header and a log line as it is, so nothing else may pass); otherwise, and when
+// there is none, a new one (an object id: unique across processes, ordered by time).
+inline constexpr std::size_t max_request_id = 64;
+bool is_valid_request_id(std::string_view id) noexcept;
+std::string request_id_for(std::string_view supplied);
+
 // POST …/jobs
 struct enqueue_body {
   std::string type;

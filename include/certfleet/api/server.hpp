@@ -35,6 +35,7 @@ namespace certfleet::api {
 
 struct server_options {
   std::string listen = "127.0.0.1:8080";  // ADDR:PORT; port 0 picks a free one
+  std::string version = "dev";            // the build's version (the OpenAPI document's info.version)
   bool serve_api = true;                  // false (worker/scheduler mode): /healthz /readyz /metrics only
   std::size_t body_limit = 1u << 20;      // 1 MiB: 413 beyond
   std::size_t header_limit = 16u << 10;   // 431 beyond

@@ -1,0 +1,128 @@
+// The OpenAPI document (GET /api/v1/openapi.json) is generated from the route table: every route
+// of the router is in it with its method, every body a row names has a schema, every $ref
+// resolves, and it states the time convention. The npm validator's test (api_openapi_validates)
+// checks it against the OpenAPI 3.1 schema.
+#include "certfleet/api/openapi.hpp"
+#include "certfleet/api/router.hpp"
+#include "http_client.hpp"
+#include "process.hpp"
+#include "temp_dir.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+using namespace certfleet::api;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return r;
+}
+
+void collect_refs(const boost::json::value& v, std::set<std::string>& out) {
+  if (v.is_object()) {
+    for (const auto& [k, x] : v.as_object()) {
+      if (k == "$ref" && x.is_string()) out.insert(std::string(x.as_string()));
+      collect_refs(x, out);
+    }
+  } else if (v.is_array()) {
+    for (const auto& x : v.as_array()) collect_refs(x, out);
+  }
+}
+
+// Every route of the table, as the document has it; the count of operations equals the rows.
+void expect_every_route(const boost::json::value& doc) {
+  const auto& paths = doc.at("paths").as_object();
+  std::size_t operations = 0;
+  for (const auto& [path, item] : paths)
+    for (const auto& [method, op] : item.as_object())
+      if (method != "parameters") ++operations;
+  EXPECT_EQ(operations, all_routes().size());
+  for (const auto& r : all_routes()) {
+    const auto* item = paths.if_contains(r.pattern);
+    ASSERT_NE(item, nullptr) << "missing path " << r.pattern;
+    const auto* op = item->as_object().if_contains(lower(r.method));
+    ASSERT_NE(op, nullptr) << "missing " << r.method << " " << r.pattern;
+    EXPECT_EQ(std::string_view(op->at("summary").as_string()), r.summary);
+    EXPECT_EQ(op->as_object().contains("requestBody"), !r.body.empty()) << r.method << " " << r.pattern;
+    // Public routes say so; the others take the document's bearer/cookie security.
+    EXPECT_EQ(op->as_object().contains("security"), r.need == access::none) << r.pattern;
+  }
+}
+
+}  // namespace
+
+TEST(api_openapi, generated_from_the_route_table) {
+  auto doc = boost::json::parse(openapi_document("test"));
+  EXPECT_EQ(doc.at("openapi"), "3.1.0");
+  EXPECT_EQ(doc.at("info").at("version"), "test");
+  const std::string description(doc.at("info").at("description").as_string());
+  EXPECT_NE(description.find("RFC 3339 UTC string with milliseconds"), std::string::npos);
+  expect_every_route(doc);
+  EXPECT_EQ(doc.at("components").at("schemas").at("Time").at("format"), "date-time");
+}
+
+TEST(api_openapi, every_body_and_ref_resolves) {
+  for (const auto& r : all_routes()) {
+    if (r.body.empty() || r.body == "settings") continue;
+    bool found = false;
+    for (const auto& b : all_body_schemas()) found = found || b.name == r.body;
+    EXPECT_TRUE(found) << r.pattern << " names the body " << r.body;
+  }
+  // Every schema in the table is used by some route (no dead second copy of a body).
+  for (const auto& b : all_body_schemas()) {
+    bool used = false;
+    for (const auto& r : all_routes()) used = used || r.body == b.name;
+    EXPECT_TRUE(used) << b.name;
+  }
+  auto doc = boost::json::parse(openapi_document("test"));
+  std::set<std::string> refs;
+  collect_refs(doc, refs);
+  const auto& schemas = doc.at("components").at("schemas").as_object();
+  for (const auto& ref : refs) {
+    ASSERT_EQ(ref.rfind("#/components/schemas/", 0), 0u) << ref;
+    EXPECT_TRUE(schemas.contains(ref.substr(std::string("#/components/schemas/").size()))) << ref;
+  }
+  // The settings body is the settings table's system settings.
+  const auto& settings = schemas.at("settings_body").at("properties").as_object();
+  EXPECT_TRUE(settings.contains("distribution_fanout_threshold"));
+  EXPECT_EQ(settings.at("distribution_fanout_threshold").at("maximum"), 500);
+  EXPECT_FALSE(settings.contains("listen"));  // a process setting
+}
+
+TEST(api_openapi, served_to_tokens_and_docs_link_it) {
+  testbed::temp_dir dir("certfleet-openapi");
+  auto data = dir.file("var");
+  testbed::process p({CERTFLEET_BINARY, "serve", "--listen", "127.0.0.1:0", "--data", data}, {}, dir.file("serve"));
+  auto line = p.wait_for_stdout("serving:", 20s);
+  ASSERT_FALSE(line.empty()) << p.stderr_text();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(line, m, std::regex(R"( listen=127\.0\.0\.1:(\d+))"))) << line;
+  testbed::http_client c("127.0.0.1", static_cast<unsigned short>(std::stoi(m[1])));
+  std::ifstream tf(data + "/owner-token");
+  std::string token;
+  std::getline(tf, token);
+  EXPECT_EQ(c.get("/api/v1/openapi.json").status, 401);
+  auto r = c.get("/api/v1/openapi.json", token);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto doc = r.json();
+  ASSERT_TRUE(doc.is_object()) << r.body.substr(0, 200);
+  EXPECT_EQ(doc.at("info").at("version"), CERTFLEET_VERSION_FOR_TESTS);
+  expect_every_route(doc);
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(30s), 0);
+
+  std::ifstream api_md(std::string(CERTFLEET_SOURCE_DIR) + "/docs/api.md");
+  std::stringstream ss;
+  ss << api_md.rdbuf();
+  EXPECT_NE(ss.str().find("/api/v1/openapi.json"), std::string::npos);
+}

@@ -1,0 +1,269 @@
+// The CLI for people (issue 19), the real binary on a temp data directory: lists as aligned
+// tables and --json, --watch following a job that a real worker process runs to its end, the
+// exit-code table (code and docs/cli.md), and the generated bash completion script.
+#include "certfleet/app/exit_codes.hpp"
+#include "certs.hpp"
+#include "http_client.hpp"
+#include "process.hpp"
+#include "temp_dir.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+struct run_result {
+  int status = -1;
+  std::string out, err;
+};
+
+run_result run(const std::string& data, std::vector<std::string> args, std::chrono::seconds timeout = 60s) {
+  static int n = 0;
+  testbed::temp_dir logs("certfleet-cli-run");
+  std::vector<std::string> argv{CERTFLEET_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (!data.empty()) {
+    argv.push_back("--data");
+    argv.push_back(data);
+  }
+  testbed::process p(argv, {}, logs.file("cmd" + std::to_string(++n)));
+  run_result r;
+  r.status = p.wait(timeout);
+  if (r.status == -1) p.signal(SIGKILL);
+  r.out = p.stdout_text();
+  r.err = p.stderr_text();
+  return r;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+std::string enqueue(const std::string& data, const std::string& payload) {
+  auto r = run(data, {"jobs", "enqueue", "--type", "noop", "--payload", payload});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  return std::string(boost::json::parse(r.out).at("id").as_string());
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST(cli, lists_are_aligned_tables_and_json_on_request) {
+  testbed::temp_dir dir("certfleet-cli");
+  const auto data = dir.file("var");
+  const auto a = enqueue(data, "{}");
+  const auto b = enqueue(data, R"({"ms":1})");
+  auto t = run(data, {"jobs", "list"});
+  ASSERT_EQ(t.status, 0) << t.err;
+  auto lines = lines_of(t.out);
+  ASSERT_EQ(lines.size(), 3u) << t.out;  // header + 2 jobs, one page: no footer
+  EXPECT_TRUE(std::regex_search(lines[0], std::regex("^ID +TYPE +STATUS +ATTEMPTS +CREATED +DURATION +ERROR$"))) << lines[0];
+  // Columns line up: each row's status starts under STATUS, its time under CREATED.
+  const auto status_col = lines[0].find("STATUS"), created_col = lines[0].find("CREATED");
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i].find("pending"), status_col) << lines[i];
+    EXPECT_TRUE(std::regex_match(lines[i].substr(created_col, 19), std::regex(R"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)"))) << lines[i];
+    EXPECT_NE(lines[i].find("0/3"), std::string::npos) << lines[i];
+  }
+  // Both jobs, each id whole (ids made by two processes in one second have no set order).
+  std::set<std::string> ids{lines[1].substr(0, 24), lines[2].substr(0, 24)};
+  EXPECT_EQ(ids, (std::set<std::string>{a, b})) << t.out;
+
+  auto j = run(data, {"jobs", "list", "--json"});
+  ASSERT_EQ(j.status, 0) << j.err;
+  auto v = boost::json::parse(j.out);
+  EXPECT_EQ(v.at("total"), 2);
+  EXPECT_EQ(v.at("items").as_array().size(), 2u);
+
+  // A page smaller than the total says where the rest is.
+  auto paged = run(data, {"jobs", "list", "--page-size", "1"});
+  EXPECT_NE(paged.out.find("page 1 of 2, 2 jobs (next: --page 2)"), std::string::npos) << paged.out;
+
+  auto show = run(data, {"jobs", "show", a});
+  ASSERT_EQ(show.status, 0) << show.err;
+  EXPECT_TRUE(std::regex_search(show.out, std::regex("\nstatus +pending\n"))) << show.out;
+  EXPECT_EQ(boost::json::parse(run(data, {"jobs", "show", a, "--json"}).out).at("id").as_string(), a);
+
+  auto projects = run(data, {"project", "list"});
+  EXPECT_TRUE(std::regex_search(projects.out, std::regex("^NAME +ID +CREATED\ndefault +[0-9a-f]{24} "))) << projects.out;
+  EXPECT_TRUE(boost::json::parse(run(data, {"project", "list", "--json"}).out).at("items").is_array());
+  auto tokens = run(data, {"token", "list"});
+  EXPECT_EQ(tokens.status, 0) << tokens.err;
+  EXPECT_EQ(tokens.out.rfind("ID", 0), 0u) << tokens.out;
+  auto dists = run(data, {"distributions", "list"});
+  EXPECT_EQ(dists.status, 0) << dists.err;
+  EXPECT_TRUE(std::regex_search(dists.out, std::regex("^ID +NAME +STATUS +RUN +TARGETS +CREATED +ERROR\n$"))) << dists.out;
+  EXPECT_EQ(boost::json::parse(run(data, {"distributions", "list", "--json"}).out).at("total"), 0);
+  auto sessions = run(data, {"distributions", "sessions"});
+  EXPECT_EQ(sessions.out, "DESTINATION  SESSIONS\n");
+}
+
+TEST(cli, exit_codes_say_what_went_wrong) {
+  using certfleet::app::exit_code;
+  using certfleet::app::to_int;
+  testbed::temp_dir dir("certfleet-cli-exit");
+  const auto data = dir.file("var");
+  const auto id = enqueue(data, "{}");
+  const std::string nobody = "0123456789abcdef01234567";
+
+  auto missing = run(data, {"jobs", "show", nobody});
+  EXPECT_EQ(missing.status, to_int(exit_code::not_found)) << missing.err;
+  auto bad_status = run(data, {"jobs", "list", "--status", "sleeping"});
+  EXPECT_EQ(bad_status.status, to_int(exit_code::usage));
+  EXPECT_NE(bad_status.err.find("status"), std::string::npos) << bad_status.err;
+  auto bad_payload = run(data, {"jobs", "enqueue", "--type", "noop", "--payload", R"({"ms":"soon"})"});
+  EXPECT_EQ(bad_payload.status, to_int(exit_code::usage));
+  EXPECT_NE(bad_payload.err.find("payload.ms"), std::string::npos) << bad_payload.err;
+  EXPECT_EQ(run(data, {"jobs", "frobnicate"}).status, to_int(exit_code::usage));
+  EXPECT_EQ(run("", {"no-such-command"}).status, to_int(exit_code::usage));
+  EXPECT_EQ(run(data, {"jobs", "retry", id}).status, to_int(exit_code::conflict));  // pending: nothing to retry
+  EXPECT_EQ(run(data, {"distributions", "execute", nobody}).status, to_int(exit_code::not_found));
+  EXPECT_EQ(run(data, {"jobs", "show", id, "--watch", "--timeout", "-1"}).status, to_int(exit_code::usage));
+  // No worker runs here: watching a pending job gives up at --timeout, and says so.
+  auto waited = run(data, {"jobs", "show", id, "--watch", "--timeout", "1"});
+  EXPECT_EQ(waited.status, to_int(exit_code::timeout)) << waited.err;
+  EXPECT_NE(waited.err.find("still pending"), std::string::npos) << waited.err;
+  EXPECT_EQ(run(data, {"jobs", "logs", id, "--watch", "--timeout", "1"}).status, to_int(exit_code::timeout));
+
+  // docs/cli.md carries the table the code uses.
+  EXPECT_NE(read_text(std::string(CERTFLEET_SOURCE_DIR) + "/docs/cli.md").find(certfleet::app::exit_codes_markdown()),
+            std::string::npos)
+      << "docs/cli.md's exit-code table must read exactly:\n"
+      << certfleet::app::exit_codes_markdown();
+}
+
+TEST(cli, watch_follows_a_job_a_worker_runs_to_its_end) {
+  testbed::temp_dir dir("certfleet-cli-watch");
+  const auto data = dir.file("var");
+  // Enqueued before the worker starts, so --watch sees them pending, then running, then ended.
+  const auto ok = enqueue(data, R"({"ms":1500,"log":true,"lines":3})");
+  const auto dead = enqueue(data, R"({"ms":300,"fail_times":5,"permanent":true})");
+  testbed::process worker({CERTFLEET_BINARY, "serve", "--mode", "worker", "--listen", "127.0.0.1:0", "--data", data}, {},
+                          dir.file("worker"));
+  ASSERT_FALSE(worker.wait_for_stdout("serving:", 20s).empty()) << worker.stderr_text();
+
+  auto logs = run(data, {"jobs", "logs", ok, "--watch", "--timeout", "60"});
+  EXPECT_EQ(logs.status, 0) << logs.err;
+  const auto log_lines = lines_of(logs.out);
+  ASSERT_EQ(log_lines.size(), 5u) << logs.out;  // attempt, 3 lines, done: each once, in order
+  EXPECT_NE(log_lines.front().find("INFO  noop attempt 1"), std::string::npos) << logs.out;
+  EXPECT_NE(log_lines.back().find("noop done"), std::string::npos) << logs.out;
+  EXPECT_NE(logs.err.find("completed"), std::string::npos) << logs.err;
+
+  auto show = run(data, {"jobs", "show", dead, "--watch", "--timeout", "60"});
+  EXPECT_EQ(show.status, certfleet::app::to_int(certfleet::app::exit_code::failed)) << show.err;
+  EXPECT_NE(show.err.find("dead"), std::string::npos) << show.err;
+  EXPECT_NE(show.err.find("failing on purpose"), std::string::npos) << show.err;
+
+  // The table shows the ended jobs: durations, the error truncated to one cell.
+  auto list = run(data, {"jobs", "list"});
+  EXPECT_TRUE(std::regex_search(list.out, std::regex(ok + R"( +noop +completed +1/3 +\S+ \S+ +\d+\.\ds)"))) << list.out;
+  EXPECT_TRUE(std::regex_search(list.out, std::regex(dead + R"( +noop +dead +1/3 .* noop: failing on purpose)"))) << list.out;
+  worker.signal(SIGTERM);
+  EXPECT_EQ(worker.wait(30s), 0);
+}
+
+TEST(cli, bash_completion_is_generated_from_the_commands) {
+  testbed::temp_dir dir("certfleet-cli-completion");
+  auto r = run("", {"completion", "bash"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto script = dir.file("certfleet.bash");
+  std::ofstream(script) << r.out;
+  auto syntax = testbed::run_command({"/bin/bash", "-n", script});
+  EXPECT_EQ(syntax.first, 0) << syntax.second;
+  // Ask it what a person at the prompt gets after typing these words.
+  auto complete = [&](const std::string& words) {
+    const auto cmd = "source " + script + "; COMP_WORDS=(" + words + "); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); " +
+                     "_certfleet; printf '%s\\n' \"${COMPREPLY[@]}\"";
+    return testbed::run_command({"/bin/bash", "-c", cmd}).second;
+  };
+  EXPECT_EQ(complete("certfleet jobs l"), "list\nlogs\n");
+  EXPECT_EQ(complete("certfleet di"), "distributions\n");
+  EXPECT_EQ(complete("certfleet distributions execute X --w"), "--wait\n");
+  EXPECT_EQ(complete("certfleet jobs list --status d"), "dead\n");
+  EXPECT_EQ(complete("certfleet token create --role o"), "operator\nowner\n");
+  EXPECT_EQ(complete("certfleet serve --set log_f"), "log_format=\n");
+  EXPECT_EQ(complete("certfleet jobs list --page ''"), "\n");  // nothing: a number of the user's own
+  // After a flag that takes no value, the next word is a flag or command again.
+  EXPECT_EQ(complete("certfleet jobs show X --json --w"), "--watch\n");
+  EXPECT_EQ(run("", {"completion", "zsh"}).status, certfleet::app::to_int(certfleet::app::exit_code::usage));
+}
+
+// `distributions execute --wait` against a real server (API + worker) delivering to local file
+// targets: one target whose directory is missing fails, so the run ends partial (exit 6) with
+// the progress on stderr; a run of the good target alone succeeds (exit 0).
+TEST(cli, execute_wait_follows_a_run_to_its_end) {
+  testbed::temp_dir dir("certfleet-cli-exec");
+  const auto data = dir.file("var");
+  const auto base = dir.path() / "deploy";
+  std::filesystem::create_directories(base / "ok");
+  testbed::process server({CERTFLEET_BINARY, "serve", "--listen", "127.0.0.1:0", "--data", data}, {}, dir.file("serve"));
+  auto line = server.wait_for_stdout("serving:", 20s);
+  ASSERT_FALSE(line.empty()) << server.stderr_text();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(line, m, std::regex(R"( listen=127\.0\.0\.1:(\d+))"))) << line;
+  testbed::http_client c("127.0.0.1", static_cast<unsigned short>(std::stoi(m[1])));
+  const auto token = [&] {
+    auto t = read_text(data + "/owner-token");
+    while (!t.empty() && t.back() == '\n') t.pop_back();
+    return t;
+  }();
+  auto ok = [&](std::string_view method, const std::string& path, const boost::json::object& body) {
+    auto r = c.request(method, "/api/v1" + path, boost::json::serialize(body), token);
+    EXPECT_LT(r.status, 300) << path << ": " << r.body;
+    return r.json();
+  };
+  ok("PUT", "/settings", {{"file_target_base_dirs", base.string()}});
+  auto pem = testbed::make_certificate({});
+  const auto cert = std::string(ok("POST", "/projects/default/certificates", {{"name", "c"}, {"cert_pem", pem.cert_pem}, {"key_pem", pem.key_pem}})
+                                    .at("id").as_string());
+  auto target = [&](const std::string& name, const std::filesystem::path& d) {
+    return std::string(ok("POST", "/projects/default/targets",
+                          {{"name", name}, {"module", "file"},
+                           {"file", boost::json::object{{"cert_path", (d / "cert.pem").string()},
+                                                        {"key_path", (d / "key.pem").string()}}}})
+                           .at("id").as_string());
+  };
+  const auto good = target("good", base / "ok"), bad = target("bad", base / "missing");
+  auto dist = [&](const std::string& name, boost::json::array targets) {
+    boost::json::object body{{"name", name}, {"certificate_id", cert}};
+    body["target_ids"] = std::move(targets);
+    return std::string(ok("POST", "/projects/default/distributions", body).at("id").as_string());
+  };
+  const auto mixed = dist("mixed", {boost::json::value(good), boost::json::value(bad)});
+  const auto clean = dist("clean", {boost::json::value(good)});
+
+  auto partial = run(data, {"distributions", "execute", mixed, "--wait", "--timeout", "120"});
+  EXPECT_EQ(partial.status, certfleet::app::to_int(certfleet::app::exit_code::partial)) << partial.out << partial.err;
+  EXPECT_EQ(boost::json::parse(partial.out).at("run_no"), 1) << partial.out;
+  EXPECT_NE(partial.err.find("2/2 targets  1 succeeded  1 failed  partial"), std::string::npos) << partial.err;
+  EXPECT_TRUE(std::filesystem::exists(base / "ok" / "cert.pem"));
+
+  auto success = run(data, {"distributions", "execute", clean, "--wait", "--timeout", "120"});
+  EXPECT_EQ(success.status, 0) << success.out << success.err;
+  EXPECT_NE(success.err.find("1/1 targets  1 succeeded  0 failed  success"), std::string::npos) << success.err;
+  auto shown = run(data, {"distributions", "show", clean});
+  EXPECT_TRUE(std::regex_search(shown.out, std::regex("\nstatus +success\n"))) << shown.out;
+  EXPECT_TRUE(std::regex_search(run(data, {"distributions", "list"}).out, std::regex("\n" + clean + " +clean +success +1 +1 "))) << "list";
+
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait(30s), 0);
+}
