@@ -20,7 +20,7 @@ namespace {
 // distribution/acme_catalog.cpp, session_routes.cpp). Members the parsers refuse are refused here
 // too (additionalProperties: false), so a client generated from this document sends nothing the
 // server rejects as unknown. `settings` is not here: it is generated from the settings table.
-constexpr std::array<body_schema, 14> bodies{{
+constexpr std::array<body_schema, 15> bodies{{
     {"session", R"json({"type":"object","required":["token"],"additionalProperties":false,
       "properties":{"token":{"type":"string","description":"An API token (cf_…)"}}})json"},
     {"project", R"json({"type":"object","required":["name"],"additionalProperties":false,
