@@ -94,6 +94,24 @@ result<void> check_ref(store::catalog_read& rd, const std::string& project, std:
   return {};
 }
 
+// Enqueues a certificate's ACME job (issue, renew, revoke) inside the caller's transaction, with
+// the job type's attempts from the type table.
+result<store::enqueue_outcome> enqueue_certificate_job(store::catalog_tx& tx, const std::string& project_id,
+                                                       const std::string& certificate_id, std::string_view type,
+                                                       std::string payload, std::string key, const std::string& actor,
+                                                       time_ms now) {
+  store::new_job j;
+  j.project_id = project_id;
+  j.type = std::string(type);
+  j.lane = std::string(queue::lane_main);
+  j.payload = std::move(payload);
+  j.max_attempts = queue::find_job_type(j.type)->max_attempts;
+  j.idempotency_key = std::move(key);
+  j.certificate_id = certificate_id;
+  j.triggered_by = actor;
+  return tx.jobs().enqueue(j, now);
+}
+
 }  // namespace
 
 service::service(store::store& st, queue::queue_service& queue, const clock_source& clock, const kek* key,
@@ -530,16 +548,8 @@ op<json::value> service::issue_certificate(std::string project_id, std::string b
       return r;
     auto ins = tx.insert_object(*cert);
     if (!ins) return std::move(ins).error();
-    store::new_job j;
-    j.project_id = cert->project_id;
-    j.type = std::string(queue::job_names::issue_certificate);
-    j.lane = std::string(queue::lane_main);
-    j.payload = acme_job_payload(cert->id);
-    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
-    j.idempotency_key = issue_job_key(cert->id);
-    j.certificate_id = cert->id;
-    j.triggered_by = actor;
-    auto e = tx.jobs().enqueue(j, now);
+    auto e = enqueue_certificate_job(tx, cert->project_id, cert->id, queue::job_names::issue_certificate,
+                                     acme_job_payload(cert->id), issue_job_key(cert->id), actor, now);
     if (!e) return std::move(e).error();
     *job_id = e->job.id;
     return {};
@@ -566,16 +576,8 @@ op<json::value> service::renew_certificate(std::string project_id, std::string i
     if (doc->version == 0)
       return make_error(errc::conflict,
                         fmt::format("certificate {} has no issued version yet: its issue_certificate job issues it", id), "id");
-    store::new_job j;
-    j.project_id = project_id;
-    j.type = std::string(queue::job_names::renew_certificate);
-    j.lane = std::string(queue::lane_main);
-    j.payload = acme_job_payload(id);
-    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
-    j.idempotency_key = renew_job_key(id, doc->not_after);
-    j.certificate_id = id;
-    j.triggered_by = actor;
-    auto e = tx.jobs().enqueue(j, now);
+    auto e = enqueue_certificate_job(tx, project_id, id, queue::job_names::renew_certificate, acme_job_payload(id),
+                                     renew_job_key(id, doc->not_after), actor, now);
     if (!e) return std::move(e).error();
     *out = json::object{{"job_id", e->job.id}, {"created", e->created}};
     return {};
@@ -611,16 +613,9 @@ op<json::value> service::revoke_certificate(std::string project_id, std::string 
                                     doc->revocation ? fmt::format(" since {}", format_iso8601(doc->revocation->revoked_at))
                                                     : std::string()),
                         "id");
-    store::new_job j;
-    j.project_id = project_id;
-    j.type = std::string(queue::job_names::revoke_certificate);
-    j.lane = std::string(queue::lane_main);
-    j.payload = revoke_job_payload(revoke_job{id, doc->serial, reason});
-    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
-    j.idempotency_key = revoke_job_key(id, doc->version);
-    j.certificate_id = id;
-    j.triggered_by = actor;
-    auto e = tx.jobs().enqueue(j, now);
+    auto e = enqueue_certificate_job(tx, project_id, id, queue::job_names::revoke_certificate,
+                                     revoke_job_payload(revoke_job{id, doc->serial, reason}),
+                                     revoke_job_key(id, doc->version), actor, now);
     if (!e) return std::move(e).error();
     *out = json::object{{"job_id", e->job.id}, {"created", e->created}};
     return {};
