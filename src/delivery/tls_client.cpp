@@ -6,6 +6,10 @@
 
 #include <boost/asio/ssl.hpp>
 
+#include <list>
+#include <mutex>
+#include <utility>
+
 namespace certfleet::delivery::detail {
 
 namespace asio = boost::asio;
@@ -33,12 +37,32 @@ std::shared_ptr<asio::ssl::context> make_context(const std::string& ca_pem, std:
 }  // namespace
 
 std::shared_ptr<asio::ssl::context> client_tls_context(const std::string& ca_pem, std::string& error) {
-  if (!ca_pem.empty()) return make_context(ca_pem, error);
   static const std::shared_ptr<asio::ssl::context> shared = [] {
     std::string ignored;
     return make_context({}, ignored);
   }();
-  return shared;
+  if (ca_pem.empty()) return shared;
+  // Building a context loads the system CA store (about 26 ms of CPU here) and an ACME issuance
+  // makes about ten requests with its account's CA bundle, a webhook one per delivery: keep the
+  // contexts of the last few bundles, keyed by their text, so a changed bundle gets a new one.
+  // A bad bundle is not kept (its error is cheap to find again).
+  static std::mutex mu;
+  static std::list<std::pair<std::string, std::shared_ptr<asio::ssl::context>>> recent;  // most recent first
+  constexpr std::size_t max_contexts = 16;
+  {
+    std::lock_guard lock(mu);
+    for (auto it = recent.begin(); it != recent.end(); ++it)
+      if (it->first == ca_pem) {
+        recent.splice(recent.begin(), recent, it);
+        return recent.front().second;
+      }
+  }
+  auto ctx = make_context(ca_pem, error);
+  if (!ctx) return nullptr;
+  std::lock_guard lock(mu);
+  recent.emplace_front(ca_pem, ctx);
+  if (recent.size() > max_contexts) recent.pop_back();
+  return ctx;
 }
 
 }  // namespace certfleet::delivery::detail

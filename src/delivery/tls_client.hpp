@@ -9,8 +9,9 @@
 
 namespace certfleet::delivery::detail {
 
-// Shared and built once when `ca_pem` is empty (loading the store is not free); a new one with
-// the extra anchors otherwise. nullptr with `error` set when ca_pem does not parse.
+// Shared and built once when `ca_pem` is empty (loading the store is not free); with extra
+// anchors, one per bundle text, the last 16 bundles kept. Callers never change a context (host
+// checks are per stream). nullptr with `error` set when ca_pem does not parse.
 std::shared_ptr<boost::asio::ssl::context> client_tls_context(const std::string& ca_pem, std::string& error);
 
 }  // namespace certfleet::delivery::detail

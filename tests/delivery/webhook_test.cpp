@@ -446,6 +446,27 @@ TEST_F(webhook_post, https_with_the_test_ca) {
   EXPECT_TRUE(post(named).ok());
 }
 
+// The client keeps one TLS context per CA bundle (tls_client.cpp): a bundle that does not hold
+// the server's CA is refused even right after the one that does was used, and back again.
+TEST_F(webhook_post, each_ca_bundle_gets_its_own_trust) {
+  testbed::webhook_sink a(true), b(true);
+  ASSERT_NE(a.ca_pem(), b.ca_pem());
+  auto req = request(a.url());
+  req.ca_pem = a.ca_pem();
+  EXPECT_TRUE(post(req).ok());
+  req.ca_pem = b.ca_pem();
+  auto r = post(req);
+  EXPECT_EQ(r.cls, error_class::auth) << r.error;
+  EXPECT_EQ(r.phase, "tls");
+  req.ca_pem = a.ca_pem();
+  EXPECT_TRUE(post(req).ok());
+  auto to_b = request(b.url());
+  to_b.ca_pem = b.ca_pem();
+  EXPECT_TRUE(post(to_b).ok());
+  EXPECT_EQ(a.count(), 2u);
+  EXPECT_EQ(b.count(), 1u);
+}
+
 TEST_F(webhook_post, https_without_trust_is_auth_and_sends_nothing) {
   testbed::webhook_sink sink(true);
   auto r = post(request(sink.url()));
