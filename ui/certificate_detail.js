@@ -36,8 +36,18 @@ export function renderCertificateDetail(ctx) {
       title.textContent = c.name ?? 'Certificate';
       state.hidden = true;
       if (tab === 'overview') {
+        const revoked = c.revocation
+          ? h('span', null, `${c.revocation.reason ?? 'no reason given'}, `, fmt.timeEl(c.revocation.revoked_at), ' (',
+            h('a', { href: href(`/jobs/${c.revocation.job_id}`, { project }), text: 'job' }), ')')
+          : null;
         replace(panel, h('h2', { text: 'Overview' }), h('dl', { class: 'summary' },
-          row('Name', String(c.name ?? '')), row('Subject', String(c.subject ?? '')), row('Issuer', String(c.issuer ?? '')),
+          row('Name', String(c.name ?? '')), row('Status', fmt.outcomeTag(String(c.status ?? ''))),
+          row('Source', c.source === 'acme' ? 'ACME' : 'Uploaded'), row('Version', String(c.version ?? '')),
+          revoked ? row('Revoked', revoked) : null,
+          ...(c.source === 'acme' ? [row('Domains', Array.isArray(c.domains) ? c.domains.join(', ') : ''),
+            row('Auto-renew', c.auto_renew ? 'Yes' : 'No'),
+            c.last_error ? row('Last Error', h('span', { class: 'tag error-tag', text: String(c.last_error) })) : null] : []),
+          row('Subject', String(c.subject ?? '')), row('Issuer', String(c.issuer ?? '')),
           row('SANs', Array.isArray(c.sans) ? c.sans.join(', ') : ''),
           row('Not Before', String(c.not_before ?? '')), row('Not After', c.not_after ? expiry(String(c.not_after)) : ''),
           row('Fingerprint (SHA-256)', h('code', { class: 'break', text: String(c.fingerprint_sha256 ?? '') })),

@@ -184,6 +184,11 @@ test('a viewer sees no distribution actions; the certificate pages show the cert
   await row.locator('a').click();
   await v.waitForURL(new RegExp(`/certificates/${cat.certificate.id}`));
   await v.getByRole('heading', { name: 'Overview' }).waitFor();
+  const summary = await v.locator('dl.summary').innerText();
+  assert.match(summary, /Status\s+active/);
+  assert.match(summary, /Source\s+Uploaded/);
+  assert.match(summary, /Version\s+1/);
+  assert.doesNotMatch(summary, /Revoked/);
   await v.getByRole('link', { name: 'Distribution', exact: true }).click();
   await v.waitForURL(/tab=distribution/);
   await v.getByRole('link', { name: 'www to two hosts' }).waitFor();
