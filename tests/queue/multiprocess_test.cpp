@@ -74,11 +74,15 @@ class multiprocess : public ::testing::Test {
 TEST_F(multiprocess, three_workers_claim_20000_jobs_and_each_runs_exactly_once) {
   constexpr int n = 20'000;
   // Workers first, then the jobs: all three are polling when the work arrives (a worker started
-  // alone in front of a full queue can finish it before the others are up).
+  // alone in front of a full queue can finish it before the others are up). Each job sleeps 5 ms:
+  // with instant jobs one process can take every claim in a row (SQLite's busy handler sleeps the
+  // waiters while the holder re-takes the lock), and the sharing check below would be luck. With
+  // some work, a worker whose 16 slots are full stops claiming and the others get their turn.
   std::vector<std::unique_ptr<testbed::process>> workers;
   for (int i = 0; i < 3; ++i)
-    workers.push_back(worker({}, {"worker_main_concurrency=32", "worker_poll_ms=10", "lease_ms=60000"}));
-  auto [rc, out] = testbed::run_command(cli({"jobs", "enqueue", "--type", "noop", "--count", std::to_string(n)}));
+    workers.push_back(worker({}, {"worker_main_concurrency=16", "worker_poll_ms=10", "lease_ms=60000"}));
+  auto [rc, out] = testbed::run_command(
+      cli({"jobs", "enqueue", "--type", "noop", "--payload", R"({"ms":5})", "--count", std::to_string(n)}));
   ASSERT_EQ(rc, 0) << out;
   auto s = open();
   auto project = run_sync(s->projects().find_by_name("default"))->id;
