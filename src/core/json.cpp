@@ -1,5 +1,7 @@
 #include "certfleet/core/json.hpp"
 
+#include "certfleet/core/clock.hpp"
+
 #include <boost/json/parse.hpp>
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -7,6 +9,11 @@
 #include <unordered_set>
 
 namespace certfleet::json {
+
+boost::json::value time_value(std::int64_t ms) {
+  if (ms == 0) return nullptr;
+  return boost::json::value(format_iso8601(ms));
+}
 
 namespace {
 const char* type_name(simdjson::dom::element_type t) {

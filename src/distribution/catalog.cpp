@@ -93,7 +93,7 @@ std::string aad_for(const store::catalog_object& o, std::string_view what) {
 }
 
 json::object base_view(const store::catalog_object& o) {
-  return json::object{{"id", o.id}, {"name", o.name}, {"created_at", o.created_at}};
+  return json::object{{"id", o.id}, {"name", o.name}, {"created_at", certfleet::json::time_value(o.created_at)}};
 }
 
 }  // namespace
@@ -290,9 +290,9 @@ boost::json::object certificate_view(const store::catalog_object& o) {
     versions.emplace_back(json::object{{"version", x.version},
                                        {"serial", x.serial},
                                        {"fingerprint_sha256", x.fingerprint_sha256},
-                                       {"not_before", delivery::certificate_time_text(x.not_before)},
-                                       {"not_after", delivery::certificate_time_text(x.not_after)},
-                                       {"created_at", format_iso8601(x.created_at)}});
+                                       {"not_before", certfleet::json::time_value(x.not_before)},
+                                       {"not_after", certfleet::json::time_value(x.not_after)},
+                                       {"created_at", certfleet::json::time_value(x.created_at)}});
   v["source"] = d->source;
   v["status"] = d->expired && d->status == "active" ? std::string("expired") : d->status;
   v["version"] = d->version;
@@ -301,8 +301,8 @@ boost::json::object certificate_view(const store::catalog_object& o) {
   v["issuer"] = d->issuer;
   v["sans"] = std::move(sans);
   if (d->version > 0) {
-    v["not_before"] = delivery::certificate_time_text(d->not_before);
-    v["not_after"] = delivery::certificate_time_text(d->not_after);
+    v["not_before"] = certfleet::json::time_value(d->not_before);
+    v["not_after"] = certfleet::json::time_value(d->not_after);
   } else {
     v["not_before"] = nullptr;
     v["not_after"] = nullptr;
@@ -327,7 +327,7 @@ boost::json::object certificate_view(const store::catalog_object& o) {
     v["revocation"] = json::object{{"serial", d->revocation->serial},
                                    {"reason", d->revocation->reason.empty() ? json::value(nullptr)
                                                                             : json::value(d->revocation->reason)},
-                                   {"revoked_at", format_iso8601(d->revocation->revoked_at)},
+                                   {"revoked_at", certfleet::json::time_value(d->revocation->revoked_at)},
                                    {"job_id", d->revocation->job_id}};
   return v;
 }

@@ -130,7 +130,7 @@ asio::awaitable<send_report> deliver(const loaded_channel& ch, const outgoing& e
 
   if (ch.spec.kind == channel_kind::webhook) {
     // The machine-readable event, as webhook receivers have always had it.
-    json::object body{{"event_id", ev.event_id}, {"event", ev.def->name}, {"channel_id", ch.obj.id}, {"data", ev.data}};
+    json::object body{{"event_id", ev.event_id}, {"event", ev.def->name}, {"channel_id", ch.obj.id}, {"data", machine_data(*ev.def, ev.data)}};
     delivery::webhook_request req;
     req.url = ch.spec.url;
     req.body = json::serialize(body);

@@ -255,6 +255,19 @@ const std::string& message_values::get(std::string_view name) const {
   return it == by_name.end() ? empty : it->second;
 }
 
+json::object machine_data(const event_def& e, const json::object& data) {
+  json::object out = data;
+  for (const auto& f : e.fields) {
+    if (f.type != field_type::time) continue;
+    // `out` is ours: the walk is shared with the const readers.
+    auto* v = const_cast<json::value*>(at_path(out, f.name));
+    if (!v) continue;
+    auto text = value_text(f.type, *v);
+    *v = text.empty() ? json::value(nullptr) : json::value(text);
+  }
+  return out;
+}
+
 message_values event_values(const event_def& e, const json::object& data, std::string_view event_id,
                             std::string_view project, std::string_view link) {
   message_values v;

@@ -59,7 +59,7 @@ json::object page_view(json::array items, int page, int page_size, std::int64_t 
 
 json::object result_view(const store::target_result& r) {
   json::object o{{"target_id", r.target_id},         {"status", r.status},         {"retry_attempt", r.retry_attempt},
-                 {"job_id", r.job_id},               {"started_at", r.started_at}, {"finished_at", r.finished_at},
+                 {"job_id", r.job_id},               {"started_at", certfleet::json::time_value(r.started_at)}, {"finished_at", certfleet::json::time_value(r.finished_at)},
                  {"hash_skipped", r.hash_skipped}};
   if (!r.error_class.empty()) o["error_class"] = r.error_class;
   if (!r.error.empty()) o["error"] = r.error;
@@ -364,12 +364,12 @@ json::object distribution_view(const store::distribution_record& d, const std::v
                  {"failure_tolerance", d.failure_tolerance},
                  {"fail_fast", d.fail_fast},
                  {"auto_execute", d.auto_execute},
-                 {"created_at", d.created_at},
-                 {"updated_at", d.updated_at}};
+                 {"created_at", certfleet::json::time_value(d.created_at)},
+                 {"updated_at", certfleet::json::time_value(d.updated_at)}};
   if (d.run_no > 0) {
     v["mode"] = d.mode;
-    v["run_started_at"] = d.run_started_at;
-    if (d.run_finished_at) v["run_finished_at"] = d.run_finished_at;
+    v["run_started_at"] = certfleet::json::time_value(d.run_started_at);
+    if (d.run_finished_at) v["run_finished_at"] = certfleet::json::time_value(d.run_finished_at);
     v["run_certificate_version"] = d.run_certificate_version;
     if (!d.run_trigger.empty()) v["run_trigger"] = d.run_trigger;
     if (!d.error.empty()) v["error"] = d.error;

@@ -1,5 +1,7 @@
 #include "certfleet/queue/job_view.hpp"
 
+#include "certfleet/core/json.hpp"
+
 #include <boost/json.hpp>
 
 #include <array>
@@ -8,7 +10,6 @@ namespace certfleet::queue {
 
 namespace {
 boost::json::value opt_text(const std::string& s) { return s.empty() ? boost::json::value(nullptr) : boost::json::value(s); }
-boost::json::value opt_time(time_ms t) { return t ? boost::json::value(format_iso8601(t)) : boost::json::value(nullptr); }
 }  // namespace
 
 std::optional<std::string_view> trigger_in_words(std::string_view t) noexcept {
@@ -45,21 +46,21 @@ boost::json::object to_json(const store::job_record& j) {
   o["fence"] = j.fence;
   // ready_at is run_at for a waiting job and the lease end for an active one.
   o["run_at"] = j.status == store::job_status::pending || j.status == store::job_status::failed
-                    ? opt_time(j.ready_at)
+                    ? json::time_value(j.ready_at)
                     : boost::json::value(nullptr);
   o["held"] = j.held;
   const bool active = j.status == store::job_status::active;
   o["locked_by"] = active ? opt_text(j.locked_by) : boost::json::value(nullptr);
   o["worker"] = opt_text(j.locked_by);  // the worker of the current or last attempt
-  o["locked_until"] = opt_time(j.locked_until);
+  o["locked_until"] = json::time_value(j.locked_until);
   o["idempotency_key"] = opt_text(j.idempotency_key);
   o["parent_job_id"] = opt_text(j.parent_job_id);
   o["certificate_id"] = opt_text(j.certificate_id);
   o["distribution_id"] = opt_text(j.distribution_id);
   o["triggered_by"] = opt_text(j.triggered_by);
-  o["created_at"] = opt_time(j.created_at);
-  o["started_at"] = opt_time(j.started_at);
-  o["completed_at"] = opt_time(j.completed_at);
+  o["created_at"] = json::time_value(j.created_at);
+  o["started_at"] = json::time_value(j.started_at);
+  o["completed_at"] = json::time_value(j.completed_at);
   o["duration_ms"] = j.started_at && j.completed_at ? boost::json::value(j.completed_at - j.started_at)
                                                     : boost::json::value(nullptr);
   o["error"] = opt_text(j.error);

@@ -1,6 +1,7 @@
 // The authorization matrix: every route × viewer/operator/admin/owner × another project's owner ×
 // a system admin × no token × an admin's browser session with and without the CSRF header, each
 // cell's status asserted. A route missing from the table fails.
+#include "answer_times.hpp"
 #include "api_fixture.hpp"
 #include "certfleet/api/router.hpp"
 #include "certfleet/core/object_id.hpp"
@@ -313,12 +314,20 @@ TEST_F(api_authz, every_route_every_role) {
     auto res = c.request(r.method, target, r.body, token, h);
     return {res.status, res.body};
   };
+  // Every answer this walk gets is also checked for DESIGN §6's one time format.
+  int times_seen = 0;
   for (const auto& r : rows) {
     for (int col = 0; col < n_cols; ++col) {
       auto target = r.target(*this);
       std::string token = col_tokens[col][0] ? tok[col_tokens[col]] : std::string();
       auto [status, body] = call(r, target, token, {});
       EXPECT_EQ(status, r.expect[col]) << r.method << " " << target << " as " << col_names[col] << ": " << body;
+      if (status >= 200 && status < 300 && (body.starts_with("{") || body.starts_with("[")) &&
+          r.id != api::route_id::openapi) {
+        boost::system::error_code ec;
+        auto answer = boost::json::parse(body, ec);
+        if (!ec) times_seen += testbed::expect_answer_times(answer, r.method + std::string(" ") + target);
+      }
     }
     const auto expect = session_expect(r);
     for (int with_csrf = 1; with_csrf >= 0; --with_csrf) {
@@ -329,6 +338,8 @@ TEST_F(api_authz, every_route_every_role) {
           << r.method << " " << target << " as " << session_col_names[with_csrf ? 0 : 1] << ": " << body;
     }
   }
+  // Jobs, projects, sessions, certificates (with versions), distributions, catalog objects.
+  EXPECT_GT(times_seen, 100);
 }
 
 // Creating a file target as a project admin or owner is refused and stores nothing, even with a

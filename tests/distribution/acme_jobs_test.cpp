@@ -3,6 +3,7 @@
 // the issued version stored, renewed (by the route and by the scheduler's renewal sweep), and the
 // new version delivered by the certificate's auto_execute distribution to a real sshd target.
 // The CA's refusals, a TSIG key knot rejects, and bad API bodies end clearly, naming the cause.
+#include "answer_times.hpp"
 #include "dist_fixture.hpp"
 #include "certfleet/acme/client.hpp"
 #include "certfleet/acme/renewal_info.hpp"
@@ -544,6 +545,11 @@ TEST(acme_jobs, revoke_is_seen_by_pebble_and_every_certificate_event_reaches_a_w
   EXPECT_EQ(str(failed, "certificate_id"), blocked);
   EXPECT_EQ(str(failed, "job_id"), str(dead_renewal, "id"));
   EXPECT_NE(str(failed, "error").find("no issued version to renew"), std::string::npos) << json::serialize(failed);
+  // Webhook bodies carry times as every answer does (DESIGN §6): not_after, revoked_at.
+  for (const auto* d : {&issued, &renewed, &rev})
+    EXPECT_EQ(testbed::expect_answer_times(*d, "webhook data"), 1) << json::serialize(*d);
+  EXPECT_GT(time_of(issued, "not_after"), 0);
+  EXPECT_GE(time_of(renewed, "not_after"), time_of(issued, "not_after"));
 }
 
 // A worker killed between putting a challenge record into the zone and removing it (the crash

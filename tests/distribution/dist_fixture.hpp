@@ -2,6 +2,7 @@
 // Real parts for distribution tests: a fleet of sshd on 127.0.0.1, real `certfleet serve`
 // processes on one data directory (API, workers — killable), a webhook sink, and helpers that
 // drive everything through the HTTP API as an operator would.
+#include "certfleet/core/time_text.hpp"
 #include "certs.hpp"
 #include "http_client.hpp"
 #include "process.hpp"
@@ -43,6 +44,12 @@ inline std::string str(const json::value& v, std::string_view key) {
   if (!v.is_object()) return {};
   auto* p = v.as_object().if_contains(key);
   return p && p->is_string() ? std::string(p->as_string()) : std::string();
+}
+
+// A time member of an answer (RFC 3339 with milliseconds) as unix ms; -1 when absent or not one.
+inline std::int64_t time_of(const json::value& v, std::string_view key) {
+  auto t = certfleet::parse_rfc3339(str(v, key));
+  return t ? *t : -1;
 }
 
 inline std::int64_t num(const json::value& v, std::string_view key) {

@@ -3,6 +3,7 @@
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/store/catalog.hpp"
+#include "answer_times.hpp"
 #include "dist_fixture.hpp"
 #include "run_sync.hpp"
 
@@ -94,6 +95,10 @@ TEST(fanout, five_hundred_targets_ten_parallel_children_each_target_once_one_not
   EXPECT_EQ(batches, 10);
   auto results = env.results(f.dist);
   ASSERT_EQ(results.size(), 500u);
+  // DESIGN §6's one time format: created/updated/run_started/run_finished_at, each result's
+  // started/finished_at.
+  EXPECT_GE(testbed::expect_answer_times(d, "distribution"), 4);
+  EXPECT_EQ(testbed::expect_answer_times(json::value_from(results), "results"), 1000);
   std::set<std::string> seen;
   int retried = 0;
   for (auto& r : results) {

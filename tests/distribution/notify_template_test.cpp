@@ -131,6 +131,25 @@ TEST(values, fields_as_text) {
   EXPECT_EQ(iv.get("not_after"), "2025-12-02T13:00:00.000Z");
 }
 
+// What a webhook receives: the event's data with its time fields in DESIGN §6's format, nothing
+// else changed (numbers stay numbers, unknown members pass through).
+TEST(values, machine_data_gives_times_as_rfc3339) {
+  const auto& revoked = ev(event_names::certificate_revoked);
+  json::object data{{"certificate_id", "c1"}, {"serial", "0a"}, {"revoked_at", 1'764'680'400'123}, {"extra", 7}};
+  auto m = machine_data(revoked, data);
+  EXPECT_EQ(m.at("revoked_at"), "2025-12-02T13:00:00.123Z");
+  EXPECT_EQ(m.at("serial"), "0a");
+  EXPECT_EQ(m.at("extra"), 7);
+  EXPECT_EQ(data.at("revoked_at"), 1'764'680'400'123);  // the event itself keeps milliseconds
+  // A time that is missing stays missing; an unset one (0) is null.
+  EXPECT_FALSE(machine_data(revoked, json::object{{"serial", "0a"}}).contains("revoked_at"));
+  EXPECT_TRUE(machine_data(revoked, json::object{{"revoked_at", 0}}).at("revoked_at").is_null());
+  // Events without time fields are unchanged.
+  const auto& finished = ev(event_names::distribution_finished);
+  json::object run{{"run_no", 3}, {"summary", json::object{{"targets", 120}}}};
+  EXPECT_EQ(machine_data(finished, run), run);
+}
+
 TEST(values, text_is_cleaned_to_utf8_without_controls) {
   EXPECT_EQ(clean_text("a\x01" "b\tc\r\nd", true), "ab c \nd");
   EXPECT_EQ(clean_text("a\nb", false), "a b");

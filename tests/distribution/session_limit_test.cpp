@@ -220,8 +220,11 @@ TEST(session_limit, a_stalled_host_does_not_slow_the_targets_on_other_hosts) {
     auto d = env.ok("GET", "distributions/" + dist);
     std::int64_t last = 0;
     for (auto& r : env.results(dist))
-      if (of.count(str(r, "target_id"))) last = std::max(last, num(r, "finished_at"));
-    return last - num(d, "run_started_at");
+      if (of.count(str(r, "target_id"))) last = std::max(last, time_of(r, "finished_at"));
+    const auto started = time_of(d, "run_started_at");
+    EXPECT_GT(started, 0) << json::serialize(d);
+    EXPECT_GT(last, started) << dist;
+    return last - started;
   };
   const std::set<std::string> healthy_set(healthy.begin(), healthy.end());
   auto alone = env.create_distribution("alone", env.create_certificate("cert-a", testbed::make_certificate({})), healthy);

@@ -27,6 +27,10 @@ result<void> check_object(std::string_view text, std::string_view field,
 // object_reader::parse, which all refuse duplicate keys the same way.
 result<boost::json::value> parse_value(std::string_view text, std::string_view what, std::size_t max_depth);
 
+// A time in an answer (DESIGN §6): RFC 3339 UTC with milliseconds, "2026-11-29T09:05:18.123Z";
+// null for 0 (never set). The store and job payloads keep milliseconds since the epoch.
+boost::json::value time_value(std::int64_t ms);
+
 // Reads the members of one JSON object (a request body) by name. Errors name a member by its
 // path from what the client sent: bare in a "body" ("type"), else after the document's name
 // ("payload.ms").

@@ -57,6 +57,10 @@ struct message_values {
 message_values event_values(const event_def& e, const boost::json::object& data, std::string_view event_id,
                             std::string_view project, std::string_view link);
 
+// The event's data as machines receive it (a webhook body): its time fields as RFC 3339 UTC with
+// milliseconds, like every answer (DESIGN §6); the rest as the event carries it.
+boost::json::object machine_data(const event_def& e, const boost::json::object& data);
+
 // The event's page in the UI: ui_base_url + the event's ui_path (its {field}s filled, each
 // percent-encoded) + "?project=<project>"; empty when ui_base_url is empty, the event has no page
 // or a field it needs is missing.
