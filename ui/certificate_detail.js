@@ -49,7 +49,7 @@ export function renderCertificateDetail(ctx) {
             c.last_error ? row('Last Error', h('span', { class: 'tag error-tag', text: String(c.last_error) })) : null] : []),
           row('Subject', String(c.subject ?? '')), row('Issuer', String(c.issuer ?? '')),
           row('SANs', Array.isArray(c.sans) ? c.sans.join(', ') : ''),
-          row('Not Before', String(c.not_before ?? '')), row('Not After', c.not_after ? expiry(String(c.not_after)) : ''),
+          row('Not Before', fmt.timeEl(c.not_before)), row('Not After', c.not_after ? expiry(String(c.not_after)) : ''),
           row('Fingerprint (SHA-256)', h('code', { class: 'break', text: String(c.fingerprint_sha256 ?? '') })),
           row('Created', fmt.timeEl(c.created_at))),
         c.cert_pem ? [h('h3', { text: 'Certificate (PEM)' }), h('pre', { class: 'mono pem', tabindex: '0', 'aria-label': 'Certificate PEM', text: String(c.cert_pem) })] : null);
