@@ -1,5 +1,7 @@
 // Job detail: Back, the ID, a Live tag (refetch every 2 s while pending/active), the summary
-// card, Why is it waiting? / lease, Target Progress, fan-out alerts, the logs card.
+// card, Why is it waiting? / lease, Target Progress, fan-out alerts, the ACME panels
+// (acme_workflow.js), the logs card.
+import { acmePanels, acmeWorkflow } from './acme_workflow.js';
 import * as api from './api.js';
 import { allPages, certificateNames } from './catalog.js';
 import { h, replace, showAlert } from './dom.js';
@@ -52,9 +54,8 @@ export function renderJobDetail(ctx) {
   const summary = h('dl', { class: 'summary' });
   const progressBox = h('div', { class: 'target-progress' });
   const waiting = h('section', { class: 'card waiting', hidden: true, 'aria-labelledby': 'waiting-title' });
-  // The ACME Workflow Progress card and the Manual DNS Challenges / Presented Records panels
-  // go here when ACME jobs exist (issue 14 leaves their place in the layout).
-  const acme = h('div', { class: 'acme-panels', id: 'acme-panels', hidden: true });
+  // ACME jobs: Workflow Progress, Manual DNS Challenges, Presented Records.
+  const acme = acmePanels({ project, jobId: id, copyButton });
   const logs = logsCard({ project, jobId: id, query: ctx.query });
   const state = h('p', { class: 'muted', role: 'status' }, 'Loading…');
 
@@ -66,7 +67,7 @@ export function renderJobDetail(ctx) {
     h('div', { class: 'detail-grid' },
       h('section', { class: 'card', 'aria-labelledby': 'summary-title' }, h('h2', { id: 'summary-title', text: 'Summary' }), summary, progressBox),
       waiting),
-    acme, logs.el);
+    acme.el, logs.el);
 
   /** @param {any} job */
   async function checkBatchRetried(job) {
@@ -110,7 +111,8 @@ export function renderJobDetail(ctx) {
       row('Error', err ? h('div', { class: 'error-full' }, h('pre', { class: 'mono error-text', text: err }), copyButton(err, 'Copy the error'),
         typeof job.error_hint === 'string' && job.error_hint ? h('p', { class: 'hint', 'data-field': 'error_hint', text: job.error_hint }) : null) : ''));
     const failed = job.status === 'failed' || job.status === 'dead' || status === 'partial';
-    replace(progressBox, job.progress?.total > 0
+    // An ACME job's progress is its workflow step: the Workflow Progress card shows it.
+    replace(progressBox, job.progress?.total > 0 && !acmeWorkflow(job)
       ? [h('h3', { text: 'Target Progress' }), fmt.progress(job.progress, 'Target Progress', failed)] : []);
 
     const alertNodes = [];
@@ -139,6 +141,7 @@ export function renderJobDetail(ctx) {
       waiting.hidden = true;
       waiting.replaceChildren();
     }
+    acme.draw(job);
     replace(actions, ...jobActionButtons(job, project, fb, () => { void load(); }));
     logs.setLive(live);
     return live;

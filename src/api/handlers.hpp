@@ -71,6 +71,7 @@ boost::asio::awaitable<reply> enqueue_job(server_state&, const route_call&);
 boost::asio::awaitable<reply> get_job(server_state&, const route_call&);
 boost::asio::awaitable<reply> retry_job(server_state&, const route_call&);
 boost::asio::awaitable<reply> cancel_job(server_state&, const route_call&);
+boost::asio::awaitable<reply> validate_job_dns(server_state&, const route_call&);
 boost::asio::awaitable<reply> read_job_logs(server_state&, const route_call&);
 
 // catalog_routes.cpp: certificates, credentials, targets, notification channels and rules, by

@@ -145,6 +145,9 @@ boost::asio::awaitable<reply> get_job(server_state& s, const route_call& call) {
     w["lane_active"] = counts ? boost::json::value(lane_active) : boost::json::value(nullptr);
     o["waiting"] = std::move(w);
   }
+  // An ACME job's workflow (DESIGN §9); a failed read leaves it out rather than failing the page.
+  auto workflow = co_await s.catalog.job_workflow(*j);
+  if (workflow && !workflow->is_null()) o["workflow"] = std::move(*workflow);
   co_return json_reply(200, o);
 }
 
@@ -171,6 +174,19 @@ boost::asio::awaitable<reply> cancel_job(server_state& s, const route_call& call
   auto o = job_json(s, r->job);
   o["message"] = r->immediate ? "Job cancelled" : "Job cancel requested";
   co_return json_reply(r->immediate ? 200 : 202, o);
+}
+
+// The manual DNS path's "the records are in place" (DESIGN §9): 202 {job_id, created}.
+boost::asio::awaitable<reply> validate_job_dns(server_state& s, const route_call& call) {
+  const caller& c = call.who;
+  const std::string& id = call.match.id;
+  const std::string actor = c.token ? "token:" + c.token->id : "anonymous";
+  auto t0 = steady::now();
+  auto r = co_await s.catalog.validate_manual_dns(c.project->id, id, actor);
+  s.metrics.store_call("job_validate_dns", std::chrono::duration<double>(steady::now() - t0).count());
+  co_await s.audit(c, "job.validate_dns", "job/" + id, r ? "ok" : errc_name(r.error().value()));
+  if (!r) co_return error_reply(r.error());
+  co_return json_reply(202, *r);
 }
 
 boost::asio::awaitable<reply> read_job_logs(server_state& s, const route_call& call) {

@@ -237,11 +237,24 @@ result<new_dns_provider> parse_dns_provider_request(std::string_view body) {
   p.name = std::move(*name);
   auto kind = r->required_string("kind");
   if (!kind) return std::move(kind).error();
-  if (*kind == "manual")
-    return bad("kind",
-               "kind \"manual\" is not built yet in this version: use an \"rfc2136\" provider (a DNS server that "
-               "takes TSIG-signed updates)");
-  if (*kind != "rfc2136") return bad("kind", "kind must be \"rfc2136\"");
+  if (*kind == "manual") {
+    if (r->has("rfc2136")) return bad("rfc2136", "rfc2136 is only for kind \"rfc2136\"");
+    p.spec.kind = "manual";
+    auto raw = r->optional_raw("manual", true);
+    if (!raw) return std::move(raw).error();
+    if (!*raw) return p;
+    auto o = certfleet::json::object_reader::parse(**raw, "manual");
+    if (!o) return nested(std::move(o).error(), "manual");
+    if (auto ok = o->only({"check_server"}); !ok) return nested(std::move(ok).error(), "manual");
+    auto check = o->optional_string("check_server");
+    if (!check) return nested(std::move(check).error(), "manual");
+    if (*check && !(*check)->empty()) {
+      if (auto s = acme::dns::parse_server(**check, "manual.check_server"); !s) return std::move(s).error();
+      p.spec.check_server = std::move(**check);
+    }
+    return p;
+  }
+  if (*kind != "rfc2136") return bad("kind", "kind must be \"rfc2136\" or \"manual\"");
   if (r->has("manual")) return bad("manual", "manual is only for kind \"manual\"");
   auto raw = r->optional_raw("rfc2136", true);
   if (!raw) return std::move(raw).error();
@@ -282,6 +295,8 @@ result<new_dns_provider> parse_dns_provider_request(std::string_view body) {
 }
 
 std::string dns_provider_doc_json(const dns_provider_spec& p) {
+  if (p.manual())
+    return json::serialize(json::object{{"kind", p.kind}, {"manual", json::object{{"check_server", p.check_server}}}});
   return json::serialize(json::object{{"kind", p.kind},
                                       {"rfc2136", json::object{{"server", p.server},
                                                                {"zone", p.zone},
@@ -293,6 +308,10 @@ result<dns_provider_spec> parse_dns_provider_doc(const store::catalog_object& o)
   auto d = parse_doc(o);
   dns_provider_spec p;
   p.kind = str(d, "kind");
+  if (p.kind == "manual") {
+    if (auto* m = d.if_contains("manual"); m && m->is_object()) p.check_server = str(m->as_object(), "check_server");
+    return p;
+  }
   auto* r = d.if_contains("rfc2136");
   if (p.kind != "rfc2136" || !r || !r->is_object())
     return make_error(errc::store_failure, fmt::format("dns_provider {} is not an rfc2136 provider", o.id), "dns_provider_id");
@@ -313,6 +332,7 @@ result<store::catalog_object> make_dns_provider_object(const new_dns_provider& p
   o.name = p.name;
   o.doc = dns_provider_doc_json(p.spec);
   o.created_at = now;
+  if (p.spec.manual()) return o;  // nothing secret
   auto sealed = seal(key, p.tsig_secret, aad_for(o));
   if (!sealed) return std::move(sealed).error();
   o.sealed = std::move(*sealed);
@@ -494,6 +514,28 @@ result<cleanup_dns_target> parse_cleanup_dns_payload(std::string_view payload) {
 
 std::string cleanup_dns_key(std::string_view job_id, std::int64_t fence) {
   return fmt::format("cleanup_dns:{}:{}", job_id, fence);
+}
+
+std::string validate_dns_payload(std::string_view certificate_id, std::string_view order_job_id) {
+  return json::serialize(json::object{{"certificate_id", certificate_id}, {"order_job_id", order_job_id}});
+}
+
+result<validate_dns_target> parse_validate_dns_payload(std::string_view payload) {
+  auto r = certfleet::json::object_reader::parse(payload, "payload");
+  if (!r) return std::move(r).error();
+  if (auto ok = r->only({"certificate_id", "order_job_id"}); !ok) return std::move(ok).error();
+  validate_dns_target out;
+  auto cert = id_field(*r, "certificate_id");
+  if (!cert) return nested(std::move(cert).error(), "payload");
+  auto job = id_field(*r, "order_job_id");
+  if (!job) return nested(std::move(job).error(), "payload");
+  out.certificate_id = std::move(*cert);
+  out.order_job_id = std::move(*job);
+  return out;
+}
+
+std::string validate_dns_key(std::string_view order_job_id, std::int64_t n) {
+  return fmt::format("validate-dns:{}:{}", order_job_id, n);
 }
 
 std::string renew_job_key(std::string_view certificate_id, time_ms not_after) {

@@ -13,6 +13,7 @@
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/delivery/pem.hpp"
+#include "certfleet/distribution/acme_workflow.hpp"
 #include "certfleet/distribution/certificates.hpp"
 #include "certfleet/distribution/events.hpp"
 #include "certfleet/distribution/plan.hpp"
@@ -44,11 +45,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The workflow steps of DESIGN §9, in order. The job record has no workflow field yet: each step
-// is a job log line and the job's progress (step number of the list).
-constexpr std::array<std::string_view, 9> workflow_steps{
-    "initialized", "awaiting_validation", "dns_presenting", "dns_propagating", "validating",
-    "finalizing",  "downloading",         "storing",        "completed"};
 
 // Waits between propagation checks.
 constexpr auto propagation_poll = 500ms;
@@ -57,6 +53,9 @@ constexpr auto acme_poll_limit = std::chrono::milliseconds(120'000);
 // A CA's Retry-After is honoured up to this (the queue's backoff takes over beyond).
 constexpr std::int64_t retry_after_cap_s = 3600;
 constexpr std::uint32_t challenge_ttl = 60;
+// The first validate_manual_dns of a manual order runs this long after the order was prepared
+// (the operator's records rarely exist sooner; validate-dns asks again at once).
+constexpr time_ms manual_first_check_ms = 30'000;
 
 // CPU work (key generation) on the pool; back on the caller's executor after.
 template <class T, class F>
@@ -108,19 +107,47 @@ store::new_job cleanup_job(std::string project_id, const std::string& job_id, st
   return j;
 }
 
+acme::client_options client_options_for(const acme_account_spec& account, const acme_job_options& opt,
+                                        queue::job_context& ctx) {
+  acme::client_options co;
+  co.directory_url = account.directory_url;
+  co.ca_pem = trust_anchors(account.ca_bundle_pem, opt.ca_pem);
+  co.resolve_pool = opt.cpu;
+  co.log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
+    co_await ctx.log(std::move(level), std::move(message));
+  };
+  return co;
+}
+
 class acme_job {
  public:
-  acme_job(queue::job_context& ctx, const acme_job_options& opt, bool renewal)
-      : ctx_(ctx), opt_(opt), renewal_(renewal) {}
+  // issue_certificate, renew_certificate, or validate_manual_dns (which carries on the order an
+  // issue/renew job of a manual provider prepared).
+  enum class mode { issue, renew, validate_manual };
+  acme_job(queue::job_context& ctx, const acme_job_options& opt, mode m)
+      : ctx_(ctx), opt_(opt), mode_(m), renewal_(m == mode::renew) {}
 
   asio::awaitable<queue::outcome> run();
 
  private:
   asio::awaitable<void> step(std::string_view name);
   asio::awaitable<result<job_inputs>> load(std::string certificate_id);
+  // The directory read and the account's URL known; a failure's outcome otherwise.
+  asio::awaitable<std::optional<queue::outcome>> open_account(acme::client& client, const job_inputs& in,
+                                                              acme::directory& dir);
   // Everything from the directory to the stored version; records what it presented in presented_.
+  // A manual provider's order stops at awaiting_validation instead (hand_to_operator).
   asio::awaitable<queue::outcome> order_and_store(const job_inputs& in, const acme::account_key& akey,
-                                                  const acme::dns::tsig_key& tsig);
+                                                  const acme::dns::tsig_key* tsig);
+  // From a ready order to the stored version: finalize with a new key, download, store.
+  asio::awaitable<queue::outcome> finish_order(const job_inputs& in, acme::client& client, const std::string& order_url);
+  asio::awaitable<queue::outcome> hand_to_operator(const job_inputs& in, const std::string& order_url,
+                                                   std::vector<manual_challenge> challenges);
+  // validate_manual_dns: the records checked at the provider's check_server, the challenges
+  // answered, then finish_order.
+  asio::awaitable<queue::outcome> validate_manual(const job_inputs& in, const acme::account_key& akey,
+                                                  const std::string& order_job_id);
+  asio::awaitable<result<void>> save_manual_statuses(const job_inputs& in, const manual_order& m);
   asio::awaitable<result<void>> wait_for_propagation(const job_inputs& in);
   asio::awaitable<void> remove_records(const job_inputs& in, const acme::dns::tsig_key& tsig);
   asio::awaitable<result<void>> record_presented(const job_inputs& in, const presented_record& r);
@@ -129,6 +156,7 @@ class acme_job {
 
   queue::job_context& ctx_;
   const acme_job_options& opt_;
+  mode mode_;
   bool renewal_;
   std::vector<presented_record> presented_;
   std::string zone_;  // the zone the records went to
@@ -138,8 +166,10 @@ class acme_job {
 
 asio::awaitable<void> acme_job::step(std::string_view name) {
   ctx_.checkpoint();
-  auto at = std::find(workflow_steps.begin(), workflow_steps.end(), name) - workflow_steps.begin();
-  co_await ctx_.progress(at + 1, static_cast<std::int64_t>(workflow_steps.size()));
+  // The job's progress is its step's position: the workflow view reads it back (acme_workflow.hpp).
+  const auto steps = acme_workflow_steps();
+  auto at = std::find(steps.begin(), steps.end(), name) - steps.begin();
+  co_await ctx_.progress(at + 1, static_cast<std::int64_t>(steps.size()));
   co_await ctx_.log("info", fmt::format("workflow step: {}", name));
 }
 
@@ -289,21 +319,11 @@ asio::awaitable<void> acme_job::remove_records(const job_inputs& in, const acme:
     co_await ctx_.log("info", fmt::format("DNS: cleanup_dns job {} removes the {} record(s) left", *created, left));
 }
 
-asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, const acme::account_key& akey,
-                                                          const acme::dns::tsig_key& tsig) {
-  const auto& acme_doc = *in.doc.acme;
-  acme::client_options co;
-  co.directory_url = in.account_spec.directory_url;
-  co.ca_pem = trust_anchors(in.account_spec.ca_bundle_pem, opt_.ca_pem);
-  co.resolve_pool = opt_.cpu;
-  co.log = [this](std::string level, std::string message) -> asio::awaitable<void> {
-    co_await ctx_.log(std::move(level), std::move(message));
-  };
-  acme::client client(std::move(co), akey);
-
-  auto dir = co_await client.get_directory();
-  if (!dir) co_return from_failure(dir.failure());
-
+asio::awaitable<std::optional<queue::outcome>> acme_job::open_account(acme::client& client, const job_inputs& in,
+                                                                        acme::directory& dir) {
+  auto d = co_await client.get_directory();
+  if (!d) co_return from_failure(d.failure());
+  dir = *d;
   if (in.account_spec.account_url.empty()) {
     // Registered at creation; an account stored without its URL (a CA that failed after
     // answering) is looked up again here. The key's existing account comes back unchanged.
@@ -313,6 +333,16 @@ asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, 
   } else {
     client.set_account_url(in.account_spec.account_url);
   }
+  co_return std::nullopt;
+}
+
+asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, const acme::account_key& akey,
+                                                          const acme::dns::tsig_key* tsig) {
+  const auto& acme_doc = *in.doc.acme;
+  acme::client client(client_options_for(in.account_spec, opt_, ctx_), akey);
+  acme::directory directory;
+  if (auto failed = co_await open_account(client, in, directory)) co_return std::move(*failed);
+  const acme::directory* dir = &directory;
 
   std::string replaces;
   if (renewal_ && !dir->renewal_info.empty()) {
@@ -323,9 +353,12 @@ asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, 
   auto order = co_await client.new_order(std::move(oreq));
   if (!order) co_return from_failure(order.failure());
 
-  // Authorizations: present every pending one's record before answering any challenge.
-  co_await step("dns_presenting");
+  // Authorizations: present every pending one's record before answering any challenge (a manual
+  // provider's records are the operator's to create: they are listed instead).
+  const bool manual = in.provider_spec.manual();
+  if (!manual) co_await step("dns_presenting");
   std::vector<std::pair<std::string, std::string>> to_answer;  // (authorization URL, challenge URL)
+  std::vector<manual_challenge> for_operator;
   for (const auto& url : order->order.authorizations) {
     auto z = co_await client.get_authorization(url);
     if (!z) co_return from_failure(z.failure());
@@ -339,19 +372,29 @@ asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, 
           "the CA offers no dns-01 challenge for {}: certfleet answers only DNS-01", z->authorization.ident.value));
     presented_record rec{new_object_id(), acme::dns01_record_name(z->authorization.ident.value),
                          acme::dns01_txt_value(acme::key_authorization(ch->token, akey.thumbprint()))};
+    if (manual) {
+      manual_challenge c;
+      c.fqdn = rec.fqdn;
+      c.value = rec.value;
+      c.authorization_url = url;
+      c.challenge_url = ch->url;
+      for_operator.push_back(std::move(c));
+      continue;
+    }
     std::string server = in.provider_spec.server, zone = in.provider_spec.zone, fqdn = rec.fqdn, value = rec.value;
     // Recorded in the store and listed before the update: a TXT the server took but whose answer
     // was lost is removed too, by this job or, after a crash, by the DNS cleanup sweep.
     if (auto recorded = co_await record_presented(in, rec); !recorded)
       co_return queue::outcome::failure(fmt::format("recording the challenge record {}: {}", rec.fqdn, recorded.error().message));
     presented_.push_back(rec);
-    auto put = co_await acme::dns::present_txt(server, zone, tsig, fqdn, value, challenge_ttl, dns_opts_);
+    auto put = co_await acme::dns::present_txt(server, zone, *tsig, fqdn, value, challenge_ttl, dns_opts_);
     if (!put) co_return dns_failure(in, put.error());
     zone_ = *put;
     co_await ctx_.log("info", fmt::format("DNS: presented TXT {} in zone {} at {}", rec.fqdn, zone_, server));
     crash_point("acme_dns_presented");
     to_answer.emplace_back(url, ch->url);
   }
+  if (!for_operator.empty()) co_return co_await hand_to_operator(in, order->url, std::move(for_operator));
 
   if (!to_answer.empty()) {
     co_await step("dns_propagating");
@@ -369,10 +412,15 @@ asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, 
       if (!z) co_return from_failure(z.failure());
     }
   }
-  co_await remove_records(in, tsig);
+  if (!presented_.empty()) co_await remove_records(in, *tsig);
+  co_return co_await finish_order(in, client, order->url);
+}
 
+asio::awaitable<queue::outcome> acme_job::finish_order(const job_inputs& in, acme::client& client,
+                                                       const std::string& order_url) {
+  const auto& acme_doc = *in.doc.acme;
   co_await step("finalizing");
-  auto ready = co_await client.poll_order(order->url, acme_poll_limit);
+  auto ready = co_await client.poll_order(order_url, acme_poll_limit);
   if (!ready) co_return from_failure(ready.failure());
   auto type = acme::parse_key_type(acme_doc.key_type).value_or(acme::default_key_type);
   auto key_pem = co_await on_cpu<result<std::string>>(opt_.cpu, [type] { return acme::generate_private_key(type); });
@@ -382,10 +430,10 @@ asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, 
   co_await ctx_.log("info", fmt::format("ACME: new {} key made for the CSR ({} name(s))", acme_doc.key_type, acme_doc.domains.size()));
   auto fin = co_await client.finalize(*ready, std::move(*csr));
   if (!fin) co_return from_failure(fin.failure());
-  auto valid = co_await client.poll_order(order->url, acme_poll_limit);
+  auto valid = co_await client.poll_order(order_url, acme_poll_limit);
   if (!valid) co_return from_failure(valid.failure());
   if (valid->order.status != acme::order_status::valid || valid->order.certificate.empty())
-    co_return queue::outcome::failure(fmt::format("order {} is {} after finalize, with no certificate URL", order->url,
+    co_return queue::outcome::failure(fmt::format("order {} is {} after finalize, with no certificate URL", order_url,
                                                   acme::order_status_name(valid->order.status)));
 
   co_await step("downloading");
@@ -474,11 +522,162 @@ asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, 
   co_return queue::outcome::ok();
 }
 
+// The manual path (DESIGN §9): the order and its records go on the certificate, with the first
+// validate_manual_dns job (due after manual_first_check), in one transaction; this job ends
+// completed at awaiting_validation. A retried attempt whose first one committed finds its own
+// order there and ends the same way (run()).
+asio::awaitable<queue::outcome> acme_job::hand_to_operator(const job_inputs& in, const std::string& order_url,
+                                                           std::vector<manual_challenge> challenges) {
+  const std::string project = in.cert.project_id, cert_id = in.cert.id, job_id = ctx_.job().id;
+  const std::int64_t version = in.doc.version;
+  const time_ms now = ctx_.clock().now_ms();
+  auto validation_job = std::make_shared<std::string>();
+  store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
+    auto cert = tx.get_object(project, store::kind_certificate, cert_id);
+    if (!cert) return std::move(cert).error();
+    auto doc = parse_certificate_doc(*cert, true);
+    if (!doc) return std::move(doc).error();
+    if (doc->version != version || !doc->acme)
+      return make_error(errc::conflict,
+                        fmt::format("certificate {} is at version {} now (this job started from {})", cert_id,
+                                    doc->version, version),
+                        "version");
+    store::new_job j;
+    j.project_id = project;
+    j.type = std::string(queue::job_names::validate_manual_dns);
+    j.lane = std::string(queue::lane_main);
+    j.payload = validate_dns_payload(cert_id, job_id);
+    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
+    j.idempotency_key = validate_dns_key(job_id, 1);
+    j.parent_job_id = job_id;
+    j.certificate_id = cert_id;
+    j.triggered_by = "acme_workflow";
+    j.run_at = now + manual_first_check_ms;
+    auto e = tx.jobs().enqueue(j, now);
+    if (!e) return std::move(e).error();
+    *validation_job = e->job.id;
+    manual_order m;
+    m.job_id = job_id;
+    m.order_url = order_url;
+    m.from_version = version;
+    m.challenges = challenges;
+    m.validations = 1;
+    m.last_validation_job_id = e->job.id;
+    doc->acme->manual = std::move(m);
+    doc->acme->last_error.clear();
+    return tx.update_object_doc(cert_id, certificate_doc_json(*doc));
+  };
+  auto w = co_await ctx_.store().catalog().transact(std::move(write));
+  if (!w) {
+    if (w.error().is(errc::conflict)) co_return queue::outcome::permanent_failure(w.error().message);
+    co_return queue::outcome::failure(fmt::format("storing the manual DNS challenges: {}", w.error().message));
+  }
+  crash_point("acme_manual_handed_over");
+  co_await step("awaiting_validation");
+  for (const auto& c : challenges)
+    co_await ctx_.log("info", fmt::format("DNS (manual): create TXT {} = \"{}\"", c.fqdn, c.value));
+  co_await ctx_.log("info", fmt::format("DNS (manual): {} record(s) to create at your DNS provider; validate_manual_dns job {} "
+                                        "checks them in {} s, and POST …/jobs/{}/validate-dns checks them again",
+                                        challenges.size(), *validation_job, manual_first_check_ms / 1000, job_id));
+  co_return queue::outcome::ok();
+}
+
+asio::awaitable<result<void>> acme_job::save_manual_statuses(const job_inputs& in, const manual_order& m) {
+  const std::string project = in.cert.project_id, cert_id = in.cert.id, order_job = m.job_id;
+  const std::vector<manual_challenge> challenges = m.challenges;
+  store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
+    auto cert = tx.get_object(project, store::kind_certificate, cert_id);
+    if (!cert) return std::move(cert).error();
+    auto doc = parse_certificate_doc(*cert, true);
+    if (!doc) return std::move(doc).error();
+    // Another order replaced this one meanwhile: its statuses are not ours to write.
+    if (!doc->acme || !doc->acme->manual || doc->acme->manual->job_id != order_job) return {};
+    doc->acme->manual->challenges = challenges;
+    return tx.update_object_doc(cert_id, certificate_doc_json(*doc));
+  };
+  co_return co_await ctx_.store().catalog().transact(std::move(write));
+}
+
+asio::awaitable<queue::outcome> acme_job::validate_manual(const job_inputs& in, const acme::account_key& akey,
+                                                          const std::string& order_job_id) {
+  const auto* waiting = in.doc.acme->manual ? &*in.doc.acme->manual : nullptr;
+  if (!waiting || waiting->job_id != order_job_id)
+    co_return queue::outcome::permanent_failure(fmt::format(
+        "certificate {} has no manual DNS order of job {} waiting (a later issue or renewal job replaced it): validate "
+        "the latest one, or renew again",
+        in.cert.id, order_job_id));
+  if (in.doc.version != waiting->from_version) {
+    co_await ctx_.log("info", fmt::format("certificate {} is at version {}: this order was validated and stored already",
+                                          in.cert.id, in.doc.version));
+    co_return queue::outcome::ok();
+  }
+  manual_order m = *waiting;
+
+  // The operator's records, where the provider says to look. Missing ones fail this attempt
+  // (retried with backoff; then the operator asks again with validate-dns).
+  co_await step("dns_propagating");
+  if (in.provider_spec.check_server.empty()) {
+    co_await ctx_.log("info", "DNS (manual): the provider has no check_server: the CA's validation is the check");
+  } else {
+    std::vector<std::string> missing;
+    for (const auto& c : m.challenges) {
+      if (c.status == "valid") continue;
+      std::string server = in.provider_spec.check_server, fqdn = c.fqdn;
+      auto a = co_await acme::dns::txt_lookup(server, fqdn, dns_opts_);
+      if (!a) co_return dns_failure(in, a.error());
+      if (std::find(a->values.begin(), a->values.end(), c.value) == a->values.end())
+        missing.push_back(fmt::format("TXT {} = \"{}\"", c.fqdn, c.value));
+      else
+        co_await ctx_.log("info", fmt::format("DNS (manual): {} answers TXT {} with the challenge value", server, c.fqdn));
+    }
+    if (!missing.empty())
+      co_return queue::outcome::failure(fmt::format(
+          "DNS (manual): {} does not answer {} yet: create the record(s) at your DNS provider, then POST …/jobs/{}/validate-dns",
+          in.provider_spec.check_server, fmt::join(missing, ", "), order_job_id));
+  }
+
+  acme::client client(client_options_for(in.account_spec, opt_, ctx_), akey);
+  acme::directory dir;
+  if (auto failed = co_await open_account(client, in, dir)) co_return std::move(*failed);
+  co_await step("validating");
+  for (auto& c : m.challenges) {
+    auto z = co_await client.get_authorization(c.authorization_url);
+    if (!z) co_return from_failure(z.failure());
+    if (z->authorization.status == acme::authorization_status::pending) {
+      auto answered = co_await client.respond_challenge(c.challenge_url);
+      if (!answered) co_return from_failure(answered.failure());
+      auto polled = co_await client.poll_authorization(c.authorization_url, acme_poll_limit);
+      if (!polled) {
+        c.status = "invalid";
+        if (auto saved = co_await save_manual_statuses(in, m); !saved)
+          co_await ctx_.log("warn", fmt::format("recording the challenge statuses: {}", saved.error().message));
+        auto f = from_failure(polled.failure());
+        if (f.k == queue::outcome::kind::failed_permanently)
+          f.error += " — this order cannot be validated any more: renew (POST …/certificates/{id}/renew) or issue again";
+        co_return f;
+      }
+    } else if (z->authorization.status != acme::authorization_status::valid) {
+      c.status = "invalid";
+      (void)co_await save_manual_statuses(in, m);
+      co_return queue::outcome::permanent_failure(fmt::format(
+          "the CA's authorization for {} is {}: this order cannot be validated any more; renew or issue again",
+          z->authorization.ident.value, acme::authorization_status_name(z->authorization.status)));
+    }
+    c.status = "valid";
+    co_await ctx_.log("info", fmt::format("ACME: the CA validated TXT {}", c.fqdn));
+  }
+  if (auto saved = co_await save_manual_statuses(in, m); !saved)
+    co_await ctx_.log("warn", fmt::format("recording the challenge statuses: {}", saved.error().message));
+  co_return co_await finish_order(in, client, m.order_url);
+}
+
 asio::awaitable<void> acme_job::record_failure(const job_inputs& in, const queue::outcome& o) {
   // A failed first issuance leaves the certificate failed when retrying cannot help; a renewal
   // leaves the current version in place. Either way the certificate shows the last error.
+  // A manual order whose records are still missing keeps waiting: validate-dns asks again. Only
+  // an order the CA refused ends the certificate.
   const bool dead_now = o.k == queue::outcome::kind::failed_permanently ||
-                        ctx_.job().attempts >= ctx_.job().max_attempts;
+                        (mode_ != mode::validate_manual && ctx_.job().attempts >= ctx_.job().max_attempts);
   const std::string project = in.cert.project_id, cert_id = in.cert.id, why = o.error;
   const std::int64_t version = in.doc.version;
   store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
@@ -495,10 +694,20 @@ asio::awaitable<void> acme_job::record_failure(const job_inputs& in, const queue
 }
 
 asio::awaitable<queue::outcome> acme_job::run() {
-  auto p = certfleet::json::object_reader::parse(ctx_.payload(), "payload");
-  if (!p) co_return queue::outcome::permanent_failure(p.error().message);
-  auto cert_id = p->required_string("certificate_id");
-  if (!cert_id) co_return queue::outcome::permanent_failure(cert_id.error().message);
+  std::optional<std::string> cert_id;
+  std::string order_job_id;
+  if (mode_ == mode::validate_manual) {
+    auto v = parse_validate_dns_payload(ctx_.payload());
+    if (!v) co_return queue::outcome::permanent_failure(v.error().message);
+    cert_id = v->certificate_id;
+    order_job_id = v->order_job_id;
+  } else {
+    auto p = certfleet::json::object_reader::parse(ctx_.payload(), "payload");
+    if (!p) co_return queue::outcome::permanent_failure(p.error().message);
+    auto id = p->required_string("certificate_id");
+    if (!id) co_return queue::outcome::permanent_failure(id.error().message);
+    cert_id = std::move(*id);
+  }
   if (!opt_.key) co_return queue::outcome::failure("no key-encryption key is loaded in this worker: secrets cannot be opened");
 
   co_await step("initialized");
@@ -508,10 +717,21 @@ asio::awaitable<queue::outcome> acme_job::run() {
       co_return queue::outcome::permanent_failure(in.error().message);
     co_return queue::outcome::failure(in.error().message);
   }
+  if (mode_ == mode::validate_manual && !in->provider_spec.manual())
+    co_return queue::outcome::permanent_failure(fmt::format(
+        "the DNS provider {} of certificate {} is not a manual provider: its jobs present their records themselves",
+        in->provider.name, *cert_id));
+  if (mode_ != mode::validate_manual && in->provider_spec.manual() && in->doc.acme->manual &&
+      in->doc.acme->manual->job_id == ctx_.job().id && in->doc.acme->manual->from_version == in->doc.version) {
+    // An earlier attempt of this job handed the order over and was interrupted before finishing.
+    co_await step("awaiting_validation");
+    co_await ctx_.log("info", "DNS (manual): this job's order already waits for the operator's records");
+    co_return queue::outcome::ok();
+  }
   if (renewal_ && in->doc.version == 0)
     co_return queue::outcome::permanent_failure(
         fmt::format("certificate {} has no issued version to renew: its issue_certificate job issues it", *cert_id));
-  if (!renewal_ && in->doc.version > 0) {
+  if (mode_ == mode::issue && in->doc.version > 0) {
     co_await ctx_.log("info", fmt::format("certificate {} already has version {}: nothing to issue", *cert_id, in->doc.version));
     co_return queue::outcome::ok();
   }
@@ -520,7 +740,10 @@ asio::awaitable<queue::outcome> acme_job::run() {
     co_return queue::outcome::ok();
   }
   co_await ctx_.log("info", fmt::format("{} of certificate {} ({}) for {} with ACME account {} ({}) and DNS provider {} ({})",
-                                        renewal_ ? "renewal" : "issuance", in->cert.name, *cert_id,
+                                        mode_ == mode::validate_manual ? "manual DNS validation"
+                                        : renewal_                     ? "renewal"
+                                                                       : "issuance",
+                                        in->cert.name, *cert_id,
                                         fmt::join(in->doc.acme->domains, ", "), in->account.name,
                                         in->account_spec.directory_url, in->provider.name, in->provider_spec.server));
 
@@ -528,11 +751,15 @@ asio::awaitable<queue::outcome> acme_job::run() {
   if (!secret) co_return queue::outcome::permanent_failure(fmt::format("ACME account {}: {}", in->account.name, secret.error().message));
   auto akey = acme::account_key::from_pem(secret->account_key_pem);
   if (!akey) co_return queue::outcome::permanent_failure(fmt::format("ACME account {}: {}", in->account.name, akey.error().message));
-  auto tsig_secret = open_dns_provider_secret(*opt_.key, in->provider);
-  if (!tsig_secret)
-    co_return queue::outcome::permanent_failure(fmt::format("DNS provider {}: {}", in->provider.name, tsig_secret.error().message));
-  auto tsig = acme::dns::make_tsig_key(in->provider_spec.tsig_key_name, in->provider_spec.tsig_algorithm, *tsig_secret);
-  if (!tsig) co_return queue::outcome::permanent_failure(fmt::format("DNS provider {}: {}", in->provider.name, tsig.error().message));
+  std::optional<acme::dns::tsig_key> tsig;
+  if (!in->provider_spec.manual()) {
+    auto tsig_secret = open_dns_provider_secret(*opt_.key, in->provider);
+    if (!tsig_secret)
+      co_return queue::outcome::permanent_failure(fmt::format("DNS provider {}: {}", in->provider.name, tsig_secret.error().message));
+    auto k = acme::dns::make_tsig_key(in->provider_spec.tsig_key_name, in->provider_spec.tsig_algorithm, *tsig_secret);
+    if (!k) co_return queue::outcome::permanent_failure(fmt::format("DNS provider {}: {}", in->provider.name, k.error().message));
+    tsig = std::move(*k);
+  }
 
   auto settings = co_await store::read_settings(ctx_.store());
   propagation_timeout_ = std::chrono::seconds(settings.integer("acme_dns_propagation_timeout_s"));
@@ -545,11 +772,14 @@ asio::awaitable<queue::outcome> acme_job::run() {
   queue::outcome out;
   std::exception_ptr interrupted;
   try {
-    out = co_await order_and_store(*in, *akey, *tsig);
+    if (mode_ == mode::validate_manual)
+      out = co_await validate_manual(*in, *akey, order_job_id);
+    else
+      out = co_await order_and_store(*in, *akey, tsig ? &*tsig : nullptr);
   } catch (const queue::job_interrupted&) {
     interrupted = std::current_exception();
   }
-  if (!presented_.empty()) co_await remove_records(*in, *tsig);
+  if (!presented_.empty() && tsig) co_await remove_records(*in, *tsig);
   if (interrupted) std::rethrow_exception(interrupted);
   if (out.k == queue::outcome::kind::failed || out.k == queue::outcome::kind::failed_permanently) {
     co_await ctx_.log("error", out.error);
@@ -560,17 +790,6 @@ asio::awaitable<queue::outcome> acme_job::run() {
 
 // ---- revoke_certificate ------------------------------------------------------------------
 
-acme::client_options client_options_for(const acme_account_spec& account, const acme_job_options& opt,
-                                        queue::job_context& ctx) {
-  acme::client_options co;
-  co.directory_url = account.directory_url;
-  co.ca_pem = trust_anchors(account.ca_bundle_pem, opt.ca_pem);
-  co.resolve_pool = opt.cpu;
-  co.log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
-    co_await ctx.log(std::move(level), std::move(message));
-  };
-  return co;
-}
 
 struct revoke_inputs {
   store::catalog_object cert, account;
@@ -864,11 +1083,21 @@ void register_acme_handlers(queue::handler_registry& r, std::shared_ptr<const ac
   for (bool renewal : {false, true}) {
     r.add(std::string(renewal ? queue::job_names::renew_certificate : queue::job_names::issue_certificate),
           [options, renewal](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
-            acme_job job(ctx, *options, renewal);
+            acme_job job(ctx, *options, renewal ? acme_job::mode::renew : acme_job::mode::issue);
             co_return co_await job.run();
           },
           validate);
   }
+  r.add(std::string(queue::job_names::validate_manual_dns),
+        [options](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
+          acme_job job(ctx, *options, acme_job::mode::validate_manual);
+          co_return co_await job.run();
+        },
+        [](const std::string& payload) -> result<void> {
+          auto p = parse_validate_dns_payload(payload);
+          if (!p) return std::move(p).error();
+          return {};
+        });
 }
 
 renewal_due acme_renewal_due(const certificate_doc& d, time_ms now, std::optional<acme_renewal_window> ari) {

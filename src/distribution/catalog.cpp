@@ -186,6 +186,21 @@ std::string certificate_doc_json(const certificate_doc& d) {
                                {"profile", d.acme->profile},
                                {"auto_renew", d.acme->auto_renew},
                                {"last_error", d.acme->last_error}};
+    if (const auto& m = d.acme->manual) {
+      json::array cs;
+      for (const auto& c : m->challenges)
+        cs.emplace_back(json::object{{"fqdn", c.fqdn},
+                                     {"value", c.value},
+                                     {"authorization_url", c.authorization_url},
+                                     {"challenge_url", c.challenge_url},
+                                     {"status", c.status}});
+      doc["acme"].as_object()["manual"] = json::object{{"job_id", m->job_id},
+                                                       {"order_url", m->order_url},
+                                                       {"from_version", m->from_version},
+                                                       {"challenges", std::move(cs)},
+                                                       {"validations", m->validations},
+                                                       {"last_validation_job_id", m->last_validation_job_id}};
+    }
   }
   if (d.revocation)
     doc["revocation"] = json::object{{"serial", d.revocation->serial},
@@ -264,6 +279,23 @@ result<certificate_doc> parse_certificate_doc(const store::catalog_object& o, bo
     acme.profile = str(ao, "profile");
     if (auto* r = ao.if_contains("auto_renew"); r && r->is_bool()) acme.auto_renew = r->as_bool();
     acme.last_error = str(ao, "last_error");
+    if (auto* m = ao.if_contains("manual"); m && m->is_object()) {
+      const auto& mo = m->as_object();
+      manual_order mord;
+      mord.job_id = str(mo, "job_id");
+      mord.order_url = str(mo, "order_url");
+      mord.from_version = num(mo, "from_version");
+      mord.validations = num(mo, "validations");
+      mord.last_validation_job_id = str(mo, "last_validation_job_id");
+      if (auto* cs = mo.if_contains("challenges"); cs && cs->is_array())
+        for (const auto& x : cs->as_array()) {
+          if (!x.is_object()) continue;
+          const auto& co = x.as_object();
+          mord.challenges.push_back(
+              {str(co, "fqdn"), str(co, "value"), str(co, "authorization_url"), str(co, "challenge_url"), str(co, "status")});
+        }
+      acme.manual = std::move(mord);
+    }
     c.acme = std::move(acme);
   }
   if (auto* rv = d.if_contains("revocation"); rv && rv->is_object()) {

@@ -8,6 +8,7 @@
 #include "certfleet/delivery/ssh.hpp"
 #include "certfleet/distribution/acme_catalog.hpp"
 #include "certfleet/distribution/acme_jobs.hpp"
+#include "certfleet/distribution/acme_workflow.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/certificates.hpp"
 #include "certfleet/distribution/engine.hpp"
@@ -586,6 +587,31 @@ op<json::value> service::renew_certificate(std::string project_id, std::string i
   if (!w) co_return std::move(w).error();
   if (queue_.on_enqueued) queue_.on_enqueued(queue::lane_main);
   co_return json::value(std::move(*out));
+}
+
+op<json::value> service::validate_manual_dns(std::string project_id, std::string job_id, std::string actor) {
+  auto now = clock_.now_ms();
+  auto out = std::make_shared<json::object>();
+  store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
+    auto e = enqueue_manual_validation(tx, project_id, job_id, actor, now);
+    if (!e) return std::move(e).error();
+    *out = json::object{{"job_id", e->job.id}, {"created", e->created}};
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op));
+  if (!w) co_return std::move(w).error();
+  if (queue_.on_enqueued) queue_.on_enqueued(queue::lane_main);
+  co_return json::value(std::move(*out));
+}
+
+op<json::value> service::job_workflow(store::job_record job) {
+  if (!has_acme_workflow(job.type)) co_return json::value(nullptr);
+  store::read_value_fn<json::object> read = [job = std::move(job)](store::catalog_read& rd) {
+    return acme_workflow_view(rd, job);
+  };
+  auto w = co_await store::read_value(st_.catalog(), std::move(read));
+  if (!w) co_return std::move(w).error();
+  co_return json::value(std::move(*w));
 }
 
 op<json::value> service::revoke_certificate(std::string project_id, std::string id, std::string body, std::string actor) {

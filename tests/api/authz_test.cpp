@@ -177,6 +177,9 @@ TEST_F(api_authz, every_route_every_role) {
        {401, 403, 403, 200, 200, 404, 200}},
       {api::route_id::job_cancel, "POST", [=](api_authz& t) { return pending_job(t) + "/cancel"; }, "",
        {401, 403, 403, 200, 200, 404, 200}},
+      // A noop job has no manual DNS order: the role check passes, then 409 naming the job.
+      {api::route_id::job_validate_dns, "POST", [=](api_authz& t) { return pending_job(t) + "/validate-dns"; }, "",
+       {401, 403, 409, 409, 409, 404, 409}},
       {api::route_id::job_logs, "GET", [=](api_authz& t) { return pending_job(t) + "/logs"; }, "",
        {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::job_log_stream, "WS", [=](api_authz& t) { return pending_job(t) + "/logs/stream"; }, "",

@@ -153,6 +153,19 @@ TEST(acme_jobs, issue_stores_version_1_then_a_renewal_stores_version_2_and_deliv
   EXPECT_NE(log.find("workflow step: completed"), std::string::npos) << log;
   // The challenge record is gone from the zone once the job has ended.
   EXPECT_TRUE(a.knot->dig_txt("_acme-challenge." + domain).empty());
+  // The job's workflow: at its last step, the record it presented listed with its removal.
+  const auto& flow = issued.at("workflow");
+  EXPECT_EQ(str(flow, "kind"), "acme");
+  EXPECT_EQ(str(flow, "step"), "completed") << json::serialize(flow);
+  EXPECT_EQ(flow.at("steps").as_array().size(), 9u);
+  EXPECT_FALSE(flow.as_object().contains("failed_step"));
+  EXPECT_TRUE(flow.at("manual_challenges").as_array().empty());
+  ASSERT_EQ(flow.at("presented_records").as_array().size(), 1u) << json::serialize(flow);
+  const auto& presented = flow.at("presented_records").at(0);
+  EXPECT_EQ(str(presented, "fqdn"), "_acme-challenge." + domain);
+  EXPECT_EQ(str(presented, "provider"), "knot");
+  EXPECT_GT(time_of(presented, "removed_at"), 0) << json::serialize(presented);
+  EXPECT_GE(time_of(presented, "removed_at"), time_of(presented, "at"));
 
   auto v1 = a.env.ok("GET", "certificates/" + cert);
   EXPECT_EQ(num(v1, "version"), 1) << json::serialize(v1);
@@ -550,6 +563,103 @@ TEST(acme_jobs, revoke_is_seen_by_pebble_and_every_certificate_event_reaches_a_w
     EXPECT_EQ(testbed::expect_answer_times(*d, "webhook data"), 1) << json::serialize(*d);
   EXPECT_GT(time_of(issued, "not_after"), 0);
   EXPECT_GE(time_of(renewed, "not_after"), time_of(issued, "not_after"));
+}
+
+// The manual path (DESIGN §9): the issue job prepares the order and stops at awaiting_validation
+// with the record to create; validate-dns before the record exists fails naming it; the operator
+// creates it with nsupdate and validates again; the certificate is issued. Bad manual bodies name
+// their field.
+TEST(acme_jobs, a_manual_provider_waits_for_the_operators_record_then_validate_dns_issues) {
+  acme_env a;
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  // Bad manual providers, each refused naming the field, nothing stored.
+  struct bad_case {
+    json::object body;
+    std::string field;
+  };
+  const std::vector<bad_case> bad{
+      {json::object{{"name", "m1"}, {"kind", "manual"}, {"rfc2136", json::object{}}}, "rfc2136"},
+      {json::object{{"name", "m2"}, {"kind", "manual"}, {"manual", json::object{{"check_server", "127.0.0.1:99999"}}}},
+       "manual.check_server"},
+      {json::object{{"name", "m3"}, {"kind", "manual"}, {"manual", json::object{{"server", "127.0.0.1:53"}}}}, "manual.server"},
+      {json::object{{"name", "m4"}, {"kind", "manual"}, {"manual", "yes"}}, "manual"},
+      {json::object{{"name", "m5"}, {"kind", "carrier-pigeon"}}, "kind"},
+  };
+  for (const auto& b : bad) {
+    auto r = a.env.call("POST", "dns-providers", json::serialize(b.body));
+    EXPECT_EQ(r.status, 400) << json::serialize(b.body) << " " << r.body;
+    EXPECT_EQ(str(r.json().at("error"), "field"), b.field) << r.body;
+  }
+  EXPECT_EQ(num(a.env.ok("GET", "dns-providers"), "total"), 0);
+  auto provider = a.create("dns-providers", json::object{{"name", "by-hand"},
+                                                         {"kind", "manual"},
+                                                         {"manual", json::object{{"check_server", a.knot->server()}}}});
+
+  const std::string domain = "manual." + label() + "." + a.knot->zone();
+  auto [cert, job] = a.issue("by-hand", {domain}, account, provider);
+  auto prepared = a.wait_job(job);
+  ASSERT_EQ(str(prepared, "status"), "completed") << json::serialize(prepared) << "\n" << a.log_text(job);
+  const auto& flow = prepared.at("workflow");
+  EXPECT_EQ(str(flow, "step"), "awaiting_validation") << json::serialize(flow);
+  EXPECT_TRUE(flow.at("presented_records").as_array().empty());
+  ASSERT_EQ(flow.at("manual_challenges").as_array().size(), 1u) << json::serialize(flow);
+  const auto& challenge = flow.at("manual_challenges").at(0);
+  EXPECT_EQ(str(challenge, "fqdn"), "_acme-challenge." + domain);
+  EXPECT_EQ(str(challenge, "value").size(), 43u);  // base64url of a SHA-256
+  EXPECT_EQ(str(challenge, "status"), "pending");
+  EXPECT_NE(a.log_text(job).find("DNS (manual): create TXT _acme-challenge." + domain), std::string::npos);
+  // certfleet put nothing in the zone, and the certificate waits.
+  EXPECT_TRUE(a.knot->dig_txt("_acme-challenge." + domain).empty());
+  auto waiting = a.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(str(waiting, "status"), "pending");
+  EXPECT_EQ(num(waiting, "version"), 0);
+
+  // "Validate" before the record exists: the job fails naming the record and what to do.
+  auto early = a.env.ok("POST", "jobs/" + job + "/validate-dns", "", 202);
+  const std::string early_id = str(early, "job_id");
+  EXPECT_EQ(early.at("created"), true);
+  json::value early_job;
+  for (int i = 0; i < 300; ++i) {
+    early_job = a.env.call("GET", "jobs/" + early_id).json();
+    if (str(early_job, "status") == "failed" || str(early_job, "status") == "dead") break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(str(early_job, "status"), "failed") << json::serialize(early_job) << "\n" << a.log_text(early_id);
+  EXPECT_NE(str(early_job, "error").find("_acme-challenge." + domain), std::string::npos) << str(early_job, "error");
+  EXPECT_NE(str(early_job, "error").find("validate-dns"), std::string::npos) << str(early_job, "error");
+  EXPECT_EQ(str(early_job, "parent_job_id"), job);
+  EXPECT_EQ(str(early_job.at("workflow"), "failed_step"), "dns_propagating") << json::serialize(early_job);
+  // Failing to find the record does not fail the certificate: it still waits.
+  EXPECT_EQ(str(a.env.ok("GET", "certificates/" + cert), "status"), "pending");
+
+  // The operator creates the record, as they would, and says so.
+  auto [rc, out] = a.knot->nsupdate(
+      {"update add _acme-challenge." + domain + " 60 TXT \"" + str(challenge, "value") + "\""}, a.knot->zone());
+  ASSERT_EQ(rc, 0) << out;
+  auto asked = a.env.ok("POST", "jobs/" + job + "/validate-dns", "", 202);
+  EXPECT_EQ(asked.at("created"), true) << json::serialize(asked);
+  EXPECT_NE(str(asked, "job_id"), early_id);
+  auto validated = a.wait_job(str(asked, "job_id"));
+  ASSERT_EQ(str(validated, "status"), "completed") << json::serialize(validated) << "\n" << a.log_text(str(asked, "job_id"));
+  EXPECT_EQ(str(validated, "type"), "validate_manual_dns");
+  EXPECT_EQ(str(validated.at("workflow"), "step"), "completed");
+  EXPECT_EQ(str(validated.at("workflow").at("manual_challenges").at(0), "status"), "valid");
+  // The preparing job's workflow shows the record validated too.
+  EXPECT_EQ(str(a.env.ok("GET", "jobs/" + job).at("workflow").at("manual_challenges").at(0), "status"), "valid");
+
+  auto v1 = a.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(num(v1, "version"), 1) << json::serialize(v1);
+  EXPECT_EQ(str(v1, "status"), "active");
+  EXPECT_TRUE(chains_to(str(v1, "cert_pem"), str(v1, "chain_pem"), a.ca->root_pem()));
+  // Validated: asking again is a conflict naming the job; so is asking on a job without an order.
+  auto again = a.env.call("POST", "jobs/" + job + "/validate-dns");
+  EXPECT_EQ(again.status, 409) << again.body;
+  EXPECT_NE(again.body.find("was validated"), std::string::npos) << again.body;
+  auto noop = str(a.env.ok("POST", "jobs", R"({"type":"noop"})", 201), "id");
+  auto other = a.env.call("POST", "jobs/" + noop + "/validate-dns");
+  EXPECT_EQ(other.status, 409) << other.body;
+  EXPECT_EQ(str(other.json().at("error"), "field"), "id");
+  EXPECT_EQ(a.env.call("POST", "jobs/0123456789abcdef01234567/validate-dns").status, 404);
 }
 
 // A worker killed between putting a challenge record into the zone and removing it (the crash

@@ -54,11 +54,16 @@ result<acme_account_secret> open_acme_account_secret(const kek& key, const store
 // ---- DNS providers ------------------------------------------------------------------------
 
 struct dns_provider_spec {
-  std::string kind = "rfc2136";  // rfc2136 (manual: not built yet, refused)
+  std::string kind = "rfc2136";  // rfc2136 | manual
   std::string server;            // "host:port" as given (checked by acme::dns::parse_server)
   std::string zone;              // "" : found per record by the SOA walk
   std::string tsig_key_name;
   std::string tsig_algorithm = "hmac-sha256";
+  // manual: where validate_manual_dns looks for the records the operator created; "": nowhere
+  // (the CA's own validation is the check).
+  std::string check_server;
+
+  bool manual() const noexcept { return kind == "manual"; }
 };
 
 struct new_dns_provider {
@@ -68,7 +73,8 @@ struct new_dns_provider {
 };
 
 // POST …/dns-providers {name, kind: "rfc2136", rfc2136: {server, zone?, tsig_key_name,
-// tsig_algorithm?: "hmac-sha256", tsig_secret}}. kind "manual" is refused (not built yet).
+// tsig_algorithm?: "hmac-sha256", tsig_secret}} or {name, kind: "manual", manual?: {check_server?}}
+// (a manual provider has no secret).
 result<new_dns_provider> parse_dns_provider_request(std::string_view body);
 std::string dns_provider_doc_json(const dns_provider_spec& p);
 result<dns_provider_spec> parse_dns_provider_doc(const store::catalog_object& o);
@@ -131,5 +137,15 @@ struct cleanup_dns_target {
 };
 result<cleanup_dns_target> parse_cleanup_dns_payload(std::string_view payload);
 std::string cleanup_dns_key(std::string_view job_id, std::int64_t fence);
+
+// validate_manual_dns carries on the manual order an issue/renew job prepared: payload
+// {"certificate_id", "order_job_id"}, key validate-dns:<order job>:<n> (n counts the validations
+// of that order: the first is enqueued by the job itself, the next by POST …/validate-dns).
+struct validate_dns_target {
+  std::string certificate_id, order_job_id;
+};
+std::string validate_dns_payload(std::string_view certificate_id, std::string_view order_job_id);
+result<validate_dns_target> parse_validate_dns_payload(std::string_view payload);
+std::string validate_dns_key(std::string_view order_job_id, std::int64_t n);
 
 }  // namespace certfleet::distribution

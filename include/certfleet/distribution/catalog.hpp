@@ -31,6 +31,24 @@ struct certificate_version_info {
   time_ms not_before = 0, not_after = 0, created_at = 0;
 };
 
+// The manual DNS path (DESIGN §9): an order whose DNS-01 records the operator creates by hand.
+// The issue/renew job prepares it and ends at awaiting_validation; validate_manual_dns jobs
+// check the records and carry the order on. The last one stays on the document (statuses valid
+// or invalid) so the jobs' workflow can show it.
+struct manual_challenge {
+  std::string fqdn, value;  // the TXT record to create
+  std::string authorization_url, challenge_url;
+  std::string status = "pending";  // pending | valid | invalid
+};
+struct manual_order {
+  std::string job_id;     // the issue/renew job that prepared it
+  std::string order_url;
+  std::int64_t from_version = 0;  // the certificate's version when it was prepared
+  std::vector<manual_challenge> challenges;
+  std::int64_t validations = 0;  // validate_manual_dns jobs enqueued for it (their keys count)
+  std::string last_validation_job_id;
+};
+
 // What an ACME certificate (source "acme") is issued from and renewed with (DESIGN §9). Kept
 // across versions: store_new_version carries it over.
 struct certificate_acme {
@@ -40,6 +58,7 @@ struct certificate_acme {
   std::string profile;  // a name from the CA's meta.profiles; "" for the CA's default
   bool auto_renew = true;
   std::string last_error;  // why the last issuance/renewal failed ("" after a success)
+  std::optional<manual_order> manual;
 };
 
 // A revocation at the CA through certfleet (revoke_certificate): which version's serial, why.

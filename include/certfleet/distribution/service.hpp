@@ -65,6 +65,11 @@ class service {
   // revoke:<id>:<version>, payload with its serial) → {job_id, created}. Refused (conflict) for a
   // certificate not from ACME, one never issued, or one already revoked; bad input names "reason".
   op<boost::json::value> revoke_certificate(std::string project_id, std::string id, std::string body, std::string actor);
+  // POST …/jobs/{id}/validate-dns: the manual order's next validate_manual_dns, or the one
+  // already waiting (acme_workflow.hpp) → {job_id, created}.
+  op<boost::json::value> validate_manual_dns(std::string project_id, std::string job_id, std::string actor);
+  // The `workflow` member of an ACME job's detail (acme_workflow.hpp); null for other types.
+  op<boost::json::value> job_workflow(store::job_record job);
   // A new run over the failed (and cancelled) targets of the last run.
   op<boost::json::value> retry_failed(std::string project_id, std::string id, std::string actor);
   // A new run that puts back what run `run_no` (0: the last delivery run) replaced.
