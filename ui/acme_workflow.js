@@ -13,7 +13,7 @@ import * as session from './session.js';
  * @typedef {{fqdn: string, provider: string, at: string, removed_at?: string | null}} PresentedRecord
  * @typedef {{kind: string, step: string, steps: string[], failed_step?: string | null,
  *            manual_challenges: ManualChallenge[], presented_records: PresentedRecord[]}} AcmeWorkflow
- * @typedef {(text: string, label: string) => HTMLButtonElement} CopyButton
+ * @typedef {(text: string, what: string) => HTMLButtonElement} CopyButton a "Copy" button named "Copy <what>"
  */
 
 export const manualInstruction = 'Create these TXT records at your DNS provider, then validate.';
@@ -125,8 +125,8 @@ export function acmePanels({ project, jobId, copyButton }) {
       h('tbody', null, list.map((c) => {
         const fqdn = String(c.fqdn ?? ''), value = String(c.value ?? ''), status = String(c.status ?? 'pending');
         return h('tr', { 'data-fqdn': fqdn },
-          h('td', { class: 'copy-cell' }, h('code', { class: 'break', 'data-field': 'fqdn', text: fqdn }), copyButton(fqdn, `Copy the name ${fqdn}`)),
-          h('td', { class: 'copy-cell' }, h('code', { class: 'break', 'data-field': 'value', text: value }), copyButton(value, `Copy the value of ${fqdn}`)),
+          h('td', { class: 'copy-cell' }, h('code', { class: 'break', 'data-field': 'fqdn', text: fqdn }), copyButton(fqdn, `the name ${fqdn}`)),
+          h('td', { class: 'copy-cell' }, h('code', { class: 'break', 'data-field': 'value', text: value }), copyButton(value, `the value of ${fqdn}`)),
           h('td', null, fmt.outcomeTag(status)));
       }))));
   }

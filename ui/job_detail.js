@@ -21,17 +21,22 @@ function row(term, ...value) {
   return [h('dt', { text: term }), h('dd', null, ...(value.length && value.some((v) => v !== '' && v !== null) ? value : ['—']))];
 }
 
-/** @param {string} text @param {string} label */
-function copyButton(text, label) {
-  const b = h('button', { type: 'button', class: 'link-button', text: 'Copy', 'aria-label': label });
+/**
+ * A "Copy" button for `text`. Its accessible name is "Copy " + `what` ("Copy the error"): the
+ * visible word stays the start of the name, also while it says "Copied".
+ * @param {string} text @param {string} what
+ */
+function copyButton(text, what) {
+  const word = document.createTextNode('Copy');
+  const b = h('button', { type: 'button', class: 'link-button copy-button' }, word, h('span', { class: 'visually-hidden', text: ` ${what}` }));
   b.addEventListener('click', async () => {
     try {
       await navigator.clipboard.writeText(text);
-      b.textContent = 'Copied';
+      word.data = 'Copied';
     } catch {
-      b.textContent = 'Copy failed';
+      word.data = 'Copy failed';
     }
-    setTimeout(() => { b.textContent = 'Copy'; }, 1500);
+    setTimeout(() => { word.data = 'Copy'; }, 1500);
   });
   return b;
 }
@@ -108,7 +113,7 @@ export function renderJobDetail(ctx) {
       row('Completed', fmt.timeEl(job.completed_at)),
       row('Parent Job', parent),
       row('Idempotency Key', job.idempotency_key ? h('code', { text: job.idempotency_key }) : ''),
-      row('Error', err ? h('div', { class: 'error-full' }, h('pre', { class: 'mono error-text', text: err }), copyButton(err, 'Copy the error'),
+      row('Error', err ? h('div', { class: 'error-full' }, h('pre', { class: 'mono error-text', text: err }), copyButton(err, 'the error'),
         typeof job.error_hint === 'string' && job.error_hint ? h('p', { class: 'hint', 'data-field': 'error_hint', text: job.error_hint }) : null) : ''));
     const failed = job.status === 'failed' || job.status === 'dead' || status === 'partial';
     // An ACME job's progress is its workflow step: the Workflow Progress card shows it.

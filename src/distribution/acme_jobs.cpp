@@ -158,6 +158,7 @@ class acme_job {
   const acme_job_options& opt_;
   mode mode_;
   bool renewal_;
+  std::int64_t for_version_ = 0;  // a renewal's payload.version: the version it replaces (0: not given)
   std::vector<presented_record> presented_;
   std::string zone_;  // the zone the records went to
   acme::dns::client_options dns_opts_;
@@ -166,6 +167,8 @@ class acme_job {
 
 asio::awaitable<void> acme_job::step(std::string_view name) {
   ctx_.checkpoint();
+  // Tests kill a worker at the start of each step (CERTFLEET_CRASH_AT=acme_step_<name>).
+  crash_point(std::string("acme_step_") + std::string(name));
   // The job's progress is its step's position: the workflow view reads it back (acme_workflow.hpp).
   const auto steps = acme_workflow_steps();
   auto at = std::find(steps.begin(), steps.end(), name) - steps.begin();
@@ -609,6 +612,7 @@ asio::awaitable<queue::outcome> acme_job::validate_manual(const job_inputs& in, 
   if (in.doc.version != waiting->from_version) {
     co_await ctx_.log("info", fmt::format("certificate {} is at version {}: this order was validated and stored already",
                                           in.cert.id, in.doc.version));
+    co_await step("completed");
     co_return queue::outcome::ok();
   }
   manual_order m = *waiting;
@@ -707,6 +711,9 @@ asio::awaitable<queue::outcome> acme_job::run() {
     auto id = p->required_string("certificate_id");
     if (!id) co_return queue::outcome::permanent_failure(id.error().message);
     cert_id = std::move(*id);
+    auto version = p->optional_int("version");
+    if (!version) co_return queue::outcome::permanent_failure(version.error().message);
+    for_version_ = version->value_or(0);
   }
   if (!opt_.key) co_return queue::outcome::failure("no key-encryption key is loaded in this worker: secrets cannot be opened");
 
@@ -731,8 +738,20 @@ asio::awaitable<queue::outcome> acme_job::run() {
   if (renewal_ && in->doc.version == 0)
     co_return queue::outcome::permanent_failure(
         fmt::format("certificate {} has no issued version to renew: its issue_certificate job issues it", *cert_id));
+  // A renewal is for the version it was enqueued for (its key renew:<cert>:<expires_at_unix>
+  // names it too, but two versions issued within one second share that): when that version was
+  // replaced already (this job's earlier attempt stored the next one and was killed before
+  // finishing), renewing again would issue twice for one key.
+  if (renewal_ && for_version_ > 0 && in->doc.version > for_version_) {
+    co_await ctx_.log("info", fmt::format("certificate {} is at version {}: the version this renewal was for is replaced "
+                                          "already, nothing to renew",
+                                          *cert_id, in->doc.version));
+    co_await step("completed");
+    co_return queue::outcome::ok();
+  }
   if (mode_ == mode::issue && in->doc.version > 0) {
     co_await ctx_.log("info", fmt::format("certificate {} already has version {}: nothing to issue", *cert_id, in->doc.version));
+    co_await step("completed");
     co_return queue::outcome::ok();
   }
   if (renewal_ && !in->doc.acme->auto_renew && ctx_.job().triggered_by == "renewal_sweep") {
@@ -1026,8 +1045,10 @@ asio::awaitable<queue::outcome> run_cleanup(queue::job_context& ctx, const acme_
 
 }  // namespace
 
-std::string acme_job_payload(std::string_view certificate_id) {
-  return json::serialize(json::object{{"certificate_id", certificate_id}});
+std::string acme_job_payload(std::string_view certificate_id, std::int64_t version) {
+  json::object o{{"certificate_id", certificate_id}};
+  if (version > 0) o["version"] = version;
+  return json::serialize(o);
 }
 
 asio::awaitable<result<void>> register_acme_account(new_acme_account& account, const acme_job_options& opt) {
@@ -1057,9 +1078,12 @@ void register_acme_handlers(queue::handler_registry& r, std::shared_ptr<const ac
   auto validate = [](const std::string& payload) -> result<void> {
     auto p = certfleet::json::object_reader::parse(payload, "payload");
     if (!p) return std::move(p).error();
-    if (auto ok = p->only({"certificate_id"}); !ok) return ok;
+    if (auto ok = p->only({"certificate_id", "version"}); !ok) return ok;
     auto id = p->required_string("certificate_id");
     if (!id) return std::move(id).error();
+    auto version = p->optional_int("version");
+    if (!version) return std::move(version).error();
+    if (*version && **version < 1) return make_error(errc::invalid_argument, "payload.version must be >= 1", "payload.version");
     return {};
   };
   r.add(std::string(queue::job_names::revoke_certificate),
@@ -1212,7 +1236,7 @@ asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_
     j.project_id = c.cert.project_id;
     j.type = std::string(queue::job_names::renew_certificate);
     j.lane = std::string(queue::lane_main);
-    j.payload = acme_job_payload(c.cert.id);
+    j.payload = acme_job_payload(c.cert.id, c.doc.version);
     j.max_attempts = queue::find_job_type(j.type)->max_attempts;
     j.idempotency_key = renew_job_key(c.cert.id, c.doc.not_after);
     j.certificate_id = c.cert.id;

@@ -577,7 +577,7 @@ op<json::value> service::renew_certificate(std::string project_id, std::string i
     if (doc->version == 0)
       return make_error(errc::conflict,
                         fmt::format("certificate {} has no issued version yet: its issue_certificate job issues it", id), "id");
-    auto e = enqueue_certificate_job(tx, project_id, id, queue::job_names::renew_certificate, acme_job_payload(id),
+    auto e = enqueue_certificate_job(tx, project_id, id, queue::job_names::renew_certificate, acme_job_payload(id, doc->version),
                                      renew_job_key(id, doc->not_after), actor, now);
     if (!e) return std::move(e).error();
     *out = json::object{{"job_id", e->job.id}, {"created", e->created}};

@@ -391,7 +391,7 @@ TEST(acme_jobs, refusals_end_the_job_with_the_cause_and_bad_bodies_name_the_fiel
   bad_secret["rfc2136"].as_object()["tsig_secret"] = "%%%";
   auto bad_alg = prov;
   bad_alg["rfc2136"].as_object()["tsig_algorithm"] = "hmac-md5";
-  auto manual = json::object{{"name", "m"}, {"kind", "manual"}};
+  auto manual = json::object{{"name", "m"}, {"kind", "manual"}, {"manual", json::object{{"check_server", "no port:x"}}}};
   auto issue = [&](json::array domains, std::string acc, std::string prv) {
     return json::object{{"name", "bad"}, {"domains", std::move(domains)}, {"acme_account_id", acc}, {"dns_provider_id", prv}};
   };
@@ -405,7 +405,7 @@ TEST(acme_jobs, refusals_end_the_job_with_the_cause_and_bad_bodies_name_the_fiel
       {"dns-providers", bad_server, "rfc2136.server"},
       {"dns-providers", bad_secret, "rfc2136.tsig_secret"},
       {"dns-providers", bad_alg, "rfc2136.tsig_algorithm"},
-      {"dns-providers", manual, "kind"},
+      {"dns-providers", manual, "manual.check_server"},
       {"certificates/issue", issue({"a.example.test", "bad name!"}, account, provider), "domains[1]"},
       {"certificates/issue", issue({}, account, provider), "domains"},
       {"certificates/issue", issue({"a.example.test"}, "0123456789abcdef01234567", provider), "acme_account_id"},
@@ -703,6 +703,105 @@ TEST(acme_jobs, a_record_left_by_a_worker_killed_after_presenting_it_is_removed_
   // One cleanup per attempt: later sweeps find nothing left.
   std::this_thread::sleep_for(2500ms);
   EXPECT_EQ(num(a.env.ok("GET", "jobs?type=cleanup_dns"), "total"), 1);
+}
+
+// A worker SIGKILLed at the start of each workflow step (crash points acme_step_<step>): after a
+// restart the job's next attempt finishes the issuance, exactly one version is stored, and no
+// challenge record stays in the zone (the next attempt removes its own; the DNS cleanup sweep
+// removes the killed attempt's).
+class acme_crash : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(acme_crash, a_worker_killed_at_the_step_issues_once_and_leaves_no_record) {
+  const std::string step = GetParam();
+  const std::vector<std::string> sets{"lease_ms=2000", "scheduler_interval_ms=1000", "scheduler_lease_ms=3000"};
+  acme_env a({}, sets, {{"CERTFLEET_CRASH_AT", "acme_step_" + step}});
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  auto provider = a.create("dns-providers", a.provider_body("knot"));
+  std::string domain = step + "." + label() + "." + a.knot->zone();
+  std::replace(domain.begin(), domain.end(), '_', '-');
+  auto [cert, job] = a.issue("crash", {domain}, account, provider);
+  auto& first = *a.env.servers.front();
+  for (auto until = std::chrono::steady_clock::now() + 60s; first.running() && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_FALSE(first.running()) << "the worker did not reach step " << step;
+
+  a.env.http.reset();
+  a.env.start("all", sets);
+  auto done = a.wait_job(job);
+  ASSERT_EQ(str(done, "status"), "completed") << json::serialize(done) << "\n" << a.log_text(job);
+  EXPECT_EQ(num(done, "attempts"), 2);
+  auto v = a.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(num(v, "version"), 1) << json::serialize(v);
+  EXPECT_EQ(v.at("versions").as_array().size(), 1u);
+  EXPECT_EQ(str(v, "status"), "active");
+  EXPECT_EQ(str(done.at("workflow"), "step"), "completed");
+  std::vector<std::string> left;
+  for (auto until = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(200ms)) {
+    left = a.knot->dig_txt("_acme-challenge." + domain);
+    if (left.empty()) break;
+  }
+  EXPECT_TRUE(left.empty()) << left.size() << " record(s) left at _acme-challenge." << domain;
+}
+
+INSTANTIATE_TEST_SUITE_P(acme_jobs, acme_crash,
+                         ::testing::Values("initialized", "dns_presenting", "dns_propagating", "validating", "finalizing",
+                                           "downloading", "storing", "completed"));
+
+// A renewal whose worker is killed after storing the next version, before finishing the job: the
+// next attempt sees the version its key was for is replaced and renews nothing (one key, one
+// issuance).
+TEST(acme_jobs, a_renewal_killed_after_storing_is_not_issued_twice) {
+  const std::vector<std::string> sets{"lease_ms=2000"};
+  acme_env a({}, sets);
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  auto provider = a.create("dns-providers", a.provider_body("knot"));
+  const std::string domain = "renew-crash." + label() + "." + a.knot->zone();
+  auto [cert, job] = a.issue("renew-crash", {domain}, account, provider);
+  ASSERT_EQ(str(a.wait_job(job), "status"), "completed") << a.log_text(job);
+  a.env.servers.front()->signal(SIGTERM);
+  EXPECT_EQ(a.env.servers.front()->wait(20s), 0);
+  a.env.http.reset();
+  a.env.start("all", sets, {{"CERTFLEET_CRASH_AT", "acme_step_completed"}});
+  auto renew = str(a.env.ok("POST", "certificates/" + cert + "/renew", "", 202), "job_id");
+  auto& crashing = *a.env.servers.back();
+  for (auto until = std::chrono::steady_clock::now() + 60s; crashing.running() && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_FALSE(crashing.running()) << "the worker did not reach the renewal's last step";
+  a.env.http.reset();
+  a.env.start("all", sets);
+  auto done = a.wait_job(renew);
+  ASSERT_EQ(str(done, "status"), "completed") << a.log_text(renew);
+  EXPECT_EQ(num(done, "attempts"), 2);
+  EXPECT_NE(a.log_text(renew).find("nothing to renew"), std::string::npos) << a.log_text(renew);
+  auto v = a.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(num(v, "version"), 2) << json::serialize(v);
+  EXPECT_EQ(v.at("versions").as_array().size(), 2u);
+}
+
+// The manual path killed right after handing the order over (crash point acme_manual_handed_over):
+// the next attempt finds its own order waiting and ends at awaiting_validation, with one order and
+// one validation job.
+TEST(acme_jobs, a_manual_issue_killed_after_handing_over_keeps_one_order) {
+  const std::vector<std::string> sets{"lease_ms=2000"};
+  acme_env a({}, sets, {{"CERTFLEET_CRASH_AT", "acme_manual_handed_over"}});
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  auto provider = a.create("dns-providers", json::object{{"name", "by-hand"}, {"kind", "manual"}});
+  const std::string domain = "manual-crash." + label() + "." + a.knot->zone();
+  auto [cert, job] = a.issue("manual-crash", {domain}, account, provider);
+  auto& first = *a.env.servers.front();
+  for (auto until = std::chrono::steady_clock::now() + 60s; first.running() && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_FALSE(first.running()) << "the worker did not reach acme_manual_handed_over";
+  a.env.http.reset();
+  a.env.start("all", sets);
+  auto done = a.wait_job(job);
+  ASSERT_EQ(str(done, "status"), "completed") << a.log_text(job);
+  EXPECT_EQ(num(done, "attempts"), 2);
+  EXPECT_EQ(str(done.at("workflow"), "step"), "awaiting_validation");
+  EXPECT_EQ(done.at("workflow").at("manual_challenges").as_array().size(), 1u);
+  EXPECT_NE(a.log_text(job).find("already waits for the operator"), std::string::npos) << a.log_text(job);
+  EXPECT_EQ(num(a.env.ok("GET", "jobs?type=validate_manual_dns"), "total"), 1);
 }
 
 }  // namespace

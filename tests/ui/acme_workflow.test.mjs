@@ -159,8 +159,11 @@ test('a manual job waiting for validation: Workflow Progress, Manual DNS Challen
   assert.equal(value, api.manual_challenges[0].value);
   assert.equal(api.manual_challenges[0].status, 'pending', JSON.stringify(api));
   assert.equal(await rows.locator('td:nth-child(3) .tag').innerText(), 'pending');
-  const copyName = panel.getByRole('button', { name: 'Copy the name _acme-challenge.www.example.test' });
-  const copyValue = panel.getByRole('button', { name: 'Copy the value of _acme-challenge.www.example.test' });
+  // One copy button per cell, named for what it copies (the visible word starts the name).
+  const copyName = rows.locator('td:nth-child(1) button');
+  const copyValue = rows.locator('td:nth-child(2) button');
+  await panel.getByRole('button', { name: 'Copy the name _acme-challenge.www.example.test', exact: true }).waitFor();
+  await panel.getByRole('button', { name: 'Copy the value of _acme-challenge.www.example.test', exact: true }).waitFor();
   await copyValue.click();
   await copyValue.filter({ hasText: 'Copied' }).waitFor();
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), value);
@@ -190,6 +193,8 @@ test('a manual job waiting for validation: Workflow Progress, Manual DNS Challen
   assert.match(String(await link.getAttribute('href')), new RegExp(`/jobs/${newId}\\?project=default$`));
   const v = await cf.job(newId);
   assert.equal(v.type, 'validate_manual_dns');
+  // The screenshot once the copy buttons say "Copy" again.
+  await page.waitForFunction(() => ![...document.querySelectorAll('.copy-button')].some((b) => b.textContent?.startsWith('Copied')));
   await shot(page, 'acme-workflow-manual-light');
   await link.click();
   await page.waitForURL(new RegExp(`/jobs/${newId}`));

@@ -37,12 +37,14 @@ struct acme_job_options {
 // "eab" when it is about them.
 boost::asio::awaitable<result<void>> register_acme_account(new_acme_account& account, const acme_job_options& opt);
 
-// issue_certificate and renew_certificate (payload {"certificate_id"}); revoke_certificate
+// issue_certificate and renew_certificate (payload {"certificate_id", "version"?}); validate_manual_dns
+// (payload {"certificate_id", "order_job_id"}, acme_catalog.hpp); revoke_certificate
 // (payload: acme_catalog.hpp's revoke_job); cleanup_dns (payload {"job_id", "fence"}).
 void register_acme_handlers(queue::handler_registry& r, std::shared_ptr<const acme_job_options> options);
 
-// The payload of both jobs.
-std::string acme_job_payload(std::string_view certificate_id);
+// The payload of both jobs: {"certificate_id", "version"?}; a renewal names the version it
+// replaces (a retried attempt that finds a later one renews nothing).
+std::string acme_job_payload(std::string_view certificate_id, std::int64_t version = 0);
 
 // Whether an issued ACME certificate is due for renewal now (acme::decide_renewal): auto_renew
 // and, with the CA's renewal information (RFC 9773) when it has some, at the point drawn in its
