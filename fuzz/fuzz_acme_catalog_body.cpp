@@ -1,5 +1,5 @@
 // The ACME catalog bodies (acme-accounts, dns-providers, certificates/issue, certificates/{id}/
-// revoke) and the revoke_certificate / cleanup_dns payloads: any input gets a value or an error
+// revoke) and the revoke_certificate / cleanup_dns / validate_manual_dns payloads: any input gets a value or an error
 // naming a field, never a crash; an accepted body reads back through the stored-document (or
 // payload) parser unchanged.
 #include "certfleet/distribution/acme_catalog.hpp"
@@ -44,8 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       o.kind = "dns_provider";
       o.doc = dns_provider_doc_json(p->spec);
       auto back = parse_dns_provider_doc(o);
-      if (!back || back->server != p->spec.server || back->zone != p->spec.zone ||
-          back->tsig_key_name != p->spec.tsig_key_name)
+      if (!back || back->kind != p->spec.kind || back->server != p->spec.server || back->zone != p->spec.zone ||
+          back->tsig_key_name != p->spec.tsig_key_name || back->check_server != p->spec.check_server)
         std::abort();
       break;
     }
@@ -88,6 +88,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (!back || back->job_id != c->job_id || back->fence != c->fence) std::abort();
       } else {
         must_name_field(c.error());
+      }
+      auto v = parse_validate_dns_payload(in);
+      if (v) {
+        auto back = parse_validate_dns_payload(validate_dns_payload(v->certificate_id, v->order_job_id));
+        if (!back || back->certificate_id != v->certificate_id || back->order_job_id != v->order_job_id) std::abort();
+      } else {
+        must_name_field(v.error());
       }
       break;
     }

@@ -15,7 +15,7 @@ struct row {
 
 // The words come from our own error texts (delivery's classifier, the SSH session, the engine) and
 // the system's (getaddrinfo, errno). More specific rows first: a host-key refusal also says "ssh".
-constexpr std::array<row, 14> rows{{
+constexpr std::array<row, 15> rows{{
     {{"host_key",
       "The server's SSH host key is not the one pinned on the target. If the host was reinstalled on purpose, scan its "
       "key again (POST …/targets/{id}/scan-host-key) and compare the fingerprint out of band; otherwise treat it as a "
@@ -38,6 +38,13 @@ constexpr std::array<row, 14> rows{{
       "zone and the DNS server's answer. Fix what the answer says (the provider's server, TSIG key or zone ACL), then "
       "retry this job; or delete the record by hand with nsupdate (docs/acme.md, Cleaning up DNS records)."},
      "cleanup_dns", {"not removed", "", "", "", "", ""}},
+    // The manual DNS path, before the provider row (its errors name the _acme-challenge record).
+    {{"manual_dns",
+      "A manual DNS provider's record is not in place yet, or its order can no longer be validated. Create each TXT "
+      "record exactly as the error (and the job's Manual DNS Challenges panel) shows it, wait until the provider "
+      "serves it, then press Validate DNS on the job (POST …/jobs/{id}/validate-dns). If the CA refused the order, "
+      "renew the certificate to get a new one (docs/acme.md, The manual path)."},
+     "", {"dns (manual)", "no manual dns order", "cannot be validated any more", "", "", ""}},
     // DNS-01 before "dns" and "timeout": a provider's server that refuses or never shows the
     // record is a provider setting to fix, not a resolver problem.
     {{"dns_provider",

@@ -26,6 +26,10 @@ TEST(error_hint, each_kind_of_failure_gets_its_hint) {
       {"issue_certificate", "DNS server 127.0.0.1:5300 rejected TSIG key k1 for zone example.test (NOTAUTH, TSIG error BADSIG)", "dns_provider"},
       {"issue_certificate", "_acme-challenge.www.example.test TXT not visible at 127.0.0.1:5300 after 60000 ms (timed out)", "dns_provider"},
       {"renew_certificate", "CA problem urn:ietf:params:acme:error:rateLimited: too many certificates", "acme_ca"},
+      {"validate_manual_dns", "DNS (manual): 127.0.0.1:5300 does not answer TXT _acme-challenge.www.example.test = \"x\" yet: "
+                              "create the record(s) at your DNS provider, then POST …/jobs/0123/validate-dns", "manual_dns"},
+      {"validate_manual_dns", "urn:ietf:params:acme:error:unauthorized: no TXT record — this order cannot be validated "
+                              "any more: renew (POST …/certificates/{id}/renew) or issue again", "manual_dns"},
       {"revoke_certificate", "certificate 0123 was uploaded, not obtained from an ACME CA: certfleet revokes only …", "revoke_not_acme"},
       {"revoke_certificate", "certificate 0123 has no issued version to revoke", "revoke_not_acme"},
       {"revoke_certificate", "certificate 0123 is at version 3 (serial 0a) now, not the version with serial 09 this "
@@ -59,7 +63,7 @@ TEST(error_hint, classes_are_unique_and_every_row_can_be_reached) {
     EXPECT_TRUE(names.insert(std::string(h.error_class)).second) << h.error_class;
     EXPECT_GT(h.hint.size(), 40u) << h.error_class;  // a sentence an operator can act on
   }
-  EXPECT_EQ(names.size(), 14u);
+  EXPECT_EQ(names.size(), 15u);
 }
 
 TEST(trigger_in_words, system_triggers_read_as_words_and_tokens_are_left_to_the_api) {
