@@ -11,7 +11,7 @@ import * as session from './session.js';
 /**
  * @typedef {{fqdn: string, value: string, status: string}} ManualChallenge
  * @typedef {{fqdn: string, provider: string, at: string, removed_at?: string | null}} PresentedRecord
- * @typedef {{kind: string, step: string, steps: string[], failed_step?: string | null,
+ * @typedef {{kind: string, step: string, steps: string[], failed_step?: string | null, skipped_steps: string[],
  *            manual_challenges: ManualChallenge[], presented_records: PresentedRecord[]}} AcmeWorkflow
  * @typedef {(text: string, what: string) => HTMLButtonElement} CopyButton a "Copy" button named "Copy <what>"
  */
@@ -33,6 +33,7 @@ export function acmeWorkflow(job) {
     step: String(w.step ?? ''),
     steps: w.steps.map(String),
     failed_step: typeof w.failed_step === 'string' && w.failed_step ? w.failed_step : null,
+    skipped_steps: Array.isArray(w.skipped_steps) ? w.skipped_steps.map(String) : [],
     manual_challenges: Array.isArray(w.manual_challenges) ? w.manual_challenges : [],
     presented_records: Array.isArray(w.presented_records) ? w.presented_records : [],
   };
@@ -40,9 +41,11 @@ export function acmeWorkflow(job) {
 
 /**
  * Each step's state: done (before the current one, or every step once "completed" is reached),
- * current, failed (the job failed or died there), or todo (not reached).
+ * current, failed (the job failed or died there), skipped (not part of this provider's path:
+ * awaiting validation for an rfc2136 provider, dns presenting for a manual one), or todo (not
+ * reached).
  * @param {AcmeWorkflow} w
- * @returns {{name: string, state: 'done' | 'current' | 'failed' | 'todo', current: boolean}[]}
+ * @returns {{name: string, state: 'done' | 'current' | 'failed' | 'skipped' | 'todo', current: boolean}[]}
  */
 export function stepStates(w) {
   const at = w.steps.indexOf(w.failed_step ?? w.step);
@@ -50,6 +53,7 @@ export function stepStates(w) {
   return w.steps.map((name, i) => {
     const current = name === w.step;
     if (w.failed_step && name === w.failed_step) return { name, state: 'failed', current };
+    if (!current && w.skipped_steps.includes(name)) return { name, state: 'skipped', current };
     if (finished || (at >= 0 && i < at)) return { name, state: 'done', current };
     if (current) return { name, state: 'current', current };
     return { name, state: 'todo', current };
@@ -57,9 +61,9 @@ export function stepStates(w) {
 }
 
 /** @type {Record<string, string>} */
-const stateText = { done: 'done', current: 'current', failed: 'failed', todo: 'not reached' };
+const stateText = { done: 'done', current: 'current', failed: 'failed', skipped: 'skipped', todo: 'not reached' };
 /** @type {Record<string, string>} */
-const stateMark = { done: '✓', current: '', failed: '✕', todo: '' };
+const stateMark = { done: '✓', current: '', failed: '✕', skipped: '–', todo: '' };
 
 /** @param {AcmeWorkflow} w */
 function stepList(w) {

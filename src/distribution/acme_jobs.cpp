@@ -216,7 +216,8 @@ asio::awaitable<result<job_inputs>> acme_job::load(std::string certificate_id) {
 }
 
 queue::outcome acme_job::dns_failure(const job_inputs& in, const error& e) {
-  auto msg = fmt::format("DNS provider {} ({}): {}", in.provider.name, in.provider_spec.server, e.message);
+  const auto& server = in.provider_spec.manual() ? in.provider_spec.check_server : in.provider_spec.server;
+  auto msg = fmt::format("DNS provider {} ({}): {}", in.provider.name, server, e.message);
   if (acme::dns::dns_permanent(e)) return queue::outcome::permanent_failure(std::move(msg));
   return queue::outcome::failure(std::move(msg));
 }

@@ -58,10 +58,14 @@ result<json::object> acme_workflow_view(store::catalog_read& rd, const store::jo
   if (j.status == store::job_status::failed || j.status == store::job_status::dead) w["failed_step"] = steps[at];
 
   json::array manual;
+  bool manual_provider = j.type == queue::job_names::validate_manual_dns;
   if (!j.certificate_id.empty()) {
     auto cert = rd.get_object(j.project_id, store::kind_certificate, j.certificate_id);
     if (cert) {
       auto doc = parse_certificate_doc(*cert, true);
+      if (doc && doc->acme)
+        if (auto p = rd.get_object(j.project_id, store::kind_dns_provider, doc->acme->dns_provider_id))
+          if (auto spec = parse_dns_provider_doc(*p)) manual_provider = spec->manual();
       const auto order_job = order_job_of(j);
       if (doc && doc->acme && doc->acme->manual && !order_job.empty() && doc->acme->manual->job_id == order_job)
         for (const auto& c : doc->acme->manual->challenges)
@@ -71,6 +75,9 @@ result<json::object> acme_workflow_view(store::catalog_read& rd, const store::jo
     }
   }
   w["manual_challenges"] = std::move(manual);
+  // Each provider's path leaves one step out: a manual provider presents nothing itself, an
+  // rfc2136 one never waits for the operator.
+  w["skipped_steps"] = json::array{json::value(manual_provider ? "dns_presenting" : "awaiting_validation")};
 
   json::array presented;
   std::map<std::string, std::string> provider_names;

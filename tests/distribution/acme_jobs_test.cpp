@@ -159,6 +159,7 @@ TEST(acme_jobs, issue_stores_version_1_then_a_renewal_stores_version_2_and_deliv
   EXPECT_EQ(str(flow, "step"), "completed") << json::serialize(flow);
   EXPECT_EQ(flow.at("steps").as_array().size(), 9u);
   EXPECT_FALSE(flow.as_object().contains("failed_step"));
+  EXPECT_EQ(flow.at("skipped_steps"), json::array{json::value("awaiting_validation")});
   EXPECT_TRUE(flow.at("manual_challenges").as_array().empty());
   ASSERT_EQ(flow.at("presented_records").as_array().size(), 1u) << json::serialize(flow);
   const auto& presented = flow.at("presented_records").at(0);
@@ -601,6 +602,7 @@ TEST(acme_jobs, a_manual_provider_waits_for_the_operators_record_then_validate_d
   ASSERT_EQ(str(prepared, "status"), "completed") << json::serialize(prepared) << "\n" << a.log_text(job);
   const auto& flow = prepared.at("workflow");
   EXPECT_EQ(str(flow, "step"), "awaiting_validation") << json::serialize(flow);
+  EXPECT_EQ(flow.at("skipped_steps"), json::array{json::value("dns_presenting")});
   EXPECT_TRUE(flow.at("presented_records").as_array().empty());
   ASSERT_EQ(flow.at("manual_challenges").as_array().size(), 1u) << json::serialize(flow);
   const auto& challenge = flow.at("manual_challenges").at(0);

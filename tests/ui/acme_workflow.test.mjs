@@ -141,7 +141,8 @@ test('a manual job waiting for validation: Workflow Progress, Manual DNS Challen
   assert.equal(await current.count(), 1);
   assert.match(await current.innerText(), /awaiting validation\s*current/);
   assert.match(await card.locator('li[data-step="initialized"]').innerText(), /initialized\s*done/);
-  assert.match(await card.locator('li[data-step="dns_presenting"]').innerText(), /dns presenting\s*not reached/);
+  assert.match(await card.locator('li[data-step="dns_presenting"]').innerText(), /dns presenting\s*skipped/);
+  assert.match(await card.locator('li[data-step="dns_propagating"]').innerText(), /dns propagating\s*not reached/);
   assert.equal(await card.locator('li[data-state="failed"]').count(), 0);
   // No "Target Progress" bar for an ACME job: its progress is the step.
   assert.equal(await page.getByRole('heading', { name: 'Target Progress' }).count(), 0);
@@ -229,6 +230,8 @@ test('a job whose DNS server is a closed port: dns presenting failed in red, its
   assert.equal(await failed.locator('.step-name').evaluate((el) => getComputedStyle(el).color), rgb(err));
   assert.match(await card.locator('li[data-step="initialized"]').innerText(), /done/);
   assert.match(await card.locator('li[data-step="dns_propagating"]').innerText(), /not reached/);
+  // An rfc2136 provider never waits for the operator: that step reads skipped, not done.
+  assert.match(await card.locator('li[data-step="awaiting_validation"]').innerText(), /awaiting validation\s*skipped/);
   // The error in full, as elsewhere.
   assert.equal(await page.locator('.error-full pre').innerText(), job.error);
   // No manual challenges on an rfc2136 job.

@@ -1,15 +1,17 @@
 // Copies the reviewed screenshots from build/ui-screenshots/ to docs/img/ at a smaller scale
 // (Chromium draws each one scaled; no image tools needed). Run after the tests:
-//   node tests/ui/docs_images.mjs
+//   node tests/ui/docs_images.mjs [name …]   (names: only those pages)
 import { readFile, stat } from 'node:fs/promises';
 import { launch } from '../testbed/chromium.mjs';
 
 const pages = ['login', 'jobs', 'jobs-failed', 'job-active', 'job-detail', 'job-failed', 'distributions',
   'distribution-detail', 'certificates', 'certificate-detail', 'certificate-distribution', 'notifications', 'settings',
-  'not-found'];
-const dark = new Set(['login', 'jobs', 'job-active', 'distribution-detail', 'notifications', 'settings']);
+  'not-found', 'acme-workflow-manual', 'acme-workflow-failed'];
+const dark = new Set(['login', 'jobs', 'job-active', 'distribution-detail', 'notifications', 'settings',
+  'acme-workflow-manual']);
+const only = process.argv.slice(2);
 /** @type {Record<string, number>} */
-const scales = { jobs: 0.64, 'distribution-detail': 0.62 };
+const scales = { jobs: 0.64, 'distribution-detail': 0.62, 'acme-workflow-manual': 0.6, 'acme-workflow-failed': 0.56 };
 const defaultScale = 0.72;
 const limit = 150 * 1024;
 
@@ -17,6 +19,7 @@ const browser = await launch();
 const page = await browser.newPage();
 try {
   for (const name of pages) {
+    if (only.length && !only.includes(name)) continue;
     for (const scheme of ['light', 'dark']) {
       if (scheme === 'dark' && !dark.has(name)) continue;
       const src = `build/ui-screenshots/${name}-${scheme}.png`;
