@@ -3,7 +3,7 @@ import * as api from './api.js';
 import { allPages } from './catalog.js';
 import { h, replace, showAlert } from './dom.js';
 import * as fmt from './format.js';
-import { expiry } from './certificates.js';
+import { expiry, renewalWindow } from './certificates.js';
 import { href } from './router.js';
 
 /** @param {import('./router.js').PageContext} ctx @returns {import('./router.js').PageHandle} */
@@ -46,6 +46,8 @@ export function renderCertificateDetail(ctx) {
           revoked ? row('Revoked', revoked) : null,
           ...(c.source === 'acme' ? [row('Domains', Array.isArray(c.domains) ? c.domains.join(', ') : ''),
             row('Auto-renew', c.auto_renew ? 'Yes' : 'No'),
+            row('Renewal Window', renewalWindow(c.renewal, true)),
+            row('Last Renewal Job', c.last_job_id ? h('a', { href: href(`/jobs/${c.last_job_id}`, { project }), text: String(c.last_job_id) }) : ''),
             c.last_error ? row('Last Error', h('span', { class: 'tag error-tag', text: String(c.last_error) })) : null] : []),
           row('Subject', String(c.subject ?? '')), row('Issuer', String(c.issuer ?? '')),
           row('SANs', Array.isArray(c.sans) ? c.sans.join(', ') : ''),

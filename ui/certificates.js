@@ -1,6 +1,8 @@
-// The Certificates list: name, subject, SANs, not_after with days left, fingerprint.
+// The Certificates list: name, subject, issuer, SANs, not_after with days left, the renewal
+// window and the last issue/renew job of an ACME certificate, fingerprint.
 import { renderCatalogList } from './catalog_list.js';
 import { h } from './dom.js';
+import { href } from './router.js';
 import * as fmt from './format.js';
 
 /** @param {string} notAfter */
@@ -11,6 +13,21 @@ export function expiry(notAfter) {
     h('span', { class: 'days-left', text: days === null ? '' : days < 0 ? `(expired ${-days} d ago)` : `(${days} d left)` }));
 }
 
+/**
+ * An ACME certificate's renewal window (DESIGN §9): "from … to …" and where it comes from; "" for
+ * an uploaded certificate or one not issued yet.
+ * @param {{window_start: string, window_end: string, source: string, checked_at: string | null} | null | undefined} r
+ * @param {boolean} long whether to say where the window comes from in words
+ */
+export function renewalWindow(r, long) {
+  if (!r) return '';
+  const source = r.source === 'ari' ? "the CA's window (ARI)" : 'the last third of the lifetime';
+  return h('span', { class: 'renewal-window', title: `Renewal window: ${source}` },
+    fmt.timeEl(r.window_start), ' → ', fmt.timeEl(r.window_end),
+    long ? ` (${source}${r.checked_at ? ', read ' : ''}` : '', long && r.checked_at ? fmt.timeEl(r.checked_at) : '',
+    long ? ')' : '');
+}
+
 /** @param {string} fp */
 export function shortFingerprint(fp) { return fp.length > 16 ? `${fp.slice(0, 16)}…` : fp; }
 
@@ -18,12 +35,16 @@ export function shortFingerprint(fp) { return fp.length > 16 ? `${fp.slice(0, 16
 export function renderCertificates(ctx) {
   return renderCatalogList(ctx, {
     title: 'Certificates', path: '/certificates', apiPath: '/certificates',
-    columns: ['Name', 'Subject', 'SANs', 'Not After', 'Fingerprint'], empty: 'No certificates in this project.',
+    columns: ['Name', 'Subject', 'Issuer', 'SANs', 'Not After', 'Renewal', 'Last Renewal Job', 'Fingerprint'],
+    empty: 'No certificates in this project.',
     cells: (c, link) => [
       h('td', null, h('a', { href: link, text: c.name })),
       h('td', { text: c.subject ?? '' }),
+      h('td', { text: c.issuer ?? '' }),
       h('td', { text: Array.isArray(c.sans) ? c.sans.join(', ') : '' }),
       h('td', null, c.not_after ? expiry(String(c.not_after)) : ''),
+      h('td', null, renewalWindow(c.renewal, false)),
+      h('td', null, c.last_job_id ? h('a', { href: href(`/jobs/${c.last_job_id}`, { project: ctx.project }), text: 'Job' }) : ''),
       h('td', null, h('code', { title: c.fingerprint_sha256 ?? '', text: shortFingerprint(String(c.fingerprint_sha256 ?? '')) }))],
   });
 }

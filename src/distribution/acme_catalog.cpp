@@ -395,6 +395,19 @@ result<acme_issue_request> parse_acme_issue_request(std::string_view body) {
   return out;
 }
 
+result<void> record_acme_job(store::catalog_tx& tx, const std::string& project_id, const std::string& certificate_id,
+                             const std::string& job_id) {
+  auto cert = tx.get_object(project_id, store::kind_certificate, certificate_id);
+  if (!cert) {
+    if (cert.error().is(errc::not_found)) return {};
+    return std::move(cert).error();
+  }
+  auto doc = parse_certificate_doc(*cert, true);
+  if (!doc || !doc->acme || doc->acme->last_job_id == job_id) return {};
+  doc->acme->last_job_id = job_id;
+  return tx.update_object_doc(certificate_id, certificate_doc_json(*doc));
+}
+
 store::catalog_object make_unissued_acme_certificate(const acme_issue_request& r, std::string id,
                                                      std::string project_id, time_ms now) {
   certificate_doc d;

@@ -1227,9 +1227,16 @@ asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_
   std::optional<ari_reader> ari;
   if (opt) ari.emplace(*opt, log);
   std::vector<store::new_job> jobs;
+  // The CA windows read this sweep, kept on each certificate for its view (renewal.source "ari").
+  struct ari_note {
+    std::string project_id, certificate_id, serial;
+    acme_renewal_window window;
+  };
+  std::vector<ari_note> windows;
   for (const auto& c : *found) {
     std::optional<acme_renewal_window> window;
     if (ari) window = co_await ari->window(c.account, c.doc.acme->acme_account_id, c.doc, c.cert.id);
+    if (window) windows.push_back({c.cert.project_id, c.cert.id, c.doc.serial, *window});
     auto due = acme_renewal_due(c.doc, now, window);
     if (!due.due) continue;
     if (log) co_await log("info", fmt::format("acme_renewal: certificate {} is due ({}): {}", c.cert.id, due.source, due.reason));
@@ -1244,13 +1251,24 @@ asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_
     j.triggered_by = "renewal_sweep";
     jobs.push_back(std::move(j));
   }
-  if (jobs.empty()) co_return 0;
+  if (jobs.empty() && windows.empty()) co_return 0;
   auto created = std::make_shared<int>(0);
-  store::tx_fn write = [jobs, now, created](store::catalog_tx& tx) -> result<void> {
+  store::tx_fn write = [jobs, windows, now, created](store::catalog_tx& tx) -> result<void> {
+    for (const auto& w : windows) {
+      auto cert = tx.get_object(w.project_id, store::kind_certificate, w.certificate_id);
+      if (!cert) continue;  // deleted since the read
+      auto doc = parse_certificate_doc(*cert, true);
+      // A renewal stored another version since the read: that window was for the old one.
+      if (!doc || !doc->acme || doc->serial != w.serial) continue;
+      doc->acme->ari = {w.serial, w.window.start, w.window.end, now};
+      if (auto u = tx.update_object_doc(w.certificate_id, certificate_doc_json(*doc)); !u) return u;
+    }
     for (const auto& j : jobs) {
       auto e = tx.jobs().enqueue(j, now);
       if (!e) return std::move(e).error();
-      if (e->created) ++*created;
+      if (!e->created) continue;
+      ++*created;
+      if (auto r = record_acme_job(tx, j.project_id, j.certificate_id, e->job.id); !r) return r;
     }
     return {};
   };

@@ -1,5 +1,6 @@
 #include "certfleet/distribution/catalog.hpp"
 
+#include "certfleet/acme/renewal_info.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/delivery/pem.hpp"
 #include "certfleet/delivery/webhook.hpp"
@@ -186,6 +187,13 @@ std::string certificate_doc_json(const certificate_doc& d) {
                                {"profile", d.acme->profile},
                                {"auto_renew", d.acme->auto_renew},
                                {"last_error", d.acme->last_error}};
+    auto& ao = doc["acme"].as_object();
+    if (!d.acme->last_job_id.empty()) ao["last_job_id"] = d.acme->last_job_id;
+    if (d.acme->ari.checked_at > 0)
+      ao["ari"] = json::object{{"serial", d.acme->ari.serial},
+                               {"start", d.acme->ari.start},
+                               {"end", d.acme->ari.end},
+                               {"checked_at", d.acme->ari.checked_at}};
     if (const auto& m = d.acme->manual) {
       json::array cs;
       for (const auto& c : m->challenges)
@@ -279,6 +287,11 @@ result<certificate_doc> parse_certificate_doc(const store::catalog_object& o, bo
     acme.profile = str(ao, "profile");
     if (auto* r = ao.if_contains("auto_renew"); r && r->is_bool()) acme.auto_renew = r->as_bool();
     acme.last_error = str(ao, "last_error");
+    acme.last_job_id = str(ao, "last_job_id");
+    if (auto* w = ao.if_contains("ari"); w && w->is_object()) {
+      const auto& wo = w->as_object();
+      acme.ari = {str(wo, "serial"), num(wo, "start"), num(wo, "end"), num(wo, "checked_at")};
+    }
     if (auto* m = ao.if_contains("manual"); m && m->is_object()) {
       const auto& mo = m->as_object();
       manual_order mord;
@@ -354,6 +367,24 @@ boost::json::object certificate_view(const store::catalog_object& o) {
     if (!d->acme->profile.empty()) v["profile"] = d->acme->profile;
     v["auto_renew"] = d->acme->auto_renew;
     if (!d->acme->last_error.empty()) v["last_error"] = d->acme->last_error;
+    v["last_job_id"] = d->acme->last_job_id.empty() ? json::value(nullptr) : json::value(d->acme->last_job_id);
+    // The renewal window (DESIGN §9): the CA's (ARI) when the sweep read one for this version,
+    // else the last third of the lifetime. Only for an issued version.
+    if (d->version > 0) {
+      const auto& ari = d->acme->ari;
+      const bool from_ari = ari.checked_at > 0 && ari.serial == d->serial;
+      acme::renewal_inputs in;
+      in.not_before = d->not_before;
+      in.not_after = d->not_after;
+      if (from_ari) in.ari = acme::renewal_window{ari.start, ari.end};
+      const auto decided = acme::decide_renewal(in);
+      v["renewal"] = json::object{{"window_start", certfleet::json::time_value(decided.window.start)},
+                                  {"window_end", certfleet::json::time_value(decided.window.end)},
+                                  {"source", acme::renewal_source_name(decided.source)},
+                                  {"checked_at", certfleet::json::time_value(from_ari ? ari.checked_at : 0)}};
+    } else {
+      v["renewal"] = nullptr;
+    }
   }
   if (d->revocation)
     v["revocation"] = json::object{{"serial", d->revocation->serial},

@@ -553,7 +553,7 @@ op<json::value> service::issue_certificate(std::string project_id, std::string b
                                      acme_job_payload(cert->id), issue_job_key(cert->id), actor, now);
     if (!e) return std::move(e).error();
     *job_id = e->job.id;
-    return {};
+    return record_acme_job(tx, cert->project_id, cert->id, e->job.id);
   };
   auto w = co_await st_.catalog().transact(std::move(op));
   if (!w) co_return std::move(w).error();
@@ -581,7 +581,7 @@ op<json::value> service::renew_certificate(std::string project_id, std::string i
                                      renew_job_key(id, doc->not_after), actor, now);
     if (!e) return std::move(e).error();
     *out = json::object{{"job_id", e->job.id}, {"created", e->created}};
-    return {};
+    return record_acme_job(tx, project_id, id, e->job.id);
   };
   auto w = co_await st_.catalog().transact(std::move(op));
   if (!w) co_return std::move(w).error();

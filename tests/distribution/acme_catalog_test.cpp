@@ -2,6 +2,8 @@
 // what each refusal names, what the stored documents read back as, and when a certificate is due.
 #include "certfleet/distribution/acme_catalog.hpp"
 #include "certfleet/distribution/acme_jobs.hpp"
+#include "certfleet/distribution/catalog.hpp"
+#include "certfleet/core/clock.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -60,7 +62,10 @@ TEST(acme_catalog, bad_bodies_name_their_field) {
       {provider(R"({"server":"127.0.0.1:53","zone":"bad zone","tsig_key_name":"k","tsig_secret":")" + std::string(secret) + R"("})"),
        "rfc2136.zone"},
       {provider(R"({"server":"127.0.0.1:53","tsig_secret":")" + std::string(secret) + R"("})"), "rfc2136.tsig_key_name"},
-      {R"({"name":"d","kind":"manual"})", "kind"},
+      {R"({"name":"d","kind":"manual","manual":{"check_server":""},"rfc2136":{}})", "rfc2136"},
+      {R"({"name":"d","kind":"manual","manual":{"check_server":"[::1"}})", "manual.check_server"},
+      {R"({"name":"d","kind":"manual","manual":{"zone":"example.test"}})", "manual.zone"},
+      {R"({"name":"d","kind":"rfc2136","manual":{}})", "manual"},
       {R"({"name":"d","kind":"route53"})", "kind"},
       {R"({"name":"d","kind":"rfc2136"})", "rfc2136"},
   };
@@ -106,6 +111,49 @@ TEST(acme_catalog, an_issue_body_becomes_an_unissued_acme_certificate) {
   EXPECT_FALSE(d->acme->auto_renew);
   EXPECT_EQ(issue_job_key("c1"), "issue:c1");
   EXPECT_EQ(renew_job_key("c1", 1'800'000'000'999), "renew:c1:1800000000");
+}
+
+// The view's renewal window (DESIGN §9): none before the first version; then the last third of
+// the lifetime, or the CA's window (ARI) the sweep kept for this version's serial; and the last
+// issue/renew job.
+TEST(acme_catalog, the_view_shows_the_renewal_window_and_the_last_job) {
+  auto r = parse_acme_issue_request(
+      R"({"name":"www","domains":["www.example.test"],"acme_account_id":"0123456789abcdef01234567",
+          "dns_provider_id":"0123456789abcdef01234568"})");
+  ASSERT_TRUE(r);
+  auto o = make_unissued_acme_certificate(*r, "0123456789abcdef01234569", "p", 1000);
+  auto v0 = certificate_view(o);
+  EXPECT_TRUE(v0.at("renewal").is_null());
+  EXPECT_TRUE(v0.at("last_job_id").is_null());
+
+  auto d = *parse_certificate_doc(o, true);
+  const time_ms day = 86'400'000, nb = 1'800'000'000'000;
+  d.version = 1;
+  d.serial = "0a";
+  d.not_before = nb;
+  d.not_after = nb + 90 * day;
+  d.acme->last_job_id = "0123456789abcdef0123456a";
+  o.doc = certificate_doc_json(d);
+  auto v1 = certificate_view(o);
+  const auto& lifetime = v1.at("renewal").as_object();
+  EXPECT_EQ(lifetime.at("source"), "lifetime");
+  EXPECT_EQ(lifetime.at("window_start"), json::value(format_iso8601(nb + 60 * day)));
+  EXPECT_EQ(lifetime.at("window_end"), json::value(format_iso8601(nb + 90 * day)));
+  EXPECT_TRUE(lifetime.at("checked_at").is_null());
+  EXPECT_EQ(v1.at("last_job_id"), "0123456789abcdef0123456a");
+
+  d.acme->ari = {"0a", nb + 70 * day, nb + 72 * day, nb + 10 * day};
+  o.doc = certificate_doc_json(d);
+  const auto v2 = certificate_view(o);
+  const auto& ari = v2.at("renewal").as_object();
+  EXPECT_EQ(ari.at("source"), "ari");
+  EXPECT_EQ(ari.at("window_start"), json::value(format_iso8601(nb + 70 * day)));
+  EXPECT_EQ(ari.at("window_end"), json::value(format_iso8601(nb + 72 * day)));
+  EXPECT_EQ(ari.at("checked_at"), json::value(format_iso8601(nb + 10 * day)));
+  // A window read for another version's serial is not this version's.
+  d.serial = "0b";
+  o.doc = certificate_doc_json(d);
+  EXPECT_EQ(certificate_view(o).at("renewal").at("source"), "lifetime");
 }
 
 TEST(acme_catalog, a_revoke_body_takes_a_reason_name_or_code_and_refuses_anything_else_naming_reason) {

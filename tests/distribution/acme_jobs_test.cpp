@@ -199,6 +199,11 @@ TEST(acme_jobs, issue_stores_version_1_then_a_renewal_stores_version_2_and_deliv
   EXPECT_NE(str(v2, "serial"), str(v1, "serial"));
   EXPECT_TRUE(chains_to(str(v2, "cert_pem"), str(v2, "chain_pem"), a.ca->root_pem()));
   EXPECT_EQ(v2.at("versions").as_array().size(), 2u);
+  // The view: the last issue/renew job and the renewal window (pebble has no ARI: the lifetime's).
+  EXPECT_EQ(str(v1, "last_job_id"), job);
+  EXPECT_EQ(str(v2, "last_job_id"), str(renew, "job_id"));
+  EXPECT_EQ(str(v2.at("renewal"), "source"), "lifetime");
+  EXPECT_EQ(time_of(v2.at("renewal"), "window_end"), time_of(v2, "not_after"));
 
   // The renewal opened the distribution's run in its transaction; no API call since.
   auto done = a.env.wait_done(dist);
@@ -300,6 +305,11 @@ TEST(acme_jobs, the_renewal_sweep_follows_the_cas_renewal_information_when_the_d
     std::this_thread::sleep_for(100ms);
   ASSERT_GE(info_requests(), 3u) << "the sweep did not ask for the renewal information";
   EXPECT_EQ(num(a.env.ok("GET", "jobs?type=renew_certificate"), "total"), 0);
+  // The certificate's view shows the CA's window the sweep read (source ari, with when).
+  auto seen = a.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(str(seen.at("renewal"), "source"), "ari") << json::serialize(seen.at("renewal"));
+  EXPECT_EQ(time_of(seen.at("renewal"), "window_start"), now + 20 * 86'400'000LL);
+  EXPECT_GE(time_of(seen.at("renewal"), "checked_at"), now);
 
   // The CA moves the window into the past (a mass revocation): the next sweep renews.
   ari.serve(info_path, {200, {{"Retry-After", "60"}}, window(now - 2 * 86'400'000LL, now - 86'400'000LL)});
@@ -313,6 +323,7 @@ TEST(acme_jobs, the_renewal_sweep_follows_the_cas_renewal_information_when_the_d
   auto renewals = a.env.ok("GET", "jobs?type=renew_certificate");
   ASSERT_EQ(num(renewals, "total"), 1) << json::serialize(renewals);
   EXPECT_EQ(str(renewals.at("items").as_array()[0], "triggered_by"), "renewal_sweep");
+  EXPECT_EQ(str(a.env.ok("GET", "certificates/" + cert), "last_job_id"), str(renewals.at("items").as_array()[0], "id"));
   auto log = a.log_text(str(renewals.at("items").as_array()[0], "id"));
   EXPECT_NE(log.find("workflow step: completed"), std::string::npos) << log;
 }

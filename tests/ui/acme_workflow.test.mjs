@@ -273,3 +273,56 @@ test('dark: the manual job page', async () => {
     await dark.close();
   }
 });
+
+// An issued ACME certificate (a second pebble that accepts every challenge, PEBBLE_VA_ALWAYS_VALID,
+// and a manual provider without check_server: validate-dns answers the challenge at once): its
+// overview shows the renewal window (the lifetime's last third: pebble has no ARI) and the last
+// renewal job; the Certificates list shows its issuer, renewal window and job.
+test('an issued ACME certificate: renewal window and last renewal job on its page and in the list', async () => {
+  const lenient = await startPebble({ env: { PEBBLE_VA_ALWAYS_VALID: '1' } });
+  try {
+    const account = await post(`${P}/acme-accounts`, { name: 'pebble-lenient', directory_url: lenient.directoryUrl, terms_agreed: true, ca_bundle_pem: lenient.caPem }, 201);
+    const trusting = await post(`${P}/dns-providers`, { name: 'trusting', kind: 'manual' }, 201);
+    const shop = await post(`${P}/certificates/issue`, { name: 'shop', domains: ['shop.example.test'], acme_account_id: account.id, dns_provider_id: trusting.id }, 202);
+    const prepared = await cf.waitJob(shop.job_id, (j) => ['completed', 'failed', 'dead'].includes(j.status), 90000);
+    assert.equal(prepared.status, 'completed', JSON.stringify(prepared));
+    const asked = await post(`${P}/jobs/${shop.job_id}/validate-dns`, null, 202);
+    const validated = await cf.waitJob(asked.job_id, (j) => ['completed', 'dead'].includes(j.status), 90000);
+    assert.equal(validated.status, 'completed', JSON.stringify(validated));
+    const view = (await cf.api('GET', `${P}/certificates/${shop.certificate_id}`)).body;
+    assert.equal(view.version, 1);
+    assert.equal(view.renewal.source, 'lifetime');
+    assert.equal(view.last_job_id, shop.job_id);
+
+    const page = await browser.newPage();
+    const errors = collectErrors(page);
+    await signIn(page, cf.url, operatorToken);
+    await page.goto(`${cf.url}/certificates/${shop.certificate_id}?project=default`);
+    const window = page.locator('dt:text-is("Renewal Window") + dd');
+    await window.waitFor();
+    assert.match(await window.innerText(), /\d{4}-\d\d-\d\d \d\d:\d\d:\d\d → \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(the last third of the lifetime\)/);
+    const job = page.locator('dt:text-is("Last Renewal Job") + dd a');
+    assert.equal(await job.innerText(), shop.job_id);
+    assert.match(String(await job.getAttribute('href')), new RegExp(`/jobs/${shop.job_id}`));
+    assert.match(await page.locator('dt:text-is("Issuer") + dd').innerText(), /Pebble Intermediate CA/);
+    assert.deepEqual(await axe(page), []);
+    await shot(page, 'certificate-acme-light');
+
+    await page.goto(`${cf.url}/certificates?project=default`);
+    const row = page.locator('tr', { hasText: 'shop' });
+    await row.waitFor();
+    assert.deepEqual(await page.locator('thead th').allTextContents(),
+      ['Name', 'Subject', 'Issuer', 'SANs', 'Not After', 'Renewal', 'Last Renewal Job', 'Fingerprint']);
+    const cells = row.locator('td');
+    assert.match(await cells.nth(2).innerText(), /Pebble Intermediate CA/);
+    assert.match(await cells.nth(5).innerText(), /→/);
+    assert.equal(await cells.nth(6).locator('a').getAttribute('href'), `/jobs/${shop.job_id}?project=default`);
+    // An ACME certificate not issued yet (the waiting manual one) has no window.
+    assert.equal(await page.locator('tr', { hasText: 'www.example.test' }).locator('td').nth(5).innerText(), '');
+    await shot(page, 'certificates-acme-light');
+    assert.deepEqual(errors, []);
+    await page.close();
+  } finally {
+    await lenient.stop();
+  }
+});

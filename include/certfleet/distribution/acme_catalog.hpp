@@ -95,6 +95,11 @@ struct acme_issue_request {
 result<acme_issue_request> parse_acme_issue_request(std::string_view body);
 // The certificate object of an issuance not done yet: source "acme", version 0, status
 // "pending", no key (the issue_certificate job stores version 1 with its key).
+// Notes `job_id` as the certificate's last issue/renew job (its view's last_job_id), in the
+// transaction that enqueued the job. A certificate that is gone or not from ACME is left alone.
+result<void> record_acme_job(store::catalog_tx& tx, const std::string& project_id, const std::string& certificate_id,
+                             const std::string& job_id);
+
 store::catalog_object make_unissued_acme_certificate(const acme_issue_request& r, std::string id,
                                                      std::string project_id, time_ms now);
 

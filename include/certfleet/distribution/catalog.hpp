@@ -59,6 +59,13 @@ struct certificate_acme {
   bool auto_renew = true;
   std::string last_error;  // why the last issuance/renewal failed ("" after a success)
   std::optional<manual_order> manual;
+  std::string last_job_id;  // the last issue/renew job enqueued for it (record_acme_job)
+  // The CA's renewal window (RFC 9773) as the renewal sweep last read it, for the version with
+  // this serial; checked_at 0: never read (the lifetime rule applies).
+  struct ari_window {
+    std::string serial;
+    time_ms start = 0, end = 0, checked_at = 0;
+  } ari;
 };
 
 // A revocation at the CA through certfleet (revoke_certificate): which version's serial, why.
