@@ -675,6 +675,52 @@ TEST(acme_jobs, a_manual_provider_waits_for_the_operators_record_then_validate_d
   EXPECT_EQ(a.env.call("POST", "jobs/0123456789abcdef01234567/validate-dns").status, 404);
 }
 
+// A CA that answers newOrder with rateLimited and Retry-After (a scripted HTTPS CA: pebble has no
+// rate limits): the job fails transiently and waits what the CA asked before its next attempt,
+// the CA's words reach the job error, its log and the certificate's last_error, and the error's
+// hint is the CA row's. Nothing is stored.
+TEST(acme_jobs, a_rate_limited_order_waits_the_cas_retry_after) {
+  acme_env a;
+  testbed::webhook_sink ca(true);
+  json::object dir{{"newNonce", ca.url("/nonce")}, {"newAccount", ca.url("/account")}, {"newOrder", ca.url("/order")},
+                   {"revokeCert", ca.url("/revoke")}};
+  ca.serve("/directory", {200, {}, json::serialize(dir)});
+  ca.serve("/nonce", {200, {{"Replay-Nonce", "nonce-from-fake-ca"}, {"Cache-Control", "no-store"}}, ""});
+  ca.serve("/account", {201, {{"Location", ca.url("/acct/1")}, {"Replay-Nonce", "n2"}}, R"({"status":"valid"})"});
+  ca.serve("/order", {429,
+                      {{"Content-Type", "application/problem+json"}, {"Retry-After", "120"}, {"Replay-Nonce", "n3"}},
+                      R"({"type":"urn:ietf:params:acme:error:rateLimited","detail":"too many new orders (300) from this account in the last 3h0m0s","status":429})"});
+  auto account = a.create("acme-accounts", json::object{{"name", "limited"},
+                                                        {"directory_url", ca.url("/directory")},
+                                                        {"terms_agreed", true},
+                                                        {"ca_bundle_pem", ca.ca_pem()}});
+  auto provider = a.create("dns-providers", a.provider_body("knot"));
+  auto [cert, job] = a.issue("limited", {"limited." + label() + "." + a.knot->zone()}, account, provider);
+  json::value j;
+  for (int i = 0; i < 300; ++i) {
+    j = a.env.call("GET", "jobs/" + job).json();
+    if (str(j, "status") == "failed" || str(j, "status") == "dead") break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(str(j, "status"), "failed") << json::serialize(j) << "\n" << a.log_text(job);
+  const auto error = str(j, "error");
+  EXPECT_NE(error.find("rateLimited"), std::string::npos) << error;
+  EXPECT_NE(error.find("too many new orders (300)"), std::string::npos) << error;
+  EXPECT_EQ(str(j, "error_class"), "acme_ca");
+  // The next attempt waits the CA's Retry-After (120 s), not the queue's 30 s backoff.
+  const auto ready = time_of(j.at("waiting"), "ready_at");
+  const auto failed_at = certfleet::system_clock().now_ms();
+  EXPECT_GT(ready, failed_at + 100'000) << json::serialize(j.at("waiting"));
+  EXPECT_LT(ready, failed_at + 130'000) << json::serialize(j.at("waiting"));
+  auto log = a.log_text(job);
+  EXPECT_NE(log.find("rateLimited"), std::string::npos) << log;
+  EXPECT_NE(log.find("Retry-After 120 s"), std::string::npos) << log;
+  auto c = a.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(str(c, "status"), "pending");
+  EXPECT_EQ(num(c, "version"), 0);
+  EXPECT_NE(str(c, "last_error").find("rateLimited"), std::string::npos) << json::serialize(c);
+}
+
 // A worker killed between putting a challenge record into the zone and removing it (the crash
 // point acme_dns_presented): the record stays in knot; after a restart the scheduler's DNS
 // cleanup sweep finds the attempt over and its cleanup_dns job removes the record (TSIG delete).
