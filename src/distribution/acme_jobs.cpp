@@ -472,10 +472,10 @@ asio::awaitable<queue::outcome> acme_job::finish_order(const job_inputs& in, acm
   const std::vector<std::string> domains = acme_doc.domains;
   auto stored = std::make_shared<version_stored>();
   store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
-    auto cert = tx.get_object(project, store::kind_certificate, cert_id);
-    if (!cert) return std::move(cert).error();
-    auto doc = parse_certificate_doc(*cert, true);
-    if (!doc) return std::move(doc).error();
+    auto got = read_certificate(tx, project, cert_id);
+    if (!got) return std::move(got).error();
+    auto* cert = &got->object;
+    auto* doc = &got->doc;
     // Another job stored a version meanwhile (a renewal key of the next version, a retried
     // attempt whose first run committed): this one does not stack a second on it.
     if (doc->version != expected_version)
@@ -537,10 +537,10 @@ asio::awaitable<queue::outcome> acme_job::hand_to_operator(const job_inputs& in,
   const time_ms now = ctx_.clock().now_ms();
   auto validation_job = std::make_shared<std::string>();
   store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
-    auto cert = tx.get_object(project, store::kind_certificate, cert_id);
-    if (!cert) return std::move(cert).error();
-    auto doc = parse_certificate_doc(*cert, true);
-    if (!doc) return std::move(doc).error();
+    auto got = read_certificate(tx, project, cert_id);
+    if (!got) return std::move(got).error();
+    auto* cert = &got->object;
+    auto* doc = &got->doc;
     if (doc->version != version || !doc->acme)
       return make_error(errc::conflict,
                         fmt::format("certificate {} is at version {} now (this job started from {})", cert_id,
@@ -590,10 +590,10 @@ asio::awaitable<result<void>> acme_job::save_manual_statuses(const job_inputs& i
   const std::string project = in.cert.project_id, cert_id = in.cert.id, order_job = m.job_id;
   const std::vector<manual_challenge> challenges = m.challenges;
   store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
-    auto cert = tx.get_object(project, store::kind_certificate, cert_id);
-    if (!cert) return std::move(cert).error();
-    auto doc = parse_certificate_doc(*cert, true);
-    if (!doc) return std::move(doc).error();
+    auto got = read_certificate(tx, project, cert_id);
+    if (!got) return std::move(got).error();
+    auto* cert = &got->object;
+    auto* doc = &got->doc;
     // Another order replaced this one meanwhile: its statuses are not ours to write.
     if (!doc->acme || !doc->acme->manual || doc->acme->manual->job_id != order_job) return {};
     doc->acme->manual->challenges = challenges;
@@ -911,10 +911,10 @@ asio::awaitable<queue::outcome> run_revoke(queue::job_context& ctx, const acme_j
   const std::string job_id = ctx.job().id, name = in->cert.name;
   auto marked = std::make_shared<bool>(false);
   store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
-    auto cert = tx.get_object(project, store::kind_certificate, cert_id);
-    if (!cert) return std::move(cert).error();
-    auto doc = parse_certificate_doc(*cert, true);
-    if (!doc) return std::move(doc).error();
+    auto got = read_certificate(tx, project, cert_id);
+    if (!got) return std::move(got).error();
+    auto* cert = &got->object;
+    auto* doc = &got->doc;
     // A renewal stored a newer version while the CA revoked this one: that one is not revoked.
     if (doc->serial != serial) return {};
     doc->status = "revoked";

@@ -112,10 +112,10 @@ result<store::enqueue_outcome> enqueue_manual_validation(store::catalog_tx& tx, 
                                   "of a certificate with a manual DNS provider",
                                   job_id, job->type),
                       "id");
-  auto cert = tx.get_object(project_id, store::kind_certificate, job->certificate_id);
-  if (!cert) return std::move(cert).error();
-  auto doc = parse_certificate_doc(*cert, true);
-  if (!doc) return std::move(doc).error();
+  auto got = read_certificate(tx, project_id, job->certificate_id);
+  if (!got) return std::move(got).error();
+  auto* cert = &got->object;
+  auto* doc = &got->doc;
   const auto order_job = order_job_of(*job);
   if (!doc->acme || !doc->acme->manual || doc->acme->manual->job_id != order_job)
     return make_error(errc::conflict,

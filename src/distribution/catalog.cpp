@@ -324,6 +324,14 @@ result<std::string> open_certificate_key(const kek& key, const store::catalog_ob
   return open_sealed(key, o.sealed, aad_for(o, "key"));
 }
 
+result<certificate_with_doc> read_certificate(store::catalog_read& rd, std::string_view project_id, std::string_view id) {
+  auto o = rd.get_object(project_id, store::kind_certificate, id);
+  if (!o) return std::move(o).error();
+  auto d = parse_certificate_doc(*o, true);
+  if (!d) return std::move(d).error();
+  return certificate_with_doc{std::move(*o), std::move(*d)};
+}
+
 boost::json::object certificate_view(const store::catalog_object& o) {
   auto v = base_view(o);
   auto d = parse_certificate_doc(o, true);

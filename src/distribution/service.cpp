@@ -507,10 +507,10 @@ op<json::value> service::add_certificate_version(std::string project_id, std::st
   const kek* key = key_;
   auto material = std::make_shared<new_certificate>(std::move(*next));
   store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
-    auto cert = tx.get_object(project_id, store::kind_certificate, id);
-    if (!cert) return std::move(cert).error();
-    auto doc = parse_certificate_doc(*cert, true);
-    if (!doc) return std::move(doc).error();
+    auto got = read_certificate(tx, project_id, id);
+    if (!got) return std::move(got).error();
+    auto* cert = &got->object;
+    auto* doc = &got->doc;
     if (doc->source != "uploaded")
       return make_error(errc::conflict,
                         fmt::format("certificate {} is renewed by ACME: its versions come from the CA (renew it instead)", id),
@@ -565,10 +565,10 @@ op<json::value> service::renew_certificate(std::string project_id, std::string i
   auto now = clock_.now_ms();
   auto out = std::make_shared<json::object>();
   store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
-    auto cert = tx.get_object(project_id, store::kind_certificate, id);
-    if (!cert) return std::move(cert).error();
-    auto doc = parse_certificate_doc(*cert, true);
-    if (!doc) return std::move(doc).error();
+    auto got = read_certificate(tx, project_id, id);
+    if (!got) return std::move(got).error();
+    auto* cert = &got->object;
+    auto* doc = &got->doc;
     if (doc->source != "acme" || !doc->acme)
       return make_error(errc::conflict,
                         fmt::format("certificate {} was uploaded: only ACME certificates are renewed (upload a new version "
@@ -621,10 +621,10 @@ op<json::value> service::revoke_certificate(std::string project_id, std::string 
   auto out = std::make_shared<json::object>();
   const std::optional<int> reason = req->reason;
   store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
-    auto cert = tx.get_object(project_id, store::kind_certificate, id);
-    if (!cert) return std::move(cert).error();
-    auto doc = parse_certificate_doc(*cert, true);
-    if (!doc) return std::move(doc).error();
+    auto got = read_certificate(tx, project_id, id);
+    if (!got) return std::move(got).error();
+    auto* cert = &got->object;
+    auto* doc = &got->doc;
     if (doc->source != "acme" || !doc->acme)
       return make_error(errc::conflict,
                         fmt::format("certificate {} was uploaded, not obtained from an ACME CA: certfleet revokes only the "

@@ -119,6 +119,17 @@ class acme_env {
     return out;
   }
 
+  // A worker armed with CERTFLEET_CRASH_AT kills itself at the point; then a fresh one (without
+  // it) starts on the same data. False when the worker did not get there within a minute.
+  bool restart_after_crash(testbed::process& armed, const std::vector<std::string>& sets) {
+    for (auto until = std::chrono::steady_clock::now() + 60s; armed.running() && std::chrono::steady_clock::now() < until;)
+      std::this_thread::sleep_for(50ms);
+    if (armed.running()) return false;
+    env.http.reset();
+    env.start("all", sets);
+    return true;
+  }
+
   dist_env env;
   std::unique_ptr<testbed::knot> knot;
   std::unique_ptr<testbed::pebble> ca;
@@ -779,13 +790,7 @@ TEST_P(acme_crash, a_worker_killed_at_the_step_issues_once_and_leaves_no_record)
   std::string domain = step + "." + label() + "." + a.knot->zone();
   std::replace(domain.begin(), domain.end(), '_', '-');
   auto [cert, job] = a.issue("crash", {domain}, account, provider);
-  auto& first = *a.env.servers.front();
-  for (auto until = std::chrono::steady_clock::now() + 60s; first.running() && std::chrono::steady_clock::now() < until;)
-    std::this_thread::sleep_for(50ms);
-  ASSERT_FALSE(first.running()) << "the worker did not reach step " << step;
-
-  a.env.http.reset();
-  a.env.start("all", sets);
+  ASSERT_TRUE(a.restart_after_crash(*a.env.servers.front(), sets)) << "the worker did not reach step " << step;
   auto done = a.wait_job(job);
   ASSERT_EQ(str(done, "status"), "completed") << json::serialize(done) << "\n" << a.log_text(job);
   EXPECT_EQ(num(done, "attempts"), 2);
@@ -823,12 +828,7 @@ TEST(acme_jobs, a_renewal_killed_after_storing_is_not_issued_twice) {
   a.env.http.reset();
   a.env.start("all", sets, {{"CERTFLEET_CRASH_AT", "acme_step_completed"}});
   auto renew = str(a.env.ok("POST", "certificates/" + cert + "/renew", "", 202), "job_id");
-  auto& crashing = *a.env.servers.back();
-  for (auto until = std::chrono::steady_clock::now() + 60s; crashing.running() && std::chrono::steady_clock::now() < until;)
-    std::this_thread::sleep_for(50ms);
-  ASSERT_FALSE(crashing.running()) << "the worker did not reach the renewal's last step";
-  a.env.http.reset();
-  a.env.start("all", sets);
+  ASSERT_TRUE(a.restart_after_crash(*a.env.servers.back(), sets)) << "the worker did not reach the renewal's last step";
   auto done = a.wait_job(renew);
   ASSERT_EQ(str(done, "status"), "completed") << a.log_text(renew);
   EXPECT_EQ(num(done, "attempts"), 2);
@@ -848,12 +848,7 @@ TEST(acme_jobs, a_manual_issue_killed_after_handing_over_keeps_one_order) {
   auto provider = a.create("dns-providers", json::object{{"name", "by-hand"}, {"kind", "manual"}});
   const std::string domain = "manual-crash." + label() + "." + a.knot->zone();
   auto [cert, job] = a.issue("manual-crash", {domain}, account, provider);
-  auto& first = *a.env.servers.front();
-  for (auto until = std::chrono::steady_clock::now() + 60s; first.running() && std::chrono::steady_clock::now() < until;)
-    std::this_thread::sleep_for(50ms);
-  ASSERT_FALSE(first.running()) << "the worker did not reach acme_manual_handed_over";
-  a.env.http.reset();
-  a.env.start("all", sets);
+  ASSERT_TRUE(a.restart_after_crash(*a.env.servers.front(), sets)) << "the worker did not reach acme_manual_handed_over";
   auto done = a.wait_job(job);
   ASSERT_EQ(str(done, "status"), "completed") << a.log_text(job);
   EXPECT_EQ(num(done, "attempts"), 2);

@@ -117,6 +117,14 @@ result<certificate_doc> parse_certificate_doc(const store::catalog_object& o, bo
 std::string certificate_doc_json(const certificate_doc& d);
 result<std::string> open_certificate_key(const kek& key, const store::catalog_object& o);
 // The API view: {id, name, subject, sans[], not_after, fingerprint_sha256, …} — never the key.
+// A certificate object and its document (an unissued one too), read in a transaction or a read:
+// not_found for a missing one or another project's, store_failure for an unreadable document.
+struct certificate_with_doc {
+  store::catalog_object object;
+  certificate_doc doc;
+};
+result<certificate_with_doc> read_certificate(store::catalog_read& rd, std::string_view project_id, std::string_view id);
+
 boost::json::object certificate_view(const store::catalog_object& o);
 
 // What the expiration check does with one certificate (pure): mark it expired, record the
