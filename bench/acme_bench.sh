@@ -9,12 +9,15 @@
 #
 #   bench/acme_bench.sh [--bin build/certfleet] [--runs 3] [--counts "1 50"]
 #                       [--tools "certfleet lego"] [--set KEY=VALUE]... [--cf-trust bundle|env]
+#                       [--va-sleep]
 #
 # --set is passed to `certfleet serve` (process settings such as worker_main_concurrency).
 # --cf-trust: how certfleet trusts pebble's HTTPS certificate. `bundle` (default): the account's
 # `ca_bundle_pem`, as for any private CA. `env`: no ca_bundle_pem; SSL_CERT_FILE=<pebble's TLS CA>
 # in certfleet's environment makes it OpenSSL's default store — the path a public CA (whose root
 # is in the system store) takes.
+# --va-sleep: pebble without PEBBLE_VA_NOSLEEP, so its validation authority waits a random time
+# (pebble's own simulation of a real CA's multi-vantage validation) before each check.
 # Needs pebble, knot (knotd), lego, dig, jq, curl, openssl, GNU time (Debian packages;
 # lego is installed with apt-get when missing). Everything listens on 127.0.0.1 only and is
 # stopped by its PID on exit (ACME_BENCH_KEEP=1 keeps the temporary directory: logs, job store).
@@ -27,6 +30,7 @@ counts="1 50"
 tools="certfleet lego"
 sets=()
 cf_trust=bundle
+va_env=(PEBBLE_VA_NOSLEEP=1)
 while (($#)); do
   case $1 in
     --bin) bin=$2; shift 2 ;;
@@ -35,6 +39,7 @@ while (($#)); do
     --tools) tools=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
     --cf-trust) cf_trust=$2; shift 2 ;;
+    --va-sleep) va_env=(); shift ;;
     *) echo "acme_bench: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -159,7 +164,7 @@ start_pebble() {
   "certificate": "$d/tls.crt", "privateKey": "$d/tls.key", "httpPort": 5002, "tlsPort": 5001,
   "ocspResponderURL": "", "externalAccountBindingRequired": false}}
 EOF
-    PEBBLE_VA_NOSLEEP=1 pebble -config "$d/pebble.json" -dnsserver "127.0.0.1:$knot_port" >"$d/pebble.log" 2>&1 &
+    env "${va_env[@]}" pebble -config "$d/pebble.json" -dnsserver "127.0.0.1:$knot_port" >"$d/pebble.log" 2>&1 &
     pebble_pid=$!
     for _ in $(seq 100); do
       grep -q "ACME directory available at" "$d/pebble.log" && break

@@ -200,7 +200,7 @@ class client {
 
   // Poll until the authorization is no longer pending (valid → value; invalid/deactivated/
   // expired/revoked → order_invalid with the challenge's problem), at most `max_wait`, waiting
-  // between polls as Retry-After says (else 250 ms doubling to 5 s).
+  // between polls as Retry-After says (else 250 ms doubling to 2 s).
   boost::asio::awaitable<outcome<authorization_info>> poll_authorization(std::string url,
                                                                          std::chrono::milliseconds max_wait);
   // Poll until the order is neither pending nor processing (ready or valid → value; invalid →
