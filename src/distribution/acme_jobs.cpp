@@ -288,6 +288,9 @@ asio::awaitable<void> acme_job::remove_records(const job_inputs& in, const acme:
     std::string server = in.provider_spec.server, zone = zone_.empty() ? in.provider_spec.zone : zone_, fqdn = r.fqdn,
                 value = r.value;
     auto removed = co_await acme::dns::remove_txt(server, zone, tsig, fqdn, value, dns_opts_);
+    // Tests make this removal fail (CERTFLEET_FAIL_AT) to follow the cleanup_dns job it leaves.
+    if (removed && fault_point("acme_dns_remove"))
+      removed = make_error(errc::timeout, "removal failed on purpose (CERTFLEET_FAIL_AT=acme_dns_remove)", "server");
     if (!removed) {
       ++left;
       co_await ctx_.log("warn", fmt::format("DNS: could not remove TXT {} (a cleanup_dns job tries again): {}", r.fqdn,

@@ -173,7 +173,7 @@ TEST(acme_jobs, issue_stores_version_1_then_a_renewal_stores_version_2_and_deliv
   EXPECT_EQ(flow.at("skipped_steps"), json::array{json::value("awaiting_validation")});
   EXPECT_TRUE(flow.at("manual_challenges").as_array().empty());
   ASSERT_EQ(flow.at("presented_records").as_array().size(), 1u) << json::serialize(flow);
-  const auto& presented = flow.at("presented_records").at(0);
+  const auto& presented = flow.at("presented_records").as_array().at(0);
   EXPECT_EQ(str(presented, "fqdn"), "_acme-challenge." + domain);
   EXPECT_EQ(str(presented, "provider"), "knot");
   EXPECT_GT(time_of(presented, "removed_at"), 0) << json::serialize(presented);
@@ -627,7 +627,7 @@ TEST(acme_jobs, a_manual_provider_waits_for_the_operators_record_then_validate_d
   EXPECT_EQ(flow.at("skipped_steps"), json::array{json::value("dns_presenting")});
   EXPECT_TRUE(flow.at("presented_records").as_array().empty());
   ASSERT_EQ(flow.at("manual_challenges").as_array().size(), 1u) << json::serialize(flow);
-  const auto& challenge = flow.at("manual_challenges").at(0);
+  const auto& challenge = flow.at("manual_challenges").as_array().at(0);
   EXPECT_EQ(str(challenge, "fqdn"), "_acme-challenge." + domain);
   EXPECT_EQ(str(challenge, "value").size(), 43u);  // base64url of a SHA-256
   EXPECT_EQ(str(challenge, "status"), "pending");
@@ -667,9 +667,9 @@ TEST(acme_jobs, a_manual_provider_waits_for_the_operators_record_then_validate_d
   ASSERT_EQ(str(validated, "status"), "completed") << json::serialize(validated) << "\n" << a.log_text(str(asked, "job_id"));
   EXPECT_EQ(str(validated, "type"), "validate_manual_dns");
   EXPECT_EQ(str(validated.at("workflow"), "step"), "completed");
-  EXPECT_EQ(str(validated.at("workflow").at("manual_challenges").at(0), "status"), "valid");
+  EXPECT_EQ(str(validated.at("workflow").at("manual_challenges").as_array().at(0), "status"), "valid");
   // The preparing job's workflow shows the record validated too.
-  EXPECT_EQ(str(a.env.ok("GET", "jobs/" + job).at("workflow").at("manual_challenges").at(0), "status"), "valid");
+  EXPECT_EQ(str(a.env.ok("GET", "jobs/" + job).at("workflow").at("manual_challenges").as_array().at(0), "status"), "valid");
 
   auto v1 = a.env.ok("GET", "certificates/" + cert);
   EXPECT_EQ(num(v1, "version"), 1) << json::serialize(v1);
@@ -730,6 +730,40 @@ TEST(acme_jobs, a_rate_limited_order_waits_the_cas_retry_after) {
   EXPECT_EQ(str(c, "status"), "pending");
   EXPECT_EQ(num(c, "version"), 0);
   EXPECT_NE(str(c, "last_error").find("rateLimited"), std::string::npos) << json::serialize(c);
+}
+
+// A record the job could not remove (the removal made to fail with CERTFLEET_FAIL_AT): the job
+// still completes, says so in its log, and leaves it to the cleanup_dns job it enqueued itself
+// (trigger acme_workflow, key cleanup_dns:<job>:<fence>), which removes it from knot.
+TEST(acme_jobs, a_record_the_job_could_not_remove_is_removed_by_the_cleanup_dns_job_it_enqueued) {
+  acme_env a({}, {}, {{"CERTFLEET_FAIL_AT", "acme_dns_remove"}});
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  auto provider = a.create("dns-providers", a.provider_body("knot"));
+  const std::string domain = "left." + label() + "." + a.knot->zone();
+  auto [cert, job] = a.issue("left", {domain}, account, provider);
+  auto done = a.wait_job(job);
+  ASSERT_EQ(str(done, "status"), "completed") << a.log_text(job);
+  auto log = a.log_text(job);
+  EXPECT_NE(log.find("could not remove TXT _acme-challenge." + domain), std::string::npos) << log;
+  EXPECT_NE(log.find("cleanup_dns job"), std::string::npos) << log;
+  json::value cleanup;
+  for (auto until = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(200ms)) {
+    auto jobs = a.env.ok("GET", "jobs?type=cleanup_dns");
+    if (num(jobs, "total") >= 1 && str(jobs.at("items").as_array().at(0), "status") == "completed") {
+      cleanup = jobs.at("items").as_array().at(0);
+      break;
+    }
+  }
+  ASSERT_TRUE(cleanup.is_object()) << json::serialize(a.env.ok("GET", "jobs?type=cleanup_dns"));
+  EXPECT_EQ(str(cleanup, "triggered_by"), "acme_workflow");
+  EXPECT_EQ(str(cleanup, "parent_job_id"), job);
+  EXPECT_EQ(str(cleanup, "idempotency_key"), "cleanup_dns:" + job + ":1");
+  EXPECT_TRUE(a.knot->dig_txt("_acme-challenge." + domain).empty());
+  // The issuing job's workflow lists the record with its removal (by the cleanup job).
+  const auto detail = a.env.ok("GET", "jobs/" + job);
+  const auto& rec = detail.at("workflow").at("presented_records").as_array().at(0);
+  EXPECT_GT(time_of(rec, "removed_at"), 0) << json::serialize(rec);
 }
 
 // A worker killed between putting a challenge record into the zone and removing it (the crash
