@@ -1,13 +1,15 @@
 // The DNS codec on whatever a DNS server (or anything answering in its place) sends: any bytes
 // decode to a message or an error naming dns_message; a decoded message re-encodes, decodes to
 // the same message and re-encodes to the same bytes; TSIG verification of any bytes with a fixed
-// key gives a verdict and never an ok for bytes it did not sign.
+// key gives a verdict and never an ok for bytes it did not sign. The bytes are also read as a
+// resolv.conf (the manual DNS path's resolver).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <span>
 #include <string>
 
+#include "certfleet/acme/dns.hpp"
 #include "certfleet/acme/dns_message.hpp"
 
 using namespace certfleet::acme::dns;
@@ -22,6 +24,9 @@ const tsig_key& fixed_key() {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::span<const std::uint8_t> in(data, size);
+  // The same bytes as a resolv.conf: a nameserver comes back as an address with port 53.
+  if (auto ns = resolv_conf_nameserver(std::string_view(reinterpret_cast<const char*>(data), size)))
+    if (ns->size() < 4 || ns->substr(ns->size() - 3) != ":53" || !parse_server(*ns)) std::abort();
   auto m = decode(in);
   if (!m) {
     if (m.error().field != "dns_message" || m.error().message.empty()) std::abort();

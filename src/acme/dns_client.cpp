@@ -228,7 +228,7 @@ result<message> check_answer(const peer& p, const exchange_info& x, const bytes&
 awaitable<result<message>> query(const peer& p, const domain_name& name, rr_type type, const client_options& o,
                                  std::chrono::milliseconds limit) {
   exchange_info x{rr_type_name(type) + " query for " + name.text(), steady::now() + limit, limit};
-  auto q = make_query(random_id(), name, type, false);
+  auto q = make_query(random_id(), name, type, o.recursion_desired);
   auto wire = encode(q);
   if (!wire) co_return wire.error();  // a parsed name always encodes: a bug if it does not
   auto a = co_await udp_exchange(p, *wire, q.header.id, o.udp_tries, x);
@@ -249,8 +249,8 @@ const soa_data* soa_of(const std::vector<resource_record>& rrs, const domain_nam
 }
 
 // The zone whose SOA an authoritative NXDOMAIN/NODATA answer carries, when `name` is inside it.
-std::optional<domain_name> zone_from_authority(const message& m, const domain_name& name) {
-  if (!m.header.aa) return std::nullopt;
+std::optional<domain_name> zone_from_authority(const message& m, const domain_name& name, bool recursive) {
+  if (!m.header.aa && !recursive) return std::nullopt;
   for (const auto& rr : m.authorities)
     if (rr.type == rr_type::soa && name.is_at_or_below(rr.owner)) return rr.owner;
   return std::nullopt;
@@ -468,9 +468,9 @@ awaitable<result<std::string>> find_zone(std::string server_text, std::string fq
     if (rc == rcode::servfail)
       co_return dns_error_hinted(dns_errc::server_failure,
                                  "DNS server " + p->where + " failed to answer the SOA query for " + n.text() + " (SERVFAIL)");
-    if (rc == rcode::noerror && m->header.aa && soa_of(m->answers, n)) co_return lower(n.text());
+    if (rc == rcode::noerror && (m->header.aa || o.recursion_desired) && soa_of(m->answers, n)) co_return lower(n.text());
     if (rc == rcode::noerror || rc == rcode::nxdomain) {
-      if (auto z = zone_from_authority(*m, n)) co_return lower(z->text());
+      if (auto z = zone_from_authority(*m, n, o.recursion_desired)) co_return lower(z->text());
       if (is_referral(*m))
         co_return dns_error(dns_errc::zone_not_found,
                             "DNS server " + p->where + " delegates " + n.text() +
@@ -498,7 +498,7 @@ awaitable<result<std::vector<nameserver>>> authoritative_servers(std::string ser
     co_return dns_error(dns_errc::name_error, "DNS server " + p->where + " says zone " + zone->text() +
                                                   " does not exist (NXDOMAIN): check the provider's zone name");
   if (m->header.rcode != 0) co_return query_refusal(*p, "NS query for " + zone->text(), subject, m->header.rcode);
-  if (!m->header.aa)
+  if (!m->header.aa && !o.recursion_desired)
     co_return dns_error_hinted(dns_errc::not_authoritative,
                                p->where + " is not authoritative for zone " + zone->text() + " (answer without the AA flag)");
   std::vector<domain_name> names;
@@ -546,6 +546,32 @@ awaitable<result<std::vector<nameserver>>> authoritative_servers(std::string ser
     out.push_back(std::move(ns));
   }
   co_return out;
+}
+
+std::optional<std::string> resolv_conf_nameserver(std::string_view text) {
+  while (!text.empty()) {
+    auto eol = text.find('\n');
+    auto line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+    auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+    auto skip = [&](std::string_view s) {
+      while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+      return s;
+    };
+    line = skip(line);
+    constexpr std::string_view key = "nameserver";
+    if (line.substr(0, key.size()) != key || line.size() == key.size() || !is_space(line[key.size()])) continue;
+    line = skip(line.substr(key.size()));
+    std::size_t end = 0;
+    while (end < line.size() && !is_space(line[end]) && line[end] != '#' && line[end] != ';') ++end;
+    auto addr = line.substr(0, end);
+    if (auto pct = addr.find('%'); pct != std::string_view::npos) addr = addr.substr(0, pct);
+    boost::system::error_code ec;
+    auto ip = asio::ip::make_address(std::string(addr), ec);
+    if (ec) continue;
+    return ip.is_v6() ? "[" + ip.to_string() + "]:53" : ip.to_string() + ":53";
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> propagation_targets(const std::string& server, const std::vector<nameserver>& nameservers) {

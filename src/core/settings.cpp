@@ -34,8 +34,9 @@ result<std::string> valid_ui_base_url(const setting_def& def, std::string_view v
 
 result<std::string> valid_optional_listen(const setting_def& def, std::string_view value);
 result<std::string> valid_certificate_ref(const setting_def& def, std::string_view value);
+result<std::string> valid_optional_server(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 40> table{{
+constexpr std::array<setting_def, 41> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -116,6 +117,9 @@ constexpr std::array<setting_def, 40> table{{
      "How long an ACME job waits for its DNS-01 TXT records to be answered by every authoritative server of the zone before it gives up (transient: the job retries)."},
     {"acme_dns_nameserver_port", T::integer, S::system, 1, 65535, "53", "",
      "The port on which the DNS-01 propagation check asks the zone's NS servers (the provider's own server is asked at its configured port). 53 everywhere but in test setups."},
+    {"acme_dns_resolver", T::string, S::system, 0, 0, "", "",
+     "HOST:PORT of a recursive DNS resolver through which validate_manual_dns finds a zone's authoritative servers when a manual DNS provider has no check_server; empty: the first nameserver of /etc/resolv.conf on the worker.",
+     valid_optional_server},
     {"ui_base_url", T::string, S::system, 0, 0, "", "",
      "The web UI's address as people reach it (https://certfleet.example.com): notification messages link to the job, distribution or certificate there; empty sends no links.",
      valid_ui_base_url},
@@ -147,6 +151,18 @@ result<std::string> valid_listen(const setting_def& def, std::string_view value)
 result<std::string> valid_optional_listen(const setting_def& def, std::string_view value) {
   if (value.empty()) return std::string();
   return valid_listen(def, value);
+}
+
+result<std::string> valid_optional_server(const setting_def& def, std::string_view value) {
+  if (value.empty()) return std::string();
+  auto colon = value.rfind(':');
+  std::int64_t port;
+  if (colon == std::string_view::npos || colon == 0 || !parse_int(value.substr(colon + 1), port) || port < 1 ||
+      port > 65535)
+    return make_error(errc::invalid_argument,
+                      fmt::format("{} must be HOST:PORT with a port from 1 to 65535 (got \"{}\")", def.name, value),
+                      std::string(def.name));
+  return std::string(value);
 }
 
 result<std::string> valid_certificate_ref(const setting_def&, std::string_view value) {

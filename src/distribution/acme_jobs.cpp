@@ -35,6 +35,8 @@
 #include <chrono>
 #include <exception>
 #include <map>
+#include <sstream>
+#include <fstream>
 #include <set>
 
 namespace certfleet::distribution {
@@ -148,6 +150,7 @@ class acme_job {
   asio::awaitable<queue::outcome> validate_manual(const job_inputs& in, const acme::account_key& akey,
                                                   const std::string& order_job_id);
   asio::awaitable<result<void>> save_manual_statuses(const job_inputs& in, const manual_order& m);
+  asio::awaitable<result<std::vector<std::string>>> manual_check_targets(const job_inputs& in, const std::string& fqdn);
   asio::awaitable<result<void>> wait_for_propagation(const job_inputs& in);
   asio::awaitable<void> remove_records(const job_inputs& in, const acme::dns::tsig_key& tsig);
   asio::awaitable<result<void>> record_presented(const job_inputs& in, const presented_record& r);
@@ -163,6 +166,7 @@ class acme_job {
   std::string zone_;  // the zone the records went to
   acme::dns::client_options dns_opts_;
   std::chrono::seconds propagation_timeout_{300};
+  std::string resolver_;  // acme_dns_resolver ("": /etc/resolv.conf)
 };
 
 asio::awaitable<void> acme_job::step(std::string_view name) {
@@ -216,7 +220,9 @@ asio::awaitable<result<job_inputs>> acme_job::load(std::string certificate_id) {
 }
 
 queue::outcome acme_job::dns_failure(const job_inputs& in, const error& e) {
-  const auto& server = in.provider_spec.manual() ? in.provider_spec.check_server : in.provider_spec.server;
+  const std::string server = !in.provider_spec.manual()              ? in.provider_spec.server
+                             : in.provider_spec.check_server.empty() ? std::string("no check_server: the zone's servers")
+                                                                     : in.provider_spec.check_server;
   auto msg = fmt::format("DNS provider {} ({}): {}", in.provider.name, server, e.message);
   if (acme::dns::dns_permanent(e)) return queue::outcome::permanent_failure(std::move(msg));
   return queue::outcome::failure(std::move(msg));
@@ -589,6 +595,50 @@ asio::awaitable<queue::outcome> acme_job::hand_to_operator(const job_inputs& in,
   co_return queue::outcome::ok();
 }
 
+// Where validate_manual_dns looks for a record: the provider's check_server; without one, every
+// authoritative server of the record's zone, found through a recursive resolver (the setting
+// acme_dns_resolver, else the worker's /etc/resolv.conf) and then asked themselves.
+asio::awaitable<result<std::vector<std::string>>> acme_job::manual_check_targets(const job_inputs& in,
+                                                                                 const std::string& fqdn) {
+  if (!in.provider_spec.check_server.empty()) co_return std::vector<std::string>{in.provider_spec.check_server};
+  std::string resolver = resolver_;
+  if (resolver.empty()) {
+    std::ifstream conf("/etc/resolv.conf");
+    std::stringstream text;
+    text << conf.rdbuf();
+    auto found = acme::dns::resolv_conf_nameserver(text.str());
+    if (!found)
+      co_return make_error(errc::invalid_argument,
+                           "no resolver to find the zone's authoritative servers: /etc/resolv.conf names no nameserver; "
+                           "set the system setting acme_dns_resolver or the provider's manual.check_server",
+                           "acme_dns_resolver");
+    resolver = *found;
+  }
+  auto recursive = dns_opts_;
+  recursive.recursion_desired = true;
+  std::string name = fqdn;
+  auto zone = co_await acme::dns::find_zone(resolver, name, recursive);
+  if (!zone) co_return std::move(zone).error();
+  std::string zone_name = *zone;
+  auto ns = co_await acme::dns::authoritative_servers(resolver, zone_name, recursive);
+  if (!ns) co_return std::move(ns).error();
+  std::vector<std::string> out;
+  for (const auto& n : *ns) {
+    if (!n.error.empty()) co_await ctx_.log("warn", fmt::format("DNS (manual): NS {} of zone {} skipped: {}", n.name, zone_name, n.error));
+    for (const auto& a : n.addresses)
+      if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+  }
+  if (out.empty())
+    co_return make_error(errc::invalid_argument,
+                         fmt::format("no address of an authoritative server of zone {} was found through {}: set the "
+                                     "provider's manual.check_server",
+                                     zone_name, resolver),
+                         "check_server");
+  co_await ctx_.log("info", fmt::format("DNS (manual): zone {} (found through {}): asking {}", zone_name, resolver,
+                                        fmt::join(out, ", ")));
+  co_return out;
+}
+
 asio::awaitable<result<void>> acme_job::save_manual_statuses(const job_inputs& in, const manual_order& m) {
   const std::string project = in.cert.project_id, cert_id = in.cert.id, order_job = m.job_id;
   const std::vector<manual_challenge> challenges = m.challenges;
@@ -624,25 +674,25 @@ asio::awaitable<queue::outcome> acme_job::validate_manual(const job_inputs& in, 
   // The operator's records, where the provider says to look. Missing ones fail this attempt
   // (retried with backoff; then the operator asks again with validate-dns).
   co_await step("dns_propagating");
-  if (in.provider_spec.check_server.empty()) {
-    co_await ctx_.log("info", "DNS (manual): the provider has no check_server: the CA's validation is the check");
-  } else {
-    std::vector<std::string> missing;
-    for (const auto& c : m.challenges) {
-      if (c.status == "valid") continue;
-      std::string server = in.provider_spec.check_server, fqdn = c.fqdn;
-      auto a = co_await acme::dns::txt_lookup(server, fqdn, dns_opts_);
+  std::vector<std::string> missing;
+  for (const auto& c : m.challenges) {
+    if (c.status == "valid") continue;
+    auto targets = co_await manual_check_targets(in, c.fqdn);
+    if (!targets) co_return dns_failure(in, targets.error());
+    for (const auto& server : *targets) {
+      std::string target = server, fqdn = c.fqdn;
+      auto a = co_await acme::dns::txt_lookup(target, fqdn, dns_opts_);
       if (!a) co_return dns_failure(in, a.error());
       if (std::find(a->values.begin(), a->values.end(), c.value) == a->values.end())
-        missing.push_back(fmt::format("TXT {} = \"{}\"", c.fqdn, c.value));
+        missing.push_back(fmt::format("TXT {} = \"{}\" at {}", c.fqdn, c.value, server));
       else
         co_await ctx_.log("info", fmt::format("DNS (manual): {} answers TXT {} with the challenge value", server, c.fqdn));
     }
-    if (!missing.empty())
-      co_return queue::outcome::failure(fmt::format(
-          "DNS (manual): {} does not answer {} yet: create the record(s) at your DNS provider, then POST …/jobs/{}/validate-dns",
-          in.provider_spec.check_server, fmt::join(missing, ", "), order_job_id));
   }
+  if (!missing.empty())
+    co_return queue::outcome::failure(fmt::format(
+        "DNS (manual): not answered yet: {}: create the record(s) at your DNS provider, then POST …/jobs/{}/validate-dns",
+        fmt::join(missing, ", "), order_job_id));
 
   acme::client client(client_options_for(in.account_spec, opt_, ctx_), akey);
   acme::directory dir;
@@ -789,6 +839,7 @@ asio::awaitable<queue::outcome> acme_job::run() {
   dns_opts_.resolve_pool = opt_.cpu;
   dns_opts_.clock = &ctx_.clock();
   dns_opts_.nameserver_port = static_cast<std::uint16_t>(settings.integer("acme_dns_nameserver_port"));
+  resolver_ = settings.text("acme_dns_resolver");
 
   // The records come out whatever happens, also when the job is interrupted (cancel, lost lease):
   // the interruption is rethrown once they are removed.

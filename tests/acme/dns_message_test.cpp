@@ -389,3 +389,16 @@ TEST(DnsServer, PropagationTargetsStartWithTheServerAndHaveNoDuplicates) {
             (std::vector<std::string>{"127.0.0.1:53", "[::1]:53", "192.0.2.1:53"}));
   EXPECT_EQ(propagation_targets("127.0.0.1", {}), (std::vector<std::string>{"127.0.0.1:53"}));
 }
+
+// The manual DNS path's default resolver: the first usable `nameserver` line of resolv.conf.
+TEST(resolv_conf, the_first_nameserver_with_port_53) {
+  EXPECT_EQ(resolv_conf_nameserver("# generated\nsearch example.org\nnameserver 192.0.2.53\nnameserver 192.0.2.54\n"),
+            "192.0.2.53:53");
+  EXPECT_EQ(resolv_conf_nameserver("  nameserver\t2001:db8::53 # primary\r\n"), "[2001:db8::53]:53");
+  EXPECT_EQ(resolv_conf_nameserver("nameserver fe80::1%eth0\n"), "[fe80::1]:53");
+  // Not an address, a longer keyword, a comment: skipped.
+  EXPECT_EQ(resolv_conf_nameserver("nameserver dns.example\nnameservers 192.0.2.1\n#nameserver 192.0.2.2\nnameserver 127.0.0.53"),
+            "127.0.0.53:53");
+  EXPECT_FALSE(resolv_conf_nameserver(""));
+  EXPECT_FALSE(resolv_conf_nameserver("options edns0\nnameserver\n"));
+}

@@ -766,6 +766,48 @@ TEST(acme_jobs, a_record_the_job_could_not_remove_is_removed_by_the_cleanup_dns_
   EXPECT_GT(time_of(rec, "removed_at"), 0) << json::serialize(rec);
 }
 
+// A manual provider without check_server (DESIGN §9's default): validate_manual_dns finds the
+// record's zone and its authoritative servers through a resolver (acme_dns_resolver; knot here,
+// which answers for its zone) and asks each of them; a missing record names the server.
+TEST(acme_jobs, a_manual_provider_without_check_server_asks_the_zones_authoritative_servers) {
+  acme_env a;
+  a.env.set_settings(json::object{{"acme_dns_resolver", a.knot->server()}});
+  // A resolver without a usable port is refused naming the setting.
+  auto bad = a.env.http->put("/api/v1/settings", R"({"acme_dns_resolver":"127.0.0.1:0"})", a.env.token);
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("acme_dns_resolver"), std::string::npos) << bad.body;
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  auto provider = a.create("dns-providers", json::object{{"name", "by-hand"}, {"kind", "manual"}});
+  const std::string domain = "zone-ns." + label() + "." + a.knot->zone();
+  auto [cert, job] = a.issue("zone-ns", {domain}, account, provider);
+  auto prepared = a.wait_job(job);
+  ASSERT_EQ(str(prepared, "status"), "completed") << a.log_text(job);
+  const auto value = str(prepared.at("workflow").at("manual_challenges").as_array().at(0), "value");
+
+  auto early = str(a.env.ok("POST", "jobs/" + job + "/validate-dns", "", 202), "job_id");
+  json::value early_job;
+  for (int i = 0; i < 300; ++i) {
+    early_job = a.env.call("GET", "jobs/" + early).json();
+    if (str(early_job, "status") == "failed" || str(early_job, "status") == "dead") break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(str(early_job, "status"), "failed") << json::serialize(early_job) << "\n" << a.log_text(early);
+  // ns1.example.test → 127.0.0.1, asked at acme_dns_nameserver_port (knot's).
+  const std::string ns = "127.0.0.1:" + std::to_string(a.knot->port());
+  EXPECT_NE(str(early_job, "error").find("_acme-challenge." + domain + " = \"" + value + "\" at " + ns), std::string::npos)
+      << str(early_job, "error");
+  auto log = a.log_text(early);
+  EXPECT_NE(log.find("DNS (manual): zone " + a.knot->zone() + " (found through " + a.knot->server() + "): asking " + ns),
+            std::string::npos)
+      << log;
+
+  auto [rc, out] = a.knot->nsupdate({"update add _acme-challenge." + domain + " 60 TXT \"" + value + "\""}, a.knot->zone());
+  ASSERT_EQ(rc, 0) << out;
+  auto asked = str(a.env.ok("POST", "jobs/" + job + "/validate-dns", "", 202), "job_id");
+  ASSERT_EQ(str(a.wait_job(asked), "status"), "completed") << a.log_text(asked);
+  EXPECT_EQ(num(a.env.ok("GET", "certificates/" + cert), "version"), 1);
+}
+
 // A worker killed between putting a challenge record into the zone and removing it (the crash
 // point acme_dns_presented): the record stays in knot; after a restart the scheduler's DNS
 // cleanup sweep finds the attempt over and its cleanup_dns job removes the record (TSIG delete).

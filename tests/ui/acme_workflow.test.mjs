@@ -11,6 +11,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { startCertfleet, launch, signIn, shot, collectErrors } from './helpers.mjs';
 import { startPebble, freePort } from '../testbed/pebble.mjs';
+import { startDnsTxtServer } from '../testbed/dns_txt_server.mjs';
 
 const axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const P = '/api/v1/projects/default';
@@ -275,17 +276,20 @@ test('dark: the manual job page', async () => {
 });
 
 // An issued ACME certificate (a second pebble that accepts every challenge, PEBBLE_VA_ALWAYS_VALID,
-// and a manual provider without check_server: validate-dns answers the challenge at once): its
-// overview shows the renewal window (the lifetime's last third: pebble has no ARI) and the last
-// renewal job; the Certificates list shows its issuer, renewal window and job.
+// and a manual provider whose check_server is a small DNS server of the test's, where the test
+// creates the record as the operator would): its overview shows the renewal window (the
+// lifetime's last third: pebble has no ARI) and the last renewal job; the Certificates list shows
+// its issuer, renewal window and job.
 test('an issued ACME certificate: renewal window and last renewal job on its page and in the list', async () => {
   const lenient = await startPebble({ env: { PEBBLE_VA_ALWAYS_VALID: '1' } });
+  const dns = await startDnsTxtServer();
   try {
     const account = await post(`${P}/acme-accounts`, { name: 'pebble-lenient', directory_url: lenient.directoryUrl, terms_agreed: true, ca_bundle_pem: lenient.caPem }, 201);
-    const trusting = await post(`${P}/dns-providers`, { name: 'trusting', kind: 'manual' }, 201);
-    const shop = await post(`${P}/certificates/issue`, { name: 'shop', domains: ['shop.example.test'], acme_account_id: account.id, dns_provider_id: trusting.id }, 202);
+    const operatorDns = await post(`${P}/dns-providers`, { name: 'operator-dns', kind: 'manual', manual: { check_server: dns.server } }, 201);
+    const shop = await post(`${P}/certificates/issue`, { name: 'shop', domains: ['shop.example.test'], acme_account_id: account.id, dns_provider_id: operatorDns.id }, 202);
     const prepared = await cf.waitJob(shop.job_id, (j) => ['completed', 'failed', 'dead'].includes(j.status), 90000);
     assert.equal(prepared.status, 'completed', JSON.stringify(prepared));
+    for (const c of prepared.workflow.manual_challenges) dns.set(c.fqdn, c.value);
     const asked = await post(`${P}/jobs/${shop.job_id}/validate-dns`, null, 202);
     const validated = await cf.waitJob(asked.job_id, (j) => ['completed', 'dead'].includes(j.status), 90000);
     assert.equal(validated.status, 'completed', JSON.stringify(validated));
@@ -323,6 +327,7 @@ test('an issued ACME certificate: renewal window and last renewal job on its pag
     assert.deepEqual(errors, []);
     await page.close();
   } finally {
+    await dns.stop();
     await lenient.stop();
   }
 });

@@ -91,7 +91,15 @@ struct client_options {
   // used with this port (53 in the world; tests run servers on other ports).
   std::size_t max_nameservers = 8;
   std::uint16_t nameserver_port = 53;
+  // find_zone / authoritative_servers through a recursive resolver: queries ask for recursion
+  // (RD=1) and answers without the AA flag are taken (a resolver's answers never carry it).
+  // txt_lookup is never asked this way: a record's presence is checked at the zone's own servers.
+  bool recursion_desired = false;
 };
+
+// The first `nameserver` of a resolv.conf text as "host:53" ("[v6]:53" for IPv6; a scoped
+// address's %zone dropped); nullopt when there is none. Pure.
+std::optional<std::string> resolv_conf_nameserver(std::string_view text);
 
 // --- UPDATE (TCP, TSIG-signed) ----------------------------------------------------------------
 
