@@ -57,8 +57,11 @@ class acme_env {
     po.dns_server = knot->server();
     ca = std::make_unique<testbed::pebble>(env.dir.path() / "pebble", std::move(po));
     env.start("all", std::move(sets), std::move(environment));
-    // The zone's NS (ns1.example.test → 127.0.0.1) answers on knot's port, not 53.
-    env.set_settings(json::object{{"acme_dns_nameserver_port", knot->port()}, {"acme_dns_propagation_timeout_s", 60}});
+    // The zone's NS (ns1.example.test → 127.0.0.1) answers on knot's port, not 53. A manual
+    // provider without check_server finds the zone through knot, never the host's resolver.
+    env.set_settings(json::object{{"acme_dns_nameserver_port", knot->port()},
+                                  {"acme_dns_propagation_timeout_s", 60},
+                                  {"acme_dns_resolver", knot->server()}});
   }
   ~acme_env() {
     if (::testing::Test::HasFailure()) {
@@ -770,8 +773,7 @@ TEST(acme_jobs, a_record_the_job_could_not_remove_is_removed_by_the_cleanup_dns_
 // record's zone and its authoritative servers through a resolver (acme_dns_resolver; knot here,
 // which answers for its zone) and asks each of them; a missing record names the server.
 TEST(acme_jobs, a_manual_provider_without_check_server_asks_the_zones_authoritative_servers) {
-  acme_env a;
-  a.env.set_settings(json::object{{"acme_dns_resolver", a.knot->server()}});
+  acme_env a;  // acme_dns_resolver: knot
   // A resolver without a usable port is refused naming the setting.
   auto bad = a.env.http->put("/api/v1/settings", R"({"acme_dns_resolver":"127.0.0.1:0"})", a.env.token);
   EXPECT_EQ(bad.status, 400) << bad.body;

@@ -43,7 +43,9 @@ async function post(path, body, status) {
 
 before(async () => {
   pebble = await startPebble();
-  cf = await startCertfleet();
+  // Nothing here may ask the host's resolver (outside 127.0.0.0/8): a manual provider without
+  // check_server would find its zone through acme_dns_resolver, a closed loopback port here.
+  cf = await startCertfleet({ settings: { acme_dns_resolver: `127.0.0.1:${await freePort()}` } });
   operatorToken = await cf.token('operator', { name: 'olga-operator' });
   viewerToken = await cf.token('viewer', { name: 'victor-viewer' });
   const account = await post(`${P}/acme-accounts`, { name: 'pebble', directory_url: pebble.directoryUrl, terms_agreed: true, ca_bundle_pem: pebble.caPem }, 201);
