@@ -81,7 +81,30 @@ zone=bench.test
 key_name=certfleet-bench-key.
 secret=$(openssl rand -base64 32)
 
+# Keeps PID (for cleanup) once CHECK… succeeds, within 10 s while PID lives; else stops PID and
+# fails, so the caller can retry on other ports.
+keep_when_ready() {
+  local pid=$1
+  shift
+  for _ in $(seq 100); do
+    if "$@"; then
+      pids+=("$pid")
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  return 1
+}
+
 # ---- knot: authoritative for bench.test, TSIG (hmac-sha256) updates allowed -------------------
+# knot serves the zone's marker record (it has loaded the zone).
+knot_answers() {
+  dig @127.0.0.1 -p "$knot_port" +norec +time=1 +tries=1 +short "_bench.$zone" TXT 2>/dev/null | grep -q "$1"
+}
+
 start_knot() {
   local d=$work/knot token
   mkdir -p "$d/run" "$d/db" "$d/zones"
@@ -126,16 +149,7 @@ EOF
     rm -rf "$d/db" && mkdir -p "$d/db"
     /usr/sbin/knotd -c "$d/knot.conf" >"$d/knotd.log" 2>&1 &
     knot_pid=$!
-    for _ in $(seq 100); do
-      dig @127.0.0.1 -p "$knot_port" +norec +time=1 +tries=1 +short "_bench.$zone" TXT 2>/dev/null | grep -q "$token" && break
-      sleep 0.1
-    done
-    if dig @127.0.0.1 -p "$knot_port" +norec +time=1 +tries=1 +short "_bench.$zone" TXT 2>/dev/null | grep -q "$token"; then
-      pids+=("$knot_pid")
-      return
-    fi
-    kill "$knot_pid" 2>/dev/null || true
-    wait "$knot_pid" 2>/dev/null || true
+    keep_when_ready "$knot_pid" knot_answers "$token" && return
   done
   echo "acme_bench: knotd did not start:" >&2
   cat "$d/knotd.log" >&2
@@ -165,19 +179,9 @@ start_pebble() {
   "ocspResponderURL": "", "externalAccountBindingRequired": false}}
 EOF
     env "${va_env[@]}" pebble -config "$d/pebble.json" -dnsserver "127.0.0.1:$knot_port" >"$d/pebble.log" 2>&1 &
+    directory=https://127.0.0.1:$pebble_port/dir
     pebble_pid=$!
-    for _ in $(seq 100); do
-      grep -q "ACME directory available at" "$d/pebble.log" && break
-      kill -0 "$pebble_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if curl -sf --cacert "$pebble_ca" "https://127.0.0.1:$pebble_port/dir" >/dev/null; then
-      pids+=("$pebble_pid")
-      directory=https://127.0.0.1:$pebble_port/dir
-      return
-    fi
-    kill "$pebble_pid" 2>/dev/null || true
-    wait "$pebble_pid" 2>/dev/null || true
+    keep_when_ready "$pebble_pid" curl -sf -o /dev/null --cacert "$pebble_ca" "$directory" && return
   done
   echo "acme_bench: pebble did not start:" >&2
   cat "$d/pebble.log" >&2

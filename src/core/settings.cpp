@@ -137,16 +137,20 @@ std::string upper(std::string_view s) {
   return r;
 }
 
-result<std::string> valid_listen(const setting_def& def, std::string_view value) {
+// HOST:PORT with a port from min_port to 65535 (0: a listener's "any free port").
+result<std::string> host_port(const setting_def& def, std::string_view value, std::int64_t min_port) {
   auto colon = value.rfind(':');
   std::int64_t port;
-  if (colon == std::string_view::npos || colon == 0 || !parse_int(value.substr(colon + 1), port) || port < 0 ||
+  if (colon == std::string_view::npos || colon == 0 || !parse_int(value.substr(colon + 1), port) || port < min_port ||
       port > 65535)
     return make_error(errc::invalid_argument,
-                      fmt::format("{} must be ADDR:PORT with a port from 0 to 65535 (got \"{}\")", def.name, value),
+                      fmt::format("{} must be {}:PORT with a port from {} to 65535 (got \"{}\")", def.name,
+                                  min_port == 0 ? "ADDR" : "HOST", min_port, value),
                       std::string(def.name));
   return std::string(value);
 }
+
+result<std::string> valid_listen(const setting_def& def, std::string_view value) { return host_port(def, value, 0); }
 
 result<std::string> valid_optional_listen(const setting_def& def, std::string_view value) {
   if (value.empty()) return std::string();
@@ -155,14 +159,7 @@ result<std::string> valid_optional_listen(const setting_def& def, std::string_vi
 
 result<std::string> valid_optional_server(const setting_def& def, std::string_view value) {
   if (value.empty()) return std::string();
-  auto colon = value.rfind(':');
-  std::int64_t port;
-  if (colon == std::string_view::npos || colon == 0 || !parse_int(value.substr(colon + 1), port) || port < 1 ||
-      port > 65535)
-    return make_error(errc::invalid_argument,
-                      fmt::format("{} must be HOST:PORT with a port from 1 to 65535 (got \"{}\")", def.name, value),
-                      std::string(def.name));
-  return std::string(value);
+  return host_port(def, value, 1);
 }
 
 result<std::string> valid_certificate_ref(const setting_def&, std::string_view value) {

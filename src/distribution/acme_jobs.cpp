@@ -184,12 +184,10 @@ asio::awaitable<result<job_inputs>> acme_job::load(std::string certificate_id) {
   const std::string project = ctx_.job().project_id;
   store::read_value_fn<job_inputs> read = [project, certificate_id](store::catalog_read& rd) -> result<job_inputs> {
     job_inputs in;
-    auto c = rd.get_object(project, store::kind_certificate, certificate_id);
-    if (!c) return std::move(c).error();
-    in.cert = std::move(*c);
-    auto d = parse_certificate_doc(in.cert, true);
-    if (!d) return std::move(d).error();
-    in.doc = std::move(*d);
+    auto got = read_certificate(rd, project, certificate_id);
+    if (!got) return std::move(got).error();
+    in.cert = std::move(got->object);
+    in.doc = std::move(got->doc);
     if (in.doc.source != "acme" || !in.doc.acme)
       return make_error(errc::invalid_argument,
                         fmt::format("certificate {} is not an ACME certificate (source {})", certificate_id, in.doc.source),
@@ -603,10 +601,13 @@ asio::awaitable<result<std::vector<std::string>>> acme_job::manual_check_targets
   if (!in.provider_spec.check_server.empty()) co_return std::vector<std::string>{in.provider_spec.check_server};
   std::string resolver = resolver_;
   if (resolver.empty()) {
-    std::ifstream conf("/etc/resolv.conf");
-    std::stringstream text;
-    text << conf.rdbuf();
-    auto found = acme::dns::resolv_conf_nameserver(text.str());
+    // A file read: on the cpu pool, not the event loop.
+    auto found = co_await on_cpu<std::optional<std::string>>(opt_.cpu, [] {
+      std::ifstream conf("/etc/resolv.conf");
+      std::stringstream text;
+      text << conf.rdbuf();
+      return acme::dns::resolv_conf_nameserver(text.str());
+    });
     if (!found)
       co_return make_error(errc::invalid_argument,
                            "no resolver to find the zone's authoritative servers: /etc/resolv.conf names no nameserver; "
@@ -882,12 +883,10 @@ asio::awaitable<queue::outcome> run_revoke(queue::job_context& ctx, const acme_j
   const std::string project = ctx.job().project_id, cert_id = p->certificate_id;
   store::read_value_fn<revoke_inputs> read = [project, cert_id](store::catalog_read& rd) -> result<revoke_inputs> {
     revoke_inputs in;
-    auto c = rd.get_object(project, store::kind_certificate, cert_id);
-    if (!c) return std::move(c).error();
-    in.cert = std::move(*c);
-    auto d = parse_certificate_doc(in.cert, true);
-    if (!d) return std::move(d).error();
-    in.doc = std::move(*d);
+    auto got = read_certificate(rd, project, cert_id);
+    if (!got) return std::move(got).error();
+    in.cert = std::move(got->object);
+    in.doc = std::move(got->doc);
     if (in.doc.source != "acme" || !in.doc.acme)
       return make_error(errc::invalid_argument,
                         fmt::format("certificate {} was uploaded, not obtained from an ACME CA: certfleet revokes only the "
