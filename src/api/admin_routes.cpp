@@ -67,6 +67,7 @@ boost::asio::awaitable<reply> get_metrics(server_state& s, const route_call&) {
     if (g) {
       snap.certificates_expiring_soon = g->certificates_expiring_soon;
       snap.certificates_expired = g->certificates_expired;
+      snap.certificates_revoked = g->certificates_revoked;
       snap.distributions_running = g->distributions_running;
       snap.distributions_running_long = g->distributions_running_long;
     } else {

@@ -89,6 +89,13 @@ boost::asio::awaitable<reply> revoke_acme_certificate(server_state& s, const rou
   co_return co_await catalog_answer(s, call, "revoke", 202, std::move(r), t0);
 }
 
+boost::asio::awaitable<reply> check_domain(server_state& s, const route_call& call) {
+  auto t0 = steady::now();
+  const std::string actor = call.who.token ? "token:" + call.who.token->id : "anonymous";
+  auto r = co_await s.catalog.check_domain(call.who.project->id, call.match.id, actor);
+  co_return co_await catalog_answer(s, call, "check", 202, std::move(r), t0);
+}
+
 boost::asio::awaitable<reply> scan_target_host_key(server_state& s, const route_call& call) {
   auto t0 = steady::now();
   auto r = co_await s.catalog.scan_host_key(call.who.project->id, call.match.id);

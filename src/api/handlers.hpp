@@ -86,6 +86,8 @@ boost::asio::awaitable<reply> renew_acme_certificate(server_state&, const route_
 // POST …/certificates/{id}/revoke {reason?} (202 {job_id}).
 boost::asio::awaitable<reply> revoke_acme_certificate(server_state&, const route_call&);
 boost::asio::awaitable<reply> scan_target_host_key(server_state&, const route_call&);
+// POST …/domains/{id}/check (202 {job_id, created}).
+boost::asio::awaitable<reply> check_domain(server_state&, const route_call&);
 boost::asio::awaitable<reply> add_certificate_version(server_state&, const route_call&);
 boost::asio::awaitable<reply> test_notification_channel(server_state&, const route_call&);
 

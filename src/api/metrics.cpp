@@ -59,6 +59,9 @@ std::string api_metrics::render(const snapshot& s) const {
     out += fmt::format("certfleet_certificates_expiring_soon {}\n", s.certificates_expiring_soon);
     head(out, "certfleet_certificates_expired", "gauge", "Certificates past their not_after.");
     out += fmt::format("certfleet_certificates_expired {}\n", s.certificates_expired);
+    head(out, "certfleet_certificates_revoked", "gauge",
+         "Certificates marked revoked: through certfleet, or found in their CA's CRL or by OCSP.");
+    out += fmt::format("certfleet_certificates_revoked {}\n", s.certificates_revoked);
   }
   if (s.distributions_running >= 0) {
     head(out, "certfleet_distributions_running", "gauge", "Distributions with a run in progress.");

@@ -43,6 +43,7 @@ class api_metrics {
     std::int64_t scheduler_epoch = 0;
     std::int64_t certificates_expiring_soon = -1;  // -1: not read
     std::int64_t certificates_expired = 0;
+    std::int64_t certificates_revoked = 0;
     std::int64_t distributions_running = -1;
     std::int64_t distributions_running_long = 0;
     // The API listener's TLS certificate (only when it serves HTTPS).

@@ -20,7 +20,7 @@ namespace {
 // distribution/acme_catalog.cpp, session_routes.cpp). Members the parsers refuse are refused here
 // too (additionalProperties: false), so a client generated from this document sends nothing the
 // server rejects as unknown. `settings` is not here: it is generated from the settings table.
-constexpr std::array<body_schema, 15> bodies{{
+constexpr std::array<body_schema, 16> bodies{{
     {"session", R"json({"type":"object","required":["token"],"additionalProperties":false,
       "properties":{"token":{"type":"string","description":"An API token (cf_…)"}}})json"},
     {"project", R"json({"type":"object","required":["name"],"additionalProperties":false,
@@ -95,6 +95,8 @@ constexpr std::array<body_schema, 15> bodies{{
             "tsig_key_name":{"type":"string"},"tsig_algorithm":{"type":"string","default":"hmac-sha256"},
             "tsig_secret":{"type":"string"}}},
         "manual":{"type":"object","properties":{"check_server":{"type":"string","description":"host:port"}}}}})json"},
+    {"domain", R"json({"type":"object","required":["name"],"additionalProperties":false,
+      "properties":{"name":{"type":"string","description":"a registered domain, like example.com"}}})json"},
 }};
 
 std::string_view role_name(access a) {

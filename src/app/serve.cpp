@@ -113,6 +113,7 @@ void register_handlers(queue::handler_registry& r, const settings_map& s, const 
   o->cpu = cpu;
   o->ca_pem = extra_ca_pem();
   o->phases = phases;
+  o->rdap_bootstrap_file = s.text("rdap_bootstrap_file");
   distribution::register_handlers(r, o);
 }
 

@@ -36,7 +36,7 @@ result<std::string> valid_optional_listen(const setting_def& def, std::string_vi
 result<std::string> valid_certificate_ref(const setting_def& def, std::string_view value);
 result<std::string> valid_optional_server(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 41> table{{
+constexpr std::array<setting_def, 48> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -56,6 +56,8 @@ constexpr std::array<setting_def, 41> table{{
      "Jobs the dist lane (distribution_execute/_rollback) runs at once in this process."},
     {"worker_claim_batch", T::integer, S::process, 1, 1000, "64", "",
      "Most jobs one claim transaction takes for a lane."},
+    {"rdap_bootstrap_file", T::string, S::process, 0, 0, "", "",
+     "IANA's RDAP bootstrap file for DNS (dns.json, RFC 9224) that the domain check uses to find each TLD's RDAP server; empty: the snapshot shipped in the binary. Read at each check, so a newer file takes effect without a restart."},
     {"worker_poll_ms", T::integer, S::process, 10, 60'000, "250", "",
      "How long an idle lane waits before it looks for jobs again."},
     {"shutdown_grace_ms", T::integer, S::process, 0, 600'000, "30000", "",
@@ -119,6 +121,22 @@ constexpr std::array<setting_def, 41> table{{
      "The port on which the DNS-01 propagation check asks the zone's NS servers (the provider's own server is asked at its configured port). 53 everywhere but in test setups."},
     {"acme_dns_resolver", T::string, S::system, 0, 0, "", "",
      "HOST:PORT of a recursive DNS resolver through which validate_manual_dns finds a zone's authoritative servers when a manual DNS provider has no check_server; empty: the first nameserver of /etc/resolv.conf on the worker.",
+     valid_optional_server},
+    {"check_allow_list", T::string, S::system, 0, 0, "0.0.0.0/0, ::/0", "",
+     "CIDRs and host names (egress_allow_list grammar) that the revocation and domain checks may fetch from (CRL, OCSP, RDAP, WHOIS servers named by certificates and registries); loopback and link-local only when listed.",
+     valid_allow_list},
+    {"check_fetch_timeout_s", T::integer, S::system, 1, 120, "15", "",
+     "Deadline of one CRL download, OCSP query, RDAP or WHOIS lookup (connect to last byte)."},
+    {"revocation_crl_max_bytes", T::integer, S::system, 4096, 268435456, "10485760", "",
+     "Largest CRL the revocation check downloads; a bigger one is a warning on the certificate, not a revocation."},
+    {"domain_expiry_thresholds_days", T::string, S::system, 0, 0, "60,30,14,7,1", "",
+     "Days before a domain's registration expires at which a domain.expiring notification is sent (comma-separated, 1-3650, at most 10).",
+     valid_expiry_thresholds},
+    {"discovery_allow_list", T::string, S::system, 0, 0, "", "",
+     "CIDRs and host names (egress_allow_list grammar) that discovery sources may scan; empty refuses every scan. A source whose ranges reach outside it is refused when created.",
+     valid_allow_list},
+    {"domain_whois_server", T::string, S::system, 0, 0, "whois.iana.org:43", "",
+     "HOST:PORT of the WHOIS server asked first when RDAP cannot answer for a domain (its referrals are followed, at most 2: IANA → registry → registrar); empty: RDAP only.",
      valid_optional_server},
     {"ui_base_url", T::string, S::system, 0, 0, "", "",
      "The web UI's address as people reach it (https://certfleet.example.com): notification messages link to the job, distribution or certificate there; empty sends no links.",
@@ -192,13 +210,13 @@ std::vector<std::string_view> choice_values(const setting_def& def) {
   return out;
 }
 
-result<std::vector<std::int64_t>> parse_expiry_thresholds(std::string_view value) {
+result<std::vector<std::int64_t>> parse_expiry_thresholds(std::string_view value, std::string_view setting) {
   std::vector<std::int64_t> out;
   auto bad = [&] {
     return make_error(errc::invalid_argument,
-                      fmt::format("certificate_expiry_thresholds_days must be 1 to 10 comma-separated day counts from 1 "
-                                  "to 3650, like 30,14,7,1 (got \"{}\")", value.substr(0, 100)),
-                      "certificate_expiry_thresholds_days");
+                      fmt::format("{} must be 1 to 10 comma-separated day counts from 1 "
+                                  "to 3650, like 30,14,7,1 (got \"{}\")", setting, value.substr(0, 100)),
+                      std::string(setting));
   };
   while (!value.empty()) {
     auto comma = value.find(',');
@@ -256,8 +274,8 @@ result<std::vector<std::string>> parse_base_dirs(std::string_view value) {
 }
 
 namespace {
-result<std::string> valid_expiry_thresholds(const setting_def&, std::string_view value) {
-  auto days = parse_expiry_thresholds(value);
+result<std::string> valid_expiry_thresholds(const setting_def& def, std::string_view value) {
+  auto days = parse_expiry_thresholds(value, def.name);
   if (!days) return std::move(days).error();
   std::string canon;
   for (auto d : *days) canon += (canon.empty() ? "" : ",") + std::to_string(d);

@@ -1,4 +1,5 @@
 #include "certfleet/distribution/catalog.hpp"
+#include "certfleet/distribution/checks.hpp"
 
 #include "certfleet/acme/renewal_info.hpp"
 #include "certfleet/core/json.hpp"
@@ -214,7 +215,15 @@ std::string certificate_doc_json(const certificate_doc& d) {
     doc["revocation"] = json::object{{"serial", d.revocation->serial},
                                      {"reason", d.revocation->reason},
                                      {"revoked_at", d.revocation->revoked_at},
-                                     {"job_id", d.revocation->job_id}};
+                                     {"job_id", d.revocation->job_id},
+                                     {"source", d.revocation->source}};
+  if (d.revocation_check)
+    doc["revocation_check"] = json::object{{"serial", d.revocation_check->serial},
+                                           {"status", d.revocation_check->status},
+                                           {"source", d.revocation_check->source},
+                                           {"detail", d.revocation_check->detail},
+                                           {"checked_at", d.revocation_check->checked_at},
+                                           {"next_update", d.revocation_check->next_update}};
   return json::serialize(doc);
 }
 
@@ -314,6 +323,12 @@ result<certificate_doc> parse_certificate_doc(const store::catalog_object& o, bo
   if (auto* rv = d.if_contains("revocation"); rv && rv->is_object()) {
     const auto& ro = rv->as_object();
     c.revocation = certificate_revocation{str(ro, "serial"), str(ro, "reason"), num(ro, "revoked_at"), str(ro, "job_id")};
+    if (auto src = str(ro, "source"); !src.empty()) c.revocation->source = std::move(src);
+  }
+  if (auto* rc = d.if_contains("revocation_check"); rc && rc->is_object()) {
+    const auto& ro = rc->as_object();
+    c.revocation_check = revocation_check_info{str(ro, "serial"), str(ro, "status"), str(ro, "source"),
+                                               str(ro, "detail"), num(ro, "checked_at"), num(ro, "next_update")};
   }
   if (c.cert_pem.empty() && !allow_unissued)
     return make_error(errc::conflict, fmt::format("certificate {} has no issued version yet", o.id), "certificate_id");
@@ -399,7 +414,18 @@ boost::json::object certificate_view(const store::catalog_object& o) {
                                    {"reason", d->revocation->reason.empty() ? json::value(nullptr)
                                                                             : json::value(d->revocation->reason)},
                                    {"revoked_at", certfleet::json::time_value(d->revocation->revoked_at)},
-                                   {"job_id", d->revocation->job_id}};
+                                   {"job_id", d->revocation->job_id.empty() ? json::value(nullptr)
+                                                                            : json::value(d->revocation->job_id)},
+                                   {"source", d->revocation->source}};
+  // Only an answer about the version now current: an older version's check says nothing of it.
+  if (d->revocation_check && d->revocation_check->serial == d->serial)
+    v["revocation_check"] = json::object{{"status", d->revocation_check->status},
+                                         {"source", d->revocation_check->source},
+                                         {"detail", d->revocation_check->detail},
+                                         {"checked_at", certfleet::json::time_value(d->revocation_check->checked_at)},
+                                         {"next_update", certfleet::json::time_value(d->revocation_check->next_update)}};
+  else
+    v["revocation_check"] = nullptr;
   return v;
 }
 
@@ -1003,6 +1029,7 @@ boost::json::object object_view(const store::catalog_object& o) {
   if (o.kind == store::kind_certificate) return certificate_view(o);
   if (o.kind == store::kind_credential) return credential_view(o);
   if (o.kind == store::kind_target) return target_view(o);
+  if (o.kind == store::kind_domain) return domain_view(o);
   auto v = base_view(o);
   for (auto& [k, val] : parse_doc(o)) v[k] = val;
   // Whether a secret is stored (an email password, a Slack/Teams URL), never the secret.

@@ -2,6 +2,7 @@
 // target (fenced by the job's attempt), and leave the reporting to the terminal hook
 // (report.cpp), which runs in the transaction that ends the job. notification.send is notify.cpp's.
 #include "certfleet/core/log.hpp"
+#include "certfleet/distribution/checks.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/distribution/acme_jobs.hpp"
 
@@ -741,6 +742,11 @@ void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_
   acme->cpu = options->cpu;
   acme->ca_pem = options->ca_pem;
   register_acme_handlers(r, std::move(acme));
+  auto checks = std::make_shared<check_options>();
+  checks->cpu = options->cpu;
+  checks->rdap_bootstrap_file = options->rdap_bootstrap_file;
+  checks->ca_pem = options->ca_pem;
+  register_check_handlers(r, std::move(checks));
 }
 
 namespace {

@@ -1,5 +1,8 @@
 #include "certfleet/distribution/gauges.hpp"
 
+#include <boost/json.hpp>
+
+#include <limits>
 #include <memory>
 
 namespace certfleet::distribution {
@@ -37,6 +40,20 @@ catalog_gauges count_gauges(const std::vector<store::catalog_object>& expiring_c
   return g;
 }
 
+std::int64_t count_revoked(const std::vector<store::catalog_object>& certificates) {
+  std::int64_t n = 0;
+  for (const auto& c : certificates) {
+    // Most documents never mention a revocation: skip their parse.
+    if (c.doc.find("\"revoked\"") == std::string::npos) continue;
+    boost::system::error_code ec;
+    auto v = boost::json::parse(c.doc, ec);
+    if (ec || !v.is_object()) continue;
+    auto* st = v.as_object().if_contains("status");
+    if (st && st->is_string() && st->as_string() == "revoked") ++n;
+  }
+  return n;
+}
+
 store::task<catalog_gauges> read_catalog_gauges(store::store& st, time_ms now, time_ms expiry_window) {
   auto out = std::make_shared<catalog_gauges>();
   store::read_fn fn = [out, now, expiry_window](store::catalog_read& rd) -> result<void> {
@@ -45,6 +62,9 @@ store::task<catalog_gauges> read_catalog_gauges(store::store& st, time_ms now, t
     auto running = rd.distributions_in_status("running", 100'000);
     if (!running) return std::move(running).error();
     *out = count_gauges(*certs, *running, now);
+    auto all = rd.objects_by_not_after(store::kind_certificate, std::numeric_limits<time_ms>::max(), 1'000'000);
+    if (!all) return std::move(all).error();
+    out->certificates_revoked = count_revoked(*all);
     return {};
   };
   auto r = co_await st.catalog().read(std::move(fn));

@@ -1,5 +1,7 @@
 #include "certfleet/distribution/service.hpp"
 
+#include "certfleet/distribution/checks.hpp"
+
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/object_id.hpp"
@@ -11,6 +13,7 @@
 #include "certfleet/distribution/acme_workflow.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/certificates.hpp"
+#include "certfleet/distribution/checks.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/distribution/notify.hpp"
 #include "certfleet/distribution/plan.hpp"
@@ -231,6 +234,12 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
     refs.emplace_back(std::string(store::kind_channel), r->channel_id);
     ref_fields.push_back("channel_id");
     templated_rule = !r->template_override.is_null();
+  } else if (kind == store::kind_domain) {
+    auto name = parse_domain_request(body);
+    if (!name) co_return std::move(name).error();
+    obj->id = id;
+    obj->name = *name;
+    obj->doc = domain_doc_json({});
   } else {
     co_return make_error(errc::not_found, fmt::format("no object kind {}", kind), "kind");
   }
@@ -587,6 +596,25 @@ op<json::value> service::renew_certificate(std::string project_id, std::string i
   if (!w) co_return std::move(w).error();
   if (queue_.on_enqueued) queue_.on_enqueued(queue::lane_main);
   co_return json::value(std::move(*out));
+}
+
+op<json::value> service::check_domain(std::string project_id, std::string id, std::string actor) {
+  const auto now = clock_.now_ms();
+  store::read_value_fn<store::catalog_object> read = [project_id, id](store::catalog_read& rd) {
+    return rd.get_object(project_id, store::kind_domain, id);
+  };
+  auto domain = co_await store::read_value(st_.catalog(), std::move(read));
+  if (!domain) co_return std::move(domain).error();
+  queue::enqueue_request r;
+  r.project_id = project_id;
+  r.type = queue::job_names::domain_expiration_check;
+  r.payload = domain_check_payload_json(id);
+  // One per domain and minute: a double click is one lookup, the registry's rate limit is spared.
+  r.idempotency_key = domain_check_now_key(id, now);
+  r.triggered_by = actor;
+  auto out = co_await queue_.enqueue(std::move(r), queue::caller::system);
+  if (!out) co_return std::move(out).error();
+  co_return json::value(json::object{{"job_id", out->job.id}, {"created", out->created}});
 }
 
 op<json::value> service::validate_manual_dns(std::string project_id, std::string job_id, std::string actor) {

@@ -2,6 +2,7 @@
 
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/spawn.hpp"
+#include "certfleet/distribution/checks.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/worker.hpp"
@@ -115,16 +116,22 @@ struct scheduler::impl : std::enable_shared_from_this<impl> {
       if (!out) spdlog::warn("scheduler: enqueue of sweep {} failed: {}", sw.name, out.error().message);
       else if (out->created) ++stats.sweeps_enqueued;
     }
-    // The expiration check, once per hour whatever the cycle: a restart within the hour finds
-    // the hour's key taken.
-    if (clock.now_ms() < lease->expires_at) {
+    // The hourly checks, once per hour whatever the cycle: a restart within the hour finds the
+    // hour's key taken.
+    const std::pair<std::string_view, std::string> hourly[] = {
+        {queue::job_names::certificate_expiration_check, distribution::expiration_check_key(now)},
+        {queue::job_names::revocation_check, distribution::revocation_check_key(now)},
+        {queue::job_names::domain_expiration_check, distribution::domain_check_key(now)},
+    };
+    for (const auto& [type, key] : hourly) {
+      if (clock.now_ms() >= lease->expires_at) co_return;
       queue::enqueue_request r;
       r.project_id = system_project;
-      r.type = queue::job_names::certificate_expiration_check;
-      r.idempotency_key = distribution::expiration_check_key(now);
+      r.type = type;
+      r.idempotency_key = key;
       r.triggered_by = "scheduler:" + opt.holder_id;
       auto out = co_await q.enqueue(std::move(r), queue::caller::system);
-      if (!out) spdlog::warn("scheduler: enqueue of certificate_expiration_check failed: {}", out.error().message);
+      if (!out) spdlog::warn("scheduler: enqueue of {} failed: {}", type, out.error().message);
     }
   }
 

@@ -5,6 +5,7 @@
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/secrets.hpp"
+#include "certfleet/distribution/checks.hpp"
 #include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/queue_service.hpp"
@@ -95,6 +96,9 @@ class api_fixture : public ::testing::Test {
     project_id = run_sync(st->projects().ensure("default", clock.now_ms()))->first.id;
     other_id = run_sync(st->projects().ensure("other", clock.now_ms()))->first.id;
     register_chatty_noop(handlers);
+    // The real check handlers: routes that enqueue them (domains/{id}/check) are refused for a
+    // type without one. No worker runs here, so they are only registered, never run.
+    distribution::register_check_handlers(handlers, std::make_shared<distribution::check_options>());
     q = std::make_unique<queue::queue_service>(*st, handlers, clock);
     q_test = std::make_unique<queue::queue_service>(*st, handlers, clock);
     auto issue = [&](const std::string& name, const std::string& pid, store::role r, bool system) {

@@ -331,6 +331,28 @@ TEST_P(catalog_conformance, certificates_expiring_spans_projects_oldest_first_st
   EXPECT_EQ(ids_of(two), (std::vector<std::string>{soon, mid}));
 }
 
+TEST_P(catalog_conformance, objects_by_not_after_spans_projects_unknown_first_and_keeps_to_its_kind) {
+  auto domain = [&](std::string name, time_ms not_after, std::string project_id = {}) {
+    auto o = object(std::string(kind_domain), std::move(name), std::move(project_id));
+    o.not_after = not_after;
+    return insert(o).id;
+  };
+  auto later = domain("later.example", t0 + 3'000);
+  auto unknown = domain("new.example", 0, other_project);
+  auto sooner = domain("sooner.example", t0 + 1'000);
+  domain("beyond.example", t0 + 9'000);
+  auto cert = object(std::string(kind_certificate), "a-certificate");
+  cert.not_after = t0 + 1;
+  insert(cert);
+
+  auto got = read_value<std::vector<catalog_object>>(
+      [&](catalog_read& rd) { return rd.objects_by_not_after(kind_domain, t0 + 5'000, 100); });
+  EXPECT_EQ(ids_of(got), (std::vector<std::string>{unknown, sooner, later}));
+  auto one = read_value<std::vector<catalog_object>>(
+      [&](catalog_read& rd) { return rd.objects_by_not_after(kind_domain, t0 + 5'000, 1); });
+  EXPECT_EQ(ids_of(one), (std::vector<std::string>{unknown}));
+}
+
 TEST_P(catalog_conformance, update_and_delete_an_object) {
   auto t = insert(object(std::string(kind_target), "web"));
   ASSERT_TRUE(write([&](catalog_tx& tx) { return tx.update_object_doc(t.id, R"({"host":"b"})"); }));

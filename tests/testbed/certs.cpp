@@ -116,6 +116,9 @@ pem_cert make_certificate(const cert_spec& spec) {
     add_ext(cert.get(), &ctx, NID_subject_alt_name, sans);
   }
 
+  if (!spec.crl_url.empty()) add_ext(cert.get(), &ctx, NID_crl_distribution_points, "URI:" + spec.crl_url);
+  if (!spec.ocsp_url.empty()) add_ext(cert.get(), &ctx, NID_info_access, "OCSP;URI:" + spec.ocsp_url);
+
   EVP_PKEY* signer = issuer_key ? issuer_key.get() : key.get();
   // Ed25519 signs the message itself: no separate digest.
   const EVP_MD* md = EVP_PKEY_get_id(signer) == EVP_PKEY_ED25519 ? nullptr : EVP_sha256();
@@ -131,6 +134,47 @@ pem_cert make_certificate(const cert_spec& spec) {
                : PEM_write_bio_PrivateKey(kb.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr);
   check(ok == 1, "write key");
   out.key_pem = bio_text(kb.get());
+  return out;
+}
+
+std::string make_crl_der(const crl_spec& spec) {
+  if (!spec.issuer) throw std::runtime_error("make_crl_der: an issuer is required");
+  bio_ptr cb(BIO_new_mem_buf(spec.issuer->cert_pem.data(), static_cast<int>(spec.issuer->cert_pem.size())));
+  x509_ptr issuer(PEM_read_bio_X509(cb.get(), nullptr, nullptr, nullptr));
+  bio_ptr kb(BIO_new_mem_buf(spec.issuer->key_pem.data(), static_cast<int>(spec.issuer->key_pem.size())));
+  pkey_ptr key(PEM_read_bio_PrivateKey(kb.get(), nullptr, nullptr, nullptr));
+  check(issuer && key, "issuer PEM");
+  std::unique_ptr<X509_CRL, deleter<X509_CRL_free>> crl(X509_CRL_new());
+  check(crl && X509_CRL_set_version(crl.get(), X509_CRL_VERSION_2) == 1, "CRL version");
+  check(X509_CRL_set_issuer_name(crl.get(), X509_get_subject_name(issuer.get())) == 1, "CRL issuer");
+  std::unique_ptr<ASN1_TIME, deleter<ASN1_TIME_free>> t(ASN1_TIME_new());
+  set_time(t.get(), spec.this_update_ms);
+  check(X509_CRL_set1_lastUpdate(crl.get(), t.get()) == 1, "thisUpdate");
+  if (spec.next_update_ms != 0) {
+    set_time(t.get(), spec.next_update_ms);
+    check(X509_CRL_set1_nextUpdate(crl.get(), t.get()) == 1, "nextUpdate");
+  }
+  for (const auto& pem : spec.revoked) {
+    bio_ptr rb(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+    x509_ptr leaf(PEM_read_bio_X509(rb.get(), nullptr, nullptr, nullptr));
+    check(leaf != nullptr, "revoked PEM");
+    X509_REVOKED* r = X509_REVOKED_new();
+    check(r != nullptr, "X509_REVOKED_new");
+    X509_REVOKED_set_serialNumber(r, X509_get_serialNumber(leaf.get()));
+    set_time(t.get(), spec.revoked_at_ms);
+    X509_REVOKED_set_revocationDate(r, t.get());
+    std::unique_ptr<ASN1_ENUMERATED, deleter<ASN1_ENUMERATED_free>> reason(ASN1_ENUMERATED_new());
+    ASN1_ENUMERATED_set(reason.get(), 1);  // keyCompromise
+    X509_REVOKED_add1_ext_i2d(r, NID_crl_reason, reason.get(), 0, 0);
+    check(X509_CRL_add0_revoked(crl.get(), r) == 1, "add revoked");
+  }
+  X509_CRL_sort(crl.get());
+  check(X509_CRL_sign(crl.get(), key.get(), EVP_sha256()) > 0, "CRL sign");
+  unsigned char* der = nullptr;
+  int n = i2d_X509_CRL(crl.get(), &der);
+  check(n > 0, "CRL DER");
+  std::string out(reinterpret_cast<char*>(der), static_cast<std::size_t>(n));
+  OPENSSL_free(der);
   return out;
 }
 

@@ -29,8 +29,21 @@ struct cert_spec {
   const pem_cert* issuer = nullptr;                          // nullptr: self-signed
   bool is_ca = false;                                        // basicConstraints CA:TRUE + keyCertSign
   bool traditional_key = false;                              // "BEGIN EC PRIVATE KEY" instead of PKCS#8
+  std::string crl_url = {};                                  // cRLDistributionPoints URI, when set
+  std::string ocsp_url = {};                                 // authorityInfoAccess OCSP URI, when set
 };
 
 pem_cert make_certificate(const cert_spec& spec);
+
+// A DER CRL signed by `issuer` (its key), listing the certificates in `revoked` (PEM) as revoked
+// at `revoked_at_ms` with reason keyCompromise. next_update_ms 0: no nextUpdate.
+struct crl_spec {
+  const pem_cert* issuer = nullptr;
+  std::vector<std::string> revoked = {};
+  std::int64_t this_update_ms = unix_now_ms() - 3600'000;
+  std::int64_t next_update_ms = unix_now_ms() + 7LL * 86400'000;
+  std::int64_t revoked_at_ms = unix_now_ms() - 1800'000;
+};
+std::string make_crl_der(const crl_spec& spec);
 
 }  // namespace testbed

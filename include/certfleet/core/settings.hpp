@@ -55,7 +55,8 @@ std::string settings_reference_markdown();
 result<std::string> validate_setting(const setting_def& def, std::string_view value);
 
 // certificate_expiry_thresholds_days: day counts, largest first, unique.
-result<std::vector<std::int64_t>> parse_expiry_thresholds(std::string_view value);
+result<std::vector<std::int64_t>> parse_expiry_thresholds(std::string_view value,
+                                                          std::string_view setting = "certificate_expiry_thresholds_days");
 
 // file_target_base_dirs: absolute directories without a trailing slash, no empty, "." or ".."
 // segments, not "/", deduplicated, at most 32; empty text -> no directories.

@@ -73,7 +73,18 @@ struct certificate_revocation {
   std::string serial;      // the revoked leaf's serial (the version that was current)
   std::string reason;      // RFC 5280 reason name; "" when none was given
   time_ms revoked_at = 0;
-  std::string job_id;      // the revoke_certificate job
+  std::string job_id;      // the revoke_certificate job; empty when the revocation check saw it
+  std::string source = "request";  // request (through certfleet) | crl | ocsp (the revocation check)
+};
+
+// What the last revocation_check learned about the current version (DESIGN §12).
+struct revocation_check_info {
+  std::string serial;      // the version it checked
+  std::string status;      // good | revoked | unknown (the responder does not know it) | error
+  std::string source;      // crl | ocsp | "" (nothing could answer)
+  std::string detail;      // for error/unknown: what went wrong, in words (the CRL URL and why)
+  time_ms checked_at = 0;
+  time_ms next_update = 0;  // the CRL's or OCSP answer's nextUpdate, 0 when none
 };
 
 struct certificate_doc {
@@ -94,6 +105,7 @@ struct certificate_doc {
   std::string status = "active";    // active | expired | revoked | pending | failed
   std::optional<certificate_acme> acme;  // source "acme" only
   std::optional<certificate_revocation> revocation;  // with status "revoked" (of the current version)
+  std::optional<revocation_check_info> revocation_check;
 };
 
 struct new_certificate {

@@ -50,6 +50,7 @@ struct engine_options {
   std::chrono::milliseconds lock_ttl{600'000};
   std::string ca_pem;  // extra trust anchors for webhook targets/notifications (tests)
   delivery_phase_metrics* phases = nullptr;  // /metrics: the phases of every delivery (outlives the handlers)
+  std::string rdap_bootstrap_file;  // the domain check's RDAP bootstrap (process setting); empty: shipped
 };
 
 // distribution_execute, distribution_rollback, notification.send (notify.hpp), the expiration check

@@ -29,11 +29,14 @@ struct catalog_gauges {
   std::int64_t certificates_expired = 0;        // not_after passed
   std::int64_t distributions_running = 0;
   std::int64_t distributions_running_long = 0;  // running_longer_than_expected
+  std::int64_t certificates_revoked = 0;        // status revoked (through certfleet, or seen by revocation_check)
 };
 // From what catalog_read::certificates_expiring(now + window) and distributions_in_status("running")
 // returned.
 catalog_gauges count_gauges(const std::vector<store::catalog_object>& expiring_certificates,
                             const std::vector<store::distribution_record>& running, time_ms now);
+// Certificates whose document says status "revoked".
+std::int64_t count_revoked(const std::vector<store::catalog_object>& certificates);
 // Reads them in one snapshot.
 store::task<catalog_gauges> read_catalog_gauges(store::store& st, time_ms now, time_ms expiry_window);
 

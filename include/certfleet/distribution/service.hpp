@@ -67,6 +67,8 @@ class service {
   op<boost::json::value> revoke_certificate(std::string project_id, std::string id, std::string body, std::string actor);
   // POST …/jobs/{id}/validate-dns: the manual order's next validate_manual_dns, or the one
   // already waiting (acme_workflow.hpp) → {job_id, created}.
+  // POST …/domains/{id}/check: a domain_expiration_check of that domain now (202 {job_id, created}).
+  op<boost::json::value> check_domain(std::string project_id, std::string id, std::string actor);
   op<boost::json::value> validate_manual_dns(std::string project_id, std::string job_id, std::string actor);
   // The `workflow` member of an ACME job's detail (acme_workflow.hpp); null for other types.
   op<boost::json::value> job_workflow(store::job_record job);

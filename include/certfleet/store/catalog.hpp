@@ -30,6 +30,9 @@ inline constexpr std::string_view kind_certificate_version = "certificate_versio
 // secret sealed).
 inline constexpr std::string_view kind_acme_account = "acme_account";
 inline constexpr std::string_view kind_dns_provider = "dns_provider";
+// Checks (DESIGN §12): a registered domain whose registration the domain check watches
+// (not_after: its registration expiry, 0 until first read).
+inline constexpr std::string_view kind_domain = "domain";
 
 struct catalog_object {
   std::string id;
@@ -150,6 +153,9 @@ class catalog_read {
                                                             std::string_view name_prefix, int limit) = 0;
   // Every certificate (all projects) with not_after before `before`, oldest first.
   virtual result<std::vector<catalog_object>> certificates_expiring(time_ms before, int limit) = 0;
+  // Every object of `kind` (all projects) with not_after before `before`, oldest first (0, which
+  // a kind uses for "not known yet", first of all): the domain check's list of domains.
+  virtual result<std::vector<catalog_object>> objects_by_not_after(std::string_view kind, time_ms before, int limit) = 0;
   virtual result<std::int64_t> count_sealed() = 0;
   virtual result<std::optional<std::string>> meta(std::string_view key) = 0;
 

@@ -244,6 +244,15 @@ class reads : public Base {
     return out;
   }
 
+  result<std::vector<catalog_object>> objects_by_not_after(std::string_view kind, time_ms before, int limit) override {
+    std::vector<catalog_object> out;
+    auto s = d_.prepare("SELECT " OBJECT_COLS " FROM objects WHERE kind = ?1 AND coalesce(not_after, 0) < ?2 "
+                        "ORDER BY coalesce(not_after, 0), id LIMIT ?3");
+    s->bind(1, kind).bind(2, before).bind(3, limit);
+    while (s->step()) out.push_back(read_object(*s));
+    return out;
+  }
+
   result<std::int64_t> count_sealed() override {
     auto s = d_.prepare("SELECT count(*) FROM objects WHERE sealed IS NOT NULL");
     return s->step() ? s->int64(0) : 0;
