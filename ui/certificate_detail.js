@@ -36,14 +36,17 @@ export function renderCertificateDetail(ctx) {
       title.textContent = c.name ?? 'Certificate';
       state.hidden = true;
       if (tab === 'overview') {
+        // A revocation through certfleet names its job; one a check saw (CRL, OCSP) has none.
         const revoked = c.revocation
-          ? h('span', null, `${c.revocation.reason ?? 'no reason given'}, `, fmt.timeEl(c.revocation.revoked_at), ' (',
-            h('a', { href: href(`/jobs/${c.revocation.job_id}`, { project }), text: 'job' }), ')')
+          ? h('span', { class: 'error-text' }, `${c.revocation.reason ?? 'no reason given'}, `, fmt.timeEl(c.revocation.revoked_at),
+            c.revocation.source ? `, seen by ${fmt.revocationSource(c.revocation.source)}` : '',
+            c.revocation.job_id ? [' (', h('a', { href: href(`/jobs/${c.revocation.job_id}`, { project }), text: 'job' }), ')'] : [])
           : null;
         replace(panel, h('h2', { text: 'Overview' }), h('dl', { class: 'summary' },
           row('Name', String(c.name ?? '')), row('Status', fmt.outcomeTag(String(c.status ?? ''))),
           row('Source', c.source === 'acme' ? 'ACME' : 'Uploaded'), row('Version', String(c.version ?? '')),
           revoked ? row('Revoked', revoked) : null,
+          row('Revocation', fmt.revocationCheck(c.revocation_check, c.revocation)),
           ...(c.source === 'acme' ? [row('Domains', Array.isArray(c.domains) ? c.domains.join(', ') : ''),
             row('Auto-renew', c.auto_renew ? 'Yes' : 'No'),
             row('Renewal Window', renewalWindow(c.renewal, true)),

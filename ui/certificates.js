@@ -28,6 +28,21 @@ export function renewalWindow(r, long) {
     long ? ')' : '');
 }
 
+/**
+ * Small tags beside a certificate's name: "revoked" (red) for a revoked certificate (through
+ * certfleet or seen on a CRL/OCSP), "revocation unchecked" (orange) when the last check got no
+ * trustworthy answer.
+ * @param {any} c
+ */
+export function revocationTags(c) {
+  const out = [];
+  if (c.status === 'revoked' || c.revocation_check?.status === 'revoked')
+    out.push(h('span', { class: 'tag rev-tag-revoked', 'data-tag': 'revoked', text: 'revoked', title: c.revocation?.reason ? `revoked: ${c.revocation.reason}` : 'revoked' }));
+  else if (c.revocation_check?.status === 'error')
+    out.push(h('span', { class: 'tag rev-tag-error', 'data-tag': 'revocation-unchecked', text: 'revocation unchecked', title: String(c.revocation_check.detail ?? '') }));
+  return out.map((t) => [' ', t]).flat();
+}
+
 /** @param {string} fp */
 export function shortFingerprint(fp) { return fp.length > 16 ? `${fp.slice(0, 16)}…` : fp; }
 
@@ -38,7 +53,7 @@ export function renderCertificates(ctx) {
     columns: ['Name', 'Subject', 'Issuer', 'SANs', 'Not After', 'Renewal', 'Last Renewal Job', 'Fingerprint'],
     empty: 'No certificates in this project.',
     cells: (c, link) => [
-      h('td', null, h('a', { href: link, text: c.name })),
+      h('td', null, h('a', { href: link, text: c.name }), ...revocationTags(c)),
       h('td', { text: c.subject ?? '' }),
       h('td', { text: c.issuer ?? '' }),
       h('td', { text: Array.isArray(c.sans) ? c.sans.join(', ') : '' }),

@@ -123,3 +123,58 @@ export function daysLeft(iso) {
   if (Number.isNaN(t)) return null;
   return Math.floor((t - Date.now()) / 86400000);
 }
+
+/**
+ * "in 12 days", "3 days ago", "today" from an ISO time; "" when unknown.
+ * @param {string | null | undefined} iso
+ */
+export function relativeDays(iso) {
+  if (!iso) return '';
+  const d = daysLeft(iso);
+  if (d === null) return '';
+  if (d === 0) return Date.parse(iso) >= Date.now() ? 'today' : 'today (passed)';
+  if (d > 0) return `in ${d} day${d === 1 ? '' : 's'}`;
+  return `${-d} day${d === -1 ? '' : 's'} ago`;
+}
+
+/** Revocation sources in words. */
+const revocationSources = /** @type {Record<string, string>} */ ({ crl: 'CRL', ocsp: 'OCSP', request: 'request' });
+
+/** @param {string | null | undefined} source */
+export function revocationSource(source) {
+  return source ? (revocationSources[source] ?? String(source)) : '';
+}
+
+/**
+ * What the last revocation_check learned about a certificate's current version, as one line:
+ * good (green), revoked (red), error = not checked (orange), unknown (grey); null: "Not checked yet".
+ * @param {any} rc the view's `revocation_check`
+ * @param {any} [revocation] the view's `revocation` (reason and time of a revoked certificate)
+ * @returns {HTMLElement}
+ */
+export function revocationCheck(rc, revocation) {
+  if (!rc) return h('span', { class: 'revocation rev-none muted', 'data-revocation': 'none', text: 'Not checked yet' });
+  const status = String(rc.status ?? '');
+  const src = revocationSource(rc.source);
+  if (status === 'good') {
+    return h('span', { class: 'revocation rev-good', 'data-revocation': 'good' },
+      h('span', { class: 'tag rev-tag-good', text: 'Good' }), ` (${src ? `${src}, ` : ''}checked `, timeEl(rc.checked_at),
+      rc.next_update ? [', next update ', timeEl(rc.next_update)] : [], ')');
+  }
+  if (status === 'revoked') {
+    const reason = revocation?.reason ?? null;
+    const at = revocation?.revoked_at ?? null;
+    const by = revocationSource(revocation?.source ?? rc.source);
+    return h('span', { class: 'revocation rev-revoked', 'data-revocation': 'revoked' },
+      h('span', { class: 'tag rev-tag-revoked', text: 'Revoked' }), ` (${reason ?? 'no reason given'}`,
+      at ? [', ', timeEl(at)] : [], by ? `, seen by ${by}` : '', '; checked ', timeEl(rc.checked_at), ')');
+  }
+  if (status === 'error') {
+    return h('span', { class: 'revocation rev-error', 'data-revocation': 'error' },
+      h('span', { class: 'tag rev-tag-error', text: 'Not checked' }), h('span', { class: 'visually-hidden', text: ':' }), ' ', h('span', { class: 'rev-detail', text: String(rc.detail ?? '') }),
+      ' (tried ', timeEl(rc.checked_at), ')');
+  }
+  return h('span', { class: 'revocation rev-unknown', 'data-revocation': 'unknown' },
+    h('span', { class: 'tag rev-tag-unknown', text: 'Unknown' }), h('span', { class: 'visually-hidden', text: ':' }), ' ', h('span', { class: 'rev-detail', text: String(rc.detail ?? '') }),
+    ' (checked ', timeEl(rc.checked_at), ')');
+}

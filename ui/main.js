@@ -12,6 +12,7 @@ import { renderCertificates } from './certificates.js';
 import { renderCertificateDetail } from './certificate_detail.js';
 import { renderSettings } from './settings.js';
 import { renderNotifications } from './notifications.js';
+import { renderDomains } from './domains.js';
 import { renderLogin } from './login.js';
 import { renderNotFound } from './not_found.js';
 
@@ -22,6 +23,7 @@ router.addRoute('distribution', '/distributions/:id', 'Distribution', renderDist
 router.addRoute('certificates', '/certificates', 'Certificates', renderCertificates);
 router.addRoute('certificate', '/certificates/:id', 'Certificate', renderCertificateDetail);
 router.addRoute('notifications', '/notifications', 'Notifications', renderNotifications);
+router.addRoute('domains', '/domains', 'Domains', renderDomains);
 router.addRoute('settings', '/settings', 'Settings', renderSettings);
 router.addRoute('login', '/login', 'Sign in', renderLogin);
 
@@ -55,7 +57,8 @@ function renderHeader(active) {
     const m = router.match(location.pathname);
     const list = m?.route.name.startsWith('distribution') ? '/distributions'
       : m?.route.name.startsWith('certificate') ? '/certificates'
-        : m?.route.name === 'notifications' ? '/notifications' : '/jobs';
+        : m?.route.name === 'notifications' ? '/notifications'
+          : m?.route.name === 'domains' ? '/domains' : '/jobs';
     router.navigate(router.href(list, { project: select.value }));
   });
   const signOut = h('button', { type: 'button', class: 'link-button', text: 'Sign out' });
@@ -69,6 +72,7 @@ function renderHeader(active) {
       link('/jobs', 'Jobs', ['jobs', 'job']),
       link('/distributions', 'Distributions', ['distributions', 'distribution']),
       link('/certificates', 'Certificates', ['certificates', 'certificate']),
+      link('/domains', 'Domains', ['domains']),
       link('/notifications', 'Notifications', ['notifications']),
       session.isSystem() ? link('/settings', 'Settings', ['settings']) : null),
     h('div', { class: 'header-right' },

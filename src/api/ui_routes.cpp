@@ -15,9 +15,10 @@ struct ui_page {
   std::string_view first;
   bool with_id;
 };
-constexpr std::array<ui_page, 6> pages{{{"jobs", true},
+constexpr std::array<ui_page, 7> pages{{{"jobs", true},
                                         {"distributions", true},
                                         {"certificates", true},
+                                        {"domains", false},
                                         {"notifications", false},
                                         {"settings", false},
                                         {"login", false}}};
