@@ -96,6 +96,29 @@ boost::asio::awaitable<reply> check_domain(server_state& s, const route_call& ca
   co_return co_await catalog_answer(s, call, "check", 202, std::move(r), t0);
 }
 
+boost::asio::awaitable<reply> run_discovery_source(server_state& s, const route_call& call) {
+  auto t0 = steady::now();
+  const std::string actor = call.who.token ? "token:" + call.who.token->id : "anonymous";
+  auto r = co_await s.catalog.run_discovery(call.who.project->id, call.match.id, actor);
+  co_return co_await catalog_answer(s, call, "run", 202, std::move(r), t0);
+}
+
+boost::asio::awaitable<reply> list_discovered_certificates(server_state& s, const route_call& call) {
+  auto t0 = steady::now();
+  auto q = parse_discovered_query(call.query);
+  if (!q) co_return error_reply(q.error());
+  auto r = co_await s.catalog.list_discovered(call.who.project->id, q->source, q->finding, q->page, q->page_size);
+  co_return co_await catalog_answer(s, call, "", 200, std::move(r), t0);
+}
+
+boost::asio::awaitable<reply> import_discovered_certificate(server_state& s, const route_call& call) {
+  auto t0 = steady::now();
+  const auto& c = call.who;
+  distribution::requester who{c.token ? "token:" + c.token->id : "anonymous", c.token && c.token->system};
+  auto r = co_await s.catalog.import_discovered(c.project->id, call.match.id, call.body, who);
+  co_return co_await catalog_answer(s, call, "import", 201, std::move(r), t0);
+}
+
 boost::asio::awaitable<reply> scan_target_host_key(server_state& s, const route_call& call) {
   auto t0 = steady::now();
   auto r = co_await s.catalog.scan_host_key(call.who.project->id, call.match.id);

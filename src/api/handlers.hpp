@@ -88,6 +88,11 @@ boost::asio::awaitable<reply> revoke_acme_certificate(server_state&, const route
 boost::asio::awaitable<reply> scan_target_host_key(server_state&, const route_call&);
 // POST …/domains/{id}/check (202 {job_id, created}).
 boost::asio::awaitable<reply> check_domain(server_state&, const route_call&);
+// POST …/discovery-sources/{id}/run (202 {job_id, created}); GET …/discovered-certificates
+// (?source=&finding=&page=&page_size=); POST …/discovered-certificates/{id}/import (201).
+boost::asio::awaitable<reply> run_discovery_source(server_state&, const route_call&);
+boost::asio::awaitable<reply> list_discovered_certificates(server_state&, const route_call&);
+boost::asio::awaitable<reply> import_discovered_certificate(server_state&, const route_call&);
 boost::asio::awaitable<reply> add_certificate_version(server_state&, const route_call&);
 boost::asio::awaitable<reply> test_notification_channel(server_state&, const route_call&);
 

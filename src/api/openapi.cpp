@@ -20,7 +20,7 @@ namespace {
 // distribution/acme_catalog.cpp, session_routes.cpp). Members the parsers refuse are refused here
 // too (additionalProperties: false), so a client generated from this document sends nothing the
 // server rejects as unknown. `settings` is not here: it is generated from the settings table.
-constexpr std::array<body_schema, 16> bodies{{
+constexpr std::array<body_schema, 18> bodies{{
     {"session", R"json({"type":"object","required":["token"],"additionalProperties":false,
       "properties":{"token":{"type":"string","description":"An API token (cf_…)"}}})json"},
     {"project", R"json({"type":"object","required":["name"],"additionalProperties":false,
@@ -97,6 +97,15 @@ constexpr std::array<body_schema, 16> bodies{{
         "manual":{"type":"object","properties":{"check_server":{"type":"string","description":"host:port"}}}}})json"},
     {"domain", R"json({"type":"object","required":["name"],"additionalProperties":false,
       "properties":{"name":{"type":"string","description":"a registered domain, like example.com"}}})json"},
+    {"discovery_source", R"json({"type":"object","required":["name"],"additionalProperties":false,
+      "properties":{"name":{"type":"string"},
+        "endpoints":{"type":"array","items":{"type":"string","description":"host:port or [v6]:port"}},
+        "cidrs":{"type":"array","items":{"type":"string","description":"10.0.0.0/24"}},
+        "ports":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65535}},
+        "sni":{"type":"array","items":{"type":"string"}},
+        "schedule_s":{"type":"integer","description":"0, or 3600 to 2592000"}}})json"},
+    {"discovered_import", R"json({"type":"object","required":["name","key_pem"],"additionalProperties":false,
+      "properties":{"name":{"type":"string"},"key_pem":{"type":"string"},"chain_pem":{"type":"string"}}})json"},
 }};
 
 std::string_view role_name(access a) {

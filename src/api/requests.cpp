@@ -272,6 +272,21 @@ result<results_query> parse_results_query(const query_params& q) {
   return out;
 }
 
+result<discovered_query> parse_discovered_query(const query_params& q) {
+  discovered_query out;
+  for (const auto& [k, v] : q) {
+    if (k == "source" || k == "finding") {
+      if (v.size() > 64) return make_error(errc::invalid_argument, fmt::format("{} is too long", k), std::string(k));
+      (k == "source" ? out.source : out.finding) = v;
+      continue;
+    }
+    auto paged = page_param(k, v, out.page, out.page_size);
+    if (!paged) return std::move(paged).error();
+    if (!*paged) return unknown_param(k, "source, finding, page, page_size");
+  }
+  return out;
+}
+
 result<page_query> parse_audit_query(const query_params& q) {
   page_query out;
   for (const auto& [k, v] : q) {

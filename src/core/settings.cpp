@@ -36,7 +36,7 @@ result<std::string> valid_optional_listen(const setting_def& def, std::string_vi
 result<std::string> valid_certificate_ref(const setting_def& def, std::string_view value);
 result<std::string> valid_optional_server(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 48> table{{
+constexpr std::array<setting_def, 51> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -135,6 +135,12 @@ constexpr std::array<setting_def, 48> table{{
     {"discovery_allow_list", T::string, S::system, 0, 0, "", "",
      "CIDRs and host names (egress_allow_list grammar) that discovery sources may scan; empty refuses every scan. A source whose ranges reach outside it is refused when created.",
      valid_allow_list},
+    {"discovery_concurrency", T::integer, S::system, 1, 1000, "50", "",
+     "TLS handshakes one discovery_execute job has in flight at once."},
+    {"discovery_endpoint_timeout_ms", T::integer, S::system, 100, 60000, "5000", "",
+     "Deadline of one discovery probe: name resolution, connect and TLS handshake together. A filtered port or a server that stalls the handshake counts as timeout after it."},
+    {"discovery_max_addresses", T::integer, S::system, 1, 1048576, "65536", "",
+     "Most targets (addresses × ports × SNI names) one discovery source may name; a /16 with one port is 65,534."},
     {"domain_whois_server", T::string, S::system, 0, 0, "whois.iana.org:43", "",
      "HOST:PORT of the WHOIS server asked first when RDAP cannot answer for a domain (its referrals are followed, at most 2: IANA → registry → registrar); empty: RDAP only.",
      valid_optional_server},

@@ -1,5 +1,6 @@
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/checks.hpp"
+#include "certfleet/distribution/discovery.hpp"
 
 #include "certfleet/acme/renewal_info.hpp"
 #include "certfleet/core/json.hpp"
@@ -1030,6 +1031,8 @@ boost::json::object object_view(const store::catalog_object& o) {
   if (o.kind == store::kind_credential) return credential_view(o);
   if (o.kind == store::kind_target) return target_view(o);
   if (o.kind == store::kind_domain) return domain_view(o);
+  if (o.kind == store::kind_discovery_source) return discovery_source_view(o);
+  if (o.kind == store::kind_discovered_certificate) return discovered_certificate_view(o);
   auto v = base_view(o);
   for (auto& [k, val] : parse_doc(o)) v[k] = val;
   // Whether a secret is stored (an email password, a Slack/Teams URL), never the secret.

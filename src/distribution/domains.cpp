@@ -187,6 +187,7 @@ asio::awaitable<result<int>> record_lookup(store::store& st, const store::catalo
   std::string failure;
   if (found) reg = *found;
   else failure = found.error().message;
+  if (auto at = failure.find("egress_allow_list"); at != std::string::npos) failure.replace(at, 17, "check_allow_list");
   store::tx_fn fn = [domain, reg, failure, thresholds, now, sent](store::catalog_tx& tx) -> result<void> {
     // Re-read inside the transaction: an overlapping check may have recorded a threshold.
     auto fresh = tx.get_object(domain.project_id, store::kind_domain, domain.id);
@@ -305,7 +306,10 @@ asio::awaitable<queue::outcome> run_domain_check(queue::job_context& ctx, std::s
     } else {
       ++failed;
       level = "warn";
-      line = fmt::format("{}: lookup failed: {}", d.name, found.error().message);
+      // delivery names the allow-list generically; here it is check_allow_list.
+      auto why = found.error().message;
+      if (auto at = why.find("egress_allow_list"); at != std::string::npos) why.replace(at, 17, "check_allow_list");
+      line = fmt::format("{}: lookup failed: {}", d.name, why);
     }
     co_await ctx.log(std::move(level), std::move(line));
     auto rec = co_await record_lookup(ctx.store(), d, found, *thresholds, now);

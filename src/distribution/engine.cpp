@@ -3,6 +3,7 @@
 // (report.cpp), which runs in the transaction that ends the job. notification.send is notify.cpp's.
 #include "certfleet/core/log.hpp"
 #include "certfleet/distribution/checks.hpp"
+#include "certfleet/distribution/discovery.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/distribution/acme_jobs.hpp"
 
@@ -747,6 +748,9 @@ void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_
   checks->rdap_bootstrap_file = options->rdap_bootstrap_file;
   checks->ca_pem = options->ca_pem;
   register_check_handlers(r, std::move(checks));
+  auto discovery = std::make_shared<discovery_options>();
+  discovery->cpu = options->cpu;
+  register_discovery_handler(r, std::move(discovery));
 }
 
 namespace {

@@ -120,6 +120,11 @@ asio::awaitable<check_answer> check_one(const certificate_doc& doc, crl_cache& c
     co_return a;
   }
   std::vector<std::string> problems;
+  // delivery names the allow-list generically; for these fetches it is check_allow_list.
+  auto named = [](std::string why) {
+    if (auto at = why.find("egress_allow_list"); at != std::string::npos) why.replace(at, 17, "check_allow_list");
+    return why;
+  };
   auto settle = [&](const delivery::revocation_verdict& v, std::string_view source) {
     a.info.status = delivery::revocation_status_name(v.status);
     a.info.source = std::string(source);
@@ -133,7 +138,7 @@ asio::awaitable<check_answer> check_one(const certificate_doc& doc, crl_cache& c
     if (!bytes) {
       auto got = co_await delivery::fetch_crl(url, lim.timeout, lim.crl_max_bytes, lim.egress, lim.pool);
       if (!got) {
-        problems.push_back(fmt::format("CRL {}: {}", url, got.error().message));
+        problems.push_back(fmt::format("CRL {}: {}", url, named(got.error().message)));
         continue;
       }
       bytes = std::move(*got);
@@ -157,7 +162,7 @@ asio::awaitable<check_answer> check_one(const certificate_doc& doc, crl_cache& c
     }
     auto resp = co_await delivery::query_ocsp(url, std::move(*req), lim.timeout, lim.egress, lim.pool);
     if (!resp) {
-      problems.push_back(fmt::format("OCSP {}: {}", url, resp.error().message));
+      problems.push_back(fmt::format("OCSP {}: {}", url, named(resp.error().message)));
       continue;
     }
     auto v = delivery::check_ocsp_response(*resp, doc.cert_pem, issuer, nonce, now);

@@ -3,6 +3,7 @@
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/spawn.hpp"
 #include "certfleet/distribution/checks.hpp"
+#include "certfleet/distribution/discovery.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/worker.hpp"
@@ -18,6 +19,7 @@
 #include <array>
 #include <chrono>
 #include <functional>
+#include <limits>
 
 #include "certfleet/distribution/acme_jobs.hpp"
 #include "certfleet/distribution/certificates.hpp"
@@ -132,6 +134,28 @@ struct scheduler::impl : std::enable_shared_from_this<impl> {
       r.triggered_by = "scheduler:" + opt.holder_id;
       auto out = co_await q.enqueue(std::move(r), queue::caller::system);
       if (!out) spdlog::warn("scheduler: enqueue of {} failed: {}", type, out.error().message);
+    }
+    // Discovery sources with a schedule: one scan per source and period, in the source's project.
+    store::read_value_fn<std::vector<store::catalog_object>> read = [](store::catalog_read& rd) {
+      return rd.objects_by_not_after(store::kind_discovery_source, std::numeric_limits<time_ms>::max(), 100'000);
+    };
+    auto sources = co_await store::read_value(st.catalog(), std::move(read));
+    if (!sources) {
+      spdlog::warn("scheduler: cannot read discovery sources: {}", sources.error().message);
+      co_return;
+    }
+    for (const auto& src : *sources) {
+      const auto spec = distribution::parse_discovery_source_doc(src);
+      if (spec.schedule_s <= 0) continue;
+      if (clock.now_ms() >= lease->expires_at) co_return;
+      queue::enqueue_request r;
+      r.project_id = src.project_id;
+      r.type = queue::job_names::discovery_execute;
+      r.payload = distribution::discovery_payload_json(src.id);
+      r.idempotency_key = distribution::discovery_schedule_key(src.id, spec.schedule_s, now);
+      r.triggered_by = "scheduler:" + opt.holder_id;
+      auto out = co_await q.enqueue(std::move(r), queue::caller::system);
+      if (!out) spdlog::warn("scheduler: enqueue of discovery for source {} failed: {}", src.id, out.error().message);
     }
   }
 

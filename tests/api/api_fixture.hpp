@@ -6,6 +6,7 @@
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/secrets.hpp"
 #include "certfleet/distribution/checks.hpp"
+#include "certfleet/distribution/discovery.hpp"
 #include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/queue_service.hpp"
@@ -99,6 +100,7 @@ class api_fixture : public ::testing::Test {
     // The real check handlers: routes that enqueue them (domains/{id}/check) are refused for a
     // type without one. No worker runs here, so they are only registered, never run.
     distribution::register_check_handlers(handlers, std::make_shared<distribution::check_options>());
+    distribution::register_discovery_handler(handlers, std::make_shared<distribution::discovery_options>());
     q = std::make_unique<queue::queue_service>(*st, handlers, clock);
     q_test = std::make_unique<queue::queue_service>(*st, handlers, clock);
     auto issue = [&](const std::string& name, const std::string& pid, store::role r, bool system) {

@@ -26,6 +26,7 @@
 #include "process.hpp"
 #include "run_sync.hpp"
 #include "tcp_proxy.hpp"
+#include "s_server.hpp"
 #include "temp_dir.hpp"
 
 namespace asio = boost::asio;
@@ -98,38 +99,8 @@ void write_file(const std::string& path, const std::string& text) {
 
 // ---- Servers ----
 
-// `openssl s_server` on 127.0.0.1, port chosen by the kernel and read from its "ACCEPT" line.
-// The process object kills it by PID when the test ends, whichever way it ends.
-struct s_server {
-  std::unique_ptr<testbed::process> proc;
-  std::uint16_t port = 0;
-};
-
-s_server start_s_server(const testbed::temp_dir& dir, const std::string& name, const std::string& cert_file,
-                        const std::string& key_file, const std::string& chain_pem, std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv{openssl_bin, "s_server", "-accept", "127.0.0.1:0", "-cert", cert_file, "-key", key_file, "-www"};
-  if (!chain_pem.empty()) {
-    write_file(dir.file(name + "-chain.pem"), chain_pem);
-    argv.insert(argv.end(), {"-cert_chain", dir.file(name + "-chain.pem")});
-  }
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  s_server s;
-  s.proc = std::make_unique<testbed::process>(argv, std::map<std::string, std::string>{}, dir.file(name));
-  // Polls its stdout: the line is printed once the socket listens.
-  std::string line = s.proc->wait_for_stdout("ACCEPT", 15s);
-  auto colon = line.rfind(':');
-  if (line.empty() || colon == std::string::npos)
-    throw std::runtime_error("s_server " + name + " did not start: " + s.proc->stderr_text());
-  s.port = static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
-  return s;
-}
-
-s_server start_s_server(const testbed::temp_dir& dir, const std::string& name, const testbed::pem_cert& leaf,
-                        const std::string& chain_pem, std::vector<std::string> extra = {}) {
-  write_file(dir.file(name + ".crt"), leaf.cert_pem);
-  write_file(dir.file(name + ".key"), leaf.key_pem);
-  return start_s_server(dir, name, dir.file(name + ".crt"), dir.file(name + ".key"), chain_pem, std::move(extra));
-}
+using testbed::s_server;
+using testbed::start_s_server;
 
 // A port nothing listens on: bound by the kernel, then released.
 std::uint16_t closed_port() {

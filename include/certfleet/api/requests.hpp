@@ -95,6 +95,17 @@ struct results_query {
 };
 result<results_query> parse_results_query(const query_params& q);
 
+// GET …/discovered-certificates?source=&finding=&page=&page_size=
+struct discovered_query {
+  int page = 1;
+  int page_size = 50;
+  // Filters, as given (empty: none); the distribution module checks them (an unknown finding or
+  // a source id that is not an id is a 400 naming the parameter).
+  std::string source;
+  std::string finding;
+};
+result<discovered_query> parse_discovered_query(const query_params& q);
+
 // "2026-11-29T09:05:18Z" / "…18.123Z" / "…+01:00" -> ms since the epoch.
 std::optional<time_ms> parse_iso8601(std::string_view s) noexcept;
 

@@ -69,6 +69,13 @@ class service {
   // already waiting (acme_workflow.hpp) → {job_id, created}.
   // POST …/domains/{id}/check: a domain_expiration_check of that domain now (202 {job_id, created}).
   op<boost::json::value> check_domain(std::string project_id, std::string id, std::string actor);
+  // Discovery: POST …/discovery-sources/{id}/run (202 {job_id, created}); the discovered
+  // certificates, filtered by source and finding and paged; an import as a managed certificate
+  // (the operator brings the key: a scan never sees one).
+  op<boost::json::value> run_discovery(std::string project_id, std::string id, std::string actor);
+  op<boost::json::value> list_discovered(std::string project_id, std::string source, std::string finding, int page,
+                                         int page_size);
+  op<boost::json::value> import_discovered(std::string project_id, std::string id, std::string body, requester who);
   op<boost::json::value> validate_manual_dns(std::string project_id, std::string job_id, std::string actor);
   // The `workflow` member of an ACME job's detail (acme_workflow.hpp); null for other types.
   op<boost::json::value> job_workflow(store::job_record job);

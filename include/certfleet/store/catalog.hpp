@@ -33,6 +33,10 @@ inline constexpr std::string_view kind_dns_provider = "dns_provider";
 // Checks (DESIGN §12): a registered domain whose registration the domain check watches
 // (not_after: its registration expiry, 0 until first read).
 inline constexpr std::string_view kind_domain = "domain";
+// Discovery (DESIGN §12): a source of endpoints to scan, and a certificate a scan found (name: the
+// SHA-256 of its leaf, unique per project; not_after: the leaf's).
+inline constexpr std::string_view kind_discovery_source = "discovery_source";
+inline constexpr std::string_view kind_discovered_certificate = "discovered_certificate";
 
 struct catalog_object {
   std::string id;
