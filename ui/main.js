@@ -13,6 +13,7 @@ import { renderCertificateDetail } from './certificate_detail.js';
 import { renderSettings } from './settings.js';
 import { renderNotifications } from './notifications.js';
 import { renderDomains } from './domains.js';
+import { renderDiscoverySources, renderDiscoveredCertificates } from './discovery.js';
 import { renderLogin } from './login.js';
 import { renderNotFound } from './not_found.js';
 
@@ -24,6 +25,8 @@ router.addRoute('certificates', '/certificates', 'Certificates', renderCertifica
 router.addRoute('certificate', '/certificates/:id', 'Certificate', renderCertificateDetail);
 router.addRoute('notifications', '/notifications', 'Notifications', renderNotifications);
 router.addRoute('domains', '/domains', 'Domains', renderDomains);
+router.addRoute('discovery', '/discovery', 'Discovery', renderDiscoverySources);
+router.addRoute('discovery-certificates', '/discovery/certificates', 'Discovered certificates', renderDiscoveredCertificates);
 router.addRoute('settings', '/settings', 'Settings', renderSettings);
 router.addRoute('login', '/login', 'Sign in', renderLogin);
 
@@ -58,7 +61,8 @@ function renderHeader(active) {
     const list = m?.route.name.startsWith('distribution') ? '/distributions'
       : m?.route.name.startsWith('certificate') ? '/certificates'
         : m?.route.name === 'notifications' ? '/notifications'
-          : m?.route.name === 'domains' ? '/domains' : '/jobs';
+          : m?.route.name === 'domains' ? '/domains'
+            : m?.route.name.startsWith('discovery') ? '/discovery' : '/jobs';
     router.navigate(router.href(list, { project: select.value }));
   });
   const signOut = h('button', { type: 'button', class: 'link-button', text: 'Sign out' });
@@ -73,6 +77,7 @@ function renderHeader(active) {
       link('/distributions', 'Distributions', ['distributions', 'distribution']),
       link('/certificates', 'Certificates', ['certificates', 'certificate']),
       link('/domains', 'Domains', ['domains']),
+      link('/discovery', 'Discovery', ['discovery', 'discovery-certificates']),
       link('/notifications', 'Notifications', ['notifications']),
       session.isSystem() ? link('/settings', 'Settings', ['settings']) : null),
     h('div', { class: 'header-right' },

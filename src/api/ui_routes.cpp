@@ -15,10 +15,11 @@ struct ui_page {
   std::string_view first;
   bool with_id;
 };
-constexpr std::array<ui_page, 7> pages{{{"jobs", true},
+constexpr std::array<ui_page, 8> pages{{{"jobs", true},
                                         {"distributions", true},
                                         {"certificates", true},
                                         {"domains", false},
+                                        {"discovery", true},  // /discovery/certificates
                                         {"notifications", false},
                                         {"settings", false},
                                         {"login", false}}};

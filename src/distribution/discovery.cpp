@@ -85,7 +85,7 @@ result<discovery_source_request> parse_discovery_source_request(std::string_view
   for (const auto& kv : o)
     if (kv.key() != "name" && kv.key() != "endpoints" && kv.key() != "cidrs" && kv.key() != "ports" &&
         kv.key() != "sni" && kv.key() != "schedule_s")
-      return bad(std::string(kv.key()), fmt::format("unknown member {}; a discovery source takes name, endpoints, cidrs, "
+      return bad(kv.key().empty() ? std::string("body") : std::string(kv.key()), fmt::format("unknown member {}; a discovery source takes name, endpoints, cidrs, "
                                                     "ports, sni, schedule_s", std::string_view(kv.key()).substr(0, 64)));
   discovery_source_request r;
   auto* name = o.if_contains("name");

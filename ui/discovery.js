@@ -1,0 +1,510 @@
+// Discovery: the project's discovery sources (endpoints and ranges that a discovery_execute job
+// scans with one TLS handshake per target) and the certificates those scans found.
+// /discovery: Name, Targets (count, the endpoints/CIDRs/ports/SNI in a summary that expands),
+// Schedule, Last Run (time, ok/failed of scanned, certificates, its job); Run now (operator+),
+// Add source and Delete (admin+). /discovery/certificates?source=ID&finding=NAME: Subject, Issuer,
+// Expires, Key, Findings (a tag per finding: critical red, warning orange, its text in the title),
+// Seen At (endpoints with SNI and protocol), Last Seen, Managed (the certificate, or Import for admin+).
+import * as api from './api.js';
+import { allPages, certificateNames } from './catalog.js';
+import { h, pagerLinks, replace, showAlert } from './dom.js';
+import { domainExpiry } from './domains.js';
+import { feedback } from './job_actions.js';
+import * as fmt from './format.js';
+import { href, setQuery } from './router.js';
+import * as session from './session.js';
+
+/** The findings a scan can report (delivery/tls_probe.hpp's table), in its order. */
+export const findingNames = ['expired', 'expiring', 'self_signed', 'name_mismatch', 'incomplete_chain', 'weak_key', 'deprecated_protocol'];
+
+/** @param {string} name */
+export const findingLabel = (name) => name.replaceAll('_', ' ');
+
+/**
+ * "by hand" or "every N hours" / "every day" / "every N days".
+ * @param {number | null | undefined} s schedule_s
+ */
+export function scheduleText(s) {
+  const n = Number(s ?? 0);
+  if (!(n > 0)) return 'by hand';
+  if (n % 86400 === 0) return n === 86400 ? 'every day' : `every ${n / 86400} days`;
+  if (n % 3600 === 0) return n === 3600 ? 'every hour' : `every ${n / 3600} hours`;
+  return `every ${n} s`;
+}
+
+/** @param {number} n @param {string} one @param {string} [many] */
+const count = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/**
+ * The tabs of the two Discovery pages.
+ * @param {'sources' | 'certificates'} active @param {string} project
+ */
+function discoveryTabs(active, project) {
+  /** @param {'sources' | 'certificates'} key @param {string} path @param {string} label */
+  const tab = (key, path, label) => h('a', { class: 'tab', 'data-tab': key, href: href(path, { project }), text: label, 'aria-current': key === active ? 'page' : null });
+  return h('nav', { class: 'tabs', 'aria-label': 'Discovery' },
+    tab('sources', '/discovery', 'Sources'), tab('certificates', '/discovery/certificates', 'Discovered certificates'));
+}
+
+/**
+ * A comma/space/line separated list, empty entries dropped.
+ * @param {string} text
+ */
+export function splitList(text) {
+  return text.split(/[\s,]+/).map((s) => s.trim()).filter((s) => s !== '');
+}
+
+/** @param {import('./router.js').PageContext} ctx @returns {import('./router.js').PageHandle} */
+export function renderDiscoverySources(ctx) {
+  const { project, query } = ctx;
+  const page = Math.max(1, Number.parseInt(query.get('page') ?? '1', 10) || 1);
+  const pageSize = query.get('page_size');
+  const canRun = session.hasRole('operator');
+  const canAdmin = session.hasRole('admin');
+  const fb = feedback();
+  let disposed = false;
+  const tbody = h('tbody');
+  const state = h('p', { class: 'muted', role: 'status', text: 'Loading…' });
+  const pager = h('nav', { class: 'pager', 'aria-label': 'Pages' });
+  const columns = ['Name', 'Targets', 'Schedule', 'Last Run', 'Actions'];
+
+  // Add source (admin and above). Every field has its error line; the API's 400 names the field
+  // (endpoints[1], cidrs[0], ports[2], sni[0], schedule_s, name) and its message goes there.
+  /** @type {Record<string, {input: HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement, error: HTMLElement}>} */
+  const fields = {};
+  /**
+   * @param {string} key the API's field name
+   * @param {string} label
+   * @param {HTMLInputElement | HTMLTextAreaElement} input
+   * @param {string} hint
+   */
+  const field = (key, label, input, hint) => {
+    const error = h('p', { class: 'field-error', id: `source-${key}-error`, 'data-field-error': key });
+    input.setAttribute('aria-describedby', `source-${key}-hint source-${key}-error`);
+    fields[key] = { input, error };
+    return h('div', { class: 'field' },
+      h('label', { for: input.id, text: label }), input,
+      h('p', { class: 'setting-doc', id: `source-${key}-hint`, text: hint }), error);
+  };
+  const nameInput = h('input', { id: 'source-name', name: 'name', type: 'text', autocomplete: 'off', spellcheck: 'false', required: true });
+  const endpointsInput = h('textarea', { id: 'source-endpoints', name: 'endpoints', rows: 3, spellcheck: 'false', placeholder: 'www.example.com:443\n10.0.0.7:8443' });
+  const cidrsInput = h('textarea', { id: 'source-cidrs', name: 'cidrs', rows: 3, spellcheck: 'false', placeholder: '10.0.0.0/24' });
+  const portsInput = h('input', { id: 'source-ports', name: 'ports', type: 'text', autocomplete: 'off', spellcheck: 'false', placeholder: '443, 8443' });
+  const sniInput = h('textarea', { id: 'source-sni', name: 'sni', rows: 2, spellcheck: 'false', placeholder: 'www.example.com' });
+  const everyInput = h('input', { id: 'source-every', name: 'every', type: 'number', min: 1, step: 1, value: '24', 'aria-describedby': 'source-schedule_s-hint source-schedule_s-error' });
+  const unitSelect = h('select', { id: 'source-schedule', name: 'schedule', 'aria-describedby': 'source-schedule_s-hint source-schedule_s-error' },
+    h('option', { value: '0', text: 'By hand only' }), h('option', { value: '3600', text: 'Every N hours' }), h('option', { value: '86400', text: 'Every N days' }));
+  const scheduleError = h('p', { class: 'field-error', id: 'source-schedule_s-error', 'data-field-error': 'schedule_s' });
+  fields.schedule_s = { input: everyInput, error: scheduleError };
+  const syncEvery = () => { everyInput.disabled = unitSelect.value === '0'; };
+  unitSelect.addEventListener('change', syncEvery);
+  syncEvery();
+  const formError = h('p', { class: 'field-error', id: 'source-form-error', role: 'alert' });
+  const addButton = h('button', { type: 'submit', class: 'primary', text: 'Add source' });
+  const form = canAdmin ? h('form', { class: 'card inline-form source-form', id: 'add-source', 'aria-labelledby': 'add-source-title', novalidate: true },
+    h('h2', { id: 'add-source-title', text: 'Add source' }),
+    h('div', { class: 'field-grid' },
+      field('name', 'Name', nameInput, 'A name for this set of targets, unique in the project.'),
+      h('div', { class: 'field' },
+        h('label', { for: 'source-schedule', text: 'Schedule' }),
+        h('div', { class: 'schedule-row' }, unitSelect, h('label', { class: 'inline-label', for: 'source-every', text: 'N =' }), everyInput),
+        h('p', { class: 'setting-doc', id: 'source-schedule_s-hint', text: 'By hand (Run now), or by the scheduler every 1 hour to 30 days.' }), scheduleError),
+      field('endpoints', 'Endpoints', endpointsInput, 'host:port or [IPv6]:port, one per line or separated by commas.'),
+      field('cidrs', 'CIDRs', cidrsInput, 'Ranges to scan on the ports below, e.g. 10.0.0.0/24. Every address must be inside discovery_allow_list.'),
+      field('ports', 'Ports', portsInput, 'Ports scanned on each address of the CIDRs (default 443).'),
+      field('sni', 'SNI names', sniInput, 'Names sent in the TLS handshake; each target is probed once per name. Empty: the endpoint\'s host.')),
+    h('div', { class: 'form-actions' }, addButton),
+    formError) : null;
+
+  function clearErrors() {
+    for (const f of Object.values(fields)) { f.error.textContent = ''; f.input.removeAttribute('aria-invalid'); }
+    formError.textContent = '';
+  }
+
+  form?.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clearErrors();
+    /** @type {Record<string, unknown>} */
+    const body = { name: nameInput.value.trim() };
+    const endpoints = splitList(endpointsInput.value);
+    const cidrs = splitList(cidrsInput.value);
+    const ports = splitList(portsInput.value).map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+    const sni = splitList(sniInput.value);
+    if (endpoints.length) body.endpoints = endpoints;
+    if (cidrs.length) body.cidrs = cidrs;
+    if (ports.length) body.ports = ports;
+    if (sni.length) body.sni = sni;
+    const unit = Number(unitSelect.value);
+    const every = Number(everyInput.value);
+    body.schedule_s = unit > 0 ? (Number.isFinite(every) ? Math.round(every * unit) : -1) : 0;
+    addButton.disabled = true;
+    try {
+      const r = await api.post(api.projectPath(project, '/discovery-sources'), body);
+      fb.ok(`Added ${r.body?.name ?? body.name} (${count(Number(r.body?.targets ?? 0), 'target')}). Press Run now to scan it.`);
+      for (const el of [nameInput, endpointsInput, cidrsInput, portsInput, sniInput]) el.value = '';
+      void load();
+    } catch (e) {
+      const key = e instanceof api.ApiError && e.field ? e.field.replace(/\[\d+\]$/, '') : '';
+      const f = key ? fields[key] : undefined;
+      if (e instanceof api.ApiError && f) {
+        f.error.textContent = e.message;
+        f.input.setAttribute('aria-invalid', 'true');
+        f.input.focus();
+      } else {
+        formError.textContent = api.errorText(e);
+      }
+    } finally {
+      addButton.disabled = false;
+    }
+  });
+
+  replace(ctx.root,
+    h('div', { class: 'page-head' }, h('h1', { text: 'Discovery' }),
+      h('p', { class: 'muted page-intro', text: 'Endpoints and ranges scanned with one TLS handshake each; every certificate they send is kept with where it was seen and what is wrong with it.' })),
+    discoveryTabs('sources', project),
+    fb.el,
+    form,
+    h('div', { class: 'table-wrap' }, h('table', { id: 'discovery-sources' },
+      h('caption', { class: 'visually-hidden', text: 'Discovery sources' }),
+      h('thead', null, h('tr', null, ...columns.map((c) => h('th', { scope: 'col', text: c })))),
+      tbody)), state, pager);
+
+  /** @param {any} s */
+  function runButton(s) {
+    const b = h('button', { type: 'button', class: 'action', 'data-action': 'run', text: 'Run now', 'aria-label': `Run now: ${s.name}` });
+    b.addEventListener('click', async () => {
+      b.disabled = true;
+      try {
+        const r = await api.post(api.projectPath(project, `/discovery-sources/${s.id}/run`));
+        const jobId = String(r.body?.job_id ?? '');
+        fb.ok(r.body?.created === false ? `${s.name}: a scan from this minute is already queued: ` : `${s.name}: scan queued: `,
+          h('a', { href: href(`/jobs/${jobId}`, { project }), 'data-job-id': jobId, text: `job ${jobId}` }));
+      } catch (e) {
+        fb.fail(`${s.name}: ${api.errorText(e)}`);
+      } finally {
+        b.disabled = false;
+      }
+    });
+    return b;
+  }
+
+  /** @param {any} s @param {HTMLElement} cell */
+  function deleteButton(s, cell) {
+    const b = h('button', { type: 'button', class: 'action danger', 'data-action': 'delete', text: 'Delete', 'aria-label': `Delete ${s.name}` });
+    b.addEventListener('click', () => {
+      const keep = [...cell.childNodes];
+      const yes = h('button', { type: 'button', class: 'action danger', 'data-action': 'confirm-delete', text: 'Yes, delete', 'aria-label': `Yes, delete ${s.name}` });
+      const no = h('button', { type: 'button', class: 'action', 'data-action': 'cancel-delete', text: 'Keep' });
+      no.addEventListener('click', () => { replace(cell, ...keep); b.focus(); });
+      yes.addEventListener('click', async () => {
+        yes.disabled = true;
+        no.disabled = true;
+        try {
+          await api.del(api.projectPath(project, `/discovery-sources/${s.id}`));
+          fb.ok(`${s.name} deleted; the certificates it found stay listed.`);
+          void load();
+        } catch (e) {
+          fb.fail(`${s.name}: ${api.errorText(e)}`);
+          replace(cell, ...keep);
+        }
+      });
+      replace(cell, h('span', { class: 'confirm-text', text: `Delete source ${s.name}?` }), ' ', yes, ' ', no);
+      no.focus();
+    });
+    return b;
+  }
+
+  /** @param {any} s */
+  function targetsCell(s) {
+    const endpoints = Array.isArray(s.endpoints) ? s.endpoints.map(String) : [];
+    const cidrs = Array.isArray(s.cidrs) ? s.cidrs.map(String) : [];
+    const ports = Array.isArray(s.ports) ? s.ports.map(String) : [];
+    const sni = Array.isArray(s.sni) ? s.sni.map(String) : [];
+    const parts = [];
+    if (endpoints.length) parts.push(count(endpoints.length, 'endpoint'));
+    if (cidrs.length) parts.push(`${count(cidrs.length, 'range')} on port${ports.length === 1 ? '' : 's'} ${ports.length ? ports.join(', ') : '443'}`);
+    if (sni.length) parts.push(`SNI ${sni.length > 2 ? `${sni.slice(0, 2).join(', ')} +${sni.length - 2}` : sni.join(', ')}`);
+    /** @param {string} term @param {string[]} list */
+    const item = (term, list) => list.length ? [h('dt', { text: term }), h('dd', null, h('ul', { class: 'plain-list' }, ...list.map((x) => h('li', null, h('code', { text: x })))))] : [];
+    return h('details', { class: 'targets' },
+      h('summary', null, h('strong', { class: 'target-count', text: count(Number(s.targets ?? 0), 'target') }), ' ',
+        h('span', { class: 'muted target-summary', text: parts.join(' · ') })),
+      h('dl', { class: 'summary target-list' },
+        ...item('Endpoints', endpoints), ...item('CIDRs', cidrs), ...(cidrs.length ? item('Ports', ports.length ? ports : ['443 (default)']) : []),
+        ...item('SNI', sni)));
+  }
+
+  /** @param {any} s */
+  function lastRunCell(s) {
+    const r = s.last_run;
+    if (!r) return h('span', { class: 'muted', text: 'never' });
+    const ok = Number(r.ok ?? 0), failed = Number(r.failed ?? 0), scanned = Number(r.scanned ?? 0);
+    const cls = scanned > 0 && ok === 0 ? 'run-failed' : failed > 0 ? 'run-partial' : 'run-ok';
+    const jobId = String(r.job_id ?? '');
+    return h('span', { class: `last-run ${cls}` },
+      fmt.timeEl(r.finished_at), h('br'),
+      h('span', { class: 'run-counts', text: `${ok} ok / ${failed} failed of ${scanned} scanned` }), h('br'),
+      h('a', { href: href('/discovery/certificates', { project, source: s.id }), 'data-certificates-for': s.id, text: count(Number(r.certificates ?? 0), 'certificate') }),
+      ' · ', jobId ? h('a', { href: href(`/jobs/${jobId}`, { project }), 'data-job-id': jobId, text: 'job' }) : '');
+  }
+
+  /** @param {any} s */
+  function row(s) {
+    const actions = h('td', { class: 'actions' });
+    replace(actions, canRun ? runButton(s) : null, canAdmin ? [' ', deleteButton(s, actions)] : []);
+    return h('tr', { 'data-id': String(s.id), 'data-name': String(s.name) },
+      h('td', null, h('strong', { text: s.name })),
+      h('td', { class: 'targets-cell' }, targetsCell(s)),
+      h('td', { class: 'nowrap', text: scheduleText(s.schedule_s) }),
+      h('td', null, lastRunCell(s)),
+      actions);
+  }
+
+  async function load() {
+    try {
+      const r = await api.get(api.projectPath(project, `/discovery-sources?page=${page}${pageSize ? `&page_size=${encodeURIComponent(pageSize)}` : ''}`));
+      if (disposed) return;
+      const items = Array.isArray(r.items) ? r.items : [];
+      replace(tbody, ...items.map((/** @type {any} */ s) => row(s)));
+      state.className = 'muted empty-state';
+      state.setAttribute('role', 'status');
+      if (items.length) {
+        state.textContent = '';
+      } else {
+        replace(state, 'No discovery sources in this project. A source names endpoints (host:port) or ranges (CIDRs and ports) '
+          + 'that a discovery job scans with one TLS handshake each, keeping every certificate it is sent. '
+          + 'Nothing outside the system setting discovery_allow_list is ever scanned, and it is empty (nothing allowed) '
+          + 'until a system admin sets it on the ',
+        session.isSystem() ? h('a', { href: href('/settings', { project }), text: 'Settings page' }) : 'Settings page',
+        `.${canAdmin ? ' Then add a source above.' : ' An admin can then add a source.'}`);
+      }
+      const pages = Math.max(1, Math.ceil((r.total ?? 0) / (r.page_size || 1)));
+      replace(pager, ...pagerLinks(page, pages, (n) => href('/discovery', { project, page: n, page_size: pageSize })));
+    } catch (e) {
+      if (!disposed) showAlert(state, api.errorText(e));
+    }
+  }
+  void load();
+  return { refresh() { void load(); }, dispose() { disposed = true; } };
+}
+
+/**
+ * A finding's tag: critical red, warning orange; its text in the title.
+ * @param {{name: string, severity: string, text: string}} f
+ */
+export function findingTag(f) {
+  const sev = String(f.severity ?? '').replace(/[^a-z]/g, '') || 'warning';
+  return h('span', { class: `tag finding finding-${sev}`, 'data-finding': String(f.name), 'data-severity': sev, title: String(f.text ?? ''), text: findingLabel(String(f.name)) });
+}
+
+/** @param {import('./router.js').PageContext} ctx @returns {import('./router.js').PageHandle} */
+export function renderDiscoveredCertificates(ctx) {
+  const { project, query } = ctx;
+  const page = Math.max(1, Number.parseInt(query.get('page') ?? '1', 10) || 1);
+  const pageSize = query.get('page_size');
+  const source = query.get('source') ?? '';
+  const finding = query.get('finding') ?? '';
+  const canAdmin = session.hasRole('admin');
+  const fb = feedback();
+  let disposed = false;
+  /** @type {Set<string>} rows whose Import form is open */
+  const open = new Set();
+  const tbody = h('tbody');
+  const state = h('p', { class: 'muted', role: 'status', text: 'Loading…' });
+  const pager = h('nav', { class: 'pager', 'aria-label': 'Pages' });
+  const columns = ['Subject', 'Issuer', 'Expires', 'Key', 'Findings', 'Seen At', 'Last Seen', 'Managed'];
+
+  const sourceSelect = h('select', { id: 'filter-source', name: 'source' }, h('option', { value: '', text: 'All sources' }));
+  const findingSelect = h('select', { id: 'filter-finding', name: 'finding' }, h('option', { value: '', text: 'Any finding' }));
+  if (source) sourceSelect.append(h('option', { value: source, text: source, selected: true }));
+  sourceSelect.addEventListener('change', () => setQuery({ source: sourceSelect.value, page: null }));
+  findingSelect.addEventListener('change', () => setQuery({ finding: findingSelect.value, page: null }));
+  const filters = h('div', { class: 'filters', role: 'group', 'aria-label': 'Filters' },
+    h('label', { for: 'filter-source', text: 'Source' }), sourceSelect,
+    h('label', { for: 'filter-finding', text: 'Finding' }), findingSelect);
+
+  replace(ctx.root,
+    h('div', { class: 'page-head' }, h('h1', { text: 'Discovery' }),
+      h('p', { class: 'muted page-intro', text: 'Certificates found by the scans: where each was seen and what is wrong with it. Import one with its key to manage it.' })),
+    discoveryTabs('certificates', project),
+    filters,
+    fb.el,
+    h('div', { class: 'table-wrap' }, h('table', { id: 'discovered-certificates' },
+      h('caption', { class: 'visually-hidden', text: 'Discovered certificates' }),
+      h('thead', null, h('tr', null, ...columns.map((c) => h('th', { scope: 'col', text: c })))),
+      tbody)), state, pager);
+
+  /** @type {Map<string, string>} source id -> name */
+  let sourceNames = new Map();
+
+  /** @param {any} c */
+  function seenAt(c) {
+    const eps = Array.isArray(c.endpoints) ? c.endpoints : [];
+    if (!eps.length) return h('span', { class: 'muted', text: '—' });
+    return h('details', { class: 'seen-at' },
+      h('summary', { text: count(eps.length, 'endpoint') }),
+      h('ul', { class: 'plain-list endpoint-list' }, ...eps.map((/** @type {any} */ e) => h('li', { 'data-endpoint': String(e.endpoint) },
+        h('code', { text: String(e.endpoint) }),
+        e.address && !String(e.endpoint).startsWith(`${e.address}:`) && !String(e.endpoint).startsWith(`[${e.address}]:`) ? h('span', { class: 'muted', text: ` (${e.address})` }) : '',
+        h('span', { class: 'endpoint-meta', text: ` · SNI ${e.sni ? e.sni : 'none'} · ${e.protocol ?? ''}` }),
+        sourceNames.has(String(e.source_id)) ? h('span', { class: 'muted', text: ` · ${sourceNames.get(String(e.source_id))}` }) : '',
+        e.last_seen_at ? [' · ', fmt.timeEl(e.last_seen_at)] : []))));
+  }
+
+  /** @param {any} c */
+  function defaultName(c) {
+    const san = Array.isArray(c.sans) && c.sans.length ? String(c.sans[0]) : '';
+    const cn = /CN=([^,]+)/.exec(String(c.subject ?? ''))?.[1] ?? '';
+    return (san || cn || 'discovered').replace(/^\*\./, 'wildcard.').slice(0, 200);
+  }
+
+  /**
+   * The Import form in a row below the certificate's: name, key PEM, optional chain PEM; the
+   * API's 400 at the field it names.
+   * @param {any} c @param {HTMLButtonElement} opener
+   */
+  function importRow(c, opener) {
+    const id = String(c.id);
+    const p = `import-${id}`;
+    /** @type {Record<string, {input: HTMLInputElement | HTMLTextAreaElement, error: HTMLElement}>} */
+    const f = {};
+    /** @param {string} key @param {string} label @param {HTMLInputElement | HTMLTextAreaElement} input */
+    const field = (key, label, input) => {
+      const error = h('p', { class: 'field-error', id: `${p}-${key}-error`, 'data-field-error': key });
+      input.setAttribute('aria-describedby', `${p}-${key}-error`);
+      f[key] = { input, error };
+      return h('div', { class: 'field' }, h('label', { for: input.id, text: label }), input, error);
+    };
+    const name = h('input', { id: `${p}-name`, name: 'name', type: 'text', autocomplete: 'off', spellcheck: 'false', value: defaultName(c) });
+    const key = h('textarea', { id: `${p}-key`, name: 'key_pem', rows: 5, spellcheck: 'false', class: 'pem-input', placeholder: '-----BEGIN PRIVATE KEY-----' });
+    const chain = h('textarea', { id: `${p}-chain`, name: 'chain_pem', rows: 4, spellcheck: 'false', class: 'pem-input', placeholder: '-----BEGIN CERTIFICATE-----' });
+    const formError = h('p', { class: 'field-error', role: 'alert' });
+    const submit = h('button', { type: 'submit', class: 'primary', text: 'Import', 'aria-label': `Import ${c.subject}` });
+    const cancel = h('button', { type: 'button', text: 'Cancel' });
+    const form = h('form', { class: 'import-form', 'data-import-for': id, 'aria-label': `Import ${c.subject}`, novalidate: true },
+      h('p', { class: 'setting-doc', text: 'The leaf becomes a managed certificate with the key you bring (a scan never sees one). The chain is optional.' }),
+      h('div', { class: 'field-grid' },
+        field('name', 'Certificate name', name),
+        field('key_pem', 'Private key (PEM)', key),
+        field('chain_pem', 'Chain (PEM, optional)', chain)),
+      h('div', { class: 'form-actions' }, cancel, ' ', submit), formError);
+    const tr = h('tr', { class: 'detail-row', id: `import-row-${id}`, 'data-import-row': id },
+      h('td', { colspan: columns.length }, form));
+    cancel.addEventListener('click', () => {
+      tr.hidden = true;
+      open.delete(id);
+      opener.setAttribute('aria-expanded', 'false');
+      opener.focus();
+    });
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      for (const x of Object.values(f)) { x.error.textContent = ''; x.input.removeAttribute('aria-invalid'); }
+      formError.textContent = '';
+      /** @type {Record<string, string>} */
+      const body = { name: name.value.trim(), key_pem: key.value };
+      if (chain.value.trim()) body.chain_pem = chain.value;
+      submit.disabled = true;
+      try {
+        const r = await api.post(api.projectPath(project, `/discovered-certificates/${id}/import`), body);
+        const certId = String(r.body?.id ?? '');
+        open.delete(id);
+        fb.ok(`${c.subject} imported as `, h('a', { href: href(`/certificates/${certId}`, { project }), 'data-certificate-id': certId, text: String(r.body?.name ?? body.name) }));
+        void load();
+      } catch (e) {
+        const target = e instanceof api.ApiError && e.field ? f[e.field] : undefined;
+        if (target) {
+          target.error.textContent = api.errorText(e);
+          target.input.setAttribute('aria-invalid', 'true');
+          target.input.focus();
+        } else {
+          formError.textContent = api.errorText(e);
+        }
+      } finally {
+        submit.disabled = false;
+      }
+    });
+    return tr;
+  }
+
+  /** @param {any} c @param {Map<string, string>} certNames */
+  function rows(c, certNames) {
+    const id = String(c.id);
+    const findings = Array.isArray(c.findings) ? c.findings : [];
+    const managed = c.managed_certificate_id ? String(c.managed_certificate_id) : '';
+    /** @type {HTMLElement[]} */
+    const extra = [];
+    /** @type {Node | string} */
+    let managedCell = h('span', { class: 'muted', text: 'not managed' });
+    if (managed) {
+      managedCell = h('a', { href: href(`/certificates/${managed}`, { project }), 'data-certificate-id': managed, text: certNames.get(managed) ?? 'certificate' });
+    } else if (canAdmin) {
+      const b = h('button', { type: 'button', class: 'action', 'data-action': 'import', text: 'Import', 'aria-label': `Import ${c.subject}`,
+        'aria-expanded': open.has(id) ? 'true' : 'false', 'aria-controls': `import-row-${id}` });
+      const form = importRow(c, b);
+      form.hidden = !open.has(id);
+      b.addEventListener('click', () => {
+        const show = form.hidden;
+        form.hidden = !show;
+        b.setAttribute('aria-expanded', show ? 'true' : 'false');
+        if (show) { open.add(id); form.querySelector('textarea')?.focus(); } else open.delete(id);
+      });
+      managedCell = b;
+      extra.push(form);
+    }
+    const keyText = c.key_type ? `${String(c.key_type).toUpperCase()}${c.key_bits ? ` ${c.key_bits}` : ''}` : '';
+    const sans = Array.isArray(c.sans) ? c.sans.map(String) : [];
+    return [h('tr', { 'data-id': id, 'data-fingerprint': String(c.fingerprint_sha256 ?? '') },
+      h('td', { class: 'subject-cell' }, h('strong', { class: 'break', text: c.subject ?? '' }),
+        sans.length ? h('span', { class: 'sans muted', text: sans.join(', ') }) : ''),
+      h('td', { class: 'break', text: c.issuer ?? '' }),
+      h('td', { class: 'nowrap' }, domainExpiry(c.not_after)),
+      h('td', { class: 'nowrap', text: keyText }),
+      h('td', { class: 'findings-cell' }, findings.length ? findings.map((/** @type {any} */ x) => findingTag(x)) : h('span', { class: 'muted', text: 'none' })),
+      h('td', null, seenAt(c)),
+      h('td', null, fmt.timeEl(c.last_seen_at)),
+      h('td', { class: 'managed-cell' }, managedCell)), ...extra];
+  }
+
+  /** @param {any[]} items */
+  function fillFindings(items) {
+    const names = new Set(findingNames);
+    for (const c of items) for (const f of Array.isArray(c.findings) ? c.findings : []) names.add(String(f.name));
+    if (finding) names.add(finding);
+    replace(findingSelect, h('option', { value: '', text: 'Any finding' }),
+      ...[...names].map((n) => h('option', { value: n, text: findingLabel(n), selected: n === finding })));
+  }
+
+  async function load() {
+    const q = new URLSearchParams();
+    if (source) q.set('source', source);
+    if (finding) q.set('finding', finding);
+    q.set('page', String(page));
+    if (pageSize) q.set('page_size', pageSize);
+    try {
+      const [r, sources, certNames] = await Promise.all([
+        api.get(api.projectPath(project, `/discovered-certificates?${q}`)),
+        allPages(api.projectPath(project, '/discovery-sources'), 2000).catch(() => []),
+        certificateNames(project)]);
+      if (disposed) return;
+      sourceNames = new Map(sources.map((s) => [String(s.id), String(s.name)]));
+      replace(sourceSelect, h('option', { value: '', text: 'All sources' }),
+        ...sources.map((s) => h('option', { value: String(s.id), text: String(s.name), selected: String(s.id) === source })),
+        source && !sourceNames.has(source) ? h('option', { value: source, text: `${source} (deleted)`, selected: true }) : null);
+      const items = Array.isArray(r.items) ? r.items : [];
+      fillFindings(items);
+      replace(tbody, ...items.flatMap((/** @type {any} */ c) => rows(c, certNames)));
+      state.className = 'muted empty-state';
+      state.setAttribute('role', 'status');
+      state.textContent = items.length ? ''
+        : source || finding ? 'No discovered certificate matches these filters.'
+          : 'No certificates discovered yet. Run a source (Sources tab); a scan that reaches nothing finds nothing: '
+            + 'check discovery_allow_list, the ports and the job\'s log.';
+      const pages = Math.max(1, Math.ceil((r.total ?? 0) / (r.page_size || 1)));
+      replace(pager, ...pagerLinks(page, pages, (n) => href('/discovery/certificates', { project, source, finding, page: n, page_size: pageSize })));
+    } catch (e) {
+      if (!disposed) showAlert(state, api.errorText(e));
+    }
+  }
+  void load();
+  return { refresh() { void load(); }, dispose() { disposed = true; } };
+}
