@@ -15,7 +15,7 @@ struct row {
 
 // The words come from our own error texts (delivery's classifier, the SSH session, the engine) and
 // the system's (getaddrinfo, errno). More specific rows first: a host-key refusal also says "ssh".
-constexpr std::array<row, 15> rows{{
+constexpr std::array<row, 18> rows{{
     {{"host_key",
       "The server's SSH host key is not the one pinned on the target. If the host was reinstalled on purpose, scan its "
       "key again (POST …/targets/{id}/scan-host-key) and compare the fingerprint out of band; otherwise treat it as a "
@@ -45,6 +45,23 @@ constexpr std::array<row, 15> rows{{
       "serves it, then press Validate DNS on the job (POST …/jobs/{id}/validate-dns). If the CA refused the order, "
       "renew the certificate to get a new one (docs/acme.md, The manual path)."},
      "", {"dns (manual)", "no manual dns order", "cannot be validated any more", "", "", ""}},
+    // The checks (DESIGN §12), before the generic network rows their texts may also match.
+    {{"revocation_check",
+      "No CRL or OCSP responder named by these certificates gave an answer that could be trusted; the log names each "
+      "URL and why (refused, timeout, bad signature, stale). The certificates stay active: this is a warning, not a "
+      "revocation. Check that check_allow_list admits the CA's CRL host and that the worker reaches it "
+      "(docs/checks.md, Revocation)."},
+     "revocation_check", {"revocation could not be checked", "", "", "", "", ""}},
+    {{"domain_check",
+      "No registry answered for these domains: RDAP and WHOIS both failed; the log names each domain and why. Check "
+      "check_allow_list, domain_whois_server and, for a TLD missing from IANA's bootstrap file, rdap_bootstrap_file "
+      "(docs/checks.md, Domains)."},
+     "domain_expiration_check", {"no registry answered", "could not be looked up", "", "", "", ""}},
+    {{"discovery",
+      "No endpoint of the discovery source completed a TLS handshake; the log names each endpoint and why (refused: "
+      "nothing listens; timeout: filtered or stalled; not_allowed: outside discovery_allow_list). Check the ports, "
+      "discovery_allow_list and discovery_endpoint_timeout_ms (docs/discovery.md)."},
+     "discovery_execute", {"no endpoint of source", "outside discovery_allow_list", "discovery_allow_list decides", "", "", ""}},
     // DNS-01 before "dns" and "timeout": a provider's server that refuses or never shows the
     // record is a provider setting to fix, not a resolver problem.
     {{"dns_provider",

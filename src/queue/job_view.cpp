@@ -17,9 +17,11 @@ std::optional<std::string_view> trigger_in_words(std::string_view t) noexcept {
   struct row {
     std::string_view prefix, words;
   };
-  static constexpr std::array<row, 10> rows{{{"scheduler:", "scheduler"},
+  static constexpr std::array<row, 12> rows{{{"scheduler:", "scheduler"},
                                            {"cli", "command line"},
                                            {"certificate_expiration_check", "expiry sweep"},
+                                           {"revocation_check", "revocation check"},
+                                           {"domain_expiration_check", "domain check"},
                                            {"renewal_sweep", "renewal sweep"},
                                            {"dns_cleanup_sweep", "DNS cleanup sweep"},
                                            {"acme_workflow", "certificate workflow"},

@@ -39,6 +39,12 @@ TEST(error_hint, each_kind_of_failure_gets_its_hint) {
                       "at 127.0.0.1:53 (provider knot): DNS server 127.0.0.1:53 rejected TSIG key k1 (NOTAUTH)", "dns_cleanup"},
       // Outside cleanup_dns the same words are the DNS provider's.
       {"issue_certificate", "TXT _acme-challenge.www.example.test not removed (NOTAUTH)", "dns_provider"},
+      {"revocation_check", "revocation could not be checked for any of the 3 certificates: no CRL or OCSP responder "
+                           "answered (see the log)", "revocation_check"},
+      {"domain_expiration_check", "no registry answered for any of the 2 domains (see the log)", "domain_check"},
+      {"discovery_execute", "no endpoint of source lab completed a TLS handshake (3 tried)", "discovery"},
+      {"discovery_execute", "cidrs[0] 10.0.0.1 is outside discovery_allow_list (discovery_allow_list decides what may be "
+                            "scanned)", "discovery"},
       {"noop", "noop: failing on purpose (attempt 1 of 3 planned failures)", "on_purpose"},
       // The noop row is for noop jobs only.
       {"distribution_execute", "failing on purpose", ""},
@@ -63,7 +69,7 @@ TEST(error_hint, classes_are_unique_and_every_row_can_be_reached) {
     EXPECT_TRUE(names.insert(std::string(h.error_class)).second) << h.error_class;
     EXPECT_GT(h.hint.size(), 40u) << h.error_class;  // a sentence an operator can act on
   }
-  EXPECT_EQ(names.size(), 15u);
+  EXPECT_EQ(names.size(), 18u);
 }
 
 TEST(trigger_in_words, system_triggers_read_as_words_and_tokens_are_left_to_the_api) {
@@ -73,6 +79,8 @@ TEST(trigger_in_words, system_triggers_read_as_words_and_tokens_are_left_to_the_
   EXPECT_EQ(trigger_in_words("distribution"), "fan-out");
   EXPECT_EQ(trigger_in_words("certificate_expiration_check"), "expiry sweep");
   EXPECT_EQ(trigger_in_words("cli"), "command line");
+  EXPECT_EQ(trigger_in_words("revocation_check"), "revocation check");
+  EXPECT_EQ(trigger_in_words("domain_expiration_check"), "domain check");
   EXPECT_EQ(trigger_in_words("something_new"), "something_new");
   EXPECT_FALSE(trigger_in_words("token:0123456789abcdef01234567"));
   EXPECT_FALSE(trigger_in_words(""));
