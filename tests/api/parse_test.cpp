@@ -55,7 +55,9 @@ TEST(api_router, catalog_rows_name_their_object_kind) {
       {"/certificates", "certificate"},           {"/credentials", "credential"},
       {"/targets", "target"},                     {"/notification-channels", "notification_channel"},
       {"/notification-rules", "notification_rule"}, {"/distributions", "distribution"},
-      {"/acme-accounts", "acme_account"},         {"/dns-providers", "dns_provider"}};
+      {"/acme-accounts", "acme_account"},         {"/dns-providers", "dns_provider"},
+      {"/domains", "domain"},                     {"/discovery-sources", "discovery_source"},
+      {"/discovered-certificates", "discovered_certificate"}};
   std::size_t i = 0;
   for (const auto& r : all_routes()) {
     EXPECT_EQ(static_cast<std::size_t>(r.id), i++) << "rows are in route_id order: " << r.pattern;
