@@ -23,6 +23,12 @@ export async function certificateNames(project) {
 }
 
 /**
+ * Drops a project's cached certificate names (after this page made a certificate).
+ * @param {string} project
+ */
+export function forgetCertificateNames(project) { certCache.delete(project); }
+
+/**
  * Every page of a paged list route (page_size 200), up to `max` items.
  * @param {string} path with or without a query
  * @param {number} [max]

@@ -6,7 +6,7 @@
 // Expires, Key, Findings (a tag per finding: critical red, warning orange, its text in the title),
 // Seen At (endpoints with SNI and protocol), Last Seen, Managed (the certificate, or Import for admin+).
 import * as api from './api.js';
-import { allPages, certificateNames } from './catalog.js';
+import { allPages, certificateNames, forgetCertificateNames } from './catalog.js';
 import { h, pagerLinks, replace, showAlert } from './dom.js';
 import { domainExpiry } from './domains.js';
 import { feedback } from './job_actions.js';
@@ -163,11 +163,11 @@ export function renderDiscoverySources(ctx) {
       h('p', { class: 'muted page-intro', text: 'Endpoints and ranges scanned with one TLS handshake each; every certificate they send is kept with where it was seen and what is wrong with it.' })),
     discoveryTabs('sources', project),
     fb.el,
-    form,
     h('div', { class: 'table-wrap' }, h('table', { id: 'discovery-sources' },
       h('caption', { class: 'visually-hidden', text: 'Discovery sources' }),
       h('thead', null, h('tr', null, ...columns.map((c) => h('th', { scope: 'col', text: c })))),
-      tbody)), state, pager);
+      tbody)), state, pager,
+    form);
 
   /** @param {any} s */
   function runButton(s) {
@@ -179,6 +179,7 @@ export function renderDiscoverySources(ctx) {
         const jobId = String(r.body?.job_id ?? '');
         fb.ok(r.body?.created === false ? `${s.name}: a scan from this minute is already queued: ` : `${s.name}: scan queued: `,
           h('a', { href: href(`/jobs/${jobId}`, { project }), 'data-job-id': jobId, text: `job ${jobId}` }));
+        if (jobId) void followJob(jobId);
       } catch (e) {
         fb.fail(`${s.name}: ${api.errorText(e)}`);
       } finally {
@@ -186,6 +187,24 @@ export function renderDiscoverySources(ctx) {
       }
     });
     return b;
+  }
+
+  /**
+   * Reads the scan's job every 2 s until it has finished, then the list again (its Last Run).
+   * @param {string} jobId
+   */
+  async function followJob(jobId) {
+    const end = Date.now() + 10 * 60000;
+    while (!disposed && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 2000));
+      if (disposed) return;
+      try {
+        const j = await api.get(api.projectPath(project, `/jobs/${jobId}`));
+        if (j?.status !== 'pending' && j?.status !== 'active') { void load(); return; }
+      } catch {
+        return;  // the job page says more; the list is read again on the next refresh
+      }
+    }
   }
 
   /** @param {any} s @param {HTMLElement} cell */
@@ -276,7 +295,7 @@ export function renderDiscoverySources(ctx) {
           + 'Nothing outside the system setting discovery_allow_list is ever scanned, and it is empty (nothing allowed) '
           + 'until a system admin sets it on the ',
         session.isSystem() ? h('a', { href: href('/settings', { project }), text: 'Settings page' }) : 'Settings page',
-        `.${canAdmin ? ' Then add a source above.' : ' An admin can then add a source.'}`);
+        `.${canAdmin ? ' Then add a source below.' : ' An admin can then add a source.'}`);
       }
       const pages = Math.max(1, Math.ceil((r.total ?? 0) / (r.page_size || 1)));
       replace(pager, ...pagerLinks(page, pages, (n) => href('/discovery', { project, page: n, page_size: pageSize })));
@@ -343,12 +362,18 @@ export function renderDiscoveredCertificates(ctx) {
     if (!eps.length) return h('span', { class: 'muted', text: '—' });
     return h('details', { class: 'seen-at' },
       h('summary', { text: count(eps.length, 'endpoint') }),
-      h('ul', { class: 'plain-list endpoint-list' }, ...eps.map((/** @type {any} */ e) => h('li', { 'data-endpoint': String(e.endpoint) },
-        h('code', { text: String(e.endpoint) }),
-        e.address && !String(e.endpoint).startsWith(`${e.address}:`) && !String(e.endpoint).startsWith(`[${e.address}]:`) ? h('span', { class: 'muted', text: ` (${e.address})` }) : '',
-        h('span', { class: 'endpoint-meta', text: ` · SNI ${e.sni ? e.sni : 'none'} · ${e.protocol ?? ''}` }),
-        sourceNames.has(String(e.source_id)) ? h('span', { class: 'muted', text: ` · ${sourceNames.get(String(e.source_id))}` }) : '',
-        e.last_seen_at ? [' · ', fmt.timeEl(e.last_seen_at)] : []))));
+      h('ul', { class: 'plain-list endpoint-list' }, ...eps.map((/** @type {any} */ e) => {
+        const ep = String(e.endpoint);
+        const addr = e.address && !ep.startsWith(`${e.address}:`) && !ep.startsWith(`[${e.address}]:`) ? ` (${e.address})` : '';
+        /** @type {Array<Node | string>} */
+        const meta = [`SNI ${e.sni ? e.sni : 'none'}`, String(e.protocol ?? '')];
+        if (sourceNames.has(String(e.source_id))) meta.push(/** @type {string} */ (sourceNames.get(String(e.source_id))));
+        const seen = fmt.timeEl(e.last_seen_at);
+        if (seen) meta.push(seen);
+        return h('li', { 'data-endpoint': ep },
+          h('code', { text: `${ep}${addr}` }),
+          h('span', { class: 'endpoint-meta' }, ...meta.filter((m) => m !== '').flatMap((m, i) => (i ? [' · ', m] : [m]))));
+      })));
   }
 
   /** @param {any} c */
@@ -382,7 +407,7 @@ export function renderDiscoveredCertificates(ctx) {
     const submit = h('button', { type: 'submit', class: 'primary', text: 'Import', 'aria-label': `Import ${c.subject}` });
     const cancel = h('button', { type: 'button', text: 'Cancel' });
     const form = h('form', { class: 'import-form', 'data-import-for': id, 'aria-label': `Import ${c.subject}`, novalidate: true },
-      h('p', { class: 'setting-doc', text: 'The leaf becomes a managed certificate with the key you bring (a scan never sees one). The chain is optional.' }),
+      h('p', { class: 'setting-doc', text: 'The leaf becomes a managed certificate with the key you bring (a scan never sees one). Without a chain, the one the server sent is used.' }),
       h('div', { class: 'field-grid' },
         field('name', 'Certificate name', name),
         field('key_pem', 'Private key (PEM)', key),
@@ -408,6 +433,7 @@ export function renderDiscoveredCertificates(ctx) {
         const r = await api.post(api.projectPath(project, `/discovered-certificates/${id}/import`), body);
         const certId = String(r.body?.id ?? '');
         open.delete(id);
+        forgetCertificateNames(project);
         fb.ok(`${c.subject} imported as `, h('a', { href: href(`/certificates/${certId}`, { project }), 'data-certificate-id': certId, text: String(r.body?.name ?? body.name) }));
         void load();
       } catch (e) {
@@ -454,9 +480,9 @@ export function renderDiscoveredCertificates(ctx) {
     const keyText = c.key_type ? `${String(c.key_type).toUpperCase()}${c.key_bits ? ` ${c.key_bits}` : ''}` : '';
     const sans = Array.isArray(c.sans) ? c.sans.map(String) : [];
     return [h('tr', { 'data-id': id, 'data-fingerprint': String(c.fingerprint_sha256 ?? '') },
-      h('td', { class: 'subject-cell' }, h('strong', { class: 'break', text: c.subject ?? '' }),
+      h('td', { class: 'subject-cell' }, h('strong', { text: c.subject ?? '' }),
         sans.length ? h('span', { class: 'sans muted', text: sans.join(', ') }) : ''),
-      h('td', { class: 'break', text: c.issuer ?? '' }),
+      h('td', { class: 'issuer-cell', text: c.issuer ?? '' }),
       h('td', { class: 'nowrap' }, domainExpiry(c.not_after)),
       h('td', { class: 'nowrap', text: keyText }),
       h('td', { class: 'findings-cell' }, findings.length ? findings.map((/** @type {any} */ x) => findingTag(x)) : h('span', { class: 'muted', text: 'none' })),

@@ -311,7 +311,9 @@ asio::awaitable<queue::outcome> run_domain_check(queue::job_context& ctx, std::s
       if (auto at = why.find("egress_allow_list"); at != std::string::npos) why.replace(at, 17, "check_allow_list");
       line = fmt::format("{}: lookup failed: {}", d.name, why);
     }
-    co_await ctx.log(std::move(level), std::move(line));
+    // The scheduler's job lives in the default project, whose viewers must not read other
+    // projects' names: those are counted in the summary only.
+    if (d.project_id == job.project_id) co_await ctx.log(std::move(level), std::move(line));
     auto rec = co_await record_lookup(ctx.store(), d, found, *thresholds, now);
     if (!rec) co_return queue::outcome::failure(rec.error().message);
     notifications += *rec;

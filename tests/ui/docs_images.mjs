@@ -7,9 +7,10 @@ import { launch } from '../testbed/chromium.mjs';
 const pages = ['login', 'jobs', 'jobs-failed', 'job-active', 'job-detail', 'job-failed', 'distributions',
   'distribution-detail', 'certificates', 'certificate-detail', 'certificate-distribution', 'notifications', 'settings',
   'not-found', 'acme-workflow-manual', 'acme-workflow-failed', 'domains', 'domains-empty', 'certificate-revoked',
-  'certificate-revocation-unchecked', 'certificates-revocation'];
+  'certificate-revocation-unchecked', 'certificates-revocation', 'discovery', 'discovery-certificates', 'discovery-empty',
+  'discovery-import'];
 const dark = new Set(['login', 'jobs', 'job-active', 'distribution-detail', 'notifications', 'settings',
-  'acme-workflow-manual', 'domains', 'certificate-revoked']);
+  'acme-workflow-manual', 'domains', 'certificate-revoked', 'discovery', 'discovery-certificates']);
 const only = process.argv.slice(2);
 /** @type {Record<string, number>} */
 const scales = { domains: 0.64, 'certificates-revocation': 0.6, jobs: 0.64, 'distribution-detail': 0.62, 'acme-workflow-manual': 0.6, 'acme-workflow-failed': 0.56 };
