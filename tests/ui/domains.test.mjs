@@ -99,7 +99,7 @@ async function axe(page) {
 /** @param {import('playwright-core').Page} page */
 async function openDomains(page, query = '') {
   await page.goto(`${cf.url}/domains${query}`);
-  await page.waitForFunction(() => document.querySelector('main [role=status]')?.textContent !== 'Loading…');
+  await page.waitForFunction(() => document.querySelector('main p[role=status]')?.textContent !== 'Loading…');
 }
 
 /** @param {import('playwright-core').Page} page @param {string} name */
