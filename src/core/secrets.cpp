@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <charconv>
 #include <cstring>
 #include <memory>
@@ -41,10 +43,29 @@ struct kek_ring {
   }
 };
 
+// What identifies a version of the key file on disk (a rotation replaces it: a new inode).
+struct file_stamp {
+  ino_t ino = 0;
+  off_t size = 0;
+  std::int64_t mtime_ns = 0;
+  bool operator==(const file_stamp&) const = default;
+};
+std::optional<file_stamp> stamp_of(const std::filesystem::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return std::nullopt;
+  return file_stamp{st.st_ino, st.st_size, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 struct kek::holder {
   mutable std::mutex m;
   std::shared_ptr<const kek_ring> ring;
   std::filesystem::path file;
+  std::optional<file_stamp> stamp;            // of the file the ring was read from
+  std::atomic<std::int64_t> next_look_ms{0};  // seal(): when to stat the file again
 };
 
 struct kek_access {
@@ -53,16 +74,42 @@ struct kek_access {
     k.h_ = std::make_shared<kek::holder>();
     k.h_->ring = std::move(ring);
     k.h_->file = std::move(file);
+    if (!k.h_->file.empty()) k.h_->stamp = stamp_of(k.h_->file);
+    k.h_->next_look_ms = steady_ms() + look_interval_ms;
     return k;
   }
+  // seal(): at most once a second, a stat of the key file; a changed file is read again, so a
+  // rotation's new primary seals in every process within a second.
+  static void look_at_file(const kek& k) {
+    if (!k.h_) return;
+    const auto now = steady_ms();
+    auto due = k.h_->next_look_ms.load(std::memory_order_relaxed);
+    if (now < due || !k.h_->next_look_ms.compare_exchange_strong(due, now + look_interval_ms)) return;
+    std::filesystem::path file;
+    std::optional<file_stamp> seen;
+    {
+      std::lock_guard lock(k.h_->m);
+      file = k.h_->file;
+      seen = k.h_->stamp;
+    }
+    if (file.empty()) return;
+    if (auto now_stamp = stamp_of(file); now_stamp && now_stamp != seen) (void)k.reload();
+  }
+  static constexpr std::int64_t look_interval_ms = 1000;
   static std::shared_ptr<const kek_ring> ring(const kek& k) {
     if (!k.h_) return std::make_shared<const kek_ring>();
     std::lock_guard lock(k.h_->m);
     return k.h_->ring;
   }
-  static void swap_ring(const kek& k, std::shared_ptr<const kek_ring> r) {
+  static void swap_ring(const kek& k, std::shared_ptr<const kek_ring> r, std::optional<file_stamp> stamp) {
     std::lock_guard lock(k.h_->m);
     k.h_->ring = std::move(r);
+    k.h_->stamp = stamp;
+  }
+  static std::optional<file_stamp> stamp(const kek& k) {
+    if (!k.h_) return std::nullopt;
+    std::lock_guard lock(k.h_->m);
+    return k.h_->stamp;
   }
 };
 
@@ -229,7 +276,7 @@ result<void> kek::reload() const {
       return key_error("key file " + path.string() + " now holds another key for version " + std::to_string(e.version) +
                        "; it was replaced by a different key file: restore the right one");
   }
-  kek_access::swap_ring(*this, std::move(next));
+  kek_access::swap_ring(*this, std::move(next), kek_access::stamp(*fresh));
   return {};
 }
 
@@ -470,6 +517,7 @@ result<std::string> seal(const kek& key, std::string_view plaintext, std::string
   std::string blob(nonce_size + plaintext.size() + tag_size, '\0');
   auto* out = reinterpret_cast<unsigned char*>(blob.data());
   if (RAND_bytes(out, nonce_size) != 1) return key_error("the system random generator failed; cannot seal");
+  kek_access::look_at_file(key);
   auto ring = kek_access::ring(key);
   const auto* k = ring->find(ring->primary);
   if (!k) return key_error("no key is loaded; cannot seal");

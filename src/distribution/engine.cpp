@@ -2,6 +2,7 @@
 // target (fenced by the job's attempt), and leave the reporting to the terminal hook
 // (report.cpp), which runs in the transaction that ends the job. notification.send is notify.cpp's.
 #include "certfleet/core/log.hpp"
+#include "certfleet/distribution/kek_rotation.hpp"
 #include "certfleet/distribution/checks.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/distribution/acme_jobs.hpp"
@@ -747,6 +748,9 @@ void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_
   checks->rdap_bootstrap_file = options->rdap_bootstrap_file;
   checks->ca_pem = options->ca_pem;
   register_check_handlers(r, std::move(checks));
+  auto kek_rotation = std::make_shared<kek_rotation_options>();
+  kek_rotation->key = options->key;
+  register_kek_rotation_handlers(r, std::move(kek_rotation));
 }
 
 namespace {

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 using namespace certfleet;
 
@@ -328,6 +329,7 @@ TEST(keyring, replace_is_atomic_and_a_loaded_ring_reloads) {
   auto path = dir.file("kek");
   auto made = create_key_file(path).value();
   auto server = load_key_file(path).value();  // a process started before the rotation
+  auto sealer = load_key_file(path).value();  // another one, that only seals
   auto rotated = replace_key_file(path, made.with_new_primary().value());
   ASSERT_TRUE(rotated) << rotated.error().message;
   struct stat st {};
@@ -340,6 +342,11 @@ TEST(keyring, replace_is_atomic_and_a_loaded_ring_reloads) {
   EXPECT_EQ(open_sealed(server, env2, "a").value(), "s");
   EXPECT_EQ(server.version(), 2u);
   EXPECT_EQ(load_key_file(path).value().fingerprint(), rotated->fingerprint());
+  // A process that only seals looks at the file at most once a second: within a second of the
+  // rotation it seals with the new primary.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_TRUE(seal(sealer, "s", "a").value().starts_with("cfs1:2:"));
+  EXPECT_EQ(sealer.version(), 2u);
 
   // A file whose version 1 is another key is refused at reload, and the ring in use is kept.
   auto other = replace_key_file(path, kek::generate(1).value().with_new_primary().value().with_new_primary().value());
