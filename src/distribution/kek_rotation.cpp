@@ -121,9 +121,9 @@ asio::awaitable<queue::outcome> orchestrate(queue::job_context& ctx, std::shared
   if (!p) co_return queue::outcome::permanent_failure(p.error().message);
   if (auto ok = check_ring(o->key, *p); !ok) co_return queue::outcome::failure(ok.error().message);
   if (o->key->version() != p->to) {
-    co_await ctx.log("info", fmt::format("superseded: the primary key version is now {}, whose rotation re-seals "
-                                         "everything",
-                                         o->key->version()));
+    std::string line = fmt::format("superseded: the primary key version is now {}, whose rotation re-seals everything",
+                                   o->key->version());
+    co_await ctx.log("info", std::move(line));
     co_return queue::outcome::ok();
   }
   const auto now = ctx.clock().now_ms();
@@ -155,11 +155,15 @@ asio::awaitable<queue::outcome> orchestrate(queue::job_context& ctx, std::shared
   crash_point("kek_rotation_planned");
   std::string list;
   for (const auto& s : *planned) list += (list.empty() ? "" : ", ") + s;
-  co_await ctx.log("info", planned->empty()
-                               ? fmt::format("nothing to re-seal: every envelope is at key version {}", p->to)
-                               : fmt::format("re-sealing to key version {}: {}", p->to, list));
-  for (const auto& u : *unknown)
-    co_await ctx.log("warn", fmt::format("envelopes of a kind no collection is registered for are left as they are: {}", u));
+  // Lines are built before co_await: GCC 12 destroys temporaries of a conditional inside a
+  // co_await expression twice.
+  std::string line = planned->empty() ? fmt::format("nothing to re-seal: every envelope is at key version {}", p->to)
+                                      : fmt::format("re-sealing to key version {}: {}", p->to, list);
+  co_await ctx.log("info", std::move(line));
+  for (const auto& u : *unknown) {
+    std::string warn = fmt::format("envelopes of a kind no collection is registered for are left as they are: {}", u);
+    co_await ctx.log("warn", std::move(warn));
+  }
   co_return queue::outcome::ok();
 }
 
@@ -168,7 +172,8 @@ asio::awaitable<queue::outcome> collection(queue::job_context& ctx, std::shared_
   if (!p) co_return queue::outcome::permanent_failure(p.error().message);
   if (auto ok = check_ring(o->key, *p); !ok) co_return queue::outcome::failure(ok.error().message);
   if (o->key->version() != p->to) {
-    co_await ctx.log("info", fmt::format("superseded: the primary key version is now {}", o->key->version()));
+    std::string line = fmt::format("superseded: the primary key version is now {}", o->key->version());
+    co_await ctx.log("info", std::move(line));
     co_return queue::outcome::ok();
   }
   auto settings = co_await store::read_settings(ctx.store());
@@ -196,7 +201,8 @@ asio::awaitable<queue::outcome> collection(queue::job_context& ctx, std::shared_
     if (!plain) {
       // Left as it is (a later read reports it the same way); retire refuses while it names a version.
       ++unreadable;
-      co_await ctx.log("error", fmt::format("{} {}: {}", kind, r.id, plain.error().message));
+      std::string line = fmt::format("{} {}: {}", kind, r.id, plain.error().message);
+      co_await ctx.log("error", std::move(line));
       continue;
     }
     auto sealed = seal(*o->key, *plain, aad);
@@ -231,12 +237,17 @@ asio::awaitable<queue::outcome> collection(queue::job_context& ctx, std::shared_
     co_return queue::outcome::failure(w.error().message);
   crash_point("kek_rotation_batch_committed");
   const auto skipped = static_cast<std::int64_t>(changes->size()) - *resealed;
-  co_await ctx.log("info", fmt::format("{}: examined {} envelopes after \"{}\", re-sealed {} to key version {}{}{}{}",
-                                       kind, rows->size(), cursor, *resealed, p->to,
-                                       skipped ? fmt::format(", {} changed meanwhile (left to their writer)", skipped) : "",
-                                       unreadable ? fmt::format(", {} do not open", unreadable) : "",
-                                       more ? "; next batch enqueued" : "; collection done"));
-  if (unreadable) co_return queue::outcome::partial(fmt::format("{} envelopes of {} do not open", unreadable, kind));
+  std::string skipped_text, unreadable_text;
+  if (skipped) skipped_text = fmt::format(", {} changed meanwhile (left to their writer)", skipped);
+  if (unreadable) unreadable_text = fmt::format(", {} do not open", unreadable);
+  std::string_view tail = more ? "; next batch enqueued" : "; collection done";
+  std::string line = fmt::format("{}: examined {} envelopes after \"{}\", re-sealed {} to key version {}{}{}{}", kind,
+                                 rows->size(), cursor, *resealed, p->to, skipped_text, unreadable_text, tail);
+  co_await ctx.log("info", std::move(line));
+  if (unreadable) {
+    std::string why = fmt::format("{} envelopes of {} do not open", unreadable, kind);
+    co_return queue::outcome::partial(std::move(why));
+  }
   co_return queue::outcome::ok();
 }
 

@@ -433,6 +433,8 @@ TEST_P(catalog_conformance, sealed_envelopes_are_counted_paged_and_resealed_only
       [&](catalog_read& rd) { return rd.sealed_page(kind_credential, "cfs1:2:", page[0].id, 10); });
   EXPECT_EQ(after.size(), 2u);
   EXPECT_TRUE(std::find(ids.begin(), ids.end(), c2) == ids.end());
+  // No prefix: every envelope of the kind.
+  EXPECT_EQ(read_value<rows>([](catalog_read& rd) { return rd.sealed_page(kind_credential, "", "", 10); }).size(), 4u);
 
   // Re-seal: only while the envelope is still the one read.
   bool changed = false;

@@ -26,7 +26,7 @@ struct kek_rotation_options {
   // How long after the rotation's start the collection chains begin: every process re-reads a
   // changed key file at its next seal at most a second after the change (core/secrets), so by
   // then nothing new is sealed with the old primary behind a chain's cursor.
-  std::chrono::milliseconds settle{3000};
+  std::chrono::milliseconds settle{2000};
 };
 
 // Store meta: the rotation last started, {"from":1,"to":2,"started_at":ms,"job_id":"…"}.

@@ -196,7 +196,8 @@ class catalog_read {
   // Envelopes per collection (kind) and KEK version, every project: the start-up check, `kek
   // status` and `kek retire` read it. Ordered by kind, then version.
   virtual result<std::vector<sealed_count>> sealed_versions() = 0;
-  // Objects of `kind` (every project) whose envelope does not start with `except_prefix`, with
+  // Objects of `kind` (every project) whose envelope does not start with `except_prefix` (empty:
+  // every envelope), with
   // id > after_id, in id order, at most `limit`: one batch of a KEK rotation.
   virtual result<std::vector<sealed_row>> sealed_page(std::string_view kind, std::string_view except_prefix,
                                                       std::string_view after_id, int limit) = 0;

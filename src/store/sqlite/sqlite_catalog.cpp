@@ -290,7 +290,7 @@ class reads : public Base {
                                               std::string_view after_id, int limit) override {
     auto s = d_.prepare(
         "SELECT id, sealed FROM objects WHERE id > ?2 AND kind = ?1 AND sealed IS NOT NULL "
-        "AND substr(sealed, 1, length(?3)) <> ?3 ORDER BY id LIMIT ?4");
+        "AND (?3 = '' OR substr(sealed, 1, length(?3)) <> ?3) ORDER BY id LIMIT ?4");
     s->bind(1, kind).bind(2, after_id).bind(3, except_prefix).bind(4, static_cast<std::int64_t>(limit));
     std::vector<sealed_row> out;
     while (s->step()) out.push_back({s->text(0), s->text(1)});
