@@ -569,7 +569,7 @@ int run_kek(const std::string& cmd, common_flags& flags, kek_args& a) {
     const std::uint32_t started_to = record ? record->to : 1;
     std::optional<kek> next;
     std::uint32_t from = ring->version();
-    if (ring->version() > started_to) {
+    if (ring->versions().size() > 1 && ring->version() > started_to) {
       next.emplace(*ring);
       from = started_to;
       std::cerr << fmt::format("certfleet: the key file's primary v{} has no rotation yet: starting it (no new version)\n",

@@ -609,7 +609,8 @@ result<void> check_keyring_matches(const keyring_facts& facts, const kek* loaded
   if (!loaded) return check_key_matches(facts.legacy_fingerprint, sealed, nullptr, key_file);
   const std::string file = key_file.empty() ? std::string("(key_file)") : key_file.string();
   for (const auto& [v, n] : facts.sealed_by_version) {
-    if (n == 0 || loaded->has_version(v)) continue;
+    // Version 0: values that are not envelopes at all (they open with no key; their readers say so).
+    if (n == 0 || v == 0 || loaded->has_version(v)) continue;
     std::string held;
     for (auto h : loaded->versions()) held += (held.empty() ? "v" : ", v") + std::to_string(h);
     return key_error("refusing to start: " + std::to_string(n) + " sealed secret" + (n == 1 ? " is" : "s are") +

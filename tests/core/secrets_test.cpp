@@ -373,6 +373,10 @@ TEST(keyring, start_up_decision_per_version) {
                                          "not hold (it holds v1)"),
             std::string::npos)
       << missing.error().message;
+  // Values that are not envelopes (counted as version 0) name no key version.
+  keyring_facts junk;
+  junk.sealed_by_version = {{0, 2}, {1, 1}};
+  EXPECT_TRUE(check_keyring_matches(junk, &v1, "/k"));
   // Recorded per version: a different key of that version is the wrong file.
   f.fingerprints = {{1, *ring.fingerprint(1)}, {2, *ring.fingerprint(2)}};
   EXPECT_TRUE(check_keyring_matches(f, &ring, "/k"));

@@ -336,6 +336,40 @@ TEST(kek_rotation, a_start_with_an_envelope_of_a_version_the_key_file_lacks_is_r
   EXPECT_NE(status.out.find("key version 7"), std::string::npos) << status.out;
 }
 
+// A rotate that wrote the key file but stopped before its job was stored: the next rotate starts
+// the rotation to the primary already in the file instead of adding another version.
+TEST(kek_rotation, a_rotate_that_stopped_after_writing_the_key_file_is_resumed_without_a_new_version) {
+  rotation_env env;
+  auto worker = env.start_worker("worker");
+  env.open_store();
+  env.log_reseals();
+  auto key = load_key_file(env.key_file).value();
+  env.insert_secrets(key, 50);
+  ASSERT_TRUE(replace_key_file(env.key_file, key.with_new_primary().value()));
+  auto resumed = run(env.dir, env.data, {"kek", "rotate"});
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("has no rotation yet"), std::string::npos) << resumed.err;
+  auto answer = boost::json::parse(resumed.out).as_object();
+  EXPECT_EQ(answer.at("from").as_int64(), 1);
+  EXPECT_EQ(answer.at("to").as_int64(), 2);
+  EXPECT_EQ(load_key_file(env.key_file).value().versions(), (std::vector<std::uint32_t>{1, 2}));
+  ASSERT_TRUE(env.wait_done(2, 60s)) << boost::json::serialize(env.status());
+  env.expect_all_open_at(2);
+  env.expect_resealed_once(1, 2);
+  // The next rotate adds version 3 (version 1 still there: nothing forces a retire).
+  auto next = run(env.dir, env.data, {"kek", "rotate"});
+  ASSERT_EQ(next.status, 0) << next.err;
+  EXPECT_EQ(boost::json::parse(next.out).at("to").as_int64(), 3);
+  ASSERT_TRUE(env.wait_done(3, 60s)) << boost::json::serialize(env.status());
+  env.expect_all_open_at(3);
+  EXPECT_EQ(load_key_file(env.key_file).value().versions(), (std::vector<std::uint32_t>{1, 2, 3}));
+  for (auto v : {"1", "2"}) EXPECT_EQ(run(env.dir, env.data, {"kek", "retire", v}).status, 0) << v;
+  EXPECT_EQ(load_key_file(env.key_file).value().versions(), std::vector<std::uint32_t>{3});
+  EXPECT_EQ(run(env.dir, env.data, {"kek", "retire", "5"}).status, 3);
+  worker->signal(SIGTERM);
+  EXPECT_EQ(worker->wait(30s), 0);
+}
+
 struct crash_case {
   const char* point;
   const char* after;
