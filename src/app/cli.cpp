@@ -684,8 +684,9 @@ int run_kek(const std::string& cmd, common_flags& flags, kek_args& a) {
                                     : "",
                              *open_jobs);
   else if (left > 0)
-    std::cout << fmt::format("rotation  not running; {} secrets are not at v{} (a rotation's jobs died: certfleet jobs "
-                             "list --type kek_rotation_collection --status dead, then certfleet jobs retry ID)\n",
+    std::cout << fmt::format("rotation  not running; {} secrets are not at v{}: a rotation job died (certfleet jobs list "
+                             "--type kek_rotation_collection --status dead, then certfleet jobs retry ID), or a process "
+                             "still on the old key sealed them during the rotation (certfleet kek rotate again)\n",
                              left, ring->version());
   else
     std::cout << fmt::format("rotation  none running; every secret is at v{}\n", ring->version());
