@@ -370,6 +370,37 @@ TEST(kek_rotation, a_rotate_that_stopped_after_writing_the_key_file_is_resumed_w
   EXPECT_EQ(worker->wait(30s), 0);
 }
 
+// An envelope written with the old key behind a chain's cursor (here: each batch leaves its first
+// one, CERTFLEET_FAIL_AT=kek_rotation_leave_first) is re-sealed by the chain's final sweep.
+TEST(kek_rotation, the_final_sweep_reseals_envelopes_left_behind_the_cursor) {
+  rotation_env env;
+  {
+    auto first = env.start_worker("first");
+    first->signal(SIGTERM);
+    ASSERT_EQ(first->wait(30s), 0);
+  }
+  env.open_store();
+  env.log_reseals();
+  env.set_batch(100);
+  auto key = load_key_file(env.key_file).value();
+  env.insert_secrets(key, 1000);
+  auto worker = env.start_worker("worker", {{"CERTFLEET_FAIL_AT", "kek_rotation_leave_first"}});
+  auto rotated = run(env.dir, env.data, {"kek", "rotate"});
+  ASSERT_EQ(rotated.status, 0) << rotated.err;
+  ASSERT_TRUE(env.wait_done(2, 60s)) << boost::json::serialize(env.status());
+  env.expect_all_open_at(2);
+  env.expect_resealed_once(1, 2);
+  // The sweep did it: 10 credentials (one per batch of 100) and one of each other collection.
+  auto swept = query_pairs(env.db,
+                           "SELECT substr(message, instr(message, 'final sweep'), 40), count(*) FROM job_logs "
+                           "WHERE message LIKE '%final sweep re-sealed%' GROUP BY 1");
+  std::map<std::string, std::int64_t> want{{"final sweep re-sealed 1 left behind the ", 5},
+                                           {"final sweep re-sealed 10 left behind the", 1}};
+  EXPECT_EQ(swept, want);
+  worker->signal(SIGTERM);
+  EXPECT_EQ(worker->wait(30s), 0);
+}
+
 struct crash_case {
   const char* point;
   const char* after;

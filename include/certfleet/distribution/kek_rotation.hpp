@@ -5,7 +5,8 @@
 // examines at most kek_rotation_batch envelopes in id order after its cursor, re-seals those not
 // at `to` (each UPDATE filtered on the envelope it read, the additional data unchanged), and in
 // the same transaction enqueues the next batch (key kek:<to>:<collection>:<last id>), so a chain
-// resumes after any crash and never re-seals an envelope twice.
+// resumes after any crash and never re-seals an envelope twice. A chain's last batch also sweeps
+// its collection once more for envelopes left at an older version behind the cursor.
 #include "certfleet/core/secrets.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/store/catalog.hpp"
