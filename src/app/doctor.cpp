@@ -291,7 +291,10 @@ int run_doctor(const result<settings_map>& loaded, const doctor_flags& flags) {
                             ? fmt::format("chmod 600 {} (and chown it to the certfleet user)", key_path.string())
                             : "restore the key file from your backup";
       lines.push_back(fail("key file", k.error().message, fix));
-    } else if (auto m = check_key_matches(recorded, static_cast<std::uint64_t>(sealed), &*k, key_path); !m) {
+    } else if (auto facts = st ? read_keyring_facts(*st, &*k) : result<keyring_facts>(keyring_facts{recorded, {}, {}});
+               !facts) {
+      lines.push_back(fail("key file", facts.error().message, "check the store"));
+    } else if (auto m = check_keyring_matches(*facts, &*k, key_path); !m) {
       lines.push_back(fail("key file", m.error().message, "point key_file at the key this store was sealed with"));
     } else {
       key.emplace(std::move(*k));

@@ -117,27 +117,72 @@ void register_handlers(queue::handler_registry& r, const settings_map& s, const 
   distribution::register_handlers(r, o);
 }
 
-result<kek> prepare_store(store::store& st, const settings_map& s) {
-  st.jobs().set_terminal_hook(distribution::make_terminal_hook());
+std::filesystem::path key_file_path(const settings_map& s) {
   std::filesystem::path path = s.text("key_file");
   if (path.empty()) path = std::filesystem::path(s.text("data")) / "certfleet.key";
-  struct facts {
-    std::optional<std::string> fingerprint;
-    std::int64_t sealed = 0;
-  };
-  auto f = std::make_shared<facts>();
+  return path;
+}
+
+result<keyring_facts> read_keyring_facts(store::store& st, const kek* ring) {
+  auto f = std::make_shared<keyring_facts>();
+  std::vector<std::uint32_t> versions;
+  if (ring) versions = ring->versions();
   auto read = run_sync([&] {
-    return st.catalog().read([f](store::catalog_read& rd) -> result<void> {
+    return st.catalog().read([f, versions](store::catalog_read& rd) -> result<void> {
       auto fp = rd.meta("kek_fingerprint");
       if (!fp) return std::move(fp).error();
-      f->fingerprint = *fp;
-      auto n = rd.count_sealed();
-      if (!n) return std::move(n).error();
-      f->sealed = *n;
+      f->legacy_fingerprint = *fp;
+      for (auto v : versions) {
+        auto one = rd.meta(kek_fingerprint_meta_key(v));
+        if (!one) return std::move(one).error();
+        if (*one) f->fingerprints[v] = **one;
+      }
+      auto counts = rd.sealed_versions();
+      if (!counts) return std::move(counts).error();
+      for (const auto& c : *counts) f->sealed_by_version[c.version] += static_cast<std::uint64_t>(c.count);
       return {};
     });
   });
   if (!read) return std::move(read).error();
+  return std::move(*f);
+}
+
+result<void> record_key_fingerprints(store::store& st, const kek& ring, bool created) {
+  std::vector<std::pair<std::string, std::string>> fps;
+  for (auto v : ring.versions()) fps.emplace_back(kek_fingerprint_meta_key(v), *ring.fingerprint(v));
+  const auto primary_fp = ring.fingerprint();
+  return run_sync([&] {
+    return st.catalog().transact([fps, primary_fp, created](store::catalog_tx& tx) -> result<void> {
+      auto cur = tx.meta("kek_fingerprint");
+      if (!cur) return std::move(cur).error();
+      auto sealed = tx.count_sealed();
+      if (!sealed) return std::move(sealed).error();
+      // The legacy record: the fingerprint of the store's first key (what earlier versions check).
+      if (!*cur || (created && **cur != primary_fp)) {
+        if (*cur && (!created || *sealed > 0))
+          return make_error(errc::config_invalid, "another process recorded a different key-encryption key for this store "
+                                                  "at the same time: check the key_file settings of both",
+                            "key_file");
+        if (auto w = tx.set_meta("kek_fingerprint", primary_fp); !w) return w;
+      }
+      for (const auto& [key, fp] : fps) {
+        auto have = tx.meta(key);
+        if (!have) return std::move(have).error();
+        if (*have && **have == fp) continue;
+        if (*have && !(created && *sealed == 0))
+          return make_error(errc::config_invalid, "another process recorded a different key-encryption key for this store "
+                                                  "at the same time: check the key_file settings of both",
+                            "key_file");
+        if (auto w = tx.set_meta(key, fp); !w) return w;
+      }
+      return {};
+    });
+  });
+}
+
+result<kek> prepare_store(store::store& st, const settings_map& s) {
+  st.jobs().set_terminal_hook(distribution::make_terminal_hook());
+  const auto path = key_file_path(s);
   std::error_code ec;
   std::optional<kek> loaded;
   if (std::filesystem::exists(path, ec)) {
@@ -145,9 +190,9 @@ result<kek> prepare_store(store::store& st, const settings_map& s) {
     if (!k) return std::move(k).error();
     loaded.emplace(std::move(*k));
   }
-  if (auto ok = check_key_matches(f->fingerprint, static_cast<std::uint64_t>(f->sealed), loaded ? &*loaded : nullptr, path);
-      !ok)
-    return std::move(ok).error();
+  auto facts = read_keyring_facts(st, loaded ? &*loaded : nullptr);
+  if (!facts) return std::move(facts).error();
+  if (auto ok = check_keyring_matches(*facts, loaded ? &*loaded : nullptr, path); !ok) return std::move(ok).error();
   bool created = false;
   if (!loaded) {
     created = true;
@@ -158,24 +203,12 @@ result<kek> prepare_store(store::store& st, const settings_map& s) {
     loaded.emplace(std::move(*k));
     spdlog::info("created the key-encryption key file {} (mode 0600): back it up with the store", path.string());
   }
-  // A new key (nothing was sealed under the old one) replaces whatever fingerprint was recorded.
-  if (!f->fingerprint || (created && *f->fingerprint != loaded->fingerprint())) {
-    auto fp = loaded->fingerprint();
-    auto w = run_sync([&] {
-      return st.catalog().transact([fp, created](store::catalog_tx& tx) -> result<void> {
-        auto cur = tx.meta("kek_fingerprint");
-        if (!cur) return std::move(cur).error();
-        auto sealed = tx.count_sealed();
-        if (!sealed) return std::move(sealed).error();
-        if (*cur && **cur != fp && (!created || *sealed > 0))
-          return make_error(errc::config_invalid, "another process recorded a different key-encryption key for this store "
-                                                  "at the same time: check the key_file settings of both",
-                            "key_file");
-        return tx.set_meta("kek_fingerprint", fp);
-      });
-    });
-    if (!w) return std::move(w).error();
-  }
+  // The fingerprint of each version the ring holds is recorded once (a new key on a store with
+  // nothing sealed replaces what was recorded).
+  bool missing = created || !facts->legacy_fingerprint;
+  for (auto v : loaded->versions()) missing = missing || !facts->fingerprints.contains(v);
+  if (missing)
+    if (auto w = record_key_fingerprints(st, *loaded, created); !w) return std::move(w).error();
   return std::move(*loaded);
 }
 

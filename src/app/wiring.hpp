@@ -32,6 +32,15 @@ void register_handlers(queue::handler_registry& r, const settings_map& s, const 
 // has no sealed secret yet; refused (with the reason) when it is missing or not the key the
 // store's secrets were sealed with. Also installs the distribution terminal hook.
 result<kek> prepare_store(store::store& st, const settings_map& s);
+// The key file: the process setting key_file, else DATA/certfleet.key.
+std::filesystem::path key_file_path(const settings_map& s);
+// What the start-up check of a keyring reads from the store (the fingerprints of `ring`'s
+// versions; null: only the legacy one and the envelope counts).
+result<keyring_facts> read_keyring_facts(store::store& st, const kek* ring);
+// Records the fingerprint of every version of `ring` not recorded yet (and the legacy one when
+// missing); refused when another key's fingerprint is there (`created`: a new key on a store
+// with nothing sealed replaces it).
+result<void> record_key_fingerprints(store::store& st, const kek& ring, bool created);
 void raise_fd_limit();
 
 // Runs one coroutine to completion on a private event loop (CLI commands).

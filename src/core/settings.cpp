@@ -36,7 +36,7 @@ result<std::string> valid_optional_listen(const setting_def& def, std::string_vi
 result<std::string> valid_certificate_ref(const setting_def& def, std::string_view value);
 result<std::string> valid_optional_server(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 51> table{{
+constexpr std::array<setting_def, 52> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -144,6 +144,8 @@ constexpr std::array<setting_def, 51> table{{
     {"domain_whois_server", T::string, S::system, 0, 0, "whois.iana.org:43", "",
      "HOST:PORT of the WHOIS server asked first when RDAP cannot answer for a domain (its referrals are followed, at most 2: IANA → registry → registrar); empty: RDAP only.",
      valid_optional_server},
+    {"kek_rotation_batch", T::integer, S::system, 1, 10'000, "500", "",
+     "Envelopes one kek_rotation_collection job re-seals in one transaction before it enqueues the next batch (DESIGN §11); smaller batches hold the store's write lock for less time."},
     {"ui_base_url", T::string, S::system, 0, 0, "", "",
      "The web UI's address as people reach it (https://certfleet.example.com): notification messages link to the job, distribution or certificate there; empty sends no links.",
      valid_ui_base_url},

@@ -2,6 +2,7 @@
 // target (fenced by the job's attempt), and leave the reporting to the terminal hook
 // (report.cpp), which runs in the transaction that ends the job. notification.send is notify.cpp's.
 #include "certfleet/core/log.hpp"
+#include "certfleet/distribution/kek_rotation.hpp"
 #include "certfleet/distribution/checks.hpp"
 #include "certfleet/distribution/discovery.hpp"
 #include "certfleet/distribution/engine.hpp"
@@ -751,6 +752,9 @@ void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_
   auto discovery = std::make_shared<discovery_options>();
   discovery->cpu = options->cpu;
   register_discovery_handler(r, std::move(discovery));
+  auto kek_rotation = std::make_shared<kek_rotation_options>();
+  kek_rotation->key = options->key;
+  register_kek_rotation_handlers(r, std::move(kek_rotation));
 }
 
 namespace {

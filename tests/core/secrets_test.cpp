@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
+#include <thread>
 
 using namespace certfleet;
 
@@ -205,7 +207,13 @@ TEST(secrets, key_file_errors_say_what_to_do) {
       {"certfleet-kek v1  AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n", "not valid base64"},
       {"certfleet-kek v1 AAECAwQFBgcICQoLDA0ODw==\n", "16-byte key; a key is 32 bytes"},
       {"certfleet-kek v1 AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gIQ==\n", "34-byte key"},
-      {std::string(fixed_line) + std::string(fixed_line), "more than one line"},
+      {std::string(fixed_line) + std::string(fixed_line), "holds version 1 twice"},
+      {std::string(fixed_line) + "certfleet-kek v2 AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n", "no \"primary <version>\" line"},
+      {std::string(fixed_line) + "primary 2\n", "names primary version 2, which it does not hold (it holds v1)"},
+      {std::string(fixed_line) + "primary 1\nprimary 1\n", "primary version twice"},
+      {std::string(fixed_line) + "primary one\n", "line 2 is not \"primary <version>\""},
+      {std::string(fixed_line) + "hello\n", "line 2 is not a certfleet key file"},
+      {"primary 1\n", "not a certfleet key file"},
       {std::string(5000, 'a'), "too large"},
   };
   for (const auto& [text, needle] : cases) {
@@ -256,4 +264,130 @@ TEST(secrets, start_up_decision) {
     EXPECT_NE(wrong.error().message.find("not the key this store's secrets were sealed with"), std::string::npos);
     EXPECT_NE(wrong.error().message.find(fp.substr(0, 16)), std::string::npos);
   }
+}
+
+// DESIGN §11: the key file is a keyring. The one-line file of earlier versions is a ring of one
+// version, primary, byte for byte; more versions add a "primary" line.
+TEST(keyring, old_one_line_file_is_a_ring_of_one) {
+  auto k = parse_key_file_text(fixed_line).value();
+  EXPECT_EQ(k.version(), 1u);
+  EXPECT_EQ(k.versions(), std::vector<std::uint32_t>{1});
+  EXPECT_EQ(key_file_text(k), fixed_line);  // written back unchanged
+  auto v7 = parse_key_file_text("certfleet-kek v7 AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").value();
+  EXPECT_EQ(v7.version(), 7u);
+  EXPECT_EQ(key_file_text(v7), "certfleet-kek v7 AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n");
+}
+
+TEST(keyring, rotate_seals_with_primary_and_opens_every_version) {
+  auto v1 = parse_key_file_text(fixed_line).value();
+  auto old_env = seal(v1, "old secret", "credential:1:secret").value();
+  auto ring = v1.with_new_primary().value();
+  EXPECT_EQ(ring.version(), 2u);
+  EXPECT_EQ(ring.versions(), (std::vector<std::uint32_t>{1, 2}));
+  EXPECT_EQ(v1.version(), 1u);  // the ring it came from is unchanged
+  auto new_env = seal(ring, "new secret", "credential:2:secret").value();
+  EXPECT_TRUE(new_env.starts_with("cfs1:2:"));
+  EXPECT_EQ(open_sealed(ring, old_env, "credential:1:secret").value(), "old secret");
+  EXPECT_EQ(open_sealed(ring, new_env, "credential:2:secret").value(), "new secret");
+  EXPECT_FALSE(open_sealed(ring, new_env, "credential:1:secret"));  // aad still binds
+  EXPECT_EQ(ring.fingerprint(1), v1.fingerprint());
+  EXPECT_EQ(ring.fingerprint(), ring.fingerprint(2));
+  EXPECT_EQ(ring.fingerprint(3), std::nullopt);
+
+  // Serialized and parsed back: the same ring.
+  auto text = key_file_text(ring);
+  EXPECT_TRUE(text.starts_with(fixed_line));
+  EXPECT_TRUE(text.ends_with("\nprimary 2\n")) << "format";
+  auto back = parse_key_file_text(text).value();
+  EXPECT_EQ(back.version(), 2u);
+  EXPECT_EQ(back.fingerprint(1), ring.fingerprint(1));
+  EXPECT_EQ(back.fingerprint(2), ring.fingerprint(2));
+  EXPECT_EQ(open_sealed(back, old_env, "credential:1:secret").value(), "old secret");
+  // Lines in any order, the primary line anywhere, blank lines and CRLF are read the same.
+  auto lines = text.substr(std::string(fixed_line).size());
+  auto shuffled = "primary 2\r\n\n" + lines.substr(0, lines.find("primary")) + fixed_line;
+  EXPECT_EQ(parse_key_file_text(shuffled).value().fingerprint(), ring.fingerprint());
+
+  // Retire: never the primary, never a version not held; the result opens only what is left.
+  auto no_primary = ring.without_version(2);
+  ASSERT_FALSE(no_primary);
+  EXPECT_EQ(no_primary.error().field, "key_file");
+  EXPECT_NE(no_primary.error().message.find("primary"), std::string::npos);
+  EXPECT_FALSE(ring.without_version(5));
+  auto retired = ring.without_version(1).value();
+  EXPECT_EQ(retired.versions(), std::vector<std::uint32_t>{2});
+  EXPECT_EQ(key_file_text(retired).find("primary"), std::string::npos);  // one version: one line again
+  auto gone = open_sealed(retired, old_env, "credential:1:secret");
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().field, "key_file");
+  EXPECT_NE(gone.error().message.find("key version 1"), std::string::npos) << gone.error().message;
+  EXPECT_NE(gone.error().message.find("holds v2"), std::string::npos) << gone.error().message;
+}
+
+TEST(keyring, replace_is_atomic_and_a_loaded_ring_reloads) {
+  testbed::temp_dir dir;
+  auto path = dir.file("kek");
+  auto made = create_key_file(path).value();
+  auto server = load_key_file(path).value();  // a process started before the rotation
+  auto sealer = load_key_file(path).value();  // another one, that only seals
+  auto rotated = replace_key_file(path, made.with_new_primary().value());
+  ASSERT_TRUE(rotated) << rotated.error().message;
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1) << "no temporary file left";
+  auto env2 = seal(*rotated, "s", "a").value();
+  EXPECT_EQ(server.version(), 1u);
+  // The envelope names version 2, which the old process lacks: it reads the file again.
+  EXPECT_EQ(open_sealed(server, env2, "a").value(), "s");
+  EXPECT_EQ(server.version(), 2u);
+  EXPECT_EQ(load_key_file(path).value().fingerprint(), rotated->fingerprint());
+  // A process that only seals looks at the file at most once a second: within a second of the
+  // rotation it seals with the new primary.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_TRUE(seal(sealer, "s", "a").value().starts_with("cfs1:2:"));
+  EXPECT_EQ(sealer.version(), 2u);
+
+  // A file whose version 1 is another key is refused at reload, and the ring in use is kept.
+  auto other = replace_key_file(path, kek::generate(1).value().with_new_primary().value().with_new_primary().value());
+  ASSERT_TRUE(other);
+  auto env3 = seal(*other, "t", "a").value();
+  auto r = open_sealed(server, env3, "a");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("another key for version 1"), std::string::npos) << r.error().message;
+  EXPECT_EQ(server.version(), 2u);
+}
+
+TEST(keyring, start_up_decision_per_version) {
+  auto v1 = parse_key_file_text(fixed_line).value();
+  auto ring = v1.with_new_primary().value();
+  keyring_facts f;
+  f.legacy_fingerprint = v1.fingerprint();
+  f.sealed_by_version = {{1, 4}, {2, 6}};
+  EXPECT_TRUE(check_keyring_matches(f, &ring, "/k"));
+  // The old file (v1 only) against a store that has v2 envelopes: refused, naming the version.
+  auto missing = check_keyring_matches(f, &v1, "/k");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().field, "key_file");
+  EXPECT_NE(missing.error().message.find("6 sealed secrets are sealed with key version 2, which the key file /k does "
+                                         "not hold (it holds v1)"),
+            std::string::npos)
+      << missing.error().message;
+  // Values that are not envelopes (counted as version 0) name no key version.
+  keyring_facts junk;
+  junk.sealed_by_version = {{0, 2}, {1, 1}};
+  EXPECT_TRUE(check_keyring_matches(junk, &v1, "/k"));
+  // Recorded per version: a different key of that version is the wrong file.
+  f.fingerprints = {{1, *ring.fingerprint(1)}, {2, *ring.fingerprint(2)}};
+  EXPECT_TRUE(check_keyring_matches(f, &ring, "/k"));
+  auto impostor = v1.with_new_primary().value();  // same v1, another v2
+  auto wrong = check_keyring_matches(f, &impostor, "/k");
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message.find("not the key this store's secrets were sealed with"), std::string::npos);
+  // Legacy only (a store from before keyrings): some version must match it.
+  keyring_facts legacy{new_key().fingerprint(), {}, {{1, 1}}};
+  EXPECT_FALSE(check_keyring_matches(legacy, &ring, "/k"));
+  // No key file: refused while anything is sealed.
+  EXPECT_FALSE(check_keyring_matches(f, nullptr, "/k"));
+  EXPECT_TRUE(check_keyring_matches(keyring_facts{}, nullptr, "/k"));
 }

@@ -391,6 +391,75 @@ TEST_P(catalog_conformance, count_sealed_counts_objects_with_a_secret_in_every_p
   EXPECT_EQ(read_value<std::int64_t>([](catalog_read& rd) { return rd.count_sealed(); }), 1);
 }
 
+// KEK rotation (DESIGN §11): envelopes counted per collection and version, read in id order past
+// a cursor, and re-sealed only while they are what the rotation read.
+TEST_P(catalog_conformance, sealed_envelopes_are_counted_paged_and_resealed_only_when_unchanged) {
+  auto make = [&](std::string_view kind, std::string name, std::string sealed, const std::string& proj) {
+    auto o = object(std::string(kind), std::move(name), proj);
+    o.sealed = std::move(sealed);
+    return insert(o).id;
+  };
+  auto c1 = make(kind_credential, "c1", "cfs1:1:AAAA", project);
+  auto c2 = make(kind_credential, "c2", "cfs1:2:BBBB", other_project);
+  auto c3 = make(kind_credential, "c3", "cfs1:1:CCCC", other_project);
+  make(kind_certificate, "k1", "cfs1:12:DDDD", project);
+  make(kind_credential, "bad", "not an envelope", project);
+  insert(object(std::string(kind_credential), "plain"));
+  using counts = std::vector<sealed_count>;
+  auto got = read_value<counts>([](catalog_read& rd) { return rd.sealed_versions(); });
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[0].kind, kind_certificate);
+  EXPECT_EQ(got[0].version, 12u);
+  EXPECT_EQ(got[0].count, 1);
+  EXPECT_EQ(got[1].kind, kind_credential);
+  EXPECT_EQ(got[1].version, 0u);  // not an envelope
+  EXPECT_EQ(got[2].version, 1u);
+  EXPECT_EQ(got[2].count, 2);
+  EXPECT_EQ(got[3].version, 2u);
+  EXPECT_EQ(got[3].count, 1);
+
+  using rows = std::vector<sealed_row>;
+  // Every project, id order, those not yet at version 2, past the cursor, at most `limit`.
+  auto page = read_value<rows>([](catalog_read& rd) { return rd.sealed_page(kind_credential, "cfs1:2:", "", 10); });
+  std::vector<std::string> ids;
+  for (const auto& r : page) ids.push_back(r.id);
+  ASSERT_EQ(page.size(), 3u);  // c1, c3 and the one that is not an envelope
+  EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
+  for (const auto& id : {c1, c3}) EXPECT_TRUE(std::find(ids.begin(), ids.end(), id) != ids.end()) << id;
+  auto first = read_value<rows>([](catalog_read& rd) { return rd.sealed_page(kind_credential, "cfs1:2:", "", 1); });
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].id, page[0].id);
+  auto after = read_value<rows>(
+      [&](catalog_read& rd) { return rd.sealed_page(kind_credential, "cfs1:2:", page[0].id, 10); });
+  EXPECT_EQ(after.size(), 2u);
+  EXPECT_TRUE(std::find(ids.begin(), ids.end(), c2) == ids.end());
+  // No prefix: every envelope of the kind.
+  EXPECT_EQ(read_value<rows>([](catalog_read& rd) { return rd.sealed_page(kind_credential, "", "", 10); }).size(), 4u);
+
+  // Re-seal: only while the envelope is still the one read.
+  bool changed = false;
+  ASSERT_TRUE(write([&](catalog_tx& tx) -> result<void> {
+    auto r = tx.reseal_object(c1, "cfs1:1:AAAA", "cfs1:2:EEEE");
+    if (!r) return std::move(r).error();
+    changed = *r;
+    return {};
+  }));
+  EXPECT_TRUE(changed);
+  ASSERT_TRUE(write([&](catalog_tx& tx) -> result<void> {
+    auto r = tx.reseal_object(c1, "cfs1:1:AAAA", "cfs1:2:FFFF");  // stale: someone changed it
+    if (!r) return std::move(r).error();
+    changed = *r;
+    return {};
+  }));
+  EXPECT_FALSE(changed);
+  EXPECT_EQ(read_value<catalog_object>([&](catalog_read& rd) { return rd.get_object(project, kind_credential, c1); }).sealed,
+            "cfs1:2:EEEE");
+  ASSERT_TRUE(write([](catalog_tx& tx) { return tx.set_meta("kek_rotation", "x"); }));
+  ASSERT_TRUE(write([](catalog_tx& tx) { return tx.delete_meta("kek_rotation"); }));
+  EXPECT_EQ(read_value<std::optional<std::string>>([](catalog_read& rd) { return rd.meta("kek_rotation"); }),
+            std::nullopt);
+}
+
 TEST_P(catalog_conformance, meta_values_are_set_and_overwritten) {
   using opt = std::optional<std::string>;
   EXPECT_EQ(read_value<opt>([](catalog_read& rd) { return rd.meta("kek_fingerprint"); }), std::nullopt);

@@ -6,6 +6,7 @@
 // so a report, its counter and its guard commit together or not at all.
 #include "certfleet/store/store.hpp"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -37,6 +38,41 @@ inline constexpr std::string_view kind_domain = "domain";
 // SHA-256 of its leaf, unique per project; not_after: the leaf's).
 inline constexpr std::string_view kind_discovery_source = "discovery_source";
 inline constexpr std::string_view kind_discovered_certificate = "discovered_certificate";
+
+// The one registry of collections that hold sealed envelopes (DESIGN §11): each kind of catalog
+// object whose `sealed` column may hold one, and the word its envelopes' additional data ends in
+// ("<kind>:<id>:<what>"). KEK rotation re-seals exactly these; a kind that seals something
+// registers here.
+struct sealed_collection {
+  std::string_view kind;
+  std::string_view aad_what;
+};
+inline constexpr std::array<sealed_collection, 6> sealed_collections{{
+    {kind_certificate, "key"},
+    {kind_certificate_version, "key"},
+    {kind_credential, "secret"},
+    {kind_acme_account, "secret"},
+    {kind_dns_provider, "secret"},
+    {kind_channel, "secret"},
+}};
+inline const sealed_collection* find_sealed_collection(std::string_view kind) noexcept {
+  for (const auto& c : sealed_collections)
+    if (c.kind == kind) return &c;
+  return nullptr;
+}
+
+// How many envelopes of one collection name one KEK version (malformed ones count as version 0).
+struct sealed_count {
+  std::string kind;
+  std::uint32_t version = 0;
+  std::int64_t count = 0;
+};
+
+// An object's envelope, as KEK rotation reads it.
+struct sealed_row {
+  std::string id;
+  std::string sealed;
+};
 
 struct catalog_object {
   std::string id;
@@ -161,6 +197,14 @@ class catalog_read {
   // a kind uses for "not known yet", first of all): the domain check's list of domains.
   virtual result<std::vector<catalog_object>> objects_by_not_after(std::string_view kind, time_ms before, int limit) = 0;
   virtual result<std::int64_t> count_sealed() = 0;
+  // Envelopes per collection (kind) and KEK version, every project: the start-up check, `kek
+  // status` and `kek retire` read it. Ordered by kind, then version.
+  virtual result<std::vector<sealed_count>> sealed_versions() = 0;
+  // Objects of `kind` (every project) whose envelope does not start with `except_prefix` (empty:
+  // every envelope), with
+  // id > after_id, in id order, at most `limit`: one batch of a KEK rotation.
+  virtual result<std::vector<sealed_row>> sealed_page(std::string_view kind, std::string_view except_prefix,
+                                                      std::string_view after_id, int limit) = 0;
   virtual result<std::optional<std::string>> meta(std::string_view key) = 0;
 
   // project_id empty: any project (workers and sweeps, which act on ids they were given).
@@ -211,6 +255,10 @@ class catalog_tx : public catalog_read {
   virtual result<void> update_object(const catalog_object& o) = 0;
   virtual result<void> delete_object(std::string_view project_id, std::string_view kind, std::string_view id) = 0;
   virtual result<void> set_meta(std::string_view key, std::string_view value) = 0;
+  virtual result<void> delete_meta(std::string_view key) = 0;
+  // Replaces an object's envelope only while it is still `old_sealed` (a concurrent write wins:
+  // false, nothing changed).
+  virtual result<bool> reseal_object(std::string_view id, std::string_view old_sealed, std::string_view new_sealed) = 0;
 
   virtual result<distribution_record> insert_distribution(distribution_record d) = 0;
   // Writes every mutable field of the current run (status, run, counters, flags, job ids).

@@ -258,6 +258,45 @@ class reads : public Base {
     return s->step() ? s->int64(0) : 0;
   }
 
+  result<std::vector<sealed_count>> sealed_versions() override {
+    // "cfs1:<version>:…": the digits between the first two colons.
+    auto s = d_.prepare(
+        "SELECT kind, substr(sealed, 6, instr(substr(sealed, 6), ':') - 1) AS v, count(*) FROM objects "
+        "WHERE sealed IS NOT NULL GROUP BY kind, v ORDER BY kind, v");
+    std::vector<sealed_count> out;
+    while (s->step()) {
+      sealed_count c;
+      c.kind = s->text(0);
+      auto v = s->text(1);
+      std::uint64_t n = 0;
+      bool ok = !v.empty() && v.size() <= 10 && v.front() != '0';
+      for (char ch : v) {
+        if (ch < '0' || ch > '9') ok = false;
+        else n = n * 10 + static_cast<std::uint64_t>(ch - '0');
+      }
+      c.version = ok && n <= 0xffffffffu ? static_cast<std::uint32_t>(n) : 0;
+      c.count = s->int64(2);
+      // Two spellings that are not versions both count as 0: merge them.
+      if (!out.empty() && out.back().kind == c.kind && out.back().version == c.version) out.back().count += c.count;
+      else out.push_back(std::move(c));
+    }
+    std::sort(out.begin(), out.end(), [](const sealed_count& a, const sealed_count& b) {
+      return a.kind != b.kind ? a.kind < b.kind : a.version < b.version;
+    });
+    return out;
+  }
+
+  result<std::vector<sealed_row>> sealed_page(std::string_view kind, std::string_view except_prefix,
+                                              std::string_view after_id, int limit) override {
+    auto s = d_.prepare(
+        "SELECT id, sealed FROM objects WHERE id > ?2 AND kind = ?1 AND sealed IS NOT NULL "
+        "AND (?3 = '' OR substr(sealed, 1, length(?3)) <> ?3) ORDER BY id LIMIT ?4");
+    s->bind(1, kind).bind(2, after_id).bind(3, except_prefix).bind(4, static_cast<std::int64_t>(limit));
+    std::vector<sealed_row> out;
+    while (s->step()) out.push_back({s->text(0), s->text(1)});
+    return out;
+  }
+
   result<std::optional<std::string>> meta(std::string_view key) override {
     auto s = d_.prepare("SELECT value FROM store_meta WHERE key = ?1");
     s->bind(1, key);
@@ -486,6 +525,20 @@ class tx_impl final : public reads<catalog_tx> {
     s->bind(1, key).bind(2, value);
     s->run();
     return {};
+  }
+
+  result<void> delete_meta(std::string_view key) override {
+    auto s = d_.prepare("DELETE FROM store_meta WHERE key = ?1");
+    s->bind(1, key);
+    s->run();
+    return {};
+  }
+
+  result<bool> reseal_object(std::string_view id, std::string_view old_sealed, std::string_view new_sealed) override {
+    auto s = d_.prepare("UPDATE objects SET sealed = ?3 WHERE id = ?1 AND sealed = ?2");
+    s->bind(1, id).bind(2, old_sealed).bind(3, new_sealed);
+    s->run();
+    return d_.changes() > 0;
   }
 
   result<distribution_record> insert_distribution(distribution_record d) override {
