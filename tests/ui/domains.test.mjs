@@ -99,7 +99,9 @@ async function axe(page) {
 /** @param {import('playwright-core').Page} page */
 async function openDomains(page, query = '') {
   await page.goto(`${cf.url}/domains${query}`);
-  await page.waitForFunction(() => document.querySelector('main p[role=status]')?.textContent !== 'Loading…');
+  // The list's status line gets class empty-state once the domains are in (a fresh document after
+  // goto: nothing of the page before it is left to match).
+  await page.waitForFunction(() => !!document.querySelector('main p.empty-state, main p.alert'));
 }
 
 /** @param {import('playwright-core').Page} page @param {string} name */
