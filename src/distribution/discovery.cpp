@@ -5,6 +5,8 @@
 // findings. Some endpoints failing is a partial result; a scan where nothing answered fails.
 #include "certfleet/distribution/discovery.hpp"
 
+#include "certfleet/distribution/checks.hpp"
+
 #include "certfleet/core/allow_list.hpp"
 #include "certfleet/core/base64.hpp"
 #include "certfleet/core/json.hpp"
@@ -364,8 +366,7 @@ asio::awaitable<queue::outcome> run_discovery(queue::job_context& ctx, std::shar
       // Listed endpoints are few and each failure matters; a range's closed ports are the norm.
       if (t->logged_failures < 100) {
         ++t->logged_failures;
-        // delivery names the allow-list generically; here it is discovery_allow_list.
-        if (auto at = out.error.find("egress_allow_list"); at != std::string::npos) out.error.replace(at, 17, "discovery_allow_list");
+        out.error = with_allow_list_named(std::move(out.error), "discovery_allow_list");
         auto msg = fmt::format("{}: {} ({})", target.endpoint_text(), delivery::probe_failure_name(out.failure), out.error);
         co_await ctx.log("warn", std::move(msg));
       }

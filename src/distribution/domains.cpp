@@ -128,6 +128,12 @@ domain_expiry_step plan_domain_expiry(const domain_doc& before, time_ms expires_
   return s;
 }
 
+std::string with_allow_list_named(std::string message, std::string_view setting) {
+  constexpr std::string_view generic = "egress_allow_list";
+  if (auto at = message.find(generic); at != std::string::npos) message.replace(at, generic.size(), setting);
+  return message;
+}
+
 std::string revocation_check_key(time_ms now) { return fmt::format("rev_check:{}", now / 3'600'000); }
 std::string domain_check_key(time_ms now) { return fmt::format("domain_check:{}", now / 3'600'000); }
 std::string domain_check_now_key(std::string_view domain_id, time_ms now) {
@@ -187,7 +193,7 @@ asio::awaitable<result<int>> record_lookup(store::store& st, const store::catalo
   std::string failure;
   if (found) reg = *found;
   else failure = found.error().message;
-  if (auto at = failure.find("egress_allow_list"); at != std::string::npos) failure.replace(at, 17, "check_allow_list");
+  failure = with_allow_list_named(std::move(failure), "check_allow_list");
   store::tx_fn fn = [domain, reg, failure, thresholds, now, sent](store::catalog_tx& tx) -> result<void> {
     // Re-read inside the transaction: an overlapping check may have recorded a threshold.
     auto fresh = tx.get_object(domain.project_id, store::kind_domain, domain.id);
@@ -306,9 +312,7 @@ asio::awaitable<queue::outcome> run_domain_check(queue::job_context& ctx, std::s
     } else {
       ++failed;
       level = "warn";
-      // delivery names the allow-list generically; here it is check_allow_list.
-      auto why = found.error().message;
-      if (auto at = why.find("egress_allow_list"); at != std::string::npos) why.replace(at, 17, "check_allow_list");
+      auto why = with_allow_list_named(found.error().message, "check_allow_list");
       line = fmt::format("{}: lookup failed: {}", d.name, why);
     }
     // The scheduler's job lives in the default project, whose viewers must not read other

@@ -120,11 +120,7 @@ asio::awaitable<check_answer> check_one(const certificate_doc& doc, crl_cache& c
     co_return a;
   }
   std::vector<std::string> problems;
-  // delivery names the allow-list generically; for these fetches it is check_allow_list.
-  auto named = [](std::string why) {
-    if (auto at = why.find("egress_allow_list"); at != std::string::npos) why.replace(at, 17, "check_allow_list");
-    return why;
-  };
+  auto named = [](std::string why) { return with_allow_list_named(std::move(why), "check_allow_list"); };
   auto settle = [&](const delivery::revocation_verdict& v, std::string_view source) {
     a.info.status = delivery::revocation_status_name(v.status);
     a.info.source = std::string(source);

@@ -248,11 +248,8 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
     if (!allow) co_return std::move(allow).error();
     // Nothing the operator did not allow is ever scanned: a range reaching outside is refused whole.
     if (auto ok = delivery::check_discovery_egress(*plan, *allow); !ok)
-    {
-      auto why = ok.error().message;
-      if (auto at = why.find("egress_allow_list"); at != std::string::npos) why.replace(at, 17, "discovery_allow_list");
-      co_return make_error(errc::invalid_argument, why, ok.error().field);
-    }
+      co_return make_error(errc::invalid_argument, with_allow_list_named(ok.error().message, "discovery_allow_list"),
+                           ok.error().field);
     obj->id = id;
     obj->name = req->name;
     obj->doc = discovery_source_doc_json(req->spec, plan->size());

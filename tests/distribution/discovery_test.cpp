@@ -55,6 +55,7 @@ TEST(discovery, sources_stay_inside_the_allow_list_and_a_scan_records_certificat
                           R"({"name":"wide","cidrs":["127.0.0.1/32","10.0.0.0/30"],"ports":[443]})");
   EXPECT_EQ(outside.status, 400);
   EXPECT_NE(outside.body.find("cidrs[1]"), std::string::npos) << outside.body;
+  EXPECT_NE(outside.body.find("outside discovery_allow_list"), std::string::npos) << outside.body;  // the setting in force
   EXPECT_NE(env.call("POST", "discovery-sources", R"({"name":"p","cidrs":["127.0.0.1/32"],"ports":[70000]})").body.find("ports[0]"),
             std::string::npos);
   EXPECT_NE(env.call("POST", "discovery-sources", R"({"name":"s","endpoints":["127.0.0.1:443"],"schedule_s":5})").body.find("schedule_s"),

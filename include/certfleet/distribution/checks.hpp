@@ -65,6 +65,11 @@ struct domain_check_payload {
 result<domain_check_payload> parse_domain_check_payload(std::string_view payload);
 std::string domain_check_payload_json(std::string_view domain_id);
 
+// delivery's messages name the allow-list they were given as "egress_allow_list"; the checks and
+// discovery pass their own (check_allow_list, discovery_allow_list), and an operator must read
+// the setting that actually refused.
+std::string with_allow_list_named(std::string message, std::string_view setting);
+
 struct check_options {
   boost::asio::thread_pool* cpu = nullptr;  // name resolution
   std::string rdap_bootstrap_file;          // process setting; empty: the shipped snapshot
