@@ -2,6 +2,8 @@
 find_package(Boost 1.81.0 EXACT REQUIRED CONFIG COMPONENTS json url)
 find_package(SQLite3 REQUIRED)
 find_package(bson-1.0 REQUIRED CONFIG)
+# The MongoDB store (src/store/mongo/, linked PRIVATE: no other module sees mongoc).
+find_package(mongoc-1.0 REQUIRED CONFIG)
 find_package(simdjson REQUIRED CONFIG)
 find_package(spdlog REQUIRED CONFIG)
 find_package(fmt REQUIRED CONFIG)

@@ -16,6 +16,9 @@ test_pkgs=(
   openssh-server openssh-client procps iproute2 curl python3 sudo
   # the SMTP server of the email notification tests (tests/testbed/smtp_server.py)
   python3-aiosmtpd
+  # the MongoDB store's wire-level tests: MongoDB's own wire-protocol test server
+  # (tests/testbed/mockupdb_server.py, run with /usr/bin/python3)
+  python3-mockupdb
   chromium
   # DNS-01 tests: an authoritative server taking TSIG-signed RFC 2136 updates (knotd), and dig
   # and nsupdate as the independent client.

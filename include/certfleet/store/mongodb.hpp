@@ -1,0 +1,53 @@
+#pragma once
+// The MongoDB backend (DESIGN §10), built in stages. This stage: the connection (URI checks, a
+// replica set required, indexes and schema version at start) and the job queue — jobs, job logs
+// and projects — on a mongoc client pool, calls offloaded to store threads. The catalog, auth,
+// maintenance, leases and session slots are not built on MongoDB yet, so `serve --store
+// mongodb://…` is refused; docs/operations-mongodb.md says what exists.
+#include "certfleet/core/error.hpp"
+#include "certfleet/store/store.hpp"
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace certfleet::store {
+
+// Which clock a lease is measured on. Production: the server's (`$$NOW` in the claim's update
+// pipeline), so workers on several machines agree whatever their own clocks say; the due-time
+// filters use the caller's time moved by the offset measured from the server's `hello`.
+// Tests that step a synthetic clock use the caller's time everywhere.
+enum class lease_clock { server, caller };
+
+struct mongodb_options {
+  std::string uri;                         // mongodb://… or mongodb+srv://…; the database is the URI's path (default certfleet)
+  int threads = 4;                         // store threads, each with a client from the pool
+  int server_selection_timeout_ms = 10'000;  // start fails within this when no primary answers
+  int operation_timeout_ms = 10'000;       // maxTimeMS on every command; the socket timeout is 1.5×
+  lease_clock clock = lease_clock::server;
+};
+
+// The URI's shape, without connecting: scheme, hosts, options the driver understands, and no
+// option that would weaken what §10 needs (w below majority, a read preference other than
+// primary). Errors are invalid_argument naming the field "store".
+result<void> validate_mongodb_uri(std::string_view uri);
+
+// The job queue on MongoDB: what this stage builds.
+class mongodb_queue {
+ public:
+  virtual ~mongodb_queue() = default;
+  virtual job_store& jobs() = 0;
+  virtual project_store& projects() = 0;
+  virtual task<void> ping() = 0;
+  virtual void close() = 0;
+  // The database's name and the server clock's offset from this machine's (ms, server − local).
+  virtual std::string database() const = 0;
+  virtual time_ms clock_offset_ms() const = 0;
+};
+
+// Connects (within server_selection_timeout_ms), refuses a standalone server or a cluster without
+// a primary, creates the indexes (idempotent) and records the schema version.
+// Errors: invalid_argument (field "store") for the URI; store_failure with what the server said.
+result<std::unique_ptr<mongodb_queue>> open_mongodb_queue(const mongodb_options& options);
+
+}  // namespace certfleet::store

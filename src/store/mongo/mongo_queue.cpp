@@ -1,0 +1,954 @@
+// The job queue on MongoDB (DESIGN §10): jobs, job logs and projects. Every write is w:majority;
+// a claim is one findAndModify on the claim index; every later write of an attempt filters on
+// its fence; transitions that run a terminal hook run in a transaction with it.
+#include "certfleet/core/object_id.hpp"
+#include "certfleet/store/catalog.hpp"
+#include "certfleet/store/mongodb.hpp"
+#include "client.hpp"
+#include "job_document.hpp"
+#include "schema.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace certfleet::store {
+namespace mongo {
+namespace {
+
+error job_not_found(const std::string& id) {
+  return make_error(errc::not_found, fmt::format("job {} not found", id), "id");
+}
+
+doc write_concern(const connection& c) { return majority_write_concern(c.max_time_ms()); }
+
+// find on one collection; returns the first batch (every read here is bounded by its limit).
+doc find_command(std::string_view coll, const doc& filter, const doc* sort, std::int64_t limit, std::int64_t skip,
+                 std::int32_t max_time_ms, bool majority) {
+  doc cmd;
+  cmd.str("find", coll).sub("filter", filter);
+  if (sort) cmd.sub("sort", *sort);
+  if (skip > 0) cmd.i64("skip", skip);
+  if (limit > 0) cmd.i64("limit", limit).boolean("singleBatch", true);
+  if (majority) cmd.sub("readConcern", majority_read_concern());
+  cmd.i32("maxTimeMS", max_time_ms);
+  return cmd;
+}
+
+// Inside a transaction the read and write concerns are the transaction's: a command must not
+// carry its own.
+doc find_in_txn(std::string_view coll, const doc& filter, std::int64_t limit, std::int32_t max_time_ms) {
+  doc cmd;
+  cmd.str("find", coll).sub("filter", filter);
+  if (limit > 0) cmd.i64("limit", limit).boolean("singleBatch", true);
+  cmd.i32("maxTimeMS", max_time_ms);
+  return cmd;
+}
+
+std::vector<doc> first_batch(const doc& reply) { return view(reply.get()).docs("cursor.firstBatch"); }
+
+std::optional<doc> find_and_modify_value(const doc& reply) { return view(reply.get()).sub("value"); }
+
+bool is_duplicate_key(const failure& f) { return f.code == duplicate_key; }
+
+// Which index a duplicate-key write error names (keyPattern), so a retried insert of our own
+// _id is told from a taken idempotency key.
+bool duplicate_on_id(const failure& f) {
+  if (!f.reply) return false;
+  auto errs = view(f.reply->get()).docs("writeErrors");
+  if (errs.empty()) return false;
+  view e(errs.front().get());
+  if (e.has("keyPattern._id")) return true;
+  return e.str("errmsg").find("_id_") != std::string::npos;
+}
+
+// The operations a terminal hook may use, inside the transaction of the transition.
+class mongo_tx final : public job_tx {
+ public:
+  mongo_tx(const connection& c, mongoc_client_t* client, mongoc_client_session_t* s) : c_(c), client_(client), s_(s) {}
+
+  result<enqueue_outcome> enqueue(const new_job& j, time_ms now) override {
+    // Inside a transaction a duplicate-key error aborts it: look the key up first; a concurrent
+    // insert of the same key conflicts (WriteConflict, a transient error) and the transaction
+    // runs again, finding it.
+    if (!j.idempotency_key.empty()) {
+      doc f;
+      f.str("project_id", j.project_id).str("idempotency_key", j.idempotency_key);
+      doc reply;
+      if (auto fail = c_.command(client_, find_in_txn("jobs", f, 1, c_.max_time_ms()), reply, s_)) return keep(*fail);
+      auto batch = first_batch(reply);
+      if (!batch.empty()) return enqueue_outcome{read_job(batch.front().get()), false};
+    }
+    const auto id = j.id.empty() ? new_object_id() : j.id;
+    auto d = new_job_document(j, id, now);
+    doc cmd;
+    cmd.str("insert", "jobs").array("documents", {d}).i32("maxTimeMS", c_.max_time_ms());
+    doc reply;
+    if (auto fail = c_.command(client_, cmd, reply, s_)) return keep(*fail);
+    return enqueue_outcome{read_job(d.get()), true};
+  }
+
+  result<std::int64_t> append_log(const std::string& job_id, std::string_view level, std::string_view message,
+                                  std::string_view detail, time_ms now) override {
+    doc q;
+    q.str("_id", job_id);
+    doc inc;
+    inc.i64("log_seq", 1);
+    doc update;
+    update.sub("$inc", inc);
+    doc fields;
+    fields.i32("log_seq", 1);
+    doc cmd;
+    cmd.str("findAndModify", "jobs").sub("query", q).sub("update", update).boolean("new", true).sub("fields", fields);
+    cmd.i32("maxTimeMS", c_.max_time_ms());
+    doc reply;
+    if (auto fail = c_.command(client_, cmd, reply, s_)) return keep(*fail);
+    auto v = find_and_modify_value(reply);
+    if (!v) return job_not_found(job_id);
+    const auto seq = view(v->get()).i64("log_seq");
+    doc line;
+    line.str("job_id", job_id).i64("seq", seq).i64("ts", now).str("level", level).str("message", message);
+    line.str_or_null("detail", detail);
+    doc ins;
+    ins.str("insert", "job_logs").array("documents", {line}).i32("maxTimeMS", c_.max_time_ms());
+    if (auto fail = c_.command(client_, ins, reply, s_)) return keep(*fail);
+    return seq;
+  }
+
+  catalog_tx& catalog() override {
+    // serve refuses a MongoDB store until its catalog exists, so no hook that reports to the
+    // catalog can run here: reaching this is a bug.
+    throw std::logic_error("the MongoDB catalog is not built yet (issue 16): no hook may use it");
+  }
+
+  // The failure that ended the transaction's body, so its labels reach with_transaction.
+  std::optional<failure> failed;
+
+ private:
+  error keep(const failure& f) {
+    failed = f;
+    return to_error(f, "in a transaction");
+  }
+  const connection& c_;
+  mongoc_client_t* client_;
+  mongoc_client_session_t* s_;
+};
+
+class mongo_queue final : public mongodb_queue, public job_store, public project_store {
+ public:
+  explicit mongo_queue(std::unique_ptr<connection> c)
+      : c_(std::move(c)), ex_(*c_, c_->options().threads) {}
+  ~mongo_queue() override { close(); }
+
+  job_store& jobs() override { return *this; }
+  project_store& projects() override { return *this; }
+  std::string database() const override { return c_->database(); }
+  time_ms clock_offset_ms() const override { return c_->clock_offset_ms(); }
+  void close() override { ex_.close(); }
+
+  task<void> ping() override {
+    return run<result<void>>(ex_, [this](mongoc_client_t* client) -> result<void> {
+      doc cmd;
+      cmd.i32("ping", 1);
+      doc reply;
+      if (auto f = c_->command(client, cmd, reply)) return to_error(*f, "ping");
+      return {};
+    });
+  }
+
+  void set_terminal_hook(terminal_hook hook) override { hook_ = std::move(hook); }
+
+  // The time a due-time filter compares with: the caller's, moved onto the server's clock.
+  time_ms due(time_ms now) const {
+    return c_->options().clock == lease_clock::server ? now + c_->clock_offset_ms() : now;
+  }
+  time_expr now_expr(time_ms now) const { return {c_->options().clock == lease_clock::server, now}; }
+
+  task<enqueue_outcome> enqueue(new_job j, time_ms now) override {
+    return run<result<enqueue_outcome>>(ex_, [this, j = std::move(j), now](mongoc_client_t* client) {
+      return enqueue_one(client, j, now);
+    });
+  }
+
+  result<enqueue_outcome> enqueue_one(mongoc_client_t* client, const new_job& j, time_ms now) {
+    const auto id = j.id.empty() ? new_object_id() : j.id;
+    auto d = new_job_document(j, id, now);
+    doc cmd;
+    cmd.str("insert", "jobs").array("documents", {d}).sub("writeConcern", write_concern(*c_));
+    cmd.i32("maxTimeMS", c_->max_time_ms());
+    // The _id is ours, so sending the insert again after an unknown outcome is safe: it lands
+    // once, and a second copy fails on _id.
+    for (int attempt = 0;; ++attempt) {
+      doc reply;
+      auto fail = c_->command(client, cmd, reply);
+      if (!fail) return enqueue_outcome{read_job(d.get()), true};
+      if (fail->network && attempt == 0) continue;
+      if (!is_duplicate_key(*fail)) return to_error(*fail, "enqueue");
+      doc f;
+      if (duplicate_on_id(*fail) || j.idempotency_key.empty()) f.str("_id", id);
+      else f.str("project_id", j.project_id).str("idempotency_key", j.idempotency_key);
+      doc found;
+      if (auto rf = c_->command(client, find_command("jobs", f, nullptr, 1, 0, c_->max_time_ms(), true), found))
+        return to_error(*rf, "enqueue: reading the job the key names");
+      auto batch = first_batch(found);
+      if (batch.empty()) return make_error(errc::store_failure, "enqueue: duplicate key but no job holds it");
+      auto rec = read_job(batch.front().get());
+      // Our own earlier insert (its reply was lost) is a creation, not a duplicate.
+      return enqueue_outcome{std::move(rec), duplicate_on_id(*fail)};
+    }
+  }
+
+  task<std::vector<enqueue_outcome>> enqueue_many(std::vector<new_job> jobs, time_ms now) override {
+    return run<result<std::vector<enqueue_outcome>>>(
+        ex_, [this, jobs = std::move(jobs), now](mongoc_client_t* client) -> result<std::vector<enqueue_outcome>> {
+          std::vector<enqueue_outcome> out;
+          auto fail = c_->transaction(client, [&](mongoc_client_session_t* s) -> std::optional<failure> {
+            out.clear();
+            out.reserve(jobs.size());
+            mongo_tx tx(*c_, client, s);
+            for (const auto& j : jobs) {
+              auto r = tx.enqueue(j, now);
+              if (!r) {
+                if (tx.failed) return tx.failed;
+                failure f;
+                f.err = r.error();
+                return f;
+              }
+              out.push_back(std::move(*r));
+            }
+            return std::nullopt;
+          });
+          if (fail) return to_error(*fail, "enqueue (one transaction)");
+          return out;
+        });
+  }
+
+  task<std::vector<job_record>> claim(std::string lane, std::string worker_id, time_ms now, time_ms lease_ms,
+                                      int limit) override {
+    return run<result<std::vector<job_record>>>(
+        ex_, [this, lane = std::move(lane), worker_id = std::move(worker_id), now, lease_ms,
+              limit](mongoc_client_t* client) -> result<std::vector<job_record>> {
+          std::vector<job_record> out;
+          const auto cmd = claim_command(lane, worker_id, due(now), now_expr(now), lease_ms, c_->max_time_ms());
+          for (int i = 0; i < limit; ++i) {
+            doc reply;
+            // Never sent twice: a claim whose reply was lost is recovered by its lease ending.
+            if (auto fail = c_->command(client, cmd, reply)) {
+              if (!out.empty()) break;  // keep what was claimed; the next poll tries again
+              return to_error(*fail, "claim");
+            }
+            auto v = find_and_modify_value(reply);
+            if (!v) break;
+            auto j = read_job(v->get());
+            // What a handler reads, not the previous attempt's error or progress.
+            j.error.clear();
+            j.progress_current = j.progress_total = 0;
+            out.push_back(std::move(j));
+          }
+          std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+          return out;
+        });
+  }
+
+  task<std::vector<heartbeat_result>> heartbeat(std::vector<lease_ref> leases, std::string worker_id, time_ms now,
+                                                time_ms lease_ms) override {
+    return run<result<std::vector<heartbeat_result>>>(
+        ex_, [this, leases = std::move(leases), worker_id = std::move(worker_id), now,
+              lease_ms](mongoc_client_t* client) -> result<std::vector<heartbeat_result>> {
+          std::vector<heartbeat_result> out;
+          for (const auto& l : leases) {
+            doc q;
+            q.str("_id", l.id).str("locked_by", worker_id).i64("fence", l.fence).str("status", "active");
+            doc end;
+            {
+              mongo::list add;
+              now_expr(now).append_to(add);
+              add.i64(lease_ms);
+              end.arr("$add", add);
+            }
+            doc set;
+            set.sub("locked_until", end).sub("ready_at", end);
+            doc stage;
+            stage.sub("$set", set);
+            doc fields;
+            fields.i32("cancel_requested", 1);
+            doc cmd;
+            cmd.str("findAndModify", "jobs").sub("query", q).array("update", {stage}).boolean("new", true);
+            cmd.sub("fields", fields).sub("writeConcern", write_concern(*c_)).i32("maxTimeMS", c_->max_time_ms());
+            doc reply;
+            heartbeat_result h{l.id, lease_state::lost};
+            // Extending a lease twice is harmless: an unknown outcome is sent again once.
+            auto fail = c_->command(client, cmd, reply);
+            if (fail && fail->network) fail = c_->command(client, cmd, reply);
+            if (fail) return to_error(*fail, "heartbeat");
+            if (auto v = find_and_modify_value(reply))
+              h.state = view(v->get()).boolean("cancel_requested") ? lease_state::cancel_requested : lease_state::held;
+            out.push_back(std::move(h));
+          }
+          return out;
+        });
+  }
+
+  task<std::vector<result<job_record>>> finish(std::vector<finish_request> reqs, time_ms now) override {
+    return run<result<std::vector<result<job_record>>>>(
+        ex_, [this, reqs = std::move(reqs), now](mongoc_client_t* client) -> result<std::vector<result<job_record>>> {
+          std::vector<result<job_record>> out;
+          out.reserve(reqs.size());
+          for (const auto& r : reqs) out.push_back(finish_one(client, r, now));
+          return out;
+        });
+  }
+
+  static error lease_lost(const finish_request& r) {
+    return make_error(errc::lease_lost,
+                      fmt::format("job {} attempt {} is no longer held by {}", r.lease.id, r.lease.fence, r.worker_id),
+                      "fence");
+  }
+
+  // Whether `j` is what this finish made of the attempt (read back after an unknown outcome).
+  static bool finished_by(const job_record& j, const finish_request& r) {
+    if (j.fence != r.lease.fence) return false;
+    if (r.kind == finish_kind::released) return j.status == job_status::pending && j.locked_by.empty();
+    return j.status != job_status::active && j.locked_by == r.worker_id;
+  }
+
+  result<job_record> finish_one(mongoc_client_t* client, const finish_request& r, time_ms now) {
+    // Every kind but a release may end the job (a failure with no attempts left is dead).
+    if (hook_.fn && r.kind != finish_kind::released) {
+      // The transition and its terminal hook commit together.
+      std::optional<job_record> done;
+      auto fail = c_->transaction(client, [&](mongoc_client_session_t* s) -> std::optional<failure> {
+        done.reset();
+        doc reply;
+        if (auto f = c_->command(client, finish_command(r, now, c_->max_time_ms(), true), reply, s)) return f;
+        auto v = find_and_modify_value(reply);
+        if (!v) return std::nullopt;
+        done = read_job(v->get());
+        if (is_terminal(done->status) && hook_.wants(done->type, done->status)) {
+          mongo_tx tx(*c_, client, s);
+          hook_.fn(tx, *done);
+          if (tx.failed) return tx.failed;
+        }
+        return std::nullopt;
+      });
+      if (fail) return to_error(*fail, "finish");
+      if (!done) return lease_lost(r);
+      return std::move(*done);
+    }
+    const auto cmd = finish_command(r, now, c_->max_time_ms(), false);
+    doc reply;
+    auto fail = c_->command(client, cmd, reply);
+    if (fail && fail->network) {
+      // The outcome is unknown. The filter (worker, fence, active) makes the write idempotent:
+      // read the job back; if it still holds the attempt, send the finish again.
+      doc found;
+      doc f;
+      f.str("_id", r.lease.id);
+      if (auto rf = c_->command(client, find_command("jobs", f, nullptr, 1, 0, c_->max_time_ms(), true), found))
+        return to_error(*fail, "finish");
+      auto batch = first_batch(found);
+      if (batch.empty()) return job_not_found(r.lease.id);
+      auto j = read_job(batch.front().get());
+      if (finished_by(j, r)) return j;
+      fail = c_->command(client, cmd, reply);
+    }
+    if (fail) return to_error(*fail, "finish");
+    auto v = find_and_modify_value(reply);
+    if (!v) return lease_lost(r);
+    return read_job(v->get());
+  }
+
+  task<int> reap_expired(time_ms now, int limit) override {
+    return run<result<int>>(ex_, [this, now, limit](mongoc_client_t* client) -> result<int> {
+      doc lte;
+      lte.i64("$lte", due(now));
+      doc filter;
+      filter.str("status", "active").sub("locked_until", lte);
+      doc sort;
+      sort.i32("locked_until", 1);
+      doc reply;
+      if (auto f = c_->command(client, find_command("jobs", filter, &sort, limit, 0, c_->max_time_ms(), true), reply))
+        return to_error(*f, "reap expired leases");
+      int n = 0;
+      for (const auto& d : first_batch(reply)) {
+        auto j = read_job(d.get());
+        doc q;
+        q.str("_id", j.id).i64("fence", j.fence).str("status", "active");
+        doc set;
+        doc unset;
+        const bool back = j.attempts < j.max_attempts && !j.cancel_requested;
+        if (back) {
+          // Attempts left: back to pending; the lost attempt stays counted, the fence is kept,
+          // ready_at keeps the lease's end (its place in line).
+          set.str("status", "pending").str("error", "lease expired: worker lost; returned to pending").str("q", j.lane);
+          unset.str("locked_by", "").str("locked_until", "");
+        } else {
+          set.str("status", j.cancel_requested ? "cancelled" : "dead");
+          set.str("error", j.cancel_requested ? "cancelled on request (worker lost)" : "lease expired: worker lost");
+          set.i64("completed_at", now);
+          unset.str("locked_until", "").str("q", "");
+        }
+        doc update;
+        update.sub("$set", set).sub("$unset", unset);
+        doc cmd;
+        cmd.str("findAndModify", "jobs").sub("query", q).sub("update", update).boolean("new", true);
+        const bool hooked = !back && hook_.fn;
+        if (!hooked) cmd.sub("writeConcern", write_concern(*c_));
+        cmd.i32("maxTimeMS", c_->max_time_ms());
+        if (!hooked) {
+          doc r;
+          if (auto f = c_->command(client, cmd, r)) return to_error(*f, "reap expired leases");
+          if (find_and_modify_value(r)) ++n;
+          continue;
+        }
+        bool changed = false;
+        auto f = c_->transaction(client, [&](mongoc_client_session_t* s) -> std::optional<failure> {
+          changed = false;
+          doc r;
+          if (auto fail = c_->command(client, cmd, r, s)) return fail;
+          auto v = find_and_modify_value(r);
+          if (!v) return std::nullopt;
+          changed = true;
+          auto rec = read_job(v->get());
+          if (hook_.wants(rec.type, rec.status)) {
+            mongo_tx tx(*c_, client, s);
+            hook_.fn(tx, rec);
+            if (tx.failed) return tx.failed;
+          }
+          return std::nullopt;
+        });
+        if (f) return to_error(*f, "reap expired leases");
+        if (changed) ++n;
+      }
+      return n;
+    });
+  }
+
+  std::optional<job_record> find_job(mongoc_client_t* client, const std::string& project_id, const std::string& id,
+                                     std::optional<failure>& fail, mongoc_client_session_t* s = nullptr) {
+    doc f;
+    f.str("_id", id).str("project_id", project_id);
+    doc reply;
+    fail = s ? c_->command(client, find_in_txn("jobs", f, 1, c_->max_time_ms()), reply, s)
+             : c_->command(client, find_command("jobs", f, nullptr, 1, 0, c_->max_time_ms(), false), reply);
+    if (fail) return std::nullopt;
+    auto batch = first_batch(reply);
+    if (batch.empty()) return std::nullopt;
+    return read_job(batch.front().get());
+  }
+
+  task<job_record> get(std::string project_id, std::string id) override {
+    return run<result<job_record>>(
+        ex_, [this, p = std::move(project_id), id = std::move(id)](mongoc_client_t* client) -> result<job_record> {
+          std::optional<failure> fail;
+          auto j = find_job(client, p, id, fail);
+          if (fail) return to_error(*fail, "get job");
+          if (!j) return job_not_found(id);
+          return std::move(*j);
+        });
+  }
+
+  task<job_page> list(job_filter f) override {
+    return run<result<job_page>>(ex_, [this, f = std::move(f)](mongoc_client_t* client) -> result<job_page> {
+      job_page page;
+      // Counts per status for the tabs: one aggregation over the project's (and type's) jobs.
+      doc match;
+      match.str("project_id", f.project_id);
+      if (!f.type.empty()) match.str("type", f.type);
+      {
+        doc m;
+        m.sub("$match", match);
+        doc sum;
+        sum.i32("$sum", 1);
+        doc group_body;
+        group_body.str("_id", "$status").sub("n", sum);
+        doc g;
+        g.sub("$group", group_body);
+        doc cursor;
+        doc cmd;
+        cmd.str("aggregate", "jobs").array("pipeline", {m, g}).sub("cursor", cursor).i32("maxTimeMS", c_->max_time_ms());
+        doc reply;
+        if (auto fail = c_->command(client, cmd, reply)) return to_error(*fail, "list jobs: counts");
+        for (const auto& d : first_batch(reply)) {
+          view v(d.get());
+          if (auto st = parse_job_status(v.str("_id"))) page.counts[static_cast<std::size_t>(*st)] = v.i64("n");
+        }
+      }
+      if (f.status) page.total = page.counts[static_cast<std::size_t>(*f.status)];
+      else
+        for (auto n : page.counts) page.total += n;
+      doc filter = match;
+      if (f.status) filter.str("status", to_string(*f.status));
+      std::int64_t skip = 0;
+      if (!f.cursor.empty()) {
+        doc lt;
+        lt.str("$lt", f.cursor);
+        filter.sub("_id", lt);
+      } else {
+        skip = static_cast<std::int64_t>(f.page - 1) * f.page_size;
+        if (skip >= page.total) return page;
+      }
+      doc sort;
+      sort.i32("_id", -1);
+      doc reply;
+      if (auto fail = c_->command(client, find_command("jobs", filter, &sort, f.page_size + 1, skip, c_->max_time_ms(), false),
+                                  reply))
+        return to_error(*fail, "list jobs");
+      for (const auto& d : first_batch(reply)) page.items.push_back(read_job(d.get()));
+      if (static_cast<int>(page.items.size()) > f.page_size) {
+        page.items.pop_back();
+        page.next_cursor = page.items.back().id;
+      }
+      return page;
+    });
+  }
+
+  // Runs a read-decide-write on one job in a transaction (cancel, retry): the decision reads a
+  // majority snapshot and the write commits only if nothing changed the job meanwhile.
+  template <class T, class Body>
+  result<T> in_transaction(mongoc_client_t* client, const char* doing, Body body) {
+    std::optional<result<T>> out;
+    auto fail = c_->transaction(client, [&](mongoc_client_session_t* s) -> std::optional<failure> {
+      out.reset();
+      std::optional<failure> f;
+      out.emplace(body(s, f));
+      return f;
+    });
+    if (fail) return to_error(*fail, doing);
+    return std::move(*out);
+  }
+
+  task<cancel_outcome> cancel(std::string project_id, std::string id, time_ms now) override {
+    return run<result<cancel_outcome>>(
+        ex_, [this, p = std::move(project_id), id = std::move(id), now](mongoc_client_t* client) {
+          return in_transaction<cancel_outcome>(
+              client, "cancel", [&](mongoc_client_session_t* s, std::optional<failure>& f) -> result<cancel_outcome> {
+                auto j = find_job(client, p, id, f, s);
+                if (f) return to_error(*f, "cancel");
+                if (!j) return job_not_found(id);
+                doc q;
+                q.str("_id", id).str("status", to_string(j->status));
+                doc set;
+                doc unset;
+                bool immediate = false;
+                if (j->status == job_status::pending || j->status == job_status::failed) {
+                  set.str("status", "cancelled").i64("completed_at", now).str("error", "cancelled on request");
+                  immediate = true;
+                } else if (j->status == job_status::active) {
+                  set.boolean("cancel_requested", true);
+                } else {
+                  return make_error(errc::conflict,
+                                    fmt::format("job {} is {}; only pending, failed or active jobs can be cancelled", id,
+                                                to_string(j->status)),
+                                    "status");
+                }
+                unset.str("q", "");
+                doc update;
+                update.sub("$set", set).sub("$unset", unset);
+                doc cmd;
+                cmd.str("findAndModify", "jobs").sub("query", q).sub("update", update).boolean("new", true);
+                cmd.i32("maxTimeMS", c_->max_time_ms());
+                doc reply;
+                if ((f = c_->command(client, cmd, reply, s))) return to_error(*f, "cancel");
+                auto v = find_and_modify_value(reply);
+                if (!v) return make_error(errc::conflict, fmt::format("job {} changed while it was being cancelled", id), "status");
+                auto rec = read_job(v->get());
+                if (immediate && hook_.wants(rec.type, rec.status)) {
+                  mongo_tx tx(*c_, client, s);
+                  hook_.fn(tx, rec);
+                  if (tx.failed) {
+                    f = tx.failed;
+                    return to_error(*f, "cancel: terminal hook");
+                  }
+                }
+                return cancel_outcome{std::move(rec), immediate};
+              });
+        });
+  }
+
+  task<job_record> retry(std::string project_id, std::string id, time_ms now, int per_minute) override {
+    return run<result<job_record>>(
+        ex_, [this, p = std::move(project_id), id = std::move(id), now, per_minute](mongoc_client_t* client) {
+          return in_transaction<job_record>(
+              client, "retry", [&](mongoc_client_session_t* s, std::optional<failure>& f) -> result<job_record> {
+                auto j = find_job(client, p, id, f, s);
+                if (f) return to_error(*f, "retry");
+                if (!j) return job_not_found(id);
+                if (j->status != job_status::failed && j->status != job_status::dead)
+                  return make_error(errc::conflict,
+                                    fmt::format("job {} is {}; only failed or dead jobs can be retried", id,
+                                                to_string(j->status)),
+                                    "status");
+                if (is_distribution_child(*j))
+                  return make_error(errc::conflict,
+                                    fmt::format("job {} is a fan-out child of distribution {}: use the distribution's "
+                                                "retry-failed instead",
+                                                id, j->distribution_id),
+                                    "id");
+                const std::int64_t window = now / 60'000;
+                const auto key = p + ":job_retry";
+                {
+                  doc wf;
+                  wf.str("_id", key);
+                  doc reply;
+                  if ((f = c_->command(client, find_in_txn("rate_windows", wf, 1, c_->max_time_ms()), reply, s)))
+                    return to_error(*f, "retry");
+                  auto batch = first_batch(reply);
+                  if (!batch.empty()) {
+                    view w(batch.front().get());
+                    if (w.i64("window") == window && w.i64("count") >= per_minute) {
+                      auto e = make_error(errc::rate_limited,
+                                          fmt::format("more than {} job retries this minute in this project", per_minute));
+                      e.retry_after_s = std::max<std::int64_t>(1, ((window + 1) * 60'000 - now + 999) / 1000);
+                      return e;
+                    }
+                    doc q;
+                    q.str("_id", key);
+                    doc set;
+                    set.i64("window", window).i64("count", w.i64("window") == window ? w.i64("count") + 1 : 1);
+                    doc update;
+                    update.sub("$set", set);
+                    doc stmt;
+                    stmt.sub("q", q).sub("u", update);
+                    doc cmd;
+                    cmd.str("update", "rate_windows").array("updates", {stmt}).i32("maxTimeMS", c_->max_time_ms());
+                    if ((f = c_->command(client, cmd, reply, s))) return to_error(*f, "retry");
+                  } else {
+                    doc w;
+                    w.str("_id", key).str("project_id", p).str("name", "job_retry").i64("window", window).i64("count", 1);
+                    doc cmd;
+                    cmd.str("insert", "rate_windows").array("documents", {w}).i32("maxTimeMS", c_->max_time_ms());
+                    if ((f = c_->command(client, cmd, reply, s))) return to_error(*f, "retry");
+                  }
+                }
+                doc q;
+                q.str("_id", id).str("status", to_string(j->status));
+                doc set;
+                set.str("status", "pending").i64("ready_at", now).i32("attempts", 0).boolean("cancel_requested", false);
+                if (!j->held) set.str("q", j->lane);
+                doc unset;
+                unset.str("error", "").str("locked_by", "").str("locked_until", "").str("completed_at", "");
+                unset.str("result_status", "");
+                doc update;
+                update.sub("$set", set).sub("$unset", unset);
+                doc cmd;
+                cmd.str("findAndModify", "jobs").sub("query", q).sub("update", update).boolean("new", true);
+                cmd.i32("maxTimeMS", c_->max_time_ms());
+                doc reply;
+                if ((f = c_->command(client, cmd, reply, s))) return to_error(*f, "retry");
+                auto v = find_and_modify_value(reply);
+                if (!v) return make_error(errc::conflict, fmt::format("job {} changed while it was being retried", id), "status");
+                return read_job(v->get());
+              });
+        });
+  }
+
+  task<void> set_progress(lease_ref lease, std::int64_t current, std::int64_t total) override {
+    return run<result<void>>(ex_, [this, lease = std::move(lease), current, total](mongoc_client_t* client) -> result<void> {
+      doc q;
+      q.str("_id", lease.id).i64("fence", lease.fence).str("status", "active");
+      doc set;
+      set.i64("progress_current", current).i64("progress_total", total);
+      doc update;
+      update.sub("$set", set);
+      doc stmt;
+      stmt.sub("q", q).sub("u", update);
+      doc cmd;
+      cmd.str("update", "jobs").array("updates", {stmt}).sub("writeConcern", write_concern(*c_));
+      cmd.i32("maxTimeMS", c_->max_time_ms());
+      doc reply;
+      // Setting the same progress twice is harmless: an unknown outcome is sent again once.
+      auto fail = c_->command(client, cmd, reply);
+      if (fail && fail->network) fail = c_->command(client, cmd, reply);
+      if (fail) return to_error(*fail, "set progress");
+      if (view(reply.get()).i64("n") == 0)
+        return make_error(errc::lease_lost, fmt::format("job {} attempt {} no longer holds its lease", lease.id, lease.fence));
+      return {};
+    });
+  }
+
+  task<std::int64_t> append_log(std::string job_id, std::optional<lease_ref> lease, std::string level,
+                                std::string message, std::string detail, time_ms now) override {
+    return run<result<std::int64_t>>(
+        ex_, [this, job_id = std::move(job_id), lease = std::move(lease), level = std::move(level),
+              message = std::move(message), detail = std::move(detail), now](mongoc_client_t* client) -> result<std::int64_t> {
+          // The job's own counter gives the line its seq, under the lease's fence; the line is
+          // inserted after. A lost insert leaves a gap in seq, never a duplicate: the cursor reads
+          // seq > after, so a gap costs nothing.
+          doc q;
+          q.str("_id", job_id);
+          if (lease) q.i64("fence", lease->fence).str("status", "active");
+          doc inc;
+          inc.i64("log_seq", 1);
+          doc update;
+          update.sub("$inc", inc);
+          doc fields;
+          fields.i32("log_seq", 1);
+          doc cmd;
+          cmd.str("findAndModify", "jobs").sub("query", q).sub("update", update).boolean("new", true);
+          cmd.sub("fields", fields).sub("writeConcern", write_concern(*c_)).i32("maxTimeMS", c_->max_time_ms());
+          doc reply;
+          // Not sent again after an unknown outcome: $inc is not idempotent (a gap at most).
+          if (auto f = c_->command(client, cmd, reply)) return to_error(*f, "append log");
+          auto v = find_and_modify_value(reply);
+          if (!v) {
+            if (lease)
+              return make_error(errc::lease_lost,
+                                fmt::format("job {} attempt {} no longer holds its lease", job_id, lease->fence));
+            return job_not_found(job_id);
+          }
+          const auto seq = view(v->get()).i64("log_seq");
+          doc line;
+          line.str("job_id", job_id).i64("seq", seq).i64("ts", now).str("level", level).str("message", message);
+          line.str_or_null("detail", detail);
+          doc ins;
+          ins.str("insert", "job_logs").array("documents", {line}).sub("writeConcern", write_concern(*c_));
+          ins.i32("maxTimeMS", c_->max_time_ms());
+          // The unique {job_id, seq} index makes a second send of the same line fail on the key:
+          // sent again once after an unknown outcome, a duplicate key then means it landed.
+          auto f = c_->command(client, ins, reply);
+          if (f && f->network) {
+            f = c_->command(client, ins, reply);
+            if (f && is_duplicate_key(*f)) f.reset();
+          }
+          if (f) return to_error(*f, "append log");
+          return seq;
+        });
+  }
+
+  task<log_page> read_logs(std::string job_id, std::int64_t after_seq, int limit) override {
+    return run<result<log_page>>(ex_, [this, job_id = std::move(job_id), after_seq, limit](mongoc_client_t* client) -> result<log_page> {
+      log_page page;
+      page.next_cursor = after_seq;
+      doc gt;
+      gt.i64("$gt", after_seq);
+      doc filter;
+      filter.str("job_id", job_id).sub("seq", gt);
+      doc sort;
+      sort.i32("seq", 1);
+      doc reply;
+      if (auto f = c_->command(client, find_command("job_logs", filter, &sort, limit, 0, c_->max_time_ms(), false), reply))
+        return to_error(*f, "read logs");
+      for (const auto& d : first_batch(reply)) {
+        view v(d.get());
+        page.lines.push_back(log_line{v.i64("seq"), v.i64("ts"), v.str("level"), v.str("message"), v.str("detail")});
+        page.next_cursor = page.lines.back().seq;
+      }
+      return page;
+    });
+  }
+
+  task<std::vector<lane_stats>> lane_statistics(time_ms) override {
+    return run<result<std::vector<lane_stats>>>(ex_, [this](mongoc_client_t* client) -> result<std::vector<lane_stats>> {
+      // One aggregation on the claim index: waiting jobs per lane and the oldest due time.
+      doc in_lanes;
+      in_lanes.str_array("$in", {"main", "dist"});
+      doc statuses;
+      statuses.str_array("$in", {"pending", "failed"});
+      doc match_body;
+      match_body.sub("q", in_lanes).sub("status", statuses);
+      doc m;
+      m.sub("$match", match_body);
+      doc sum;
+      sum.i32("$sum", 1);
+      doc oldest;
+      oldest.str("$min", "$ready_at");
+      doc group_body;
+      group_body.str("_id", "$q").sub("n", sum).sub("oldest", oldest);
+      doc g;
+      g.sub("$group", group_body);
+      doc cmd;
+      cmd.str("aggregate", "jobs").array("pipeline", {m, g}).sub("cursor", doc{}).i32("maxTimeMS", c_->max_time_ms());
+      doc reply;
+      if (auto f = c_->command(client, cmd, reply)) return to_error(*f, "lane statistics");
+      std::map<std::string, lane_stats> by_lane{{"main", {"main", 0, 0}}, {"dist", {"dist", 0, 0}}};
+      for (const auto& d : first_batch(reply)) {
+        view v(d.get());
+        auto it = by_lane.find(v.str("_id"));
+        if (it == by_lane.end()) continue;
+        it->second.pending = v.i64("n");
+        it->second.oldest_ready_at = v.i64("oldest");
+      }
+      return std::vector<lane_stats>{by_lane["main"], by_lane["dist"]};
+    });
+  }
+
+  // project_store
+  static project read_project(const bson_t* b) {
+    view v(b);
+    return project{v.str("_id"), v.str("name"), v.i64("created_at")};
+  }
+
+  task<std::pair<project, bool>> ensure(std::string name, time_ms now) override {
+    return run<result<std::pair<project, bool>>>(
+        ex_, [this, name = std::move(name), now](mongoc_client_t* client) -> result<std::pair<project, bool>> {
+          doc q;
+          q.str("name", name);
+          doc on_insert;
+          on_insert.str("_id", new_object_id()).i64("created_at", now);
+          doc update;
+          update.sub("$setOnInsert", on_insert);
+          doc cmd;
+          cmd.str("findAndModify", "projects").sub("query", q).sub("update", update).boolean("upsert", true);
+          cmd.boolean("new", true).sub("writeConcern", write_concern(*c_)).i32("maxTimeMS", c_->max_time_ms());
+          // Two upserts of one name race to the unique index: the loser reads the winner's.
+          for (int attempt = 0; attempt < 2; ++attempt) {
+            doc reply;
+            auto f = c_->command(client, cmd, reply);
+            if (f && (is_duplicate_key(*f) || f->network)) continue;
+            if (f) return to_error(*f, "ensure project");
+            view v(reply.get());
+            auto value = v.sub("value");
+            if (!value) break;
+            const bool created = !v.boolean("lastErrorObject.updatedExisting");
+            return std::pair{read_project(value->get()), created};
+          }
+          doc found;
+          if (auto f = c_->command(client, find_command("projects", q, nullptr, 1, 0, c_->max_time_ms(), true), found))
+            return to_error(*f, "ensure project");
+          auto batch = first_batch(found);
+          if (batch.empty()) return make_error(errc::store_failure, fmt::format("project {} could not be created", name));
+          return std::pair{read_project(batch.front().get()), false};
+        });
+  }
+
+  task<project> find_by_name(std::string name) override {
+    return run<result<project>>(ex_, [this, name = std::move(name)](mongoc_client_t* client) -> result<project> {
+      doc q;
+      q.str("name", name);
+      doc reply;
+      if (auto f = c_->command(client, find_command("projects", q, nullptr, 1, 0, c_->max_time_ms(), false), reply))
+        return to_error(*f, "find project");
+      auto batch = first_batch(reply);
+      if (batch.empty()) return make_error(errc::not_found, fmt::format("project {} not found", name), "project");
+      return read_project(batch.front().get());
+    });
+  }
+
+  task<project> create(std::string name, time_ms now) override {
+    return run<result<project>>(ex_, [this, name = std::move(name), now](mongoc_client_t* client) -> result<project> {
+      doc p;
+      p.str("_id", new_object_id()).str("name", name).i64("created_at", now);
+      doc cmd;
+      cmd.str("insert", "projects").array("documents", {p}).sub("writeConcern", write_concern(*c_));
+      cmd.i32("maxTimeMS", c_->max_time_ms());
+      doc reply;
+      if (auto f = c_->command(client, cmd, reply)) {
+        if (is_duplicate_key(*f))
+          return make_error(errc::conflict, fmt::format("a project named {} already exists", name), "name");
+        return to_error(*f, "create project");
+      }
+      return read_project(p.get());
+    });
+  }
+
+  task<project> remove(std::string name, time_ms now) override {
+    return run<result<project>>(ex_, [this, name = std::move(name), now](mongoc_client_t* client) {
+      return in_transaction<project>(
+          client, "remove project", [&](mongoc_client_session_t* s, std::optional<failure>& f) -> result<project> {
+            doc q;
+            q.str("name", name);
+            doc reply;
+            if ((f = c_->command(client, find_in_txn("projects", q, 1, c_->max_time_ms()), reply, s)))
+              return to_error(*f, "remove project");
+            auto batch = first_batch(reply);
+            if (batch.empty()) return make_error(errc::not_found, fmt::format("project {} not found", name), "project");
+            auto p = read_project(batch.front().get());
+            doc live_status;
+            live_status.str_array("$in", {"pending", "active", "failed"});
+            doc live;
+            live.str("project_id", p.id).sub("status", live_status);
+            // count is not allowed in a transaction; an aggregate with $count is.
+            doc m;
+            m.sub("$match", live);
+            doc c;
+            c.str("$count", "n");
+            doc agg;
+            agg.str("aggregate", "jobs").array("pipeline", {m, c}).sub("cursor", doc{}).i32("maxTimeMS", c_->max_time_ms());
+            if ((f = c_->command(client, agg, reply, s))) return to_error(*f, "remove project");
+            auto counted = first_batch(reply);
+            const auto n = counted.empty() ? 0 : view(counted.front().get()).i64("n");
+            if (n > 0)
+              return make_error(errc::conflict,
+                                fmt::format("project {} still has {} jobs that are not finished (cancel them or let them end)",
+                                            name, n),
+                                "project");
+            // The project's jobs, their logs and its rate windows go with it.
+            doc in_project;
+            in_project.str("project_id", p.id);
+            doc ids_reply;
+            doc proj;
+            proj.i32("_id", 1);
+            doc find_ids = find_in_txn("jobs", in_project, 0, c_->max_time_ms());
+            find_ids.sub("projection", proj);
+            std::vector<std::string> ids;
+            if ((f = c_->command(client, find_ids, ids_reply, s))) return to_error(*f, "remove project");
+            for (const auto& d : first_batch(ids_reply)) ids.push_back(view(d.get()).str("_id"));
+            if (!ids.empty()) {
+              doc in;
+              in.str_array("$in", ids);
+              doc logs;
+              logs.sub("job_id", in);
+              doc del;
+              del.sub("q", logs).i32("limit", 0);
+              doc cmd;
+              cmd.str("delete", "job_logs").array("deletes", {del}).i32("maxTimeMS", c_->max_time_ms());
+              if ((f = c_->command(client, cmd, reply, s))) return to_error(*f, "remove project");
+            }
+            for (const char* coll : {"jobs", "rate_windows"}) {
+              doc del;
+              del.sub("q", in_project).i32("limit", 0);
+              doc cmd;
+              cmd.str("delete", coll).array("deletes", {del}).i32("maxTimeMS", c_->max_time_ms());
+              if ((f = c_->command(client, cmd, reply, s))) return to_error(*f, "remove project");
+            }
+            doc by_id;
+            by_id.str("_id", p.id);
+            doc del;
+            del.sub("q", by_id).i32("limit", 1);
+            doc cmd;
+            cmd.str("delete", "projects").array("deletes", {del}).i32("maxTimeMS", c_->max_time_ms());
+            if ((f = c_->command(client, cmd, reply, s))) return to_error(*f, "remove project");
+            (void)now;
+            return p;
+          });
+    });
+  }
+
+  task<std::vector<project>> list() override {
+    return run<result<std::vector<project>>>(ex_, [this](mongoc_client_t* client) -> result<std::vector<project>> {
+      doc sort;
+      sort.i32("name", 1);
+      doc reply;
+      if (auto f = c_->command(client, find_command("projects", doc{}, &sort, 10'000, 0, c_->max_time_ms(), false), reply))
+        return to_error(*f, "list projects");
+      std::vector<project> out;
+      for (const auto& d : first_batch(reply)) out.push_back(read_project(d.get()));
+      return out;
+    });
+  }
+
+ private:
+  std::unique_ptr<connection> c_;
+  executor ex_;
+  terminal_hook hook_;
+};
+
+}  // namespace
+}  // namespace mongo
+
+result<std::unique_ptr<mongodb_queue>> open_mongodb_queue(const mongodb_options& options) {
+  if (options.threads < 1 || options.threads > 64)
+    return make_error(errc::invalid_argument, "store threads must be 1..64", "store_threads");
+  if (options.operation_timeout_ms < 100 || options.operation_timeout_ms > 600'000)
+    return make_error(errc::invalid_argument, "operation timeout must be 100..600000 ms", "store_operation_timeout_ms");
+  auto c = mongo::connection::open(options);
+  if (!c) return std::move(c).error();
+  if (auto ok = mongo::prepare_schema(**c); !ok) return std::move(ok).error();
+  return std::unique_ptr<mongodb_queue>(std::make_unique<mongo::mongo_queue>(std::move(*c)));
+}
+
+}  // namespace certfleet::store
