@@ -18,7 +18,9 @@ test_pkgs=(
   python3-aiosmtpd
   # the MongoDB store's wire-level tests: MongoDB's own wire-protocol test server
   # (tests/testbed/mockupdb_server.py, run with /usr/bin/python3)
-  python3-mockupdb
+  python3-mockupdb python3-pymongo
+  # containers/check.py reads containers/compose.yaml
+  python3-yaml
   chromium
   # DNS-01 tests: an authoritative server taking TSIG-signed RFC 2136 updates (knotd), and dig
   # and nsupdate as the independent client.

@@ -141,6 +141,11 @@ std::optional<cli_context> open_cli(common_flags& flags, int& exit) {
     exit = to_int(exit_code::usage);
     return std::nullopt;
   }
+  if (auto ok = check_store_setting(*settings); !ok) {
+    print_error(ok.error());
+    exit = to_int(exit_code::usage);
+    return std::nullopt;
+  }
   auto st = open_store(*settings);
   if (!st) {
     print_error(st.error());
@@ -759,7 +764,22 @@ int run_project(const std::string& cmd, common_flags& flags, const std::string& 
 // `certfleet backup --to FILE`: a consistent online copy of the embedded store (VACUUM INTO),
 // safe while servers run. `certfleet restore --from FILE`: puts a backup in place as the store;
 // only while no certfleet process uses the data directory.
+// Backup and restore copy the embedded file; a MongoDB store is the operator's mongodump's.
+result<void> refuse_mongodb_for(common_flags& flags, std::string_view command) {
+  auto settings = settings_from(flags);
+  if (!settings || settings->text("store") == "sqlite") return {};
+  return make_error(errc::invalid_argument,
+                    fmt::format("store: {} copies the embedded SQLite store; for a MongoDB store use mongodump "
+                                "--uri <uri> --archive=FILE --gzip (and mongorestore), see docs/operations-mongodb.md",
+                                command),
+                    "store");
+}
+
 int run_backup(common_flags& flags, const std::string& to) {
+  if (auto no = refuse_mongodb_for(flags, "backup"); !no) {
+    print_error(no.error());
+    return to_int(exit_code::usage);
+  }
   int exit = 0;
   auto cli = open_cli(flags, exit);
   if (!cli) return exit;
@@ -771,6 +791,10 @@ int run_backup(common_flags& flags, const std::string& to) {
 }
 
 int run_restore(common_flags& flags, const std::string& from, bool force) {
+  if (auto no = refuse_mongodb_for(flags, "restore"); !no) {
+    print_error(no.error());
+    return to_int(exit_code::usage);
+  }
   auto settings = settings_from(flags);
   if (!settings) {
     print_error(settings.error());
@@ -1087,6 +1111,7 @@ int run_cli(int argc, char** argv) {
   auto add_common = [&](CLI::App* c) {
     c->add_option("--config", flags.config, "TOML config file");
     c->add_option("--data", flags.overrides["data"], "Data directory (default ./var)");
+    c->add_option("--store", flags.overrides["store"], "sqlite (default) or a mongodb:// URI (docs/operations-mongodb.md)");
     c->add_option("--set", flags.sets, "NAME=VALUE: any process setting (docs/configuration.md)");
   };
 

@@ -12,6 +12,7 @@
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/scheduler/scheduler.hpp"
+#include "certfleet/store/mongodb.hpp"
 #include "certfleet/store/store.hpp"
 #include "sd_notify.hpp"
 #include "wiring.hpp"
@@ -68,7 +69,22 @@ result<void> make_data_dir(const std::filesystem::path& dir, bool warn_if_open) 
   return {};
 }
 
+result<void> check_store_setting(const settings_map& s) {
+  if (const auto& which = s.text("store"); which != "sqlite") {
+    if (auto ok = store::validate_mongodb_uri(which); !ok) return std::move(ok).error();
+    // The URI may carry a password: it is named, never printed.
+    return make_error(errc::config_invalid,
+                      "store: the MongoDB backend in this build holds the job queue only (jobs, job logs, "
+                      "projects); the catalog, tokens, audit log, retention, leases and SSH session slots are not "
+                      "built on it yet, so certfleet cannot run on it: use store = sqlite "
+                      "(docs/operations-mongodb.md says what exists)",
+                      "store");
+  }
+  return {};
+}
+
 result<std::unique_ptr<store::store>> open_store(const settings_map& s) {
+  if (auto ok = check_store_setting(s); !ok) return std::move(ok).error();
   std::filesystem::path dir(s.text("data"));
   if (auto ok = make_data_dir(dir, false); !ok) return std::move(ok).error();
   store::sqlite_options o;
@@ -266,6 +282,10 @@ int serve(const settings_map& settings) {
   raise_fd_limit();
   // TLS files are checked before anything else happens: a certificate or key that cannot be
   // served is a configuration error (exit 2), named like every other bad setting.
+  if (auto ok = check_store_setting(settings); !ok) {
+    start_refused(settings, ok.error().message);
+    return 2;
+  }
   auto tls = tls_from_files(settings);
   if (!tls) {
     start_refused(settings, tls.error().message);

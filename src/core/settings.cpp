@@ -33,16 +33,19 @@ result<std::string> valid_allow_list(const setting_def& def, std::string_view va
 result<std::string> valid_ui_base_url(const setting_def& def, std::string_view value);
 
 result<std::string> valid_optional_listen(const setting_def& def, std::string_view value);
+result<std::string> valid_store(const setting_def& def, std::string_view value);
 result<std::string> valid_certificate_ref(const setting_def& def, std::string_view value);
 result<std::string> valid_optional_server(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 52> table{{
+constexpr std::array<setting_def, 53> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
      "ADDR:PORT of the listener: health, metrics and, in api/all mode, the API and the web UI. HTTPS when tls_cert_file or tls_certificate is set.", valid_listen},
     {"data", T::string, S::process, 0, 0, "./var", "",
      "Data directory: the embedded store certfleet.db and the owner-token file live here.", valid_data},
+    {"store", T::string, S::process, 0, 0, "sqlite", "",
+     "The store: sqlite (the embedded file in the data directory) or a mongodb:// / mongodb+srv:// URI of a replica set. The MongoDB backend holds the job queue only so far, so serve and the store commands refuse it (docs/operations-mongodb.md).", valid_store},
     {"key_file", T::string, S::process, 0, 0, "", "",
      "The key-encryption key file that seals secrets at rest; empty means DATA/certfleet.key. Back it up with the store."},
     {"log_level", T::choice, S::process, 0, 0, "info", "trace|debug|info|warn|error", "Process log level."},
@@ -193,6 +196,13 @@ result<std::string> valid_certificate_ref(const setting_def&, std::string_view v
   auto ref = parse_certificate_ref(value);
   if (!ref) return std::move(ref).error();
   return std::string(value);
+}
+
+// The shape only: the MongoDB URI's own grammar is the store module's (checked at start).
+result<std::string> valid_store(const setting_def&, std::string_view value) {
+  if (value == "sqlite" || value.rfind("mongodb://", 0) == 0 || value.rfind("mongodb+srv://", 0) == 0)
+    return std::string(value);
+  return make_error(errc::invalid_argument, "store must be sqlite or a mongodb:// or mongodb+srv:// URI", "store");
 }
 
 result<std::string> valid_data(const setting_def&, std::string_view value) {

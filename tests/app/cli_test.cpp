@@ -267,3 +267,35 @@ TEST(cli, execute_wait_follows_a_run_to_its_end) {
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait(30s), 0);
 }
+
+namespace {
+
+// The store setting: a bad value is a usage error naming `store`; a MongoDB URI is checked, then
+// refused (the backend holds the job queue only) without printing the URI's password; backup and
+// restore say what to use for MongoDB. Nothing is written to the data directory in any case.
+TEST(cli, the_store_setting_is_checked_and_mongodb_is_refused_for_now) {
+  using certfleet::app::exit_code;
+  using certfleet::app::to_int;
+  testbed::temp_dir dir("certfleet-cli-store");
+  const auto data = dir.file("var");
+  auto bad_scheme = run(data, {"jobs", "list", "--store", "postgres://127.0.0.1/x"});
+  EXPECT_EQ(bad_scheme.status, to_int(exit_code::usage));
+  EXPECT_NE(bad_scheme.err.find("store must be sqlite or a mongodb://"), std::string::npos) << bad_scheme.err;
+  auto weak = run(data, {"jobs", "list", "--store", "mongodb://127.0.0.1/?w=1"});
+  EXPECT_EQ(weak.status, to_int(exit_code::usage));
+  EXPECT_NE(weak.err.find("w=majority"), std::string::npos) << weak.err;
+  for (std::vector<std::string> cmd : {std::vector<std::string>{"serve"}, {"jobs", "list"}, {"token", "list"}}) {
+    cmd.push_back("--store");
+    cmd.push_back("mongodb://ops:hunter2secret@127.0.0.1:1/certfleet?replicaSet=rs0");
+    auto r = run(data, cmd, 30s);
+    EXPECT_EQ(r.status, to_int(exit_code::usage)) << cmd[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("holds the job queue only"), std::string::npos) << cmd[0] << ": " << r.err;
+    EXPECT_EQ((r.out + r.err).find("hunter2secret"), std::string::npos) << cmd[0];
+  }
+  auto backup = run(data, {"backup", "--store", "mongodb://127.0.0.1/certfleet", "--to", dir.file("b.db")});
+  EXPECT_EQ(backup.status, to_int(exit_code::usage));
+  EXPECT_NE(backup.err.find("mongodump"), std::string::npos) << backup.err;
+  EXPECT_FALSE(std::filesystem::exists(data + "/certfleet.db"));
+}
+
+}  // namespace
