@@ -5,6 +5,9 @@
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/store/mongodb.hpp"
 #include "client.hpp"
+#include "commands.hpp"
+#include "job_tx.hpp"
+#include "queue.hpp"
 #include "job_document.hpp"
 #include "schema.hpp"
 
@@ -19,135 +22,11 @@ namespace certfleet::store {
 namespace mongo {
 namespace {
 
-error job_not_found(const std::string& id) {
-  return make_error(errc::not_found, fmt::format("job {} not found", id), "id");
-}
 
-doc write_concern(const connection& c) { return majority_write_concern(c.max_time_ms()); }
-
-// find on one collection; returns the first batch (every read here is bounded by its limit).
-doc find_command(std::string_view coll, const doc& filter, const doc* sort, std::int64_t limit, std::int64_t skip,
-                 std::int32_t max_time_ms, bool majority) {
-  doc cmd;
-  cmd.str("find", coll).sub("filter", filter);
-  if (sort) cmd.sub("sort", *sort);
-  if (skip > 0) cmd.i64("skip", skip);
-  if (limit > 0) cmd.i64("limit", limit).boolean("singleBatch", true);
-  if (majority) cmd.sub("readConcern", majority_read_concern());
-  cmd.i32("maxTimeMS", max_time_ms);
-  return cmd;
-}
-
-// Inside a transaction the read and write concerns are the transaction's: a command must not
-// carry its own.
-doc find_in_txn(std::string_view coll, const doc& filter, std::int64_t limit, std::int32_t max_time_ms) {
-  doc cmd;
-  cmd.str("find", coll).sub("filter", filter);
-  if (limit > 0) cmd.i64("limit", limit).boolean("singleBatch", true);
-  cmd.i32("maxTimeMS", max_time_ms);
-  return cmd;
-}
-
-std::vector<doc> first_batch(const doc& reply) { return view(reply.get()).docs("cursor.firstBatch"); }
-
-std::optional<doc> find_and_modify_value(const doc& reply) { return view(reply.get()).sub("value"); }
-
-bool is_duplicate_key(const failure& f) { return f.code == duplicate_key; }
-
-// Which index a duplicate-key write error names (keyPattern), so a retried insert of our own
-// _id is told from a taken idempotency key.
-bool duplicate_on_id(const failure& f) {
-  if (!f.reply) return false;
-  auto errs = view(f.reply->get()).docs("writeErrors");
-  if (errs.empty()) return false;
-  view e(errs.front().get());
-  if (e.has("keyPattern._id")) return true;
-  return e.str("errmsg").find("_id_") != std::string::npos;
-}
-
-// The operations a terminal hook may use, inside the transaction of the transition.
-class mongo_tx final : public job_tx {
+class mongo_queue final : public job_queue {
  public:
-  mongo_tx(const connection& c, mongoc_client_t* client, mongoc_client_session_t* s) : c_(c), client_(client), s_(s) {}
-
-  result<enqueue_outcome> enqueue(const new_job& j, time_ms now) override {
-    // Inside a transaction a duplicate-key error aborts it: look the key up first; a concurrent
-    // insert of the same key conflicts (WriteConflict, a transient error) and the transaction
-    // runs again, finding it.
-    if (!j.idempotency_key.empty()) {
-      doc f;
-      f.str("project_id", j.project_id).str("idempotency_key", j.idempotency_key);
-      doc reply;
-      if (auto fail = c_.command(client_, find_in_txn("jobs", f, 1, c_.max_time_ms()), reply, s_)) return keep(*fail);
-      auto batch = first_batch(reply);
-      if (!batch.empty()) return enqueue_outcome{read_job(batch.front().get()), false};
-    }
-    const auto id = j.id.empty() ? new_object_id() : j.id;
-    auto d = new_job_document(j, id, now);
-    doc cmd;
-    cmd.str("insert", "jobs").array("documents", {d}).i32("maxTimeMS", c_.max_time_ms());
-    doc reply;
-    if (auto fail = c_.command(client_, cmd, reply, s_)) return keep(*fail);
-    return enqueue_outcome{read_job(d.get()), true};
-  }
-
-  result<std::int64_t> append_log(const std::string& job_id, std::string_view level, std::string_view message,
-                                  std::string_view detail, time_ms now) override {
-    doc q;
-    q.str("_id", job_id);
-    doc inc;
-    inc.i64("log_seq", 1);
-    doc update;
-    update.sub("$inc", inc);
-    doc fields;
-    fields.i32("log_seq", 1);
-    doc cmd;
-    cmd.str("findAndModify", "jobs").sub("query", q).sub("update", update).boolean("new", true).sub("fields", fields);
-    cmd.i32("maxTimeMS", c_.max_time_ms());
-    doc reply;
-    if (auto fail = c_.command(client_, cmd, reply, s_)) return keep(*fail);
-    auto v = find_and_modify_value(reply);
-    if (!v) return job_not_found(job_id);
-    const auto seq = view(v->get()).i64("log_seq");
-    doc line;
-    line.str("job_id", job_id).i64("seq", seq).i64("ts", now).str("level", level).str("message", message);
-    line.str_or_null("detail", detail);
-    doc ins;
-    ins.str("insert", "job_logs").array("documents", {line}).i32("maxTimeMS", c_.max_time_ms());
-    if (auto fail = c_.command(client_, ins, reply, s_)) return keep(*fail);
-    return seq;
-  }
-
-  catalog_tx& catalog() override {
-    // serve refuses a MongoDB store until its catalog exists, so no hook that reports to the
-    // catalog can run here: reaching this is a bug.
-    throw std::logic_error("the MongoDB catalog is not built yet (issue 16): no hook may use it");
-  }
-
-  // The failure that ended the transaction's body, so its labels reach with_transaction.
-  std::optional<failure> failed;
-
- private:
-  error keep(const failure& f) {
-    failed = f;
-    return to_error(f, "in a transaction");
-  }
-  const connection& c_;
-  mongoc_client_t* client_;
-  mongoc_client_session_t* s_;
-};
-
-class mongo_queue final : public mongodb_queue, public job_store, public project_store {
- public:
-  explicit mongo_queue(std::unique_ptr<connection> c)
-      : c_(std::move(c)), ex_(*c_, c_->options().threads) {}
-  ~mongo_queue() override { close(); }
-
-  job_store& jobs() override { return *this; }
-  project_store& projects() override { return *this; }
-  std::string database() const override { return c_->database(); }
-  time_ms clock_offset_ms() const override { return c_->clock_offset_ms(); }
-  void close() override { ex_.close(); }
+  mongo_queue(connection& c, executor& ex, catalog_tx_factory catalog)
+      : c_(&c), ex_(ex), catalog_factory_(std::move(catalog)) {}
 
   task<void> ping() override {
     return run<result<void>>(ex_, [this](mongoc_client_t* client) -> result<void> {
@@ -208,7 +87,7 @@ class mongo_queue final : public mongodb_queue, public job_store, public project
           auto fail = c_->transaction(client, [&](mongoc_client_session_t* s) -> std::optional<failure> {
             out.clear();
             out.reserve(jobs.size());
-            mongo_tx tx(*c_, client, s);
+            mongo_job_tx tx(*c_, client, s, &catalog_factory_);
             for (const auto& j : jobs) {
               auto r = tx.enqueue(j, now);
               if (!r) {
@@ -328,7 +207,7 @@ class mongo_queue final : public mongodb_queue, public job_store, public project
         if (!v) return std::nullopt;
         done = read_job(v->get());
         if (is_terminal(done->status) && hook_.wants(done->type, done->status)) {
-          mongo_tx tx(*c_, client, s);
+          mongo_job_tx tx(*c_, client, s, &catalog_factory_);
           hook_.fn(tx, *done);
           if (tx.failed) return tx.failed;
         }
@@ -414,7 +293,7 @@ class mongo_queue final : public mongodb_queue, public job_store, public project
           changed = true;
           auto rec = read_job(v->get());
           if (hook_.wants(rec.type, rec.status)) {
-            mongo_tx tx(*c_, client, s);
+            mongo_job_tx tx(*c_, client, s, &catalog_factory_);
             hook_.fn(tx, rec);
             if (tx.failed) return tx.failed;
           }
@@ -557,7 +436,7 @@ class mongo_queue final : public mongodb_queue, public job_store, public project
                 if (!v) return make_error(errc::conflict, fmt::format("job {} changed while it was being cancelled", id), "status");
                 auto rec = read_job(v->get());
                 if (immediate && hook_.wants(rec.type, rec.status)) {
-                  mongo_tx tx(*c_, client, s);
+                  mongo_job_tx tx(*c_, client, s, &catalog_factory_);
                   hook_.fn(tx, rec);
                   if (tx.failed) {
                     f = tx.failed;
@@ -932,12 +811,37 @@ class mongo_queue final : public mongodb_queue, public job_store, public project
   }
 
  private:
+  connection* c_;
+  executor& ex_;
+  terminal_hook hook_;
+  catalog_tx_factory catalog_factory_;
+};
+
+// The queue alone (open_mongodb_queue): its own connection and store threads.
+class queue_only final : public mongodb_queue {
+ public:
+  explicit queue_only(std::unique_ptr<connection> c)
+      : c_(std::move(c)), ex_(*c_, c_->options().threads), q_(make_job_queue(*c_, ex_, {})) {}
+  ~queue_only() override { close(); }
+  job_store& jobs() override { return *q_; }
+  project_store& projects() override { return *q_; }
+  task<void> ping() override { return q_->ping(); }
+  void close() override { ex_.close(); }
+  std::string database() const override { return c_->database(); }
+  time_ms clock_offset_ms() const override { return c_->clock_offset_ms(); }
+
+ private:
   std::unique_ptr<connection> c_;
   executor ex_;
-  terminal_hook hook_;
+  std::unique_ptr<job_queue> q_;
 };
 
 }  // namespace
+
+std::unique_ptr<job_queue> make_job_queue(connection& c, executor& ex, catalog_tx_factory catalog) {
+  return std::make_unique<mongo_queue>(c, ex, std::move(catalog));
+}
+
 }  // namespace mongo
 
 result<std::unique_ptr<mongodb_queue>> open_mongodb_queue(const mongodb_options& options) {
@@ -948,7 +852,7 @@ result<std::unique_ptr<mongodb_queue>> open_mongodb_queue(const mongodb_options&
   auto c = mongo::connection::open(options);
   if (!c) return std::move(c).error();
   if (auto ok = mongo::prepare_schema(**c); !ok) return std::move(ok).error();
-  return std::unique_ptr<mongodb_queue>(std::make_unique<mongo::mongo_queue>(std::move(*c)));
+  return std::unique_ptr<mongodb_queue>(std::make_unique<mongo::queue_only>(std::move(*c)));
 }
 
 }  // namespace certfleet::store
