@@ -1,0 +1,2 @@
+// SKELETON: the catalog wire tests (helper) replace this file.
+#include <gtest/gtest.h>
