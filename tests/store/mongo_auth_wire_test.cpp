@@ -642,9 +642,10 @@ TEST_F(mongo_auth_wire, purge_finished_deletes_the_oldest_finished_jobs_logs_fir
   ASSERT_EQ(dels.size(), 3u);
   EXPECT_EQ(dels[0].at("delete"), "job_logs");
   EXPECT_EQ(s(dels[0].at("deletes")), R"([{"q":{"job_id":{"$in":["j1","j2"]}},"limit":0}])");
-  EXPECT_EQ(dels[1].at("delete"), "acme_dns_records");
+  // The catalog's DNS-01 records once out of the zone (removed_at 0: still in it).
+  EXPECT_EQ(dels[1].at("delete"), "dns_records");
   EXPECT_EQ(s(dels[1].at("deletes")),
-            R"([{"q":{"job_id":{"$in":["j1","j2"]},"removed_at":{"$ne":null}},"limit":0}])");
+            R"([{"q":{"job_id":{"$in":["j1","j2"]},"removed_at":{"$gt":0}},"limit":0}])");
   EXPECT_EQ(dels[2].at("delete"), "jobs");
   EXPECT_EQ(s(dels[2].at("deletes")),
             R"([{"q":{"_id":{"$in":["j1","j2"]},"status":{"$in":["completed","cancelled"]}},"limit":0}])");

@@ -836,11 +836,11 @@ class mongo_maintenance final : public maintenance_store {
       logs.sub("job_id", str_in(ids));
       if (auto f = send_delete(client, delete_cmd("job_logs", logs, true, c_), reply))
         return to_error(*f, "purge finished jobs: their logs");
+      // The catalog's DNS-01 records (mongo_catalog.cpp: dns_records, removed_at 0 while the
+      // record is still in the zone — one still there stays for the DNS cleanup sweep).
       doc records;
-      doc removed;
-      removed.null("$ne");
-      records.sub("job_id", str_in(ids)).sub("removed_at", removed);
-      if (auto f = send_delete(client, delete_cmd("acme_dns_records", records, true, c_), reply))
+      records.sub("job_id", str_in(ids)).sub("removed_at", i64_op("$gt", 0));
+      if (auto f = send_delete(client, delete_cmd("dns_records", records, true, c_), reply))
         return to_error(*f, "purge finished jobs: their DNS records");
       doc jobs;
       jobs.sub("_id", str_in(ids)).sub("status", str_in(finished));
