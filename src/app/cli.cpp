@@ -17,6 +17,7 @@
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/session_slots.hpp"
 #include "doctor.hpp"
+#include "store_check.hpp"
 #include "table.hpp"
 #include "wiring.hpp"
 
@@ -1251,6 +1252,12 @@ int run_cli(int argc, char** argv) {
       ->required()
       ->check(CLI::Range(1u, 4294967295u));
 
+  auto* store_cmd = app.add_subcommand("store", "The store itself");
+  store_cmd->require_subcommand(1);
+  auto* store_check = store_cmd->add_subcommand(
+      "check", "Self-test a MongoDB cluster in a scratch database (claims, idempotency, transactions, guards)");
+  add_common(store_check);
+
   doctor_flags doctor_args;
   auto* doctor = app.add_subcommand(
       "doctor", "Check config, key file, store, listeners, TLS, clock and egress (exit 0 OK, 1 WARN, 2 FAIL)");
@@ -1298,6 +1305,14 @@ int run_cli(int argc, char** argv) {
     return run_doctor(settings_from(flags), doctor_args);
   }
   if (jobs->parsed()) return run_jobs(jobs_cmd, flags, ja);
+  if (store_check->parsed()) {
+    auto settings = settings_from(flags);
+    if (!settings) {
+      print_error(settings.error());
+      return to_int(exit_code::usage);
+    }
+    return run_store_check(*settings);
+  }
   if (backup->parsed()) return run_backup(flags, backup_to);
   if (restore->parsed()) return run_restore(flags, restore_from, restore_force);
   if (token->parsed()) return run_token(token_cmd, flags, ta);

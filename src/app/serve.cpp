@@ -19,6 +19,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -377,6 +378,11 @@ int serve(const settings_map& settings) {
     http.attach_worker(worker.get());
     http.attach_delivery_phases(&phases);
     worker->start();
+    // Jobs another process made claimable (a MongoDB store's change stream) wake the lanes at
+    // once; the poll stays the fallback.
+    store.watch_claimable([ex = ioc.get_executor(), w = worker.get()](std::string_view lane) {
+      asio::post(ex, [w, lane = std::string(lane)] { w->wake(lane); });
+    });
   }
 
   std::unique_ptr<scheduler::scheduler> sched;
@@ -389,8 +395,10 @@ int serve(const settings_map& settings) {
     http.attach_scheduler_probe([s = sched.get()] { return std::pair{s->stats().leader, s->stats().epoch}; });
   }
 
+  const auto& store_setting = settings.text("store");
   std::cout << fmt::format("certfleet {} serving: mode={} data={} store={}", CERTFLEET_VERSION, mode, data.string(),
-                           (data / "certfleet.db").string())
+                           store_setting == "sqlite" ? (data / "certfleet.db").string()
+                                                     : store::redacted_mongodb_uri(store_setting))
             << (worker ? fmt::format(" worker={}", worker->id()) : std::string())
             << (sched ? fmt::format(" scheduler={}", sched->holder_id()) : std::string()) << " listen=" << *bound
             << (http.tls_certificate() ? " tls=on" : "")

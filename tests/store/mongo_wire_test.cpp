@@ -4,6 +4,8 @@
 // not prove: how a real replica set executes these commands (plans, locks, elections) — see
 // docs/operations-mongodb.md for the check an operator runs on a real cluster.
 #include "certfleet/store/mongodb.hpp"
+#include "change_stream.hpp"
+#include "client.hpp"
 #include "mockupdb.hpp"
 #include "run_sync.hpp"
 #include "temp_dir.hpp"
@@ -11,7 +13,10 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
+#include <thread>
 
 using namespace certfleet;
 using namespace certfleet::store;
@@ -70,8 +75,17 @@ TEST_F(mongo_wire, start_creates_the_indexes_and_records_the_schema_version_with
   ASSERT_TRUE(q);
   EXPECT_EQ(q->database(), "certfleet");
   auto creates = db.commands("createIndexes");
-  ASSERT_EQ(creates.size(), 3u);
-  const auto jobs = doc_of(creates[0]);
+  auto create_of = [&](std::string_view coll) {
+    for (const auto& c : creates)
+      if (doc_of(c).at("createIndexes").as_string() == coll) return doc_of(c);
+    ADD_FAILURE() << "no createIndexes for " << coll;
+    return json::object{};
+  };
+  // Every collection's indexes (the catalog's and auth's are asserted in their own wire tests).
+  for (const char* coll : {"jobs", "job_logs", "projects", "objects", "distributions", "target_results",
+                           "distribution_finalized", "dns_records", "tokens", "audit_log"})
+    (void)create_of(coll);
+  const auto jobs = create_of("jobs");
   EXPECT_EQ(jobs.at("createIndexes"), "jobs");
   expect_majority(jobs);
   const auto& indexes = jobs.at("indexes").as_array();
@@ -86,7 +100,7 @@ TEST_F(mongo_wire, start_creates_the_indexes_and_records_the_schema_version_with
   EXPECT_EQ(json::serialize(idem.at("key")), R"({"project_id":1,"idempotency_key":1})");
   EXPECT_EQ(idem.at("unique"), true);
   EXPECT_EQ(json::serialize(idem.at("partialFilterExpression")), R"({"idempotency_key":{"$exists":true}})");
-  const auto logs = doc_of(creates[1]);
+  const auto logs = create_of("job_logs");
   EXPECT_EQ(logs.at("createIndexes"), "job_logs");
   EXPECT_EQ(json::serialize(logs.at("indexes").at(0).at("key")), R"({"job_id":1,"seq":1})");
   EXPECT_EQ(logs.at("indexes").at(0).at("unique"), true);
@@ -427,6 +441,54 @@ TEST_F(mongo_wire, a_log_line_takes_its_seq_from_the_jobs_counter_under_the_fenc
   ASSERT_EQ(log_inserts.size(), 1u);
   EXPECT_EQ(log_inserts[0].at("documents").at(0).at("seq").to_number<std::int64_t>(), 3);
   expect_majority(log_inserts[0]);
+}
+
+TEST_F(mongo_wire, a_change_stream_event_wakes_the_lane_it_names) {
+  // One insert event and one update that put a job back in line; the driver resumes when the
+  // scripted cursor ends (mockupdb answers getMore with an empty, closed cursor).
+  json::array events{
+      {{"_id", {{"_data", "8263A1"}}}, {"operationType", "insert"}, {"fullDocument", {{"q", "dist"}}}},
+      {{"_id", {{"_data", "8263A2"}}},
+       {"operationType", "update"},
+       {"updateDescription", {{"updatedFields", {{"q", "main"}}}}}}};
+  testbed::mockupdb db(
+      dir, script({rule("aggregate",
+                        {{"ok", 1}, {"cursor", {{"id", 0}, {"ns", "certfleet.jobs"}, {"firstBatch", events}}}}, 1,
+                        {{"aggregate", "jobs"}})}));
+  mongodb_options o;
+  o.uri = db.uri();
+  o.server_selection_timeout_ms = 3000;
+  auto c = mongo::connection::open(o);
+  ASSERT_TRUE(c) << c.error().message;
+  std::mutex m;
+  std::vector<std::string> lanes;
+  {
+    mongo::claimable_watcher w(**c, [&](std::string_view lane) {
+      std::lock_guard lk(m);
+      lanes.emplace_back(lane);
+    }, 100);
+    for (int i = 0; i < 100; ++i) {
+      {
+        std::lock_guard lk(m);
+        if (lanes.size() >= 2) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  ASSERT_GE(lanes.size(), 2u);
+  EXPECT_EQ(lanes[0], "dist");
+  EXPECT_EQ(lanes[1], "main");
+  auto aggs = db.commands("aggregate");
+  ASSERT_FALSE(aggs.empty());
+  const auto d = doc_of(aggs[0]);
+  EXPECT_EQ(d.at("aggregate"), "jobs");
+  const auto& pipeline = d.at("pipeline").as_array();
+  ASSERT_GE(pipeline.size(), 3u);
+  EXPECT_TRUE(pipeline[0].as_object().contains("$changeStream"));
+  // Claims keep q while attempts are left: an update that makes a job active wakes nobody.
+  EXPECT_NE(json::serialize(pipeline[1]).find(R"("updateDescription.updatedFields.status":{"$ne":"active"})"),
+            std::string::npos)
+      << json::serialize(pipeline[1]);
 }
 
 }  // namespace

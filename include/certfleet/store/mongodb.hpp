@@ -25,14 +25,25 @@ struct mongodb_options {
   int server_selection_timeout_ms = 10'000;  // start fails within this when no primary answers
   int operation_timeout_ms = 10'000;       // maxTimeMS on every command; the socket timeout is 1.5×
   lease_clock clock = lease_clock::server;
+  // Workers are woken by a change stream on the jobs collection (watch_claimable); off in tests
+  // that count the commands a store sends.
+  bool change_stream = true;
+  // Overrides the URI's database (the conformance suite's and `store check`'s scratch databases).
+  std::string database;
 };
+
+// Drops the options' database (scratch databases of tests and `store check`), w:majority.
+result<void> drop_mongodb_database(const mongodb_options& options);
 
 // The URI's shape, without connecting: scheme, hosts, options the driver understands, and no
 // option that would weaken what §10 needs (w below majority, a read preference other than
 // primary). Errors are invalid_argument naming the field "store".
 result<void> validate_mongodb_uri(std::string_view uri);
 
-// The job queue on MongoDB: what this stage builds.
+// The URI without its credentials and options, for logs: "mongodb://h1:27017,h2:27017/certfleet".
+std::string redacted_mongodb_uri(std::string_view uri);
+
+// The job queue on MongoDB alone (tests, benchmarks).
 class mongodb_queue {
  public:
   virtual ~mongodb_queue() = default;
@@ -44,6 +55,10 @@ class mongodb_queue {
   virtual std::string database() const = 0;
   virtual time_ms clock_offset_ms() const = 0;
 };
+
+// The whole store on MongoDB: the queue, the catalog, auth, observe, leases, maintenance and
+// session slots. Connects as open_mongodb_queue does.
+result<std::unique_ptr<store>> open_mongodb(const mongodb_options& options);
 
 // Connects (within server_selection_timeout_ms), refuses a standalone server or a cluster without
 // a primary, creates the indexes (idempotent) and records the schema version.

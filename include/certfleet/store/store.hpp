@@ -143,6 +143,11 @@ class store {
     std::int64_t disk_full_refusals = 0;    // operations refused for a full disk since the start
   };
   virtual write_health write_state() const { return {}; }
+  // Calls `on_claimable(lane)` (on a store thread) when a job of that lane became claimable in
+  // another process, so this process's workers claim at once instead of at their next poll.
+  // A backend that cannot tell (SQLite: one machine; its own enqueues wake its workers) never
+  // calls it; the poll stays the fallback either way.
+  virtual void watch_claimable(std::function<void(std::string_view lane)> on_claimable) { (void)on_claimable; }
   // Stops the store threads after the work queued so far; later calls fail with shutting_down.
   virtual void close() = 0;
 };

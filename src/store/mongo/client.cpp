@@ -207,12 +207,18 @@ result<std::unique_ptr<connection>> connection::open(const mongodb_options& o) {
   c->uri_ = *parsed;
   if (o.server_selection_timeout_ms < 100 || o.server_selection_timeout_ms > 600'000)
     return make_error(errc::invalid_argument, "server selection timeout must be 100..600000 ms", "store_timeout_ms");
-  mongoc_uri_set_option_as_int32(c->uri_, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, o.server_selection_timeout_ms);
-  mongoc_uri_set_option_as_int32(c->uri_, MONGOC_URI_CONNECTTIMEOUTMS, std::min(o.server_selection_timeout_ms, 10'000));
-  mongoc_uri_set_option_as_int32(c->uri_, MONGOC_URI_SOCKETTIMEOUTMS, o.operation_timeout_ms * 3 / 2);
+  // Timeouts the operator wrote in the URI win; the options give the rest.
+  auto set_default = [&](const char* name, std::int32_t v) {
+    if (!mongoc_uri_has_option(c->uri_, name)) mongoc_uri_set_option_as_int32(c->uri_, name, v);
+  };
+  set_default(MONGOC_URI_SERVERSELECTIONTIMEOUTMS, o.server_selection_timeout_ms);
+  set_default(MONGOC_URI_CONNECTTIMEOUTMS, std::min(o.server_selection_timeout_ms, 10'000));
+  set_default(MONGOC_URI_SOCKETTIMEOUTMS, o.operation_timeout_ms * 3 / 2);
+  const auto selection_ms = mongoc_uri_get_option_as_int32(c->uri_, MONGOC_URI_SERVERSELECTIONTIMEOUTMS,
+                                                          o.server_selection_timeout_ms);
   mongoc_uri_set_option_as_utf8(c->uri_, MONGOC_URI_APPNAME, "certfleet");
   const char* db = mongoc_uri_get_database(c->uri_);
-  c->database_ = db && *db ? db : "certfleet";
+  c->database_ = !o.database.empty() ? o.database : db && *db ? db : "certfleet";
   c->pool_ = mongoc_client_pool_new(c->uri_);
   if (!c->pool_) return make_error(errc::invalid_argument, "store: the MongoDB URI's options are not usable", "store");
   mongoc_client_pool_set_error_api(c->pool_, MONGOC_ERROR_API_VERSION_2);
@@ -231,8 +237,7 @@ result<std::unique_ptr<connection>> connection::open(const mongodb_options& o) {
   bson_destroy(&reply);
   if (!ok)
     return make_error(errc::store_failure,
-                      fmt::format("store: no MongoDB primary answered within {} ms: {}", o.server_selection_timeout_ms,
-                                  err.message),
+                      fmt::format("store: no MongoDB primary answered within {} ms: {}", selection_ms, err.message),
                       "store");
   view v(r.get());
   if (!v.has("setName") && v.str("msg") != "isdbgrid")
@@ -298,6 +303,39 @@ void executor::loop() {
 }
 
 }  // namespace mongo
+
+result<void> drop_mongodb_database(const mongodb_options& options) {
+  auto c = mongo::connection::open(options);
+  if (!c) return std::move(c).error();
+  mongo::connection::lease l(**c);
+  mongo::doc cmd;
+  cmd.i32("dropDatabase", 1).sub("writeConcern", mongo::majority_write_concern((*c)->max_time_ms()));
+  mongo::doc reply;
+  if (auto f = (*c)->command(l.get(), cmd, reply)) return mongo::to_error(*f, "drop database");
+  return {};
+}
+
+std::string redacted_mongodb_uri(std::string_view uri) {
+  auto parsed = mongo::parse_uri(uri);
+  if (!parsed) return "mongodb://(invalid)";
+  std::string out = "mongodb://";
+  if (const char* srv = mongoc_uri_get_srv_hostname(*parsed)) {
+    out = std::string("mongodb+srv://") + srv;
+  } else {
+    bool first = true;
+    for (const auto* h = mongoc_uri_get_hosts(*parsed); h; h = h->next) {
+      out += first ? "" : ",";
+      out += h->host_and_port;
+      first = false;
+    }
+  }
+  const char* db = mongoc_uri_get_database(*parsed);
+  out += "/";
+  out += db && *db ? db : "certfleet";
+  if (const char* rs = mongoc_uri_get_replica_set(*parsed)) out += std::string("?replicaSet=") + rs;
+  mongoc_uri_destroy(*parsed);
+  return out;
+}
 
 result<void> validate_mongodb_uri(std::string_view uri) {
   auto parsed = mongo::parse_uri(uri);

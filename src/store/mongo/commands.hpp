@@ -19,16 +19,17 @@ inline error job_not_found(const std::string& id) {
 
 inline doc write_concern(const connection& c) { return majority_write_concern(c.max_time_ms()); }
 
-// find on one collection, outside a transaction; returns its first batch (every read here is
-// bounded by its limit; 0: no limit, one batch of up to 16 MiB).
+// find on one collection, outside a transaction, answered in one batch (every read here is
+// bounded by its limit; 0: no limit, one batch of at most 100,000 documents and 16 MiB).
 inline doc find_command(std::string_view coll, const doc& filter, const doc* sort, std::int64_t limit, std::int64_t skip,
                         std::int32_t max_time_ms, bool majority) {
   doc cmd;
   cmd.str("find", coll).sub("filter", filter);
   if (sort) cmd.sub("sort", *sort);
   if (skip > 0) cmd.i64("skip", skip);
+  // One batch holds the whole answer: the server's first batch is 101 documents unless told.
   if (limit > 0) cmd.i64("limit", limit);
-  cmd.boolean("singleBatch", true);
+  cmd.i64("batchSize", limit > 0 ? limit : 100'000).boolean("singleBatch", true);
   if (majority) cmd.sub("readConcern", majority_read_concern());
   cmd.i32("maxTimeMS", max_time_ms);
   return cmd;
@@ -41,7 +42,7 @@ inline doc find_in_txn(std::string_view coll, const doc& filter, std::int64_t li
   cmd.str("find", coll).sub("filter", filter);
   if (sort) cmd.sub("sort", *sort);
   if (limit > 0) cmd.i64("limit", limit);
-  cmd.boolean("singleBatch", true);
+  cmd.i64("batchSize", limit > 0 ? limit : 100'000).boolean("singleBatch", true);
   cmd.i32("maxTimeMS", max_time_ms);
   return cmd;
 }

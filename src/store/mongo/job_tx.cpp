@@ -51,7 +51,7 @@ result<std::int64_t> mongo_job_tx::append_log(const std::string& job_id, std::st
   doc update;
   update.sub("$inc", inc);
   doc fields;
-  fields.i32("log_seq", 1);
+  fields.i32("log_seq", 1).i32("project_id", 1);
   doc cmd;
   cmd.str("findAndModify", "jobs").sub("query", q).sub("update", update).boolean("new", true).sub("fields", fields);
   cmd.i32("maxTimeMS", c_.max_time_ms());
@@ -61,7 +61,7 @@ result<std::int64_t> mongo_job_tx::append_log(const std::string& job_id, std::st
   if (!v) return job_not_found(job_id);
   const auto seq = view(v->get()).i64("log_seq");
   doc line;
-  line.str("job_id", job_id).i64("seq", seq).i64("ts", now).str("level", level).str("message", message);
+  line.str("job_id", job_id).str("project_id", view(v->get()).str("project_id")).i64("seq", seq).i64("ts", now).str("level", level).str("message", message);
   line.str_or_null("detail", detail);
   doc ins;
   ins.str("insert", "job_logs").array("documents", {line}).i32("maxTimeMS", c_.max_time_ms());

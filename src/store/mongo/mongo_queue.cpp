@@ -565,7 +565,7 @@ class mongo_queue final : public job_queue {
           doc update;
           update.sub("$inc", inc);
           doc fields;
-          fields.i32("log_seq", 1);
+          fields.i32("log_seq", 1).i32("project_id", 1);
           doc cmd;
           cmd.str("findAndModify", "jobs").sub("query", q).sub("update", update).boolean("new", true);
           cmd.sub("fields", fields).sub("writeConcern", write_concern(*c_)).i32("maxTimeMS", c_->max_time_ms());
@@ -581,7 +581,7 @@ class mongo_queue final : public job_queue {
           }
           const auto seq = view(v->get()).i64("log_seq");
           doc line;
-          line.str("job_id", job_id).i64("seq", seq).i64("ts", now).str("level", level).str("message", message);
+          line.str("job_id", job_id).str("project_id", view(v->get()).str("project_id")).i64("seq", seq).i64("ts", now).str("level", level).str("message", message);
           line.str_or_null("detail", detail);
           doc ins;
           ins.str("insert", "job_logs").array("documents", {line}).sub("writeConcern", write_concern(*c_));
@@ -755,29 +755,11 @@ class mongo_queue final : public job_queue {
                                 fmt::format("project {} still has {} jobs that are not finished (cancel them or let them end)",
                                             name, n),
                                 "project");
-            // The project's jobs, their logs and its rate windows go with it.
+            // The project's jobs, their logs (each line names its project) and its rate windows go
+            // with it.
             doc in_project;
             in_project.str("project_id", p.id);
-            doc ids_reply;
-            doc proj;
-            proj.i32("_id", 1);
-            doc find_ids = find_in_txn("jobs", in_project, 0, c_->max_time_ms());
-            find_ids.sub("projection", proj);
-            std::vector<std::string> ids;
-            if ((f = c_->command(client, find_ids, ids_reply, s))) return to_error(*f, "remove project");
-            for (const auto& d : first_batch(ids_reply)) ids.push_back(view(d.get()).str("_id"));
-            if (!ids.empty()) {
-              doc in;
-              in.str_array("$in", ids);
-              doc logs;
-              logs.sub("job_id", in);
-              doc del;
-              del.sub("q", logs).i32("limit", 0);
-              doc cmd;
-              cmd.str("delete", "job_logs").array("deletes", {del}).i32("maxTimeMS", c_->max_time_ms());
-              if ((f = c_->command(client, cmd, reply, s))) return to_error(*f, "remove project");
-            }
-            for (const char* coll : {"jobs", "rate_windows"}) {
+            for (const char* coll : {"job_logs", "jobs", "rate_windows"}) {
               doc del;
               del.sub("q", in_project).i32("limit", 0);
               doc cmd;

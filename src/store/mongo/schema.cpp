@@ -1,6 +1,8 @@
 #include "schema.hpp"
 
 #include "job_document.hpp"
+#include "mongo_auth.hpp"
+#include "mongo_catalog.hpp"
 
 #include <fmt/format.h>
 
@@ -62,8 +64,12 @@ std::vector<doc> index_commands(std::int32_t max_time_ms) {
           {"project_type_status", {{"project_id", 1}, {"type", 1}, {"status", 1}, {"_id", -1}}},
       },
       max_time_ms));
-  out.push_back(create_indexes("job_logs", {{"cursor", {{"job_id", 1}, {"seq", 1}}, true}}, max_time_ms));
+  // Log lines by cursor; by project for a project's removal.
+  out.push_back(create_indexes("job_logs", {{"cursor", {{"job_id", 1}, {"seq", 1}}, true}, {"project", {{"project_id", 1}}}},
+                               max_time_ms));
   out.push_back(create_indexes("projects", {{"name", {{"name", 1}}, true}}, max_time_ms));
+  for (auto& c : catalog_index_commands(max_time_ms)) out.push_back(std::move(c));
+  for (auto& c : auth_index_commands(max_time_ms)) out.push_back(std::move(c));
   return out;
 }
 
