@@ -71,21 +71,20 @@ result<void> make_data_dir(const std::filesystem::path& dir, bool warn_if_open) 
 }
 
 result<void> check_store_setting(const settings_map& s) {
-  if (const auto& which = s.text("store"); which != "sqlite") {
-    if (auto ok = store::validate_mongodb_uri(which); !ok) return std::move(ok).error();
-    // The URI may carry a password: it is named, never printed.
-    return make_error(errc::config_invalid,
-                      "store: the MongoDB backend in this build holds the job queue only (jobs, job logs, "
-                      "projects); the catalog, tokens, audit log, retention, leases and SSH session slots are not "
-                      "built on it yet, so certfleet cannot run on it: use store = sqlite "
-                      "(docs/operations-mongodb.md says what exists)",
-                      "store");
-  }
+  if (const auto& which = s.text("store"); which != "sqlite") return store::validate_mongodb_uri(which);
   return {};
 }
 
 result<std::unique_ptr<store::store>> open_store(const settings_map& s) {
   if (auto ok = check_store_setting(s); !ok) return std::move(ok).error();
+  if (const auto& uri = s.text("store"); uri != "sqlite") {
+    store::mongodb_options o;
+    o.uri = uri;
+    o.threads = static_cast<int>(s.integer("store_threads"));
+    o.server_selection_timeout_ms = static_cast<int>(s.integer("store_timeout_ms"));
+    o.operation_timeout_ms = static_cast<int>(s.integer("store_timeout_ms"));
+    return store::open_mongodb(o);
+  }
   std::filesystem::path dir(s.text("data"));
   if (auto ok = make_data_dir(dir, false); !ok) return std::move(ok).error();
   store::sqlite_options o;

@@ -21,8 +21,8 @@ namespace certfleet::app {
 // The data directory, created 0700 when missing (an existing one is left as it is; with
 // warn_if_open, a warning when group or others have access).
 result<void> make_data_dir(const std::filesystem::path& dir, bool warn_if_open);
-// The store setting: sqlite, or a MongoDB URI that is well formed — refused for now, since the
-// MongoDB backend holds the job queue only (docs/operations-mongodb.md). A setting error (exit 2).
+// The store setting: sqlite, or a well-formed MongoDB URI (docs/operations-mongodb.md). A
+// setting error (exit 2); whether the cluster answers is open_store's to find out.
 result<void> check_store_setting(const settings_map& s);
 result<std::unique_ptr<store::store>> open_store(const settings_map& s);
 queue::worker_options worker_options_from(const settings_map& s);

@@ -37,7 +37,7 @@ result<std::string> valid_store(const setting_def& def, std::string_view value);
 result<std::string> valid_certificate_ref(const setting_def& def, std::string_view value);
 result<std::string> valid_optional_server(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 53> table{{
+constexpr std::array<setting_def, 55> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -45,7 +45,11 @@ constexpr std::array<setting_def, 53> table{{
     {"data", T::string, S::process, 0, 0, "./var", "",
      "Data directory: the embedded store certfleet.db and the owner-token file live here.", valid_data},
     {"store", T::string, S::process, 0, 0, "sqlite", "",
-     "The store: sqlite (the embedded file in the data directory) or a mongodb:// / mongodb+srv:// URI of a replica set. The MongoDB backend holds the job queue only so far, so serve and the store commands refuse it (docs/operations-mongodb.md).", valid_store},
+     "The store: sqlite (the embedded file in the data directory) or a mongodb:// / mongodb+srv:// URI of a replica set (or sharded cluster), checked at start: a standalone server, w below majority or a non-primary read preference is refused (docs/operations-mongodb.md). The URI may hold a password: keep it in the config file, not on a command line others can read.", valid_store},
+    {"store_threads", T::integer, S::process, 1, 64, "4", "",
+     "MongoDB store: threads that run store calls, each with one pooled connection."},
+    {"store_timeout_ms", T::integer, S::process, 100, 600'000, "10000", "",
+     "MongoDB store: how long start waits for a primary (unless the URI sets serverSelectionTimeoutMS) and the maxTimeMS of every command."},
     {"key_file", T::string, S::process, 0, 0, "", "",
      "The key-encryption key file that seals secrets at rest; empty means DATA/certfleet.key. Back it up with the store."},
     {"log_level", T::choice, S::process, 0, 0, "info", "trace|debug|info|warn|error", "Process log level."},

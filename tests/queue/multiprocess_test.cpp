@@ -1,5 +1,7 @@
-// Real certfleet processes on one SQLite file: exactly-once claiming, SIGKILL recovery, a stale
+// Real certfleet processes on one store (the SQLite file; a MongoDB scratch database when
+// CERTFLEET_TEST_MONGODB_URI is set): exactly-once claiming, SIGKILL recovery, a stale
 // worker refused, idempotent enqueue races. Crash points are armed through the environment.
+#include "certfleet/store/mongodb.hpp"
 #include "certfleet/store/store.hpp"
 #include "http_client.hpp"
 #include "process.hpp"
@@ -51,6 +53,16 @@ class multiprocess : public ::testing::Test {
     return m[1];
   }
   std::unique_ptr<store::store> open() {
+    // The store the processes share: the SQLite file, or the MongoDB scratch database when
+    // CERTFLEET_TEST_MONGODB_URI is set.
+    if (auto uri = testbed::test_store_uri(dir.path().string()); !uri.empty()) {
+      store::mongodb_options o;
+      o.uri = uri;
+      o.change_stream = false;
+      auto s = store::open_mongodb(o);
+      if (!s) throw std::runtime_error(s.error().message);
+      return std::move(*s);
+    }
     auto s = store::open_sqlite({dir.file("certfleet.db"), 1, 10'000, false});
     if (!s) throw std::runtime_error(s.error().message);
     return std::move(*s);

@@ -1,5 +1,8 @@
 #include "process.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -111,11 +114,33 @@ int process::wait(std::chrono::milliseconds timeout) {
   return status_;
 }
 
+std::string test_store_uri(const std::string& data_dir) {
+  const char* base = std::getenv("CERTFLEET_TEST_MONGODB_URI");
+  if (!base || !*base) return {};
+  // The database is the data directory's (FNV-1a of its path): every process of one test shares
+  // it, no two tests do.
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : data_dir) h = (h ^ ch) * 1099511628211ull;
+  char db[40];
+  std::snprintf(db, sizeof db, "certfleet_t_%016llx", static_cast<unsigned long long>(h));
+  std::string uri = base;
+  const auto hosts = uri.find("://") + 3;
+  const auto query = uri.find('?', hosts);
+  const auto slash = uri.find('/', hosts);
+  const auto hosts_end = std::min(slash, query);
+  std::string rest = query == std::string::npos ? std::string() : uri.substr(query);
+  return uri.substr(0, hosts_end) + "/" + db + rest;
+}
+
 std::vector<std::string> certfleet_command(const std::string& data_dir, std::vector<std::string> args) {
   std::vector<std::string> argv{CERTFLEET_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back("--data");
   argv.push_back(data_dir);
+  if (auto uri = test_store_uri(data_dir); !uri.empty()) {
+    argv.push_back("--store");
+    argv.push_back(uri);
+  }
   return argv;
 }
 

@@ -34,6 +34,10 @@ class process {
 };
 
 // `certfleet ARGS… --data DATA`: the binary this build made, on a test's data directory.
+// With CERTFLEET_TEST_MONGODB_URI set, the MongoDB URI of the data directory's scratch database
+// (certfleet_t_<hash>), which certfleet_command passes as --store so every process of a test
+// shares one store; empty otherwise (the SQLite file in the data directory).
+std::string test_store_uri(const std::string& data_dir);
 std::vector<std::string> certfleet_command(const std::string& data_dir, std::vector<std::string> args);
 
 // Runs a command to completion; returns {exit status, stdout}.
