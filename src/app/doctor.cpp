@@ -3,6 +3,8 @@
 // doctor never migrates or repairs anything.
 #include "doctor.hpp"
 
+#include "certfleet/store/mongodb.hpp"
+
 #include "certfleet/api/tls.hpp"
 #include "certfleet/core/clock.hpp"
 #include "certfleet/core/secrets.hpp"
@@ -224,8 +226,21 @@ int run_doctor(const result<settings_map>& loaded, const doctor_flags& flags) {
   // Store: read-only look first; opened (for the checks below) only at this build's schema.
   const fs::path db = data / "certfleet.db";
   std::unique_ptr<store::store> st;
-  bool store_exists = fs::exists(db);
-  if (!store_exists) {
+  const bool on_mongodb = s.text("store") != "sqlite";
+  bool store_exists = on_mongodb || fs::exists(db);
+  if (on_mongodb) {
+    // A MongoDB store: opening it checks the replica set, majority writes and the schema.
+    auto opened = open_store(s);
+    if (!opened) {
+      lines.push_back(fail("store", opened.error().message,
+                           "see docs/operations-mongodb.md (what start checks); `certfleet store check` tests the cluster"));
+      store_exists = false;
+    } else {
+      st = std::move(*opened);
+      lines.push_back(ok("store", fmt::format("{}: a primary answered, schema current",
+                                              store::redacted_mongodb_uri(s.text("store")))));
+    }
+  } else if (!store_exists) {
     lines.push_back(warn("store", fmt::format("{} does not exist yet", db.string()),
                          "the first `certfleet serve` creates it; restore a backup with `certfleet restore --from FILE`"));
   } else if (auto report = store::inspect_sqlite(db.string()); !report) {

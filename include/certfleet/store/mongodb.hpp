@@ -1,9 +1,9 @@
 #pragma once
-// The MongoDB backend (DESIGN §10), built in stages. This stage: the connection (URI checks, a
-// replica set required, indexes and schema version at start) and the job queue — jobs, job logs
-// and projects — on a mongoc client pool, calls offloaded to store threads. The catalog, auth,
-// maintenance, leases and session slots are not built on MongoDB yet, so `serve --store
-// mongodb://…` is refused; docs/operations-mongodb.md says what exists.
+// The MongoDB backend (DESIGN §10): the connection (URI checks, a replica set required, indexes
+// and schema version at start, a w:majority write that proves the cluster can acknowledge one)
+// and every store interface on a mongoc client pool, calls offloaded to store threads.
+// docs/operations-mongodb.md says what was verified here (wire shapes and fault paths against
+// mockupdb) and what was not (a real replica set).
 #include "certfleet/core/error.hpp"
 #include "certfleet/store/store.hpp"
 

@@ -110,16 +110,7 @@ failure from_driver(const bson_error_t& err, const bson_t* reply) {
 
 }  // namespace
 
-std::optional<failure> connection::command(mongoc_client_t* client, const doc& cmd, doc& reply,
-                                           mongoc_client_session_t* session) const {
-  doc opts;
-  bson_error_t err{};
-  if (session && !mongoc_client_session_append(session, opts.get(), &err)) return from_driver(err, nullptr);
-  bson_t raw;
-  const bool ok = mongoc_client_command_with_opts(client, database_.c_str(), cmd.get(), nullptr, opts.get(), &raw, &err);
-  reply = doc::copy_of(&raw);
-  bson_destroy(&raw);
-  if (!ok) return from_driver(err, reply.get());
+std::optional<failure> reply_failure(const doc& reply) {
   // ok: 1 replies that still failed: a write error (the first says why) or a write concern
   // that was not satisfied.
   view v(reply.get());
@@ -142,6 +133,19 @@ std::optional<failure> connection::command(mongoc_client_t* client, const doc& c
     return f;
   }
   return std::nullopt;
+}
+
+std::optional<failure> connection::command(mongoc_client_t* client, const doc& cmd, doc& reply,
+                                           mongoc_client_session_t* session) const {
+  doc opts;
+  bson_error_t err{};
+  if (session && !mongoc_client_session_append(session, opts.get(), &err)) return from_driver(err, nullptr);
+  bson_t raw;
+  const bool ok = mongoc_client_command_with_opts(client, database_.c_str(), cmd.get(), nullptr, opts.get(), &raw, &err);
+  reply = doc::copy_of(&raw);
+  bson_destroy(&raw);
+  if (!ok) return from_driver(err, reply.get());
+  return reply_failure(reply);
 }
 
 namespace {

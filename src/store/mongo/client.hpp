@@ -93,6 +93,9 @@ class connection {
   time_ms offset_ms_ = 0;
 };
 
+// What an ok: 1 reply still says failed: its first write error, or a write concern error.
+std::optional<failure> reply_failure(const doc& reply);
+
 // `writeConcern: {w: "majority", wtimeout}` for a command outside a transaction.
 doc majority_write_concern(std::int32_t wtimeout_ms);
 // `readConcern: {level: "majority"}`.

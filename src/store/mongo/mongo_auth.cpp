@@ -17,6 +17,7 @@
 // commands inside connection::transaction carry the session and maxTimeMS only. Token and session
 // hashes are never logged and never read back (tokens are read with {hash: 0}).
 #include "mongo_auth.hpp"
+#include "schema.hpp"
 
 #include "certfleet/core/object_id.hpp"
 #include "commands.hpp"
@@ -1088,33 +1089,6 @@ std::unique_ptr<session_slot_store> make_session_slot_store(connection& c, execu
 
 namespace {
 
-struct index_spec {
-  const char* name;
-  std::vector<std::pair<const char*, int>> keys;
-  bool unique = false;
-  const char* partial_exists = nullptr;  // partial: the field exists
-};
-
-doc create_indexes(const char* coll, const std::vector<index_spec>& specs, std::int32_t max_time_ms) {
-  std::vector<doc> indexes;
-  for (const auto& s : specs) {
-    doc key;
-    for (const auto& [field, dir] : s.keys) key.i32(field, dir);
-    doc d;
-    d.sub("key", key).str("name", s.name);
-    if (s.unique) d.boolean("unique", true);
-    if (s.partial_exists) {
-      doc filter;
-      filter.sub(s.partial_exists, exists(true));
-      d.sub("partialFilterExpression", filter);
-    }
-    indexes.push_back(std::move(d));
-  }
-  doc cmd;
-  cmd.str("createIndexes", coll).array("indexes", indexes).sub("writeConcern", majority_write_concern(max_time_ms));
-  cmd.i32("maxTimeMS", max_time_ms);
-  return cmd;
-}
 
 }  // namespace
 
@@ -1133,9 +1107,8 @@ std::vector<doc> auth_index_commands(std::int32_t max_time_ms) {
   // Leases and system settings are keyed by name (_id): no index of their own.
   // Session slots: keyed by destination (_id); renew and release find a holder's slots.
   out.push_back(create_indexes("session_slots", {{"holder", {{"slots.job_id", 1}, {"slots.fence", 1}}}}, max_time_ms));
-  // Retention and the duration histogram read finished jobs by completed_at (partial: only jobs
-  // that have one are in it).
-  out.push_back(create_indexes("jobs", {{"retention", {{"completed_at", 1}}, false, "completed_at"}}, max_time_ms));
+  // Retention and the duration histogram read finished jobs by the jobs index "retention"
+  // (schema.cpp, with the jobs collection's other indexes).
   return out;
 }
 

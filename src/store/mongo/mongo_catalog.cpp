@@ -21,6 +21,7 @@
 //                           removed_at (0: still in the zone)}
 //   store_meta             {_id: "meta:<key>", value}   (_id "schema" is schema.cpp's)
 #include "mongo_catalog.hpp"
+#include "schema.hpp"
 
 #include "certfleet/core/object_id.hpp"
 #include "commands.hpp"
@@ -1253,35 +1254,6 @@ class store_impl final : public catalog_store {
 
 // ---- indexes -----------------------------------------------------------------------------------
 
-struct index_spec {
-  const char* name;
-  std::vector<std::pair<const char*, int>> keys;
-  bool unique = false;
-  const char* partial_exists = nullptr;  // partial: this field exists
-};
-
-doc create_indexes(const char* coll, const std::vector<index_spec>& specs, std::int32_t max_time_ms) {
-  std::vector<doc> indexes;
-  for (const auto& s : specs) {
-    doc key;
-    for (const auto& [field, dir] : s.keys) key.i32(field, dir);
-    doc d;
-    d.sub("key", key).str("name", s.name);
-    if (s.unique) d.boolean("unique", true);
-    if (s.partial_exists) {
-      doc exists;
-      exists.boolean("$exists", true);
-      doc filter;
-      filter.sub(s.partial_exists, exists);
-      d.sub("partialFilterExpression", filter);
-    }
-    indexes.push_back(std::move(d));
-  }
-  doc cmd;
-  cmd.str("createIndexes", coll).array("indexes", indexes).sub("writeConcern", majority_write_concern(max_time_ms));
-  cmd.i32("maxTimeMS", max_time_ms);
-  return cmd;
-}
 
 struct owned_catalog {
   std::unique_ptr<connection> c;

@@ -10,14 +10,6 @@ namespace certfleet::store::mongo {
 
 namespace {
 
-struct index_spec {
-  const char* name;
-  std::vector<std::pair<const char*, int>> keys;
-  bool unique = false;
-  // Partial filter: the field exists (a key that is absent is not indexed).
-  const char* partial_exists = nullptr;
-};
-
 doc index_doc(const index_spec& s) {
   doc key;
   for (const auto& [field, dir] : s.keys) key.i32(field, dir);
@@ -34,6 +26,8 @@ doc index_doc(const index_spec& s) {
   return d;
 }
 
+}  // namespace
+
 doc create_indexes(const char* coll, const std::vector<index_spec>& specs, std::int32_t max_time_ms) {
   std::vector<doc> indexes;
   for (const auto& s : specs) indexes.push_back(index_doc(s));
@@ -42,8 +36,6 @@ doc create_indexes(const char* coll, const std::vector<index_spec>& specs, std::
   cmd.i32("maxTimeMS", max_time_ms);
   return cmd;
 }
-
-}  // namespace
 
 std::vector<doc> index_commands(std::int32_t max_time_ms) {
   std::vector<doc> out;
@@ -55,6 +47,8 @@ std::vector<doc> index_commands(std::int32_t max_time_ms) {
           {claim_index_name, {{"q", 1}, {"ready_at", 1}, {"_id", 1}}, false, "q"},
           // Idempotent enqueue: one job per key in a project.
           {"idempotency", {{"project_id", 1}, {"idempotency_key", 1}}, true, "idempotency_key"},
+          // Retention: finished jobs, oldest first (and the durations of /metrics).
+          {"retention", {{"completed_at", 1}}, false, "completed_at"},
           // Expired leases, oldest first (the reaper).
           {"lease", {{"locked_until", 1}}, false, "locked_until"},
           // The job list, newest first, by project and by its filters.
