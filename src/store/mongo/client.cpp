@@ -205,12 +205,16 @@ connection::~connection() {
 }
 
 result<std::unique_ptr<connection>> connection::open(const mongodb_options& o) {
+  if (o.threads < 1 || o.threads > 64)
+    return make_error(errc::invalid_argument, "store_threads must be 1..64", "store_threads");
+  if (o.operation_timeout_ms < 100 || o.operation_timeout_ms > 600'000)
+    return make_error(errc::invalid_argument, "store_timeout_ms must be 100..600000", "store_timeout_ms");
   auto parsed = parse_uri(o.uri);
   if (!parsed) return std::move(parsed).error();
   std::unique_ptr<connection> c(new connection(o));
   c->uri_ = *parsed;
   if (o.server_selection_timeout_ms < 100 || o.server_selection_timeout_ms > 600'000)
-    return make_error(errc::invalid_argument, "server selection timeout must be 100..600000 ms", "store_timeout_ms");
+    return make_error(errc::invalid_argument, "store_timeout_ms must be 100..600000", "store_timeout_ms");
   // Timeouts the operator wrote in the URI win; the options give the rest.
   auto set_default = [&](const char* name, std::int32_t v) {
     if (!mongoc_uri_has_option(c->uri_, name)) mongoc_uri_set_option_as_int32(c->uri_, name, v);

@@ -229,4 +229,44 @@ doc finish_command(const finish_request& r, time_ms now, std::int32_t max_time_m
   return cmd;
 }
 
+namespace {
+void majority_unless(doc& cmd, bool in_transaction, std::int32_t max_time_ms) {
+  if (!in_transaction) {
+    doc wc;
+    wc.str("w", "majority").i32("wtimeout", max_time_ms);
+    cmd.sub("writeConcern", wc);
+  }
+  cmd.i32("maxTimeMS", max_time_ms);
+}
+}  // namespace
+
+doc next_log_seq_command(const std::string& job_id, const std::optional<lease_ref>& lease, std::int32_t max_time_ms,
+                         bool in_transaction) {
+  doc q;
+  q.str("_id", job_id);
+  if (lease) q.i64("fence", lease->fence).str("status", "active");
+  doc inc;
+  inc.i64("log_seq", 1);
+  doc update;
+  update.sub("$inc", inc);
+  doc fields;
+  fields.i32("log_seq", 1).i32("project_id", 1);
+  doc cmd;
+  cmd.str("findAndModify", "jobs").sub("query", q).sub("update", update).boolean("new", true).sub("fields", fields);
+  majority_unless(cmd, in_transaction, max_time_ms);
+  return cmd;
+}
+
+doc log_line_insert(const std::string& job_id, const bson_t* seq_value, std::string_view level, std::string_view message,
+                    std::string_view detail, time_ms now, std::int32_t max_time_ms, bool in_transaction) {
+  view v(seq_value);
+  doc line;
+  line.str("job_id", job_id).str("project_id", v.str("project_id")).i64("seq", v.i64("log_seq")).i64("ts", now);
+  line.str("level", level).str("message", message).str_or_null("detail", detail);
+  doc ins;
+  ins.str("insert", "job_logs").array("documents", {line});
+  majority_unless(ins, in_transaction, max_time_ms);
+  return ins;
+}
+
 }  // namespace certfleet::store::mongo

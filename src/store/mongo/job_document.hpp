@@ -5,6 +5,7 @@
 #include "bson_doc.hpp"
 #include "certfleet/store/job.hpp"
 
+#include <optional>
 #include <string>
 
 namespace certfleet::store::mongo {
@@ -30,5 +31,13 @@ struct time_expr {
 doc claim_command(const std::string& lane, const std::string& worker_id, time_ms due_by, const time_expr& now,
                   time_ms lease_ms, std::int32_t max_time_ms);
 doc finish_command(const finish_request& r, time_ms now, std::int32_t max_time_ms, bool in_transaction);
+
+// A log line's seq: the job's own counter, incremented under the lease's fence when there is one;
+// the reply's value carries log_seq and project_id (the line names its project).
+doc next_log_seq_command(const std::string& job_id, const std::optional<lease_ref>& lease, std::int32_t max_time_ms,
+                         bool in_transaction);
+// The insert of one line (unique {job_id, seq}: a second send of it fails on the key).
+doc log_line_insert(const std::string& job_id, const bson_t* seq_value, std::string_view level, std::string_view message,
+                    std::string_view detail, time_ms now, std::int32_t max_time_ms, bool in_transaction);
 
 }  // namespace certfleet::store::mongo

@@ -44,27 +44,13 @@ result<enqueue_outcome> mongo_job_tx::enqueue(const new_job& j, time_ms now) {
 
 result<std::int64_t> mongo_job_tx::append_log(const std::string& job_id, std::string_view level,
                                               std::string_view message, std::string_view detail, time_ms now) {
-  doc q;
-  q.str("_id", job_id);
-  doc inc;
-  inc.i64("log_seq", 1);
-  doc update;
-  update.sub("$inc", inc);
-  doc fields;
-  fields.i32("log_seq", 1).i32("project_id", 1);
-  doc cmd;
-  cmd.str("findAndModify", "jobs").sub("query", q).sub("update", update).boolean("new", true).sub("fields", fields);
-  cmd.i32("maxTimeMS", c_.max_time_ms());
   doc reply;
-  if (auto fail = c_.command(client_, cmd, reply, s_)) return keep(*fail, "append log in a transaction");
+  if (auto fail = c_.command(client_, next_log_seq_command(job_id, std::nullopt, c_.max_time_ms(), true), reply, s_))
+    return keep(*fail, "append log in a transaction");
   auto v = find_and_modify_value(reply);
   if (!v) return job_not_found(job_id);
   const auto seq = view(v->get()).i64("log_seq");
-  doc line;
-  line.str("job_id", job_id).str("project_id", view(v->get()).str("project_id")).i64("seq", seq).i64("ts", now).str("level", level).str("message", message);
-  line.str_or_null("detail", detail);
-  doc ins;
-  ins.str("insert", "job_logs").array("documents", {line}).i32("maxTimeMS", c_.max_time_ms());
+  const auto ins = log_line_insert(job_id, v->get(), level, message, detail, now, c_.max_time_ms(), true);
   if (auto fail = c_.command(client_, ins, reply, s_)) return keep(*fail, "append log in a transaction");
   return seq;
 }

@@ -557,18 +557,7 @@ class mongo_queue final : public job_queue {
           // The job's own counter gives the line its seq, under the lease's fence; the line is
           // inserted after. A lost insert leaves a gap in seq, never a duplicate: the cursor reads
           // seq > after, so a gap costs nothing.
-          doc q;
-          q.str("_id", job_id);
-          if (lease) q.i64("fence", lease->fence).str("status", "active");
-          doc inc;
-          inc.i64("log_seq", 1);
-          doc update;
-          update.sub("$inc", inc);
-          doc fields;
-          fields.i32("log_seq", 1).i32("project_id", 1);
-          doc cmd;
-          cmd.str("findAndModify", "jobs").sub("query", q).sub("update", update).boolean("new", true);
-          cmd.sub("fields", fields).sub("writeConcern", write_concern(*c_)).i32("maxTimeMS", c_->max_time_ms());
+          const auto cmd = next_log_seq_command(job_id, lease, c_->max_time_ms(), false);
           doc reply;
           // Not sent again after an unknown outcome: $inc is not idempotent (a gap at most).
           if (auto f = c_->command(client, cmd, reply)) return to_error(*f, "append log");
@@ -580,12 +569,7 @@ class mongo_queue final : public job_queue {
             return job_not_found(job_id);
           }
           const auto seq = view(v->get()).i64("log_seq");
-          doc line;
-          line.str("job_id", job_id).str("project_id", view(v->get()).str("project_id")).i64("seq", seq).i64("ts", now).str("level", level).str("message", message);
-          line.str_or_null("detail", detail);
-          doc ins;
-          ins.str("insert", "job_logs").array("documents", {line}).sub("writeConcern", write_concern(*c_));
-          ins.i32("maxTimeMS", c_->max_time_ms());
+          const auto ins = log_line_insert(job_id, v->get(), level, message, detail, now, c_->max_time_ms(), false);
           // The unique {job_id, seq} index makes a second send of the same line fail on the key:
           // sent again once after an unknown outcome, a duplicate key then means it landed.
           auto f = c_->command(client, ins, reply);
@@ -827,10 +811,6 @@ std::unique_ptr<job_queue> make_job_queue(connection& c, executor& ex, catalog_t
 }  // namespace mongo
 
 result<std::unique_ptr<mongodb_queue>> open_mongodb_queue(const mongodb_options& options) {
-  if (options.threads < 1 || options.threads > 64)
-    return make_error(errc::invalid_argument, "store threads must be 1..64", "store_threads");
-  if (options.operation_timeout_ms < 100 || options.operation_timeout_ms > 600'000)
-    return make_error(errc::invalid_argument, "operation timeout must be 100..600000 ms", "store_operation_timeout_ms");
   auto c = mongo::connection::open(options);
   if (!c) return std::move(c).error();
   if (auto ok = mongo::prepare_schema(**c); !ok) return std::move(ok).error();

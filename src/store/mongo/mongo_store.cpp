@@ -78,10 +78,6 @@ class mongo_store final : public store {
 }  // namespace mongo
 
 result<std::unique_ptr<store>> open_mongodb(const mongodb_options& options) {
-  if (options.threads < 1 || options.threads > 64)
-    return make_error(errc::invalid_argument, "store threads must be 1..64", "store_threads");
-  if (options.operation_timeout_ms < 100 || options.operation_timeout_ms > 600'000)
-    return make_error(errc::invalid_argument, "operation timeout must be 100..600000 ms", "store_operation_timeout_ms");
   auto c = mongo::connection::open(options);
   if (!c) return std::move(c).error();
   if (auto ok = mongo::prepare_schema(**c); !ok) return std::move(ok).error();
