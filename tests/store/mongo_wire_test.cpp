@@ -491,4 +491,224 @@ TEST_F(mongo_wire, a_change_stream_event_wakes_the_lane_it_names) {
       << json::serialize(pipeline[1]);
 }
 
+json::object cursor_of(std::string ns, json::array batch) {
+  return {{"ok", 1}, {"cursor", {{"id", 0}, {"ns", std::move(ns)}, {"firstBatch", std::move(batch)}}}};
+}
+
+TEST_F(mongo_wire, cancel_reads_and_writes_in_one_transaction_filtered_on_the_status_it_read) {
+  auto pending = job_doc("650000000000000000000004", "pending", 0, "");
+  auto cancelled = pending;
+  cancelled["status"] = "cancelled";
+  testbed::mockupdb db(dir, script({rule("find", cursor_of("certfleet.jobs", {pending}), 1, {{"find", "jobs"}}),
+                                    rule("findAndModify", {{"ok", 1}, {"value", cancelled}})}));
+  auto q = open(db);
+  ASSERT_TRUE(q);
+  auto r = run_sync(q->jobs().cancel("p1", "650000000000000000000004", t0));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->immediate);
+  EXPECT_EQ(r->job.status, job_status::cancelled);
+  std::vector<json::object> finds;
+  for (auto& f : db.commands("find"))
+    if (doc_of(f).at("find") == "jobs") finds.push_back(doc_of(f));
+  ASSERT_EQ(finds.size(), 1u);
+  EXPECT_EQ(json::serialize(finds[0].at("filter")), R"({"_id":"650000000000000000000004","project_id":"p1"})");
+  EXPECT_EQ(finds[0].at("startTransaction"), true);
+  const auto fam = doc_of(db.commands("findAndModify").at(0));
+  EXPECT_EQ(json::serialize(fam.at("query")), R"({"_id":"650000000000000000000004","status":"pending"})");
+  EXPECT_EQ(json::serialize(fam.at("update").at("$unset")), R"({"q":""})");  // out of the claim index
+  EXPECT_EQ(fam.at("update").at("$set").at("status"), "cancelled");
+  EXPECT_EQ(fam.at("txnNumber"), finds[0].at("txnNumber"));
+  EXPECT_FALSE(fam.contains("writeConcern"));
+  ASSERT_EQ(db.commands("commitTransaction").size(), 1u);
+}
+
+TEST_F(mongo_wire, a_completed_job_cannot_be_cancelled_and_nothing_is_written) {
+  testbed::mockupdb db(dir, script({rule("find", cursor_of("certfleet.jobs", {job_doc("j9", "completed", 1)}), 1,
+                                         {{"find", "jobs"}})}));
+  auto q = open(db);
+  ASSERT_TRUE(q);
+  auto r = run_sync(q->jobs().cancel("p1", "j9", t0));
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(r.error().is(errc::conflict));
+  EXPECT_EQ(r.error().field, "status");
+  EXPECT_TRUE(db.commands("findAndModify").empty());
+}
+
+TEST_F(mongo_wire, retry_counts_the_projects_minute_then_puts_the_job_back_in_line) {
+  auto dead = job_doc("650000000000000000000005", "dead", 3);
+  auto back = dead;
+  back["status"] = "pending";
+  testbed::mockupdb db(dir, script({rule("find", cursor_of("certfleet.jobs", {dead}), 1, {{"find", "jobs"}}),
+                                    rule("findAndModify", {{"ok", 1}, {"value", back}})}));
+  auto q = open(db);
+  ASSERT_TRUE(q);
+  auto r = run_sync(q->jobs().retry("p1", "650000000000000000000005", t0, 10));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->status, job_status::pending);
+  std::vector<json::object> windows;
+  for (auto& i : db.commands("insert"))
+    if (doc_of(i).at("insert") == "rate_windows") windows.push_back(doc_of(i));
+  ASSERT_EQ(windows.size(), 1u);  // the first retry of this minute
+  EXPECT_EQ(windows[0].at("documents").at(0).at("window").to_number<std::int64_t>(), t0 / 60'000);
+  EXPECT_TRUE(windows[0].contains("txnNumber"));
+  const auto fam = doc_of(db.commands("findAndModify").at(0));
+  EXPECT_EQ(json::serialize(fam.at("query")), R"({"_id":"650000000000000000000005","status":"dead"})");
+  EXPECT_EQ(fam.at("update").at("$set").at("q"), "main");  // claimable again
+  EXPECT_EQ(fam.at("update").at("$set").at("attempts").to_number<std::int64_t>(), 0);
+}
+
+TEST_F(mongo_wire, retry_past_the_projects_limit_is_rate_limited_and_changes_nothing) {
+  json::object window{{"_id", "p1:job_retry"}, {"window", t0 / 60'000}, {"count", 10}};
+  testbed::mockupdb db(dir, script({rule("find", cursor_of("certfleet.jobs", {job_doc("j5", "dead", 3)}), 1, {{"find", "jobs"}}),
+                                    rule("find", cursor_of("certfleet.rate_windows", {window}), 1, {{"find", "rate_windows"}})}));
+  auto q = open(db);
+  ASSERT_TRUE(q);
+  auto r = run_sync(q->jobs().retry("p1", "j5", t0, 10));
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(r.error().is(errc::rate_limited));
+  EXPECT_GE(r.error().retry_after_s, 1);
+  EXPECT_TRUE(db.commands("findAndModify").empty());
+  EXPECT_TRUE(db.commands("update").size() <= 1u);  // the schema version at start only
+}
+
+TEST_F(mongo_wire, the_reaper_returns_a_job_with_attempts_left_and_ends_one_without) {
+  auto left = job_doc("j1", "active", 2);
+  left["locked_until"] = t0 - 1;
+  auto spent = job_doc("j2", "active", 3);
+  spent["attempts"] = 3;
+  spent["locked_until"] = t0 - 1;
+  testbed::mockupdb db(dir, script({rule("find", cursor_of("certfleet.jobs", {left, spent}), 1, {{"find", "jobs"}}),
+                                    rule("findAndModify", {{"ok", 1}, {"value", left}}),
+                                    rule("findAndModify", {{"ok", 1}, {"value", spent}})}));
+  auto q = open(db);
+  ASSERT_TRUE(q);
+  auto n = run_sync(q->jobs().reap_expired(t0, 50));
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(*n, 2);
+  std::vector<json::object> finds;
+  for (auto& f : db.commands("find"))
+    if (doc_of(f).at("find") == "jobs") finds.push_back(doc_of(f));
+  ASSERT_EQ(finds.size(), 1u);
+  EXPECT_EQ(json::serialize(finds[0].at("filter")), R"({"status":"active","locked_until":{"$lte":1700000000000}})");
+  EXPECT_EQ(json::serialize(finds[0].at("sort")), R"({"locked_until":1})");
+  EXPECT_EQ(finds[0].at("limit").to_number<std::int64_t>(), 50);
+  auto fams = db.commands("findAndModify");
+  ASSERT_EQ(fams.size(), 2u);
+  const auto back = doc_of(fams[0]);
+  EXPECT_EQ(json::serialize(back.at("query")), R"({"_id":"j1","fence":2,"status":"active"})");
+  EXPECT_EQ(back.at("update").at("$set").at("status"), "pending");
+  EXPECT_EQ(back.at("update").at("$set").at("q"), "main");
+  const auto dead = doc_of(fams[1]);
+  EXPECT_EQ(dead.at("update").at("$set").at("status"), "dead");
+  EXPECT_TRUE(dead.at("update").at("$unset").as_object().contains("q"));
+}
+
+TEST_F(mongo_wire, the_job_list_counts_per_status_and_pages_newest_first) {
+  json::array counts{{{"_id", "pending"}, {"n", 3}}, {{"_id", "completed"}, {"n", 40}}};
+  testbed::mockupdb db(dir, script({rule("aggregate", cursor_of("certfleet.jobs", counts), 1, {{"aggregate", "jobs"}}),
+                                    rule("find", cursor_of("certfleet.jobs", {job_doc("j3", "completed", 1),
+                                                                              job_doc("j2", "completed", 1),
+                                                                              job_doc("j1", "completed", 1)}),
+                                         1, {{"find", "jobs"}})}));
+  auto q = open(db);
+  ASSERT_TRUE(q);
+  job_filter f;
+  f.project_id = "p1";
+  f.status = job_status::completed;
+  f.page_size = 2;
+  f.page = 2;
+  auto r = run_sync(q->jobs().list(f));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->total, 40);
+  EXPECT_EQ(r->counts[static_cast<std::size_t>(job_status::pending)], 3);
+  ASSERT_EQ(r->items.size(), 2u);
+  EXPECT_EQ(r->next_cursor, "j2");
+  const auto agg = doc_of(db.commands("aggregate").at(0));
+  EXPECT_EQ(json::serialize(agg.at("pipeline")),
+            R"([{"$match":{"project_id":"p1"}},{"$group":{"_id":"$status","n":{"$sum":1}}}])");
+  std::vector<json::object> finds;
+  for (auto& x : db.commands("find"))
+    if (doc_of(x).at("find") == "jobs") finds.push_back(doc_of(x));
+  ASSERT_EQ(finds.size(), 1u);
+  EXPECT_EQ(json::serialize(finds[0].at("filter")), R"({"project_id":"p1","status":"completed"})");
+  EXPECT_EQ(json::serialize(finds[0].at("sort")), R"({"_id":-1})");
+  EXPECT_EQ(finds[0].at("skip").to_number<std::int64_t>(), 2);
+  EXPECT_EQ(finds[0].at("limit").to_number<std::int64_t>(), 3);  // one more than the page: is there a next?
+}
+
+TEST_F(mongo_wire, lane_statistics_read_the_claim_index_in_one_aggregation) {
+  json::array groups{{{"_id", "main"}, {"n", 7}, {"oldest", t0 - 5000}}};
+  testbed::mockupdb db(dir, script({rule("aggregate", cursor_of("certfleet.jobs", groups), 1, {{"aggregate", "jobs"}})}));
+  auto q = open(db);
+  ASSERT_TRUE(q);
+  auto r = run_sync(q->jobs().lane_statistics(t0));
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ(r->at(0).lane, "main");
+  EXPECT_EQ(r->at(0).pending, 7);
+  EXPECT_EQ(r->at(0).oldest_ready_at, t0 - 5000);
+  EXPECT_EQ(r->at(1).pending, 0);
+  const auto agg = doc_of(db.commands("aggregate").at(0));
+  EXPECT_EQ(json::serialize(agg.at("pipeline").at(0)),
+            R"({"$match":{"q":{"$in":["main","dist"]},"status":{"$in":["pending","failed"]}}})");
+}
+
+TEST_F(mongo_wire, logs_are_read_by_cursor_and_progress_is_fenced) {
+  json::array lines{{{"job_id", "j1"}, {"seq", 4}, {"ts", t0}, {"level", "info"}, {"message", "a"}},
+                    {{"job_id", "j1"}, {"seq", 5}, {"ts", t0}, {"level", "info"}, {"message", "b"}}};
+  testbed::mockupdb db(dir, script({rule("find", cursor_of("certfleet.job_logs", lines), 1, {{"find", "job_logs"}}),
+                                    rule("update", {{"ok", 1}, {"n", 0}, {"nModified", 0}}, 1, {{"update", "jobs"}})}));
+  auto q = open(db);
+  ASSERT_TRUE(q);
+  auto page = run_sync(q->jobs().read_logs("j1", 3, 100));
+  ASSERT_TRUE(page) << page.error().message;
+  ASSERT_EQ(page->lines.size(), 2u);
+  EXPECT_EQ(page->next_cursor, 5);
+  std::vector<json::object> finds;
+  for (auto& x : db.commands("find"))
+    if (doc_of(x).at("find") == "job_logs") finds.push_back(doc_of(x));
+  ASSERT_EQ(finds.size(), 1u);
+  EXPECT_EQ(json::serialize(finds[0].at("filter")), R"({"job_id":"j1","seq":{"$gt":3}})");
+  EXPECT_EQ(json::serialize(finds[0].at("sort")), R"({"seq":1})");
+  auto progress = run_sync(q->jobs().set_progress({"j1", 6}, 3, 10));
+  ASSERT_FALSE(progress);
+  EXPECT_TRUE(progress.error().is(errc::lease_lost));  // n: 0, the fence moved on
+  std::vector<json::object> updates;
+  for (auto& x : db.commands("update"))
+    if (doc_of(x).at("update") == "jobs") updates.push_back(doc_of(x));
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(json::serialize(updates[0].at("updates").at(0).at("q")), R"({"_id":"j1","fence":6,"status":"active"})");
+  expect_majority(updates[0]);
+}
+
+TEST_F(mongo_wire, a_project_is_ensured_by_one_upsert_and_a_taken_name_is_a_conflict) {
+  json::object p{{"_id", "650000000000000000000010"}, {"name", "default"}, {"created_at", t0}};
+  testbed::mockupdb db(dir, script({rule("findAndModify",
+                                         {{"ok", 1}, {"value", p}, {"lastErrorObject", {{"n", 1}, {"updatedExisting", false}}}}),
+                                    rule("insert",
+                                         {{"ok", 1},
+                                          {"n", 0},
+                                          {"writeErrors", json::array{{{"index", 0},
+                                                                       {"code", 11000},
+                                                                       {"keyPattern", {{"name", 1}}},
+                                                                       {"errmsg", "E11000 duplicate key error index: name"}}}}},
+                                         1, {{"insert", "projects"}})}));
+  auto q = open(db);
+  ASSERT_TRUE(q);
+  auto r = run_sync(q->projects().ensure("default", t0));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->second);
+  EXPECT_EQ(r->first.id, "650000000000000000000010");
+  const auto fam = doc_of(db.commands("findAndModify").at(0));
+  EXPECT_EQ(fam.at("findAndModify"), "projects");
+  EXPECT_EQ(json::serialize(fam.at("query")), R"({"name":"default"})");
+  EXPECT_EQ(fam.at("upsert"), true);
+  EXPECT_TRUE(fam.at("update").as_object().contains("$setOnInsert"));
+  expect_majority(fam);
+  auto taken = run_sync(q->projects().create("default", t0));
+  ASSERT_FALSE(taken);
+  EXPECT_TRUE(taken.error().is(errc::conflict));
+  EXPECT_EQ(taken.error().field, "name");
+}
+
 }  // namespace
