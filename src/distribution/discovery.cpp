@@ -153,6 +153,14 @@ discovery_source_spec parse_discovery_source_doc(const store::catalog_object& o)
   return s;
 }
 
+bool discovery_scan_due(const store::catalog_object& source, std::int64_t schedule_s, time_ms now) {
+  if (schedule_s <= 0) return false;
+  auto d = doc_of(source);
+  time_ms since = source.created_at;
+  if (auto* lr = d.if_contains("last_run"); lr && lr->is_object()) since = std::max(since, num(lr->as_object(), "finished_at"));
+  return now - since >= schedule_s * 1000;
+}
+
 json::object discovery_source_view(const store::catalog_object& o) {
   auto d = doc_of(o);
   json::object v{{"id", o.id}, {"name", o.name}, {"created_at", certfleet::json::time_value(o.created_at)}};

@@ -146,7 +146,7 @@ struct scheduler::impl : std::enable_shared_from_this<impl> {
     }
     for (const auto& src : *sources) {
       const auto spec = distribution::parse_discovery_source_doc(src);
-      if (spec.schedule_s <= 0) continue;
+      if (!distribution::discovery_scan_due(src, spec.schedule_s, now)) continue;
       if (clock.now_ms() >= lease->expires_at) co_return;
       queue::enqueue_request r;
       r.project_id = src.project_id;

@@ -1,6 +1,8 @@
 // discovery_execute as a job of a real certfleet process: sources validated against
 // discovery_allow_list, a scan of `openssl s_server` endpoints and a closed port, the discovered
 // certificates with their findings and filters, and an import as a managed certificate.
+#include "certfleet/distribution/discovery.hpp"
+#include "certfleet/store/catalog.hpp"
 #include "certfleet/core/object_id.hpp"
 #include "dist_fixture.hpp"
 #include "s_server.hpp"
@@ -159,3 +161,19 @@ TEST(discovery, a_stalled_handshake_times_out_within_the_deadline_and_a_source_w
 
 }  // namespace
 }  // namespace dist_test
+
+// The scheduler's rule for scheduled scans: a whole period since the last run ended, or since the
+// source was created — not at once for a new source, nor again right after a run by hand.
+TEST(discovery_schedule, a_scan_is_due_a_whole_period_after_the_last_run_or_the_creation) {
+  certfleet::store::catalog_object src;
+  src.created_at = 1'000'000;
+  src.doc = R"({"endpoints":["127.0.0.1:443"],"schedule_s":3600})";
+  const std::int64_t hour = 3'600'000;
+  EXPECT_FALSE(certfleet::distribution::discovery_scan_due(src, 3600, src.created_at + 1000));
+  EXPECT_FALSE(certfleet::distribution::discovery_scan_due(src, 3600, src.created_at + hour - 1));
+  EXPECT_TRUE(certfleet::distribution::discovery_scan_due(src, 3600, src.created_at + hour));
+  EXPECT_FALSE(certfleet::distribution::discovery_scan_due(src, 0, src.created_at + 100 * hour));  // by hand only
+  src.doc = R"({"schedule_s":3600,"last_run":{"job_id":"j","finished_at":)" + std::to_string(src.created_at + 5 * hour) + "}}";
+  EXPECT_FALSE(certfleet::distribution::discovery_scan_due(src, 3600, src.created_at + 5 * hour + 10));
+  EXPECT_TRUE(certfleet::distribution::discovery_scan_due(src, 3600, src.created_at + 6 * hour));
+}

@@ -53,6 +53,10 @@ bool discovered_matches(const store::catalog_object& o, std::string_view source,
 std::string discovery_payload_json(std::string_view source_id);
 std::string discovery_run_key(std::string_view source_id, time_ms now);
 std::string discovery_schedule_key(std::string_view source_id, std::int64_t schedule_s, time_ms now);
+// Whether the scheduler owes a source a scan: a whole schedule_s since its last run ended (by hand
+// or scheduled), or since it was created when it never ran — so a new source, or one just run by
+// hand, waits a period instead of being scanned again at once.
+bool discovery_scan_due(const store::catalog_object& source, std::int64_t schedule_s, time_ms now);
 
 struct discovery_options {
   boost::asio::thread_pool* cpu = nullptr;  // name resolution
