@@ -280,8 +280,9 @@ int serve(const settings_map& settings) {
   mallopt(M_ARENA_MAX, 2);
   log::init(settings.text("log_level"), settings.text("log_format"));
   raise_fd_limit();
-  // TLS files are checked before anything else happens: a certificate or key that cannot be
-  // served is a configuration error (exit 2), named like every other bad setting.
+  // The store setting and the TLS files are checked before anything else happens: a store URI
+  // that is not usable, or a certificate or key that cannot be served, is a configuration error
+  // (exit 2), named like every other bad setting.
   if (auto ok = check_store_setting(settings); !ok) {
     start_refused(settings, ok.error().message);
     return 2;
