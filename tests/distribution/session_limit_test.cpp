@@ -131,6 +131,10 @@ TEST(session_limit, sixty_targets_two_sshd_two_workers_one_killed_never_more_tha
   }
   ASSERT_TRUE(killed) << "the doomed worker never held a job while the run was going";
   EXPECT_NE(doomed.wait(10s), -1);
+  // What the kill interrupted: the doomed worker's jobs still active once it is gone (between the
+  // sample above and the signal it may have finished them all, in a slow sanitized run).
+  const auto active_at_kill = std::stoll(
+      sql(env, fmt::format("SELECT count(*) FROM jobs WHERE locked_by = '{}' AND status = 'active'", doomed_id)));
   EXPECT_GT(held_slots, 0) << "the doomed worker held no session slot when it was killed";
   std::cerr << "killed worker " << doomed_id << " holding " << held_slots << " session slots\n";
 
@@ -166,7 +170,10 @@ TEST(session_limit, sixty_targets_two_sshd_two_workers_one_killed_never_more_tha
   // the batch's own next attempt when its lease ran out first (a slow, sanitized run); its slots
   // came back (the survivor finished the run); none is left held.
   const auto reattempted = sql(env, "SELECT count(*) FROM jobs WHERE type = 'distribution_execute' AND attempts > 1");
-  EXPECT_TRUE(num(d.at("fan_out"), "retry_wave") >= 1 || reattempted != "0") << json::serialize(d);
+  if (active_at_kill > 0)
+    EXPECT_TRUE(num(d.at("fan_out"), "retry_wave") >= 1 || reattempted != "0") << json::serialize(d);
+  else
+    std::cerr << "the doomed worker had finished its jobs when the signal landed: nothing was left to re-attempt\n";
   EXPECT_EQ(sql(env, "SELECT count(*) FROM session_slots s JOIN jobs j ON j.id = s.job_id AND j.fence = s.fence "
                      "WHERE j.status = 'active'"),
             "0");
