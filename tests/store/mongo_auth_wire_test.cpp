@@ -26,13 +26,8 @@ namespace {
 
 constexpr time_ms t0 = 1'700'000'000'000;
 
-json::object rule(std::string command, json::object reply, int times = 1, json::object match = {}) {
-  json::object r{{"command", std::move(command)}, {"reply", std::move(reply)}, {"times", times}};
-  if (!match.empty()) r["match"] = std::move(match);
-  return r;
-}
-
-json::object script(json::array rules) { return json::object{{"rules", std::move(rules)}}; }
+using testbed::mongo_script::rule;
+using testbed::mongo_script::script;
 
 json::object batch(std::string coll, json::array docs) {
   return {{"ok", 1}, {"cursor", {{"id", 0}, {"ns", "certfleet." + coll}, {"firstBatch", std::move(docs)}}}};

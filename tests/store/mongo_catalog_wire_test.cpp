@@ -37,12 +37,8 @@ namespace {
 
 constexpr time_ms t0 = 1'700'000'000'000;
 
-json::object rule(std::string command, json::object reply, int times = 1, json::object match = {}) {
-  json::object r{{"command", std::move(command)}, {"reply", std::move(reply)}, {"times", times}};
-  if (!match.empty()) r["match"] = std::move(match);
-  return r;
-}
-json::object script(json::array rules) { return json::object{{"rules", std::move(rules)}}; }
+using testbed::mongo_script::rule;
+using testbed::mongo_script::script;
 json::object cursor(std::string ns, json::array docs, std::int64_t id = 0, const char* batch = "firstBatch") {
   return json::object{{"ok", 1}, {"cursor", {{"id", id}, {"ns", "certfleet." + ns}, {batch, std::move(docs)}}}};
 }

@@ -36,13 +36,8 @@ json::object job_doc(std::string id, std::string status, std::int64_t fence, std
   return d;
 }
 
-json::object rule(std::string command, json::object reply, int times = 1, json::object match = {}) {
-  json::object r{{"command", std::move(command)}, {"reply", std::move(reply)}, {"times", times}};
-  if (!match.empty()) r["match"] = std::move(match);
-  return r;
-}
-
-json::object script(json::array rules) { return json::object{{"rules", std::move(rules)}}; }
+using testbed::mongo_script::rule;
+using testbed::mongo_script::script;
 
 // What the store's commands carry outside a transaction.
 void expect_majority(const json::object& d) {

@@ -181,4 +181,17 @@ class mockupdb {
   std::uint16_t port_ = 0;
 };
 
+// Building scripts: `rule("findAndModify", reply, times, match)` and `script({rules…})`, one
+// spelling for every wire test.
+namespace mongo_script {
+inline boost::json::object rule(std::string command, boost::json::object reply, int times = 1,
+                                boost::json::object match = {}) {
+  boost::json::object r{{"command", std::move(command)}, {"reply", std::move(reply)}, {"times", times}};
+  if (!match.empty()) r["match"] = std::move(match);
+  return r;
+}
+inline boost::json::object script(boost::json::array rules) { return boost::json::object{{"rules", std::move(rules)}}; }
+}  // namespace mongo_script
+
 }  // namespace testbed
+
