@@ -13,6 +13,8 @@
 #include "run_sync.hpp"
 #include "temp_dir.hpp"
 
+#include "mongo_catalog.hpp"
+
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
@@ -21,12 +23,6 @@
 #include <string>
 #include <vector>
 
-namespace certfleet::store::mongo {
-// Declared in src/store/mongo/mongo_catalog.hpp, which this target cannot include: the driver's
-// headers are PRIVATE to certfleet_store. Only public types cross.
-result<std::shared_ptr<catalog_store>> open_catalog_only(const mongodb_options& o);
-std::vector<std::string> catalog_index_commands_json(std::int32_t max_time_ms);
-}  // namespace certfleet::store::mongo
 
 using namespace certfleet;
 using namespace certfleet::store;
@@ -92,10 +88,10 @@ class mongo_catalog_wire : public ::testing::Test {
 };
 
 TEST(mongo_catalog_indexes, each_collection_gets_the_indexes_its_queries_sort_on_with_a_majority_write) {
-  const auto cmds = mongo::catalog_index_commands_json(2000);
+  const auto cmds = mongo::catalog_index_commands(2000);
   ASSERT_EQ(cmds.size(), 5u);
   std::vector<json::object> docs;
-  for (const auto& c : cmds) docs.push_back(json::parse(c).as_object());
+  for (const auto& c : cmds) docs.push_back(json::parse(c.json()).as_object());
   for (const auto& d : docs) {
     EXPECT_EQ(d.at("writeConcern").at("w"), "majority") << s(d);
     EXPECT_EQ(d.at("maxTimeMS").to_number<int>(), 2000);

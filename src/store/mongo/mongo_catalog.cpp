@@ -1329,12 +1329,6 @@ std::vector<doc> catalog_index_commands(std::int32_t max_time_ms) {
   return out;
 }
 
-std::vector<std::string> catalog_index_commands_json(std::int32_t max_time_ms) {
-  std::vector<std::string> out;
-  for (const auto& d : catalog_index_commands(max_time_ms)) out.push_back(d.json());
-  return out;
-}
-
 result<std::shared_ptr<catalog_store>> open_catalog_only(const mongodb_options& o) {
   auto c = connection::open(o);
   if (!c) return std::move(c).error();

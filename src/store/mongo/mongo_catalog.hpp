@@ -22,12 +22,8 @@ std::unique_ptr<catalog_store> make_catalog_store(connection& c, executor& ex, c
 // createIndexes for the catalog's collections, as sent at start.
 std::vector<doc> catalog_index_commands(std::int32_t max_time_ms);
 
-// For the catalog's wire tests, whose target does not see the driver's headers (mongoc/bson are
-// PRIVATE to certfleet_store): only public types, so a test may declare them itself.
-// The catalog alone on its own connection (connection::open: hello only, no indexes, no schema
+// For the catalog's wire tests: the catalog alone on its own connection (connection::open: hello only, no indexes, no schema
 // write) and store threads, the factory bound to make_catalog_tx; the pointer owns all of it.
 result<std::shared_ptr<catalog_store>> open_catalog_only(const mongodb_options& o);
-// catalog_index_commands as relaxed Extended JSON.
-std::vector<std::string> catalog_index_commands_json(std::int32_t max_time_ms);
 
 }  // namespace certfleet::store::mongo
