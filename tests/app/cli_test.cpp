@@ -9,7 +9,10 @@
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -303,6 +306,41 @@ TEST(cli, the_store_setting_is_checked_and_an_unreachable_mongodb_fails_clearly)
   EXPECT_EQ(check.status, to_int(exit_code::usage));
   EXPECT_NE(check.err.find("certfleet doctor"), std::string::npos) << check.err;
   EXPECT_FALSE(std::filesystem::exists(data + "/certfleet.db"));
+}
+
+// A SIGKILLed certfleet leaves the MongoDB driver's /dev/shm/mongoc-<pid> behind; the next
+// process with that pid (any command, the SQLite store too) must neither print the driver's
+// warning on stderr, which would break the JSON it prints, nor keep the stale file. The child
+// makes the file for its own pid and then becomes certfleet: exec keeps the pid.
+TEST(cli, a_stale_driver_file_for_our_pid_is_removed_and_stderr_stays_clean) {
+  int err_pipe[2];
+  ASSERT_EQ(::pipe(err_pipe), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string stale = "/dev/shm/mongoc-" + std::to_string(::getpid());
+    const int fd = ::open(stale.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    if (fd < 0 || ::write(fd, "stale", 5) != 5) ::_exit(120);
+    ::close(fd);
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    ::close(err_pipe[0]);
+    ::close(err_pipe[1]);
+    const int null_fd = ::open("/dev/null", O_WRONLY);
+    ::dup2(null_fd, STDOUT_FILENO);
+    ::execl(CERTFLEET_BINARY, CERTFLEET_BINARY, "--version", static_cast<char*>(nullptr));
+    ::_exit(121);
+  }
+  ::close(err_pipe[1]);
+  std::string err;
+  char buf[512];
+  for (ssize_t n; (n = ::read(err_pipe[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<std::size_t>(n));
+  ::close(err_pipe[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(err, "");
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/mongoc-" + std::to_string(child)));
 }
 
 }  // namespace
