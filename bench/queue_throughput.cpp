@@ -6,17 +6,24 @@
 // --dead 1: every job fails for good (dead), to measure what a dead job costs with the job.dead
 // hook (--dead-hook on, as shipped) or without it (off: the hook sees distribution jobs only), and
 // with a job.dead rule in the project (--dead-rule 1: each death enqueues a notification.send).
+// --store mongodb://…: the same run on a MongoDB replica set the operator has, in a scratch
+// database (certfleet_bench_<pid>) dropped at the end; the URI's own database is not touched.
+// --enqueue-from other: the latency phase enqueues through a second store connection (for
+// MongoDB another client pool, as another machine would), so nothing wakes the worker in-process:
+// the change stream (MongoDB) or the poll (SQLite, every 20 ms) does.
 #include "certfleet/core/clock.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/store/catalog.hpp"
+#include "certfleet/store/mongodb.hpp"
 #include "certfleet/store/store.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
@@ -63,7 +70,7 @@ T run(asio::io_context& ioc, asio::awaitable<T> a) {
 int main(int argc, char** argv) {
   long jobs = 100'000, preload = 0, latency_jobs = 1000, latency_rate = 200;
   int concurrency = 256, batch = 32;
-  std::string dir, synchronous = "normal", dead_hook = "on";
+  std::string dir, synchronous = "normal", dead_hook = "on", store_uri = "sqlite", enqueue_from = "same";
   bool dead = false, dead_rule = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
@@ -78,10 +85,12 @@ int main(int argc, char** argv) {
     else if (a == "--dead") dead = v == "1";
     else if (a == "--dead-hook") dead_hook = v;
     else if (a == "--dead-rule") dead_rule = v == "1";
+    else if (a == "--store") store_uri = v;
+    else if (a == "--enqueue-from" && (v == "same" || v == "other")) enqueue_from = v;
     else {
       std::cerr << "usage: queue_throughput [--jobs N] [--preload M] [--concurrency C] [--claim-batch B] "
                    "[--dir DIR] [--synchronous normal|full] [--latency-jobs M] [--latency-rate R] [--dead 0|1] "
-                   "[--dead-hook on|off] [--dead-rule 0|1]\n";
+                   "[--dead-hook on|off] [--dead-rule 0|1] [--store sqlite|mongodb://…] [--enqueue-from same|other]\n";
       return 2;
     }
   }
@@ -90,12 +99,31 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   spdlog::set_level(spdlog::level::warn);
 
-  auto opened = store::open_sqlite({dir + "/certfleet.db", 2, 10'000, synchronous == "full"});
+  const bool mongodb = store_uri != "sqlite";
+  store::mongodb_options mongo;
+  mongo.uri = store_uri;
+  mongo.database = fmt::format("certfleet_bench_{}", getpid());
+  auto open = [&]() -> result<std::unique_ptr<store::store>> {
+    if (!mongodb) return store::open_sqlite({dir + "/certfleet.db", 2, 10'000, synchronous == "full"});
+    if (auto ok = store::validate_mongodb_uri(store_uri); !ok) return std::move(ok).error();
+    return store::open_mongodb(mongo);
+  };
+  auto opened = open();
   if (!opened) {
     std::cerr << opened.error().message << "\n";
     return 1;
   }
   auto& st = **opened;
+  // The second connection of --enqueue-from other: another client pool, like another machine's.
+  std::unique_ptr<store::store> other;
+  if (enqueue_from == "other") {
+    auto o = open();
+    if (!o) {
+      std::cerr << "second connection: " << o.error().message << "\n";
+      return 1;
+    }
+    other = std::move(*o);
+  }
   // As `certfleet serve` runs it: distribution jobs report to their run when they end.
   auto hook = distribution::make_terminal_hook();
   hook.every_dead = dead_hook == "on";
@@ -167,8 +195,11 @@ int main(int argc, char** argv) {
   queue::worker w(ioc.get_executor(), st, handlers, clock, o);
   // Latency as the peers measure it: jobs enqueued one by one at a steady rate to an idle worker,
   // from the enqueue call to the handler's start (the worker is woken in-process, as with API enqueues).
-  queue::queue_service qs(st, handlers, clock);
-  qs.on_enqueued = [&](std::string_view lane) { w.wake(lane); };
+  queue::queue_service qs(other ? *other : st, handlers, clock);
+  if (!other) qs.on_enqueued = [&](std::string_view lane) { w.wake(lane); };
+  // As serve wires it: jobs another connection made claimable wake the lane (MongoDB's change
+  // stream; a no-op on SQLite, where the poll finds them).
+  st.watch_claimable([&](std::string_view lane) { asio::post(ioc, [&w, lane = std::string(lane)] { w.wake(lane); }); });
   std::unordered_map<std::string, steady::time_point> enqueued_at;
   std::vector<std::uint32_t> enqueue_to_start_us;
   queue::handler_fn real_noop = *handlers.find("noop");
@@ -217,18 +248,26 @@ int main(int argc, char** argv) {
   double process_s = std::chrono::duration<double>(p1 - p0).count();
   const auto& s = w.stats();
   std::cout << fmt::format(
-                   "{{\"peer\":\"certfleet\",\"jobs\":{},\"preload\":{},\"concurrency\":{},\"claim_batch\":{},"
+                   "{{\"peer\":\"certfleet\",\"store\":\"{}\",\"enqueue_from\":\"{}\",\"jobs\":{},\"preload\":{},\"concurrency\":{},\"claim_batch\":{},"
                    "\"synchronous\":\"{}\",\"dead\":{},\"dead_hook\":\"{}\",\"dead_rule\":{},\"enqueue_per_s\":{:.0f},\"processed_per_s\":{:.0f},"
                    "\"claim_p50_ms\":{:.3f},\"claim_p99_ms\":{:.3f},\"claim_to_start_p50_ms\":{:.3f},"
                    "\"claim_to_start_p99_ms\":{:.3f},\"p50_ms\":{:.3f},\"p99_ms\":{:.3f},\"claims\":{},\"completed\":{},"
-                   "\"peak_rss_mb\":{:.1f},\"latency\":\"enqueue->handler start, {} jobs enqueued one by one at {}/s to an idle worker\"}}",
-                   jobs, preload, concurrency, batch, synchronous, dead, dead_hook, dead_rule, jobs / enqueue_s, jobs / process_s,
+                   "\"peak_rss_mb\":{:.1f},\"latency\":\"enqueue->handler start, {} jobs enqueued one by one at {}/s to an idle worker{}\"}}",
+                   mongodb ? "mongodb" : "sqlite", enqueue_from, jobs, preload, concurrency, batch, synchronous, dead, dead_hook, dead_rule, jobs / enqueue_s, jobs / process_s,
                    percentile(s.claim_us, 0.5), percentile(s.claim_us, 0.99), percentile(s.claim_to_start_us, 0.5),
                    percentile(s.claim_to_start_us, 0.99), percentile(enqueue_to_start_us, 0.5),
                    percentile(enqueue_to_start_us, 0.99), s.claim_calls, s.completed, peak_rss_kb() / 1024.0, latency_jobs,
-                   latency_rate)
+                   latency_rate,
+                   !other   ? " (woken in-process, as with API enqueues)"
+                   : mongodb ? " (enqueued on a second client pool: woken by the change stream)"
+                             : " (enqueued on a second connection: found by the 20 ms poll)")
             << std::endl;
+  if (other) other->close();
   st.close();
   std::filesystem::remove_all(dir);
+  if (mongodb) {
+    if (auto dropped = store::drop_mongodb_database(mongo); !dropped)
+      std::cerr << "dropping " << mongo.database << ": " << dropped.error().message << "\n";
+  }
   return s.completed + s.dead == jobs + latency_jobs ? 0 : 1;
 }
