@@ -46,7 +46,7 @@ export function renderCertificateDetail(ctx) {
           row('Name', String(c.name ?? '')), row('Status', fmt.outcomeTag(String(c.status ?? ''))),
           row('Source', c.source === 'acme' ? 'ACME' : 'Uploaded'), row('Version', String(c.version ?? '')),
           revoked ? row('Revoked', revoked) : null,
-          row('Revocation', fmt.revocationCheck(c.revocation_check, c.revocation)),
+          row('Revocation', fmt.revocationCheck(c.revocation_check)),
           ...(c.source === 'acme' ? [row('Domains', Array.isArray(c.domains) ? c.domains.join(', ') : ''),
             row('Auto-renew', c.auto_renew ? 'Yes' : 'No'),
             row('Renewal Window', renewalWindow(c.renewal, true)),

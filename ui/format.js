@@ -148,11 +148,11 @@ export function revocationSource(source) {
 /**
  * What the last revocation_check learned about a certificate's current version, as one line:
  * good (green), revoked (red), error = not checked (orange), unknown (grey); null: "Not checked yet".
+ * A revoked certificate's reason and time are the page's Revoked row, not repeated here.
  * @param {any} rc the view's `revocation_check`
- * @param {any} [revocation] the view's `revocation` (reason and time of a revoked certificate)
  * @returns {HTMLElement}
  */
-export function revocationCheck(rc, revocation) {
+export function revocationCheck(rc) {
   if (!rc) return h('span', { class: 'revocation rev-none muted', 'data-revocation': 'none', text: 'Not checked yet' });
   const status = String(rc.status ?? '');
   const src = revocationSource(rc.source);
@@ -162,12 +162,8 @@ export function revocationCheck(rc, revocation) {
       rc.next_update ? [', next update ', timeEl(rc.next_update)] : [], ')');
   }
   if (status === 'revoked') {
-    const reason = revocation?.reason ?? null;
-    const at = revocation?.revoked_at ?? null;
-    const by = revocationSource(revocation?.source ?? rc.source);
     return h('span', { class: 'revocation rev-revoked', 'data-revocation': 'revoked' },
-      h('span', { class: 'tag rev-tag-revoked', text: 'Revoked' }), ` (${reason ?? 'no reason given'}`,
-      at ? [', ', timeEl(at)] : [], by ? `, seen by ${by}` : '', '; checked ', timeEl(rc.checked_at), ')');
+      h('span', { class: 'tag rev-tag-revoked', text: 'Revoked' }), ` (${src ? `${src}, ` : ''}checked `, timeEl(rc.checked_at), ')');
   }
   if (status === 'error') {
     return h('span', { class: 'revocation rev-error', 'data-revocation': 'error' },
