@@ -103,6 +103,16 @@ int main(int argc, char** argv) {
   store::mongodb_options mongo;
   mongo.uri = store_uri;
   mongo.database = fmt::format("certfleet_bench_{}", getpid());
+  // The scratch database goes on every way out once it exists, a failed run's included (declared
+  // before the stores, so it runs after they are closed).
+  struct drop_scratch_database {
+    const store::mongodb_options* options;
+    ~drop_scratch_database() {
+      if (!options) return;
+      if (auto dropped = store::drop_mongodb_database(*options); !dropped)
+        std::cerr << "dropping " << options->database << ": " << dropped.error().message << "\n";
+    }
+  } scratch{nullptr};
   auto open = [&]() -> result<std::unique_ptr<store::store>> {
     if (!mongodb) return store::open_sqlite({dir + "/certfleet.db", 2, 10'000, synchronous == "full"});
     if (auto ok = store::validate_mongodb_uri(store_uri); !ok) return std::move(ok).error();
@@ -114,6 +124,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto& st = **opened;
+  if (mongodb) scratch.options = &mongo;
   // The second connection of --enqueue-from other: another client pool, like another machine's.
   std::unique_ptr<store::store> other;
   if (enqueue_from == "other") {
@@ -194,7 +205,8 @@ int main(int argc, char** argv) {
   o.record_latency = true;
   queue::worker w(ioc.get_executor(), st, handlers, clock, o);
   // Latency as the peers measure it: jobs enqueued one by one at a steady rate to an idle worker,
-  // from the enqueue call to the handler's start (the worker is woken in-process, as with API enqueues).
+  // from the enqueue call to the handler's start. The worker is woken in-process, as with API
+  // enqueues, unless --enqueue-from other.
   queue::queue_service qs(other ? *other : st, handlers, clock);
   if (!other) qs.on_enqueued = [&](std::string_view lane) { w.wake(lane); };
   // As serve wires it: jobs another connection made claimable wake the lane (MongoDB's change
@@ -265,9 +277,5 @@ int main(int argc, char** argv) {
   if (other) other->close();
   st.close();
   std::filesystem::remove_all(dir);
-  if (mongodb) {
-    if (auto dropped = store::drop_mongodb_database(mongo); !dropped)
-      std::cerr << "dropping " << mongo.database << ": " << dropped.error().message << "\n";
-  }
   return s.completed + s.dead == jobs + latency_jobs ? 0 : 1;
 }
