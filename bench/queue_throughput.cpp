@@ -115,7 +115,6 @@ int main(int argc, char** argv) {
   } scratch{nullptr};
   auto open = [&]() -> result<std::unique_ptr<store::store>> {
     if (!mongodb) return store::open_sqlite({dir + "/certfleet.db", 2, 10'000, synchronous == "full"});
-    if (auto ok = store::validate_mongodb_uri(store_uri); !ok) return std::move(ok).error();
     return store::open_mongodb(mongo);
   };
   auto opened = open();

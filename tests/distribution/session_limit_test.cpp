@@ -92,6 +92,16 @@ TEST(session_limit, sixty_targets_two_sshd_two_workers_one_killed_never_more_tha
   ASSERT_EQ(str(run, "mode"), "fan_out");
   ASSERT_EQ(run.at("job_ids").as_array().size(), 6u);
 
+  // The doomed worker's session slots (of its active jobs), `what` of them; `live_only`: only
+  // those the sessions listing counts (the slot's fence current, slot and lease not expired).
+  const auto doomed_slots_sql = [&](std::string_view what, bool live_only = false) {
+    constexpr std::string_view now = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
+    return fmt::format("SELECT {} FROM session_slots s JOIN jobs j ON j.id = s.job_id "
+                       "WHERE j.locked_by = '{}' AND j.status = 'active'{}",
+                       what, doomed_id,
+                       live_only ? fmt::format(" AND j.fence = s.fence AND s.expires_at > {0} AND j.locked_until > {0}", now)
+                                 : std::string());
+  };
   // SIGKILL the doomed worker while it delivers: some results are in and it holds a job (and,
   // delivering, session slots).
   bool killed = false;
@@ -100,13 +110,9 @@ TEST(session_limit, sixty_targets_two_sshd_two_workers_one_killed_never_more_tha
   for (auto until = std::chrono::steady_clock::now() + 120s; std::chrono::steady_clock::now() < until;) {
     auto done = std::stoll(sql(env, "SELECT count(*) FROM target_results WHERE status = 'succeeded'"));
     auto jobs = std::stoll(sql(env, fmt::format("SELECT count(*) FROM jobs WHERE locked_by = '{}' AND status = 'active'", doomed_id)));
-    held_slots = std::stoll(sql(env, fmt::format("SELECT count(*) FROM session_slots s JOIN jobs j ON j.id = s.job_id "
-                                                 "WHERE j.locked_by = '{}' AND j.status = 'active'",
-                                                 doomed_id)));
+    held_slots = std::stoll(sql(env, doomed_slots_sql("count(*)")));
     if (done >= 6 && jobs > 0 && held_slots > 0) {
-      doomed_slots = sql(env, fmt::format("SELECT group_concat(s.id) FROM session_slots s JOIN jobs j ON j.id = s.job_id "
-                                          "WHERE j.locked_by = '{}' AND j.status = 'active'",
-                                          doomed_id));
+      doomed_slots = sql(env, doomed_slots_sql("group_concat(s.id)"));
       doomed.signal(SIGKILL);
       killed = true;
       // What an operator sees meanwhile: the sessions per destination, every worker's. Once the
@@ -123,10 +129,7 @@ TEST(session_limit, sixty_targets_two_sshd_two_workers_one_killed_never_more_tha
         total += num(item, "sessions");
       }
       // Counted as the listing counts: a slot is live while its job holds its lease.
-      const auto dead_slots_after = std::stoll(sql(
-          env, fmt::format("SELECT count(*) FROM session_slots s JOIN jobs j ON j.id = s.job_id AND j.fence = s.fence "
-                           "WHERE j.locked_by = '{0}' AND j.status = 'active' AND s.expires_at > {1} AND j.locked_until > {1}",
-                           doomed_id, "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)")));
+      const auto dead_slots_after = std::stoll(sql(env, doomed_slots_sql("count(*)", true)));
       EXPECT_GE(total, dead_slots_after) << out;
       break;
     }
