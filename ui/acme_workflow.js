@@ -4,6 +4,7 @@
 // above) and Presented Records (what the job put into DNS and when it was removed).
 import * as api from './api.js';
 import { h, replace, showAlert } from './dom.js';
+import { scrollRegion } from './widgets.js';
 import * as fmt from './format.js';
 import { href } from './router.js';
 import * as session from './session.js';
@@ -124,7 +125,7 @@ export function acmePanels({ project, jobId, copyButton }) {
 
   /** @param {ManualChallenge[]} list */
   function challengeTable(list) {
-    return h('div', { class: 'table-wrap' }, h('table', { id: 'challenges-table' },
+    return scrollRegion('Challenges', h('table', { id: 'challenges-table' },
       h('thead', null, h('tr', null, h('th', { scope: 'col', text: 'FQDN' }), h('th', { scope: 'col', text: 'Value' }), h('th', { scope: 'col', text: 'Status' }))),
       h('tbody', null, list.map((c) => {
         const fqdn = String(c.fqdn ?? ''), value = String(c.value ?? ''), status = String(c.status ?? 'pending');
@@ -138,7 +139,7 @@ export function acmePanels({ project, jobId, copyButton }) {
   /** @param {PresentedRecord[]} list */
   function recordTable(list) {
     if (!list.length) return h('p', { class: 'muted', id: 'no-records', text: noRecordsText });
-    return h('div', { class: 'table-wrap' }, h('table', { id: 'records-table' },
+    return scrollRegion('Presented records', h('table', { id: 'records-table' },
       h('thead', null, h('tr', null, ['FQDN', 'Provider', 'Presented', 'Removed'].map((t) => h('th', { scope: 'col', text: t })))),
       h('tbody', null, list.map((r) => h('tr', { 'data-fqdn': String(r.fqdn ?? '') },
         h('td', null, h('code', { class: 'break', text: String(r.fqdn ?? '') })),

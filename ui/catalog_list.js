@@ -1,7 +1,8 @@
 // A paged list of one kind of catalog object (certificates, distributions): its title, its
 // columns, one row per object (a click opens the object), "Page N of M" and the API's error.
 import * as api from './api.js';
-import { h, openOnClick, pagerLinks, replace, showAlert } from './dom.js';
+import { h, openOnClick, replace, showAlert } from './dom.js';
+import { fillPager, pageCount, scrollRegion } from './widgets.js';
 import { href, navigate } from './router.js';
 
 /**
@@ -29,7 +30,7 @@ export function renderCatalogList(ctx, spec) {
   const pager = h('nav', { class: 'pager', 'aria-label': 'Pages' });
   replace(ctx.root,
     h('div', { class: 'page-head' }, h('h1', { text: spec.title })),
-    h('div', { class: 'table-wrap' }, h('table', null,
+    scrollRegion(spec.title, h('table', null,
       h('caption', { class: 'visually-hidden', text: spec.title }),
       h('thead', null, h('tr', null, ...spec.columns.map((c) => h('th', { scope: 'col', text: c })))),
       tbody)), state, pager);
@@ -45,8 +46,7 @@ export function renderCatalogList(ctx, spec) {
         return openOnClick(h('tr', { class: 'click-row', 'data-id': item.id }, ...spec.cells(item, link, extra)), link, navigate);
       }));
       state.textContent = items.length ? '' : spec.empty;
-      const pages = Math.max(1, Math.ceil((r.total ?? 0) / (r.page_size || 1)));
-      replace(pager, ...pagerLinks(page, pages, (n) => href(spec.path, { project, page: n })));
+      fillPager(pager, page, pageCount(r), (/** @type {number} */ n) => href(spec.path, { project, page: n }));
     } catch (e) {
       if (!disposed) showAlert(state, api.errorText(e));
     }

@@ -2,6 +2,7 @@
 import * as api from './api.js';
 import { allPages } from './catalog.js';
 import { h, replace, showAlert } from './dom.js';
+import { scrollRegion } from './widgets.js';
 import * as fmt from './format.js';
 import { expiry, renewalWindow } from './certificates.js';
 import { href } from './router.js';
@@ -62,7 +63,7 @@ export function renderCertificateDetail(ctx) {
         const ds = (await allPages(api.projectPath(project, '/distributions'), 5000)).filter((d) => d.certificate_id === id);
         if (disposed) return;
         replace(panel, h('h2', { text: 'Distribution' }),
-          ds.length ? h('div', { class: 'table-wrap' }, h('table', null,
+          ds.length ? scrollRegion('Distributions of this certificate', h('table', null,
             h('caption', { class: 'visually-hidden', text: 'Distributions of this certificate' }),
             h('thead', null, h('tr', null, ...['Distribution', 'Status', 'Run', 'Targets', 'Updated'].map((x) => h('th', { scope: 'col', text: x })))),
             h('tbody', null, ...ds.map((d) => h('tr', null,

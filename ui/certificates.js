@@ -43,6 +43,32 @@ export function revocationTags(c) {
   return out.map((t) => [' ', t]).flat();
 }
 
+/**
+ * An ACME certificate that has no version yet says so beside its name (issue 31: the list showed
+ * nothing for it): "pending" while its issue job runs or waits to retry, "issuance failed" (red)
+ * once it gave up.
+ * @param {any} c
+ */
+export function issuanceTags(c) {
+  if (c.status === 'pending')
+    return [' ', h('span', { class: 'tag pending-tag', 'data-tag': 'pending', text: 'pending', title: 'not issued yet: its issue job has not stored a certificate' })];
+  if (c.status === 'failed')
+    return [' ', h('span', { class: 'tag rev-tag-revoked', 'data-tag': 'failed', text: 'issuance failed', title: String(c.last_error ?? '') })];
+  return [];
+}
+
+/**
+ * The last issue/renew job of an ACME certificate and, when its last attempt failed, the error
+ * (cut here, whole on hover and on the certificate's page).
+ * @param {any} c @param {string} project
+ */
+export function lastJobCell(c, project) {
+  return [
+    c.last_job_id ? h('a', { href: href(`/jobs/${c.last_job_id}`, { project }), text: 'Job' }) : null,
+    c.last_error ? h('span', { class: 'last-error error-text', title: String(c.last_error), text: String(c.last_error) }) : null,
+  ];
+}
+
 /** @param {string} fp */
 export function shortFingerprint(fp) { return fp.length > 16 ? `${fp.slice(0, 16)}…` : fp; }
 
@@ -53,13 +79,13 @@ export function renderCertificates(ctx) {
     columns: ['Name', 'Subject', 'Issuer', 'SANs', 'Not After', 'Renewal', 'Last Renewal Job', 'Fingerprint'],
     empty: 'No certificates in this project.',
     cells: (c, link) => [
-      h('td', null, h('a', { href: link, text: c.name }), ...revocationTags(c)),
+      h('td', null, h('a', { href: link, text: c.name }), ...issuanceTags(c), ...revocationTags(c)),
       h('td', { text: c.subject ?? '' }),
       h('td', { text: c.issuer ?? '' }),
       h('td', { text: Array.isArray(c.sans) ? c.sans.join(', ') : '' }),
-      h('td', null, c.not_after ? expiry(String(c.not_after)) : ''),
+      h('td', null, c.not_after ? expiry(String(c.not_after)) : h('span', { class: 'muted', text: 'not issued yet' })),
       h('td', null, renewalWindow(c.renewal, false)),
-      h('td', null, c.last_job_id ? h('a', { href: href(`/jobs/${c.last_job_id}`, { project: ctx.project }), text: 'Job' }) : ''),
+      h('td', null, ...lastJobCell(c, ctx.project)),
       h('td', null, h('code', { title: c.fingerprint_sha256 ?? '', text: shortFingerprint(String(c.fingerprint_sha256 ?? '')) }))],
   });
 }

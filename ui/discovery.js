@@ -7,9 +7,9 @@
 // Seen At (endpoints with SNI and protocol), Last Seen, Managed (the certificate, or Import for admin+).
 import * as api from './api.js';
 import { allPages, certificateNames, forgetCertificateNames } from './catalog.js';
-import { h, pagerLinks, replace, showAlert } from './dom.js';
+import { h, replace, showAlert } from './dom.js';
 import { domainExpiry } from './domains.js';
-import { feedback } from './job_actions.js';
+import { feedback, fillPager, pageCount, scrollRegion } from './widgets.js';
 import * as fmt from './format.js';
 import { href, setQuery } from './router.js';
 import * as session from './session.js';
@@ -163,7 +163,7 @@ export function renderDiscoverySources(ctx) {
       h('p', { class: 'muted page-intro', text: 'Endpoints and ranges scanned with one TLS handshake each; every certificate they send is kept with where it was seen and what is wrong with it.' })),
     discoveryTabs('sources', project),
     fb.el,
-    h('div', { class: 'table-wrap' }, h('table', { id: 'discovery-sources' },
+    scrollRegion('Discovery sources', h('table', { id: 'discovery-sources' },
       h('caption', { class: 'visually-hidden', text: 'Discovery sources' }),
       h('thead', null, h('tr', null, ...columns.map((c) => h('th', { scope: 'col', text: c })))),
       tbody)), state, pager,
@@ -297,8 +297,7 @@ export function renderDiscoverySources(ctx) {
         session.isSystem() ? h('a', { href: href('/settings', { project }), text: 'Settings page' }) : 'Settings page',
         `.${canAdmin ? ' Then add a source below.' : ' An admin can then add a source.'}`);
       }
-      const pages = Math.max(1, Math.ceil((r.total ?? 0) / (r.page_size || 1)));
-      replace(pager, ...pagerLinks(page, pages, (n) => href('/discovery', { project, page: n, page_size: pageSize })));
+      fillPager(pager, page, pageCount(r), (/** @type {number} */ n) => href('/discovery', { project, page: n, page_size: pageSize }));
     } catch (e) {
       if (!disposed) showAlert(state, api.errorText(e));
     }
@@ -348,7 +347,7 @@ export function renderDiscoveredCertificates(ctx) {
     discoveryTabs('certificates', project),
     filters,
     fb.el,
-    h('div', { class: 'table-wrap' }, h('table', { id: 'discovered-certificates' },
+    scrollRegion('Discovered certificates', h('table', { id: 'discovered-certificates' },
       h('caption', { class: 'visually-hidden', text: 'Discovered certificates' }),
       h('thead', null, h('tr', null, ...columns.map((c) => h('th', { scope: 'col', text: c })))),
       tbody)), state, pager);
@@ -525,8 +524,7 @@ export function renderDiscoveredCertificates(ctx) {
         : source || finding ? 'No discovered certificate matches these filters.'
           : 'No certificates discovered yet. Run a source (Sources tab); a scan that reaches nothing finds nothing: '
             + 'check discovery_allow_list, the ports and the job\'s log.';
-      const pages = Math.max(1, Math.ceil((r.total ?? 0) / (r.page_size || 1)));
-      replace(pager, ...pagerLinks(page, pages, (n) => href('/discovery/certificates', { project, source, finding, page: n, page_size: pageSize })));
+      fillPager(pager, page, pageCount(r), (/** @type {number} */ n) => href('/discovery/certificates', { project, source, finding, page: n, page_size: pageSize }));
     } catch (e) {
       if (!disposed) showAlert(state, api.errorText(e));
     }

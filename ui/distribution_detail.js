@@ -4,9 +4,9 @@
 // server), the per-target × wave grid, and Execute / Retry failed / Cancel / Rollback.
 import * as api from './api.js';
 import { allPages, certificateNames } from './catalog.js';
-import { h, pagerLinks, replace, showAlert, svg } from './dom.js';
+import { h, replace, showAlert, svg } from './dom.js';
 import * as fmt from './format.js';
-import { feedback } from './job_actions.js';
+import { confirmAction, feedback, pagerLinks, scrollRegion } from './widgets.js';
 import { href, setQuery } from './router.js';
 import * as session from './session.js';
 
@@ -95,6 +95,18 @@ export function renderDistributionDetail(ctx) {
   function actionButton(label, path, body) {
     const b = h('button', { type: 'button', class: 'action', text: label });
     b.addEventListener('click', async () => {
+      // Cancel and Rollback cannot be undone: the dialog names the distribution (issue 31).
+      const name = title.textContent ?? id;
+      if (path === 'cancel' && !await confirmAction({
+        title: `Cancel the run of ${name}?`,
+        text: `The running run of distribution ${name} stops: its pending jobs are cancelled and its active ones asked to stop. Targets already done keep their certificate. This cannot be undone.`,
+        confirm: 'Cancel run', keep: 'Keep running',
+      })) return;
+      if (path === 'rollback' && !await confirmAction({
+        title: `Roll back ${name}?`,
+        text: `A rollback run of distribution ${name} puts back, on every target its last run delivered to, the files from before that run, and runs their post-deploy commands. It cannot be undone; a later Execute delivers the current certificate again.`,
+        confirm: 'Roll back', keep: 'Keep current',
+      })) return;
       b.disabled = true;
       try {
         const r = await api.post(api.projectPath(project, `/distributions/${id}/${path}`), body);
@@ -122,10 +134,18 @@ export function renderDistributionDetail(ctx) {
     title.textContent = d.name ?? 'Distribution';
     replace(statusEl, fmt.outcomeTag(String(d.status)), h('span', { class: 'run-no', text: `Run ${d.run_no ?? 0}` }),
       d.mode ? h('span', { class: 'muted', text: d.mode }) : null);
-    replace(actions, ...(session.canOperate() ? [
-      actionButton('Execute', 'execute'), actionButton('Retry failed', 'retry-failed'),
-      actionButton('Cancel', 'cancel'), actionButton('Rollback', 'rollback'),
-    ] : []));
+    // Only what can succeed now (issue 31): Cancel while a run runs; Execute, Retry failed (when
+    // the last run left failed targets) and Rollback (once a run happened) when none does.
+    const running = d.status === 'running';
+    /** @type {HTMLButtonElement[]} */
+    const buttons = [];
+    if (session.canOperate()) {
+      if (!running) buttons.push(actionButton('Execute', 'execute'));
+      if (!running && (d.status === 'partial' || d.status === 'failed')) buttons.push(actionButton('Retry failed', 'retry-failed'));
+      if (running) buttons.push(actionButton('Cancel', 'cancel'));
+      if (!running && Number(d.run_no) > 0) buttons.push(actionButton('Rollback', 'rollback'));
+    }
+    replace(actions, ...buttons);
 
     const f = d.fan_out;
     const s = d.summary;
@@ -181,7 +201,7 @@ export function renderDistributionDetail(ctx) {
     const pageLink = (p) => href(`/distributions/${id}`, { project, status: statusFilter || null, error_class: classFilter || null, page: p });
     replace(results, h('div', { class: 'card-head' }, h('h2', { id: 'results-title', text: 'Target results' }),
       h('div', { class: 'card-tools' }, statusSel, classSel)),
-    h('div', { class: 'table-wrap' }, h('table', { id: 'results-table' },
+    scrollRegion('Target results', h('table', { id: 'results-table' },
       h('caption', { class: 'visually-hidden', text: 'Per-target results' }),
       h('thead', null, h('tr', null, ...['Target', 'Status', 'Error class', 'Error', 'Retry wave', 'Job', 'Finished'].map((c) => h('th', { scope: 'col', text: c })))),
       h('tbody', null, ...pageItems.map((r) => h('tr', null,
@@ -197,7 +217,7 @@ export function renderDistributionDetail(ctx) {
     // The per-target × wave grid: a target that reached wave k failed in the waves before it.
     const waves = Math.max(Number(f?.retry_wave ?? 0), ...pageItems.map((r) => Number(r.retry_attempt ?? 0)), 0);
     replace(grid, h('h2', { id: 'grid-title', text: 'Targets × waves' }),
-      pageItems.length ? h('div', { class: 'table-wrap' }, h('table', { class: 'wave-grid' },
+      pageItems.length ? scrollRegion('Targets by wave', h('table', { class: 'wave-grid' },
         h('caption', { class: 'visually-hidden', text: 'Outcome of each target in each wave' }),
         h('thead', null, h('tr', null, h('th', { scope: 'col', text: 'Target' }),
           ...Array.from({ length: waves + 1 }, (_, w) => h('th', { scope: 'col', text: w === 0 ? 'Wave 0' : `Retry wave ${w}` })))),
@@ -272,9 +292,9 @@ export function renderDistributionDetail(ctx) {
     }));
     replace(tail, h('h2', { id: 'tail-title', text: 'Long tail' }),
       h('p', { class: 'muted', text: `Phase times over the run's ${lt.timed_targets} timed targets. A target that reused a connection has no connect, handshake or auth time; a wait for a session is not part of a target's own time.` }),
-      h('div', { class: 'table-wrap' }, phaseTable),
+      scrollRegion('Phases', phaseTable),
       h('h3', { class: 'counter-group', text: `The ${slowest.length} slowest targets` }),
-      h('div', { class: 'table-wrap' }, slowTable),
+      scrollRegion('Slowest targets', slowTable),
       legend);
   }
 

@@ -83,19 +83,6 @@ export function $(selector, root = document) {
 }
 
 /**
- * "Previous · Page N of M · Next" for a list page; `link(n)` is page n's URL.
- * @param {number} page @param {number} pages @param {(n: number) => string} link
- * @returns {Array<HTMLElement | null>}
- */
-export function pagerLinks(page, pages, link) {
-  return [
-    page > 1 ? h('a', { href: link(page - 1), rel: 'prev', text: 'Previous' }) : null,
-    h('span', { class: 'page-no', text: `Page ${page} of ${pages}` }),
-    page < pages ? h('a', { href: link(page + 1), rel: 'next', text: 'Next' }) : null,
-  ];
-}
-
-/**
  * A table row that opens `link` when clicked anywhere but on a link of its own.
  * @param {HTMLElement} tr @param {string} link @param {(url: string) => void} open
  */

@@ -3,8 +3,8 @@
 // Expires, Registrar, Source, Last Checked, Last Error; a row's Details show its statuses and the
 // server that answered. Check now (operator+), Add domain and Delete (admin+).
 import * as api from './api.js';
-import { h, pagerLinks, replace, showAlert } from './dom.js';
-import { feedback } from './job_actions.js';
+import { h, replace, showAlert } from './dom.js';
+import { feedback, fillPager, pageCount, scrollRegion } from './widgets.js';
 import * as fmt from './format.js';
 import { href } from './router.js';
 import * as session from './session.js';
@@ -92,7 +92,7 @@ export function renderDomains(ctx) {
       h('p', { class: 'muted page-intro', text: 'Registered domains whose registration expiry certfleet looks up every hour (RDAP, WHOIS when RDAP cannot answer).' })),
     fb.el,
     form,
-    h('div', { class: 'table-wrap' }, h('table', { id: 'domains' },
+    scrollRegion('Domains', h('table', { id: 'domains' },
       h('caption', { class: 'visually-hidden', text: 'Watched domains' }),
       h('thead', null, h('tr', null, ...columns.map((c) => h('th', { scope: 'col', text: c })))),
       tbody)), state, pager);
@@ -196,8 +196,7 @@ export function renderDomains(ctx) {
       state.textContent = items.length ? '' : 'No domains are watched in this project. A watched domain is looked up every hour in '
         + 'its registry (RDAP, else WHOIS) and a domain.expiring notification goes out as its registration nears expiry, '
         + `so a lapsed domain does not take its certificates and services down with it.${canAdmin ? ' Add one above.' : ' An admin can add one.'}`;
-      const pages = Math.max(1, Math.ceil((r.total ?? 0) / (r.page_size || 1)));
-      replace(pager, ...pagerLinks(page, pages, (n) => href('/domains', { project, page: n })));
+      fillPager(pager, page, pageCount(r), (/** @type {number} */ n) => href('/domains', { project, page: n }));
     } catch (e) {
       if (!disposed) showAlert(state, api.errorText(e));
     }

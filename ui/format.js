@@ -71,8 +71,23 @@ export function time(t) {
 export function timeEl(t) {
   const text = time(t);
   if (!text) return '';
-  return h('time', { datetime: new Date(/** @type {string | number} */ (t)).toISOString(), text });
+  const d = new Date(/** @type {string | number} */ (t));
+  const iso = d.toISOString();
+  // The zone it is written in, and the UTC value on hover (issue 31: an operator comparing the
+  // page with a log or a colleague's screen must know which clock it is).
+  const zone = zoneOf(d);
+  return h('time', { datetime: iso, title: `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`, text: zone ? `${text} ${zone}` : text });
 }
+
+/**
+ * The browser's time zone at `d`, short ("UTC", "CET", "GMT+2"); "" if the browser names none.
+ * @param {Date} d
+ */
+export function zoneOf(d) {
+  return zoneFormat.formatToParts(d).find((p) => p.type === 'timeZoneName')?.value ?? '';
+}
+// One formatter for every time on a page (a list redraws dozens every 10 s).
+const zoneFormat = new Intl.DateTimeFormat(undefined, { timeZoneName: 'short' });
 
 /**
  * Seconds with one decimal, from milliseconds; "" when unknown.

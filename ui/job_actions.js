@@ -1,39 +1,34 @@
 // Retry and Cancel of a job, shared by the list and the detail; the API's answer is shown
 // as it is, and a refused action never looks like it worked.
 import * as api from './api.js';
-import { h, replace } from './dom.js';
+import { h } from './dom.js';
+import { confirmAction } from './widgets.js';
+import { childKind, typeLabel } from './format.js';
 import { href } from './router.js';
 import * as session from './session.js';
-
-/**
- * The feedback line of a page: one polite live region; errors in red with role=alert.
- * @returns {{el: HTMLElement, ok: (text: string, ...extra: (Node|string)[]) => void,
- *            fail: (text: string, ...extra: (Node|string)[]) => void, clear: () => void}}
- */
-export function feedback() {
-  const el = h('div', { class: 'feedback', role: 'status', 'aria-live': 'polite' });
-  return {
-    el,
-    ok(text, ...extra) { el.className = 'feedback ok'; el.setAttribute('role', 'status'); replace(el, h('span', { class: 'feedback-text', text }), ...extra); },
-    fail(text, ...extra) { el.className = 'feedback error'; el.setAttribute('role', 'alert'); replace(el, h('span', { class: 'feedback-text', text }), ...extra); },
-    clear() { el.className = 'feedback'; el.replaceChildren(); },
-  };
-}
 
 /**
  * The buttons a job shows to this session: Retry on failed/dead, Cancel on pending/active,
  * both only for a role that may use them.
  * @param {any} job
  * @param {string} project
- * @param {ReturnType<typeof feedback>} fb
+ * @param {ReturnType<typeof import('./widgets.js').feedback>} fb
  * @param {() => void} done called after an action (refetch)
  */
 export function jobActionButtons(job, project, fb, done) {
   if (!session.canManageJobs()) return [];
-  /** @type {HTMLButtonElement[]} */
+  /** @type {HTMLElement[]} */
   const out = [];
   const base = api.projectPath(project, `/jobs/${job.id}`);
-  if (job.status === 'failed' || job.status === 'dead') {
+  const ended = job.status === 'failed' || job.status === 'dead';
+  if (ended && childKind(job) && job.distribution_id) {
+    // A fan-out child is never retried on its own (the API answers 409): its targets are
+    // re-driven by the distribution's Retry failed, so that is what is offered (issue 31).
+    out.push(h('a', {
+      class: 'action', 'data-action': 'retry-distribution', href: href(`/distributions/${job.distribution_id}`, { project }),
+      text: 'Retry failed targets', 'aria-label': `Retry failed targets of job ${job.id} on its distribution`,
+    }));
+  } else if (ended) {
     const b = h('button', { type: 'button', class: 'action', 'data-action': 'retry', text: 'Retry', 'aria-label': `Retry job ${job.id}` });
     b.addEventListener('click', async (ev) => {
       ev.stopPropagation();
@@ -60,6 +55,14 @@ export function jobActionButtons(job, project, fb, done) {
     const b = h('button', { type: 'button', class: 'action', 'data-action': 'cancel', text: 'Cancel', 'aria-label': `Cancel job ${job.id}` });
     b.addEventListener('click', async (ev) => {
       ev.stopPropagation();
+      // A cancel cannot be undone, and a row may have moved under the pointer: the dialog names
+      // the job it acts on (issue 31).
+      const yes = await confirmAction({
+        title: `Cancel job ${job.id}?`,
+        text: `${typeLabel(job.type)} job ${job.id} (${job.status}) will be cancelled${job.status === 'active' ? ' (asked to stop; it ends at its next step)' : ''}. This cannot be undone.`,
+        confirm: 'Cancel job', keep: 'Keep job',
+      });
+      if (!yes) return;
       b.disabled = true;
       try {
         const r = await api.post(`${base}/cancel`);

@@ -6,9 +6,10 @@ import * as api from './api.js';
 import { allPages, certificateNames } from './catalog.js';
 import { h, replace, showAlert } from './dom.js';
 import * as fmt from './format.js';
-import { feedback, jobActionButtons } from './job_actions.js';
+import { jobActionButtons } from './job_actions.js';
+import { feedback } from './widgets.js';
 import { logsCard } from './logs.js';
-import { href } from './router.js';
+import { href, jobListHref } from './router.js';
 
 export const retryWaveAlert = 'Failed targets are retried as a separate retry job — the remaining attempts on this job are not used.';
 
@@ -64,7 +65,7 @@ export function renderJobDetail(ctx) {
   const logs = logsCard({ project, jobId: id, query: ctx.query });
   const state = h('p', { class: 'muted', role: 'status' }, 'Loading…');
 
-  const back = h('a', { class: 'back', href: href('/jobs', { project }), text: '← Back' });
+  const back = h('a', { class: 'back', href: jobListHref(project), text: '← Back' });
   replace(ctx.root,
     h('p', null, back),
     h('div', { class: 'page-head' }, title, liveTag, actions),
@@ -140,8 +141,18 @@ export function renderJobDetail(ctx) {
         row('Cancel requested', w.cancel_requested ? 'yes' : 'no')));
     } else if (job.status === 'active') {
       waiting.hidden = false;
-      replace(waiting, h('h2', { id: 'waiting-title', text: 'Lease' }), h('dl', { class: 'summary' },
-        row('Locked by', job.locked_by ?? ''), row('Locked until', fmt.timeEl(job.locked_until))));
+      // Issue 28/34: a dead worker's job, or one whose lease ran out, says so whatever runs.
+      const lease = job.lease ?? {};
+      const holder = lease.worker;
+      let note = null;
+      if (holder && holder.alive === false) note = `${holder.reason ?? `worker ${holder.id} stopped heartbeating`}; reclaiming`;
+      else if (lease.lease_expired) note = 'Lease expired: waiting for a worker to reclaim it';
+      const workerText = holder ? (holder.alive ? `alive (heartbeat ${Math.round(Number(holder.heartbeat_age_ms) / 1000)} s ago)` : 'not alive') : '';
+      replace(waiting, h('h2', { id: 'waiting-title', text: 'Lease' }),
+        note ? h('p', { class: 'alert info', role: 'status', 'data-field': 'lease_note', text: note }) : null,
+        h('dl', { class: 'summary' },
+          row('Locked by', job.locked_by ?? ''), row('Locked until', fmt.timeEl(job.locked_until)),
+          row('Worker', workerText)));
     } else {
       waiting.hidden = true;
       waiting.replaceChildren();

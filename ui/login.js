@@ -9,8 +9,18 @@ export function renderLogin(ctx) {
   const input = h('input', { id: 'token', name: 'token', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false', 'aria-describedby': 'token-help login-error' });
   const error = h('p', { class: 'field-error', id: 'login-error', role: 'alert' });
   const button = h('button', { type: 'submit', class: 'primary', text: 'Sign in' });
+  // Sent here by a call the server refused with 401 (issue 31): say why, and that the action
+  // taken then was not done; after sign-in the page it was on opens again.
+  const next = ctx.query.get('next');
+  const nextOk = next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/login') ? next : null;
+  const expired = ctx.query.get('reason') === 'expired'
+    ? h('p', { class: 'alert warn', id: 'session-ended', role: 'status' },
+      'Your session ended: it expired, was signed out elsewhere, or its token was revoked. ',
+      'Whatever was clicked just then was not done. ',
+      nextOk ? `Sign in again to return to ${nextOk}.` : 'Sign in again.')
+    : null;
   const form = h('form', { class: 'login-form' },
-    h('h1', { text: 'Sign in to certfleet' }),
+    h('h1', { text: 'Sign in to certfleet' }), expired,
     h('label', { for: 'token', text: 'API token' }), input,
     h('p', { class: 'muted', id: 'token-help', text: 'A token from `certfleet token create` (it starts with cf_). It is sent once; the browser keeps only a session cookie.' }),
     error, button);
@@ -20,8 +30,7 @@ export function renderLogin(ctx) {
     button.disabled = true;
     try {
       await session.signIn(input.value.trim());
-      const next = ctx.query.get('next');
-      navigate(next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/login') ? next : '/jobs', { replace: true });
+      navigate(nextOk ?? '/jobs', { replace: true });
     } catch (e) {
       error.textContent = api.errorText(e);
       input.setAttribute('aria-invalid', 'true');

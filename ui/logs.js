@@ -27,6 +27,33 @@ function levelClass(level) {
   return 'info';
 }
 
+/** @param {LogLine} l */
+function detailText(l) { return typeof l.detail === 'string' ? l.detail : JSON.stringify(l.detail, null, 2); }
+
+/** One line as text: time, level, message, and its detail block indented below it. @param {LogLine} l */
+export function lineText(l) {
+  const head = `${l.ts} ${String(l.level).toUpperCase()} ${l.message}`;
+  if (l.detail === undefined || l.detail === null) return head;
+  return `${head}\n${detailText(l).split('\n').map((x) => `    ${x}`).join('\n')}`;
+}
+
+/**
+ * Copies text; where the browser refuses (a page not served over HTTPS or from localhost), the
+ * element's text is selected instead so Ctrl+C copies it, and the button says so.
+ * @param {string} text @param {HTMLButtonElement} button @param {HTMLElement} [selectable]
+ */
+async function copyText(text, button, selectable) {
+  const label = button.textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = 'Copied';
+  } catch {
+    if (selectable) getSelection()?.selectAllChildren(selectable);
+    button.textContent = 'Selected: press Ctrl+C';
+  }
+  setTimeout(() => { button.textContent = label; }, 2000);
+}
+
 /**
  * @param {{project: string, jobId: string, query: URLSearchParams}} opts
  */
@@ -67,8 +94,14 @@ export function logsCard(opts) {
         h('span', { class: 'log-time', title: fmt.time(l.ts), text: fmt.clock(l.ts) }),
         h('span', { class: `tag level level-${lc}`, text: lc.toUpperCase() }),
         h('span', { class: 'log-msg' }, emphasize(l.message)),
-        hasDetail ? h('button', { type: 'button', class: 'link-button detail-toggle', 'aria-expanded': selected === l ? 'true' : 'false', 'aria-controls': 'log-detail', text: selected === l ? 'Hide detail' : 'Detail' }) : null);
-      if (hasDetail) row.querySelector('button')?.addEventListener('click', () => toggleDetail(l));
+        // Every line opens in full below the list (a row is one line high and cuts long text:
+        // issue 31); lines with a detail block say so.
+        h('button', {
+          type: 'button', class: 'link-button detail-toggle', 'aria-expanded': selected === l ? 'true' : 'false', 'aria-controls': 'log-detail',
+          'aria-label': hasDetail ? null : `${selected === l ? 'Close' : 'Open'} line ${l.seq} in full`,
+          text: hasDetail ? (selected === l ? 'Hide detail' : 'Detail') : (selected === l ? 'Close' : 'Open'),
+        }));
+      row.querySelector('button')?.addEventListener('click', () => toggleDetail(l));
       return row;
     },
     onScrollState: (atBottom, user) => {
@@ -92,11 +125,17 @@ export function logsCard(opts) {
       detailPanel.hidden = true;
       detailPanel.replaceChildren();
     } else {
-      const text = typeof l.detail === 'string' ? l.detail : JSON.stringify(l.detail, null, 2);
+      const hasDetail = l.detail !== undefined && l.detail !== null;
       const close = h('button', { type: 'button', class: 'link-button', text: 'Close' });
       close.addEventListener('click', () => toggleDetail(l));
-      replace(detailPanel, h('div', { class: 'log-detail-head' }, h('strong', { text: `Line ${l.seq} detail` }), close),
-        h('pre', { class: 'mono', tabindex: '0', 'aria-label': `Detail of line ${l.seq}`, text: text }));
+      const copy = h('button', { type: 'button', class: 'link-button', 'data-copy': 'line', text: 'Copy line' });
+      copy.addEventListener('click', () => { void copyText(lineText(l), copy, full); });
+      const full = h('p', { class: 'log-full mono', id: 'log-full', tabindex: '0', 'aria-label': `Line ${l.seq} in full` },
+        h('span', { class: 'log-time', text: fmt.time(l.ts) }), ' ', h('span', { class: `tag level level-${levelClass(l.level)}`, text: levelClass(l.level).toUpperCase() }), ' ',
+        emphasize(l.message));
+      replace(detailPanel, h('div', { class: 'log-detail-head' }, h('strong', { text: `Line ${l.seq}` }), h('span', { class: 'log-detail-tools' }, copy, close)),
+        full,
+        hasDetail ? h('pre', { class: 'mono', tabindex: '0', 'aria-label': `Detail of line ${l.seq}`, text: detailText(l) }) : null);
       detailPanel.hidden = false;
     }
     list.redraw();
@@ -221,9 +260,24 @@ export function logsCard(opts) {
     }, 120);
   });
 
+  // The whole log as text: copied, or downloaded as <job id>.log (the lines held here, which are
+  // all of them once the job ended: a finished job's log is read in full).
+  const allText = () => lines.map(lineText).join('\n') + (lines.length ? '\n' : '');
+  const copyAll = h('button', { type: 'button', id: 'log-copy', text: 'Copy log' });
+  copyAll.addEventListener('click', () => { void copyText(allText(), copyAll); });
+  const download = h('button', { type: 'button', id: 'log-download', text: 'Download' });
+  download.addEventListener('click', () => {
+    const url = URL.createObjectURL(new Blob([allText()], { type: 'text/plain;charset=utf-8' }));
+    const a = h('a', { href: url, download: `job-${opts.jobId}.log`, hidden: true });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  });
+
   const el = h('section', { class: 'card logs-card', 'aria-labelledby': 'logs-title' },
     h('div', { class: 'card-head' }, h('h2', { id: 'logs-title', text: 'Logs' }), badge, countEl,
-      h('div', { class: 'card-tools' }, filterInput)),
+      h('div', { class: 'card-tools' }, filterInput, copyAll, download)),
     errorEl, emptyEl, list.el, h('div', { class: 'log-foot' }, scrollState), detailPanel);
 
   return {

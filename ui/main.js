@@ -4,31 +4,10 @@ import * as api from './api.js';
 import { h, replace } from './dom.js';
 import * as router from './router.js';
 import * as session from './session.js';
-import { renderJobs } from './jobs.js';
-import { renderJobDetail } from './job_detail.js';
-import { renderDistributions } from './distributions.js';
-import { renderDistributionDetail } from './distribution_detail.js';
-import { renderCertificates } from './certificates.js';
-import { renderCertificateDetail } from './certificate_detail.js';
-import { renderSettings } from './settings.js';
-import { renderNotifications } from './notifications.js';
-import { renderDomains } from './domains.js';
-import { renderDiscoverySources, renderDiscoveredCertificates } from './discovery.js';
-import { renderLogin } from './login.js';
+import { pages, sectionPath } from './pages.js';
 import { renderNotFound } from './not_found.js';
 
-router.addRoute('jobs', '/jobs', 'Job Queue', renderJobs);
-router.addRoute('job', '/jobs/:id', 'Job', renderJobDetail);
-router.addRoute('distributions', '/distributions', 'Distributions', renderDistributions);
-router.addRoute('distribution', '/distributions/:id', 'Distribution', renderDistributionDetail);
-router.addRoute('certificates', '/certificates', 'Certificates', renderCertificates);
-router.addRoute('certificate', '/certificates/:id', 'Certificate', renderCertificateDetail);
-router.addRoute('notifications', '/notifications', 'Notifications', renderNotifications);
-router.addRoute('domains', '/domains', 'Domains', renderDomains);
-router.addRoute('discovery', '/discovery', 'Discovery', renderDiscoverySources);
-router.addRoute('discovery-certificates', '/discovery/certificates', 'Discovered certificates', renderDiscoveredCertificates);
-router.addRoute('settings', '/settings', 'Settings', renderSettings);
-router.addRoute('login', '/login', 'Sign in', renderLogin);
+for (const p of pages) router.addRoute(p.name, p.path, p.title, p.render);
 
 const header = h('header', { class: 'app-header' });
 const main = h('main', { id: 'main', tabindex: '-1' });
@@ -37,9 +16,10 @@ const skip = h('a', { class: 'skip-link', href: '#main', text: 'Skip to content'
 /** @type {router.PageHandle | null} */
 let page = null;
 
-function loginUrl() {
+/** @param {string | null} [reason] why the sign-in page is shown ("expired": a 401 on a call) */
+function loginUrl(reason = null) {
   const next = location.pathname + location.search;
-  return router.href('/login', { next: next.startsWith('/login') ? null : next });
+  return router.href('/login', { next: next.startsWith('/login') ? null : next, reason });
 }
 
 /** @param {string} active */
@@ -48,38 +28,35 @@ function renderHeader(active) {
   if (!s) { replace(header, h('span', { class: 'brand', text: 'certfleet' })); return; }
   const query = new URLSearchParams(location.search);
   const project = session.projectOf(query);
-  /** @param {string} path @param {string} label @param {string[]} names */
-  const link = (path, label, names) => h('a', {
-    href: router.href(path, { project }), text: label,
-    'aria-current': names.includes(active) ? 'page' : null,
-  });
+  const activeSection = pages.find((p) => p.name === active)?.section;
   const select = h('select', { id: 'project-select', 'aria-label': 'Project' },
     ...session.projectNames().map((p) => h('option', { value: p, text: p, selected: p === project })));
   if (!session.projectNames().includes(project)) select.append(h('option', { value: project, text: project, selected: true }));
   select.addEventListener('change', () => {
-    const m = router.match(location.pathname);
-    const list = m?.route.name.startsWith('distribution') ? '/distributions'
-      : m?.route.name.startsWith('certificate') ? '/certificates'
-        : m?.route.name === 'notifications' ? '/notifications'
-          : m?.route.name === 'domains' ? '/domains'
-            : m?.route.name.startsWith('discovery') ? '/discovery' : '/jobs';
-    router.navigate(router.href(list, { project: select.value }));
+    // The same kind of page in the other project: its list (an object's id means nothing there).
+    router.navigate(router.href(sectionPath(activeSection ?? 'jobs'), { project: select.value }));
   });
   const signOut = h('button', { type: 'button', class: 'link-button', text: 'Sign out' });
   signOut.addEventListener('click', async () => {
     try { await session.signOut(); } catch { /* the cookie is gone or the server is; sign in again either way */ }
     router.navigate('/login');
   });
+  // At phone width the navigation folds behind Menu (issue 31: the header did not wrap and every
+  // page scrolled sideways); wider, the button is not shown and the links always are.
+  const menu = h('button', { type: 'button', class: 'menu-toggle', 'aria-expanded': 'false', 'aria-controls': 'main-nav', text: 'Menu' });
+  menu.addEventListener('click', () => {
+    const open = header.classList.toggle('open');
+    menu.setAttribute('aria-expanded', open ? 'true' : 'false');
+  });
+  header.classList.remove('open');
   replace(header,
     h('a', { class: 'brand', href: router.href('/jobs', { project }), text: 'certfleet' }),
-    h('nav', { 'aria-label': 'Main' },
-      link('/jobs', 'Jobs', ['jobs', 'job']),
-      link('/distributions', 'Distributions', ['distributions', 'distribution']),
-      link('/certificates', 'Certificates', ['certificates', 'certificate']),
-      link('/domains', 'Domains', ['domains']),
-      link('/discovery', 'Discovery', ['discovery', 'discovery-certificates']),
-      link('/notifications', 'Notifications', ['notifications']),
-      session.isSystem() ? link('/settings', 'Settings', ['settings']) : null),
+    menu,
+    h('nav', { 'aria-label': 'Main', id: 'main-nav' },
+      ...pages.filter((p) => p.nav && (!p.system || session.isSystem())).map((p) => h('a', {
+        href: router.href(p.path, { project }), text: p.nav,
+        'aria-current': p.section === activeSection ? 'page' : null,
+      }))),
     h('div', { class: 'header-right' },
       h('label', { class: 'project-label', for: 'project-select', text: 'Project' }), select,
       h('span', { class: 'who', text: `${s.token_name ?? 'token'} (${s.system ? `system ${s.role}` : s.role})` }),
@@ -125,7 +102,7 @@ async function boot() {
   api.setUnauthorizedHandler(() => {
     if (!session.session()) return;
     session.forget();
-    router.navigate(loginUrl(), { replace: true });
+    router.navigate(loginUrl('expired'), { replace: true });
   });
   router.onNavigate(() => { void render(); });
   router.interceptLinks();

@@ -3,7 +3,7 @@
 // send a test message to a channel and read what its server answered.
 import * as api from './api.js';
 import { h, replace, showAlert } from './dom.js';
-import { feedback } from './job_actions.js';
+import { feedback, scrollRegion } from './widgets.js';
 import * as fmt from './format.js';
 import * as session from './session.js';
 
@@ -61,14 +61,14 @@ export function renderNotifications(ctx) {
     fb.el,
     h('section', { class: 'card', 'aria-labelledby': 'channels-title' },
       h('div', { class: 'card-head' }, h('h2', { id: 'channels-title', text: 'Channels' })),
-      h('div', { class: 'table-wrap' }, h('table', { id: 'channels' },
+      scrollRegion('Channels', h('table', { id: 'channels' },
         h('caption', { class: 'visually-hidden', text: 'Notification channels' }),
         h('thead', null, h('tr', null, ...channelColumns.map((c) => h('th', { scope: 'col', text: c })))),
         channelsBody)),
       channelsState),
     h('section', { class: 'card', 'aria-labelledby': 'rules-title' },
       h('div', { class: 'card-head' }, h('h2', { id: 'rules-title', text: 'Rules' })),
-      h('div', { class: 'table-wrap' }, h('table', { id: 'rules' },
+      scrollRegion('Rules', h('table', { id: 'rules' },
         h('caption', { class: 'visually-hidden', text: 'Notification rules' }),
         h('thead', null, h('tr', null, ...['Event', 'Channel', 'Template'].map((c) => h('th', { scope: 'col', text: c })))),
         rulesBody)),

@@ -84,6 +84,25 @@ export function href(path, query = {}) {
   return path + (s ? `?${s}` : '');
 }
 
+const jobListKey = 'certfleet.jobs.list';
+
+/**
+ * The Jobs list as it was last shown (tab, type filter, page), for the job page's "← Back"
+ * (issue 31: it went to the first page of All).
+ * @param {string} url
+ */
+export function rememberJobList(url) {
+  try { sessionStorage.setItem(jobListKey, url); } catch { /* storage off: Back opens the first page */ }
+}
+
+/** Where the job page's Back goes: the list as last shown in this project, else its first page. @param {string} project */
+export function jobListHref(project) {
+  let saved = null;
+  try { saved = sessionStorage.getItem(jobListKey); } catch { saved = null; }
+  if (saved && /^\/jobs(\?|$)/.test(saved) && new URLSearchParams(saved.slice(5)).get('project') === project) return saved;
+  return href('/jobs', { project });
+}
+
 /** Same-origin link clicks navigate inside the app; /api/ links and modified clicks do not. */
 export function interceptLinks() {
   document.addEventListener('click', (ev) => {

@@ -2,7 +2,7 @@
 // all-or-nothing; a refused value shows the API's message next to the field it names.
 import * as api from './api.js';
 import { h, replace } from './dom.js';
-import { feedback } from './job_actions.js';
+import { feedback } from './widgets.js';
 import * as session from './session.js';
 
 /**
@@ -37,7 +37,9 @@ export function renderSettings(ctx) {
   const fb = feedback();
   let disposed = false;
   const form = h('form', { class: 'settings-form', novalidate: true });
-  replace(ctx.root, h('div', { class: 'page-head' }, h('h1', { text: 'Settings' })), fb.el, form);
+  // The worker registry (issue 34): who runs the jobs, who died and what it gave back.
+  const workers = h('section', { class: 'card workers', 'aria-labelledby': 'workers-title' });
+  replace(ctx.root, h('div', { class: 'page-head' }, h('h1', { text: 'Settings' })), fb.el, workers, form);
   if (!session.isSystem()) {
     fb.fail('The settings are system-wide: only a system-admin token may read or change them.');
     return {};
@@ -99,10 +101,28 @@ export function renderSettings(ctx) {
     }
   });
 
+  /** @param {{alive: number, items: Array<Record<string, any>>}} list */
+  function drawWorkers(list) {
+    const head = h('tr', null, ...['Worker', 'State', 'Last heartbeat', 'Lanes', 'Running', 'Version', 'Why'].map((t) => h('th', { scope: 'col', text: t })));
+    const rows = list.items.map((w) => h('tr', { 'data-worker': w.id },
+      h('td', null, h('code', { text: w.id })),
+      h('td', null, h('span', { class: `tag status-${w.state === 'alive' ? 'completed' : 'dead'}`, text: w.state })),
+      h('td', { text: `${(Number(w.heartbeat_age_ms) / 1000).toFixed(1)} s ago` }),
+      h('td', { text: w.lanes }), h('td', { text: String(w.running_jobs) }), h('td', { text: w.version }),
+      h('td', { text: w.dead_reason ? `${w.dead_reason}${w.released_jobs !== undefined ? ` (${w.released_jobs} jobs released)` : ''}` : '' })));
+    replace(workers, h('h2', { id: 'workers-title', text: 'Workers' }),
+      h('p', { class: list.alive ? 'muted' : 'alert error', role: 'status', text: list.alive ? `${list.alive} alive` : 'No live worker: jobs wait until a worker process runs.' }),
+      h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Workers' },
+        h('table', { id: 'workers-table' }, h('thead', null, head), h('tbody', null, ...rows))));
+  }
+
   async function load() {
     try {
-      const [schema, values] = await Promise.all([api.get('/api/v1/settings/schema'), api.get('/api/v1/settings')]);
-      if (!disposed) draw(settingsRows(schema, values));
+      const [schema, values, list] = await Promise.all([api.get('/api/v1/settings/schema'), api.get('/api/v1/settings'), api.get('/api/v1/workers')]);
+      if (!disposed) {
+        drawWorkers(list);
+        draw(settingsRows(schema, values));
+      }
     } catch (e) {
       if (!disposed) fb.fail(api.errorText(e));
     }

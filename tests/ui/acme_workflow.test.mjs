@@ -45,7 +45,8 @@ before(async () => {
   pebble = await startPebble();
   // Nothing here may ask the host's resolver (outside 127.0.0.0/8): a manual provider without
   // check_server would find its zone through acme_dns_resolver, a closed loopback port here.
-  cf = await startCertfleet({ settings: { acme_dns_resolver: `127.0.0.1:${await freePort()}` } });
+  // pebble and the DNS servers listen on 127.0.0.1, which acme_allow_list reaches only when listed.
+  cf = await startCertfleet({ settings: { acme_dns_resolver: `127.0.0.1:${await freePort()}`, acme_allow_list: '127.0.0.1' } });
   operatorToken = await cf.token('operator', { name: 'olga-operator' });
   viewerToken = await cf.token('viewer', { name: 'victor-viewer' });
   const account = await post(`${P}/acme-accounts`, { name: 'pebble', directory_url: pebble.directoryUrl, terms_agreed: true, ca_bundle_pem: pebble.caPem }, 201);
@@ -306,7 +307,7 @@ test('an issued ACME certificate: renewal window and last renewal job on its pag
     await page.goto(`${cf.url}/certificates/${shop.certificate_id}?project=default`);
     const window = page.locator('dt:text-is("Renewal Window") + dd');
     await window.waitFor();
-    assert.match(await window.innerText(), /\d{4}-\d\d-\d\d \d\d:\d\d:\d\d → \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(the last third of the lifetime\)/);
+    assert.match(await window.innerText(), /\d{4}-\d\d-\d\d \d\d:\d\d:\d\d( \S+)? → \d{4}-\d\d-\d\d \d\d:\d\d:\d\d( \S+)? \(the last third of the lifetime\)/);
     const job = page.locator('dt:text-is("Last Renewal Job") + dd a');
     assert.equal(await job.innerText(), shop.job_id);
     assert.match(String(await job.getAttribute('href')), new RegExp(`/jobs/${shop.job_id}`));
@@ -323,8 +324,18 @@ test('an issued ACME certificate: renewal window and last renewal job on its pag
     assert.match(await cells.nth(2).innerText(), /Pebble Intermediate CA/);
     assert.match(await cells.nth(5).innerText(), /→/);
     assert.equal(await cells.nth(6).locator('a').getAttribute('href'), `/jobs/${shop.job_id}?project=default`);
-    // An ACME certificate not issued yet (the waiting manual one) has no window.
-    assert.equal(await page.locator('tr', { hasText: 'www.example.test' }).locator('td').nth(5).innerText(), '');
+    // An ACME certificate not issued yet (the waiting manual one) has no window, says "pending"
+    // and "not issued yet" (issue 31).
+    const waiting = page.locator('tr', { hasText: 'www.example.test' });
+    assert.equal(await waiting.locator('td').nth(5).innerText(), '');
+    assert.equal(await waiting.locator('[data-tag=pending]').count(), 1);
+    assert.equal(await waiting.locator('td').nth(4).innerText(), 'not issued yet');
+    // The one whose DNS server is closed: its last error, from the API, under its job link.
+    const api = (await cf.api('GET', `${P}/certificates/${failing.certificate_id}`)).body;
+    assert.ok(typeof api.last_error === 'string' && api.last_error, JSON.stringify(api));
+    const broken = page.locator('tr', { hasText: 'api.example.test' });
+    assert.equal(await broken.locator('.last-error').getAttribute('title'), api.last_error);
+    assert.equal(await broken.locator(`[data-tag=${api.status === 'failed' ? 'failed' : 'pending'}]`).count(), 1);
     await shot(page, 'certificates-acme-light');
     assert.deepEqual(errors, []);
     await page.close();

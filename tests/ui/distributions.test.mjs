@@ -72,6 +72,10 @@ test('fan-out children: the child tag, the retry-wave alert on the batch, "Autom
   assert.equal(batch.payload.mode, 'batch');
   await page.goto(`${cf.url}/jobs/${batch.id}`);
   await page.locator('#retry-wave-alert', { hasText: 'Failed targets are retried as a separate retry job — the remaining attempts on this job are not used.' }).waitFor();
+  // Issue 31: the Target Progress bar takes the card's width (it was 0 px, only "1/1" showed).
+  await page.getByRole('heading', { name: 'Target Progress' }).waitFor();
+  const bar = await page.locator('.target-progress progress').boundingBox();
+  assert.ok(bar && bar.width > 100, `the Target Progress bar is ${bar?.width} px wide`);
 
   await page.goto(`${cf.url}/jobs/${retry.id}`);
   await page.locator('.alert.info', { hasText: 'Automatic retry' }).waitFor();
@@ -81,23 +85,26 @@ test('fan-out children: the child tag, the retry-wave alert on the batch, "Autom
   assert.deepEqual(errors, []);
 });
 
-test('a retry of a fan-out child answers 409 pointing at the distribution; the UI shows it with a link', async () => {
+test('a retry of a fan-out child answers 409 pointing at the distribution; the UI offers the distribution\'s Retry failed instead', async () => {
   const list = (await cf.api('GET', `${P}/jobs?type=distribution_execute`)).body.items;
   const child = list.find((/** @type {any} */ j) => (j.payload?.mode === 'batch' || j.payload?.mode === 'retry'));
   const r = await cf.api('POST', `${P}/jobs/${child.id}/retry`);
   assert.equal(r.status, 409, r.text);
-  // The UI's Retry on a dead child: the API's message, with a link to the distribution.
+  assert.match(r.body.error.message, /distribution/);
+  // The UI offers no Retry that can only fail (issue 31): a dead child links to its
+  // distribution's Retry failed instead.
   const admin = await browser.newPage();
   const own = await cf.token('admin', { name: 'alice-admin' });
   await signIn(admin, cf.url, own);
   const failedChild = list.find((/** @type {any} */ j) => (j.status === 'failed' || j.status === 'dead') && (j.payload?.mode === 'batch' || j.payload?.mode === 'retry'));
   assert.ok(failedChild, 'a child ended dead (its target failed in every wave)');
   await admin.goto(`${cf.url}/jobs/${failedChild.id}`);
-  await admin.getByRole('button', { name: `Retry job ${failedChild.id}` }).click();
-  await admin.locator('.feedback.error', { hasText: r.body.error.message }).waitFor();
-  assert.match(r.body.error.message, /distribution/);
-  await admin.locator('.feedback.error a', { hasText: 'Open the distribution' }).click();
+  const offer = admin.getByRole('link', { name: `Retry failed targets of job ${failedChild.id} on its distribution` });
+  await offer.waitFor();
+  assert.equal(await admin.getByRole('button', { name: `Retry job ${failedChild.id}` }).count(), 0);
+  await offer.click();
   await admin.waitForURL(new RegExp(`/distributions/${failedChild.distribution_id}`));
+  await admin.getByRole('button', { name: 'Retry failed' }).waitFor();
   await admin.close();
   await signIn(page, cf.url, await cf.token('operator', { name: 'olga-operator-2' }));
 });
@@ -124,7 +131,10 @@ test('the distribution view shows the API counters, batches and retry-wave jobs 
   assert.equal(await page.locator('[data-counter="batches"] .counter-label').innerText(), 'Batches');
   assert.equal(await page.locator('[data-counter="retry_jobs"] .counter-label').innerText(), 'Retry jobs');
   assert.equal(await page.locator('[data-counter="total"]').count(), 0, 'no "Total" beside counters that count other jobs');
-  for (const label of ['Execute', 'Retry failed', 'Cancel', 'Rollback']) assert.equal(await page.getByRole('button', { name: label, exact: true }).count(), 1, label);
+  for (const label of ['Execute', 'Retry failed', 'Rollback']) assert.equal(await page.getByRole('button', { name: label, exact: true }).count(), 1, label);
+  // A finished run offers no Cancel: it could only answer 409 (issue 31).
+  assert.notEqual(d.status, 'running');
+  assert.equal(await page.getByRole('button', { name: 'Cancel', exact: true }).count(), 0);
   // Finalized children are linked.
   for (const f of d.fan_out.finalized_jobs) assert.equal(await page.locator(`.child-list a[href^="/jobs/${f.job_id}"]`).count(), 1);
   // The long tail: each phase's percentiles as the API computed them, the slowest targets.

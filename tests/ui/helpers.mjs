@@ -83,6 +83,9 @@ export async function catalog(cf, baseDir) {
   await mkdir(join(baseDir, 'ok'), { recursive: true });
   const ok = await cf.api('POST', `${p}/targets`, { name: 'local-ok', module: 'file', file: { cert_path: join(baseDir, 'ok', 'www.crt'), key_path: join(baseDir, 'ok', 'www.key') } });
   if (ok.status !== 201) throw new Error(`file target: ${ok.status} ${ok.text}`);
+  // ssh_allow_list admits no loopback address by default: this fixture's target is on 127.0.0.1.
+  const allow = await cf.api('PUT', '/api/v1/settings', { ssh_allow_list: '127.0.0.0/8' });
+  if (allow.status !== 200) throw new Error(`ssh_allow_list: ${allow.status} ${allow.text}`);
   const bad = await cf.api('POST', `${p}/targets`, { name: 'web-closed-port', module: 'ssh', ssh: {
     host: '127.0.0.1', port: 1, user: 'deploy', credential_id: cred.body.id,
     host_key: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl',

@@ -160,6 +160,22 @@ test('Go to Job ID… opens a job that exists and says so when it does not; "/" 
   await page.locator('.summary dd', { hasText: 'noop' }).first().waitFor();
 });
 
+test('Go to Job ID… takes a pasted id with spaces around it, in upper case, or a job URL (issue 31)', async () => {
+  for (const pasted of [`  ${jobs.done1.id.toUpperCase()}  `, `${cf.url}/jobs/${jobs.done1.id}?project=default`,
+    `\t${cf.url}/api/v1/projects/default/jobs/${jobs.done1.id}\n`]) {
+    await page.goto(`${cf.url}/jobs`);
+    await page.getByRole('heading', { name: 'Job Queue' }).waitFor();
+    await page.getByPlaceholder('Go to Job ID…').fill(pasted);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(new RegExp(`/jobs/${jobs.done1.id}`));
+  }
+  // Anything else still says what a job ID is.
+  await page.goto(`${cf.url}/jobs`);
+  await page.getByPlaceholder('Go to Job ID…').fill(`${cf.url}/jobs/not-an-id`);
+  await page.keyboard.press('Enter');
+  await page.locator('#goto-msg', { hasText: 'A job ID is 24 hexadecimal characters' }).waitFor();
+});
+
 test('a row click opens the detail with its summary card; Back returns', async () => {
   // A fresh failed job: the queue retries a failed noop itself 30 s later, so one made at the
   // start of the file may have left the Failed tab (and its waiting panel) by now.
@@ -179,7 +195,9 @@ test('a row click opens the detail with its summary card; Back returns', async (
   // A failed job waits: the "Why is it waiting?" panel.
   await page.getByRole('heading', { name: 'Why is it waiting?' }).waitFor();
   await page.getByRole('link', { name: '← Back' }).click();
-  await page.waitForURL(/\/jobs(\?|$)/);
+  // Back to the tab it came from (issue 31: it went to All, page 1).
+  await page.waitForURL(/\/jobs\?.*status=failed/);
+  await page.locator('a[data-tab="failed"][aria-current="page"]').waitFor();
 });
 
 test('by keyboard: Tab reaches a row link, Enter opens the detail', async () => {
@@ -205,10 +223,15 @@ test('the Live tag shows while a job runs and goes when it ends', async () => {
 test('as admin: cancel of a pending and of an active job show the API messages', async () => {
   await page.goto(`${cf.url}/jobs?status=pending`);
   await page.locator(`tr[data-job-id="${jobs.pending.id}"] button[data-action="cancel"]`).click();
+  // Issue 31: a cancel asks first, in a dialog that names the job.
+  const dialog = page.getByRole('dialog', { name: `Cancel job ${jobs.pending.id}?` });
+  assert.match(await dialog.innerText(), new RegExp(`noop job ${jobs.pending.id} \\(pending\\) will be cancelled`));
+  await dialog.getByRole('button', { name: 'Cancel job' }).click();
   await page.locator('.feedback.ok', { hasText: 'Job cancelled' }).waitFor();
   assert.equal((await cf.job(jobs.pending.id)).status, 'cancelled');
   await page.goto(`${cf.url}/jobs/${jobs.active.id}`);
   await page.getByRole('button', { name: `Cancel job ${jobs.active.id}` }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Cancel job' }).click();
   await page.locator('.feedback.ok', { hasText: 'Job cancel requested' }).waitFor();
   const j = await cf.waitJob(jobs.active.id, (x) => x.cancel_requested || x.status === 'cancelled');
   assert.ok(j.cancel_requested || j.status === 'cancelled');

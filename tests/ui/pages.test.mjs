@@ -76,9 +76,11 @@ async function settle(page) {
   await page.waitForTimeout(300);
 }
 
-for (const scheme of /** @type {const} */ (['light', 'dark'])) {
-  test(`every page, ${scheme}: no serious or critical axe violation, no console error; screenshots`, { timeout: 180000 }, async () => {
-    const browser = await launch({ colorScheme: scheme });
+for (const [scheme, phone] of /** @type {const} */ ([['light', false], ['dark', false], ['light', true], ['dark', true]])) {
+  const at = phone ? ' at 360 px' : '';
+  test(`every page, ${scheme}${at}: no serious or critical axe violation, no console error${phone ? ', no sideways page scroll' : ''}; screenshots`, { timeout: 180000 }, async () => {
+    const browser = await launch({ colorScheme: scheme, ...(phone ? { viewport: { width: 360, height: 740 } } : {}) });
+    const suffix = phone ? `${scheme}-phone` : scheme;
     try {
       const page = await browser.newPage();
       const errors = collectErrors(page);
@@ -86,7 +88,7 @@ for (const scheme of /** @type {const} */ (['light', 'dark'])) {
       const problems = [];
       await page.goto(`${cf.url}/login`);
       await page.getByLabel('API token').waitFor();
-      await shot(page, `login-${scheme}`);
+      await shot(page, `login-${suffix}`);
       for (const v of await axe(page)) problems.push(`login: ${v.impact} ${v.id} (${v.help}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
       await signIn(page, cf.url, cf.ownerToken);
       for (const [name, path] of Object.entries(paths)) {
@@ -97,8 +99,21 @@ for (const scheme of /** @type {const} */ (['light', 'dark'])) {
           await page.getByRole('button', { name: 'Detail' }).first().click();
         }
         if (name === 'job-active') await page.waitForFunction(() => Number(document.querySelector('#log-count')?.getAttribute('data-total')) >= 25);
-        await shot(page, `${name}-${scheme}`);
+        await shot(page, `${name}-${suffix}`);
         for (const v of await axe(page)) problems.push(`${name}: ${v.impact} ${v.id} (${v.help}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+        // Issue 31: at phone width the page itself never scrolls sideways (wide tables scroll
+        // inside their own box).
+        if (phone) {
+          const wide = await page.evaluate(() => document.documentElement.scrollWidth - innerWidth);
+          if (wide > 0) problems.push(`${name}: the page is ${wide} px wider than the 360 px viewport`);
+          if (name === 'jobs') {
+            const menu = page.getByRole('button', { name: 'Menu' });
+            await menu.click();
+            await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Certificates' }).waitFor();
+            await shot(page, `jobs-menu-${suffix}`);
+            await menu.click();
+          }
+        }
       }
       assert.deepEqual(problems, []);
       assert.deepEqual(errors.filter((e) => !/404|Failed to load resource/.test(e)), []);

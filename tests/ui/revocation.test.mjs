@@ -78,12 +78,13 @@ async function axe(page) {
     .map((v) => `${v.impact} ${v.id} (${v.help}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
 
-/** "2026-12-01 22:49:16", local, as the UI writes times. @param {string} iso */
+/** "2026-12-01 22:49:16 UTC", local with its zone, as the UI writes times. @param {string} iso */
 async function uiTime(/** @type {import('playwright-core').Page} */ page, iso) {
   return page.evaluate((t) => {
     const d = new Date(t);
     const p = (/** @type {number} */ n) => String(n).padStart(2, '0');
-    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+    const zone = new Intl.DateTimeFormat(undefined, { timeZoneName: 'short' }).formatToParts(d).find((x) => x.type === 'timeZoneName')?.value;
+    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}${zone ? ` ${zone}` : ''}`;
   }, iso);
 }
 

@@ -83,3 +83,21 @@ test('a token that is not a system admin gets no Settings link and the page says
   await page.locator('.feedback.error', { hasText: 'system-admin token' }).waitFor();
   await page.close();
 });
+
+test('the Workers panel lists this server\'s worker, alive, with its lanes (issue 34)', async () => {
+  const page = await browser.newPage();
+  const errors = collectErrors(page);
+  await signIn(page, cf.url, cf.ownerToken);
+  await page.goto(`${cf.url}/settings`);
+  const row = page.locator('#workers-table tbody tr').first();
+  await row.waitFor();
+  const text = await row.innerText();
+  assert.match(text, /alive/);
+  assert.match(text, /main,dist/);
+  assert.match(await page.locator('.workers [role="status"]').innerText(), /1 alive/);
+  const api = (await cf.api('GET', '/api/v1/workers')).body;
+  assert.equal(api.alive, 1);
+  assert.equal(await row.getAttribute('data-worker'), api.items[0].id);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

@@ -1,0 +1,43 @@
+// The UI's pages, once: the router's routes, the header's navigation, the project switch (which
+// list a page belongs to) and, through a test, the server's page list (src/api/ui_routes.cpp)
+// all read this table.
+import { renderJobs } from './jobs.js';
+import { renderJobDetail } from './job_detail.js';
+import { renderDistributions } from './distributions.js';
+import { renderDistributionDetail } from './distribution_detail.js';
+import { renderCertificates } from './certificates.js';
+import { renderCertificateDetail } from './certificate_detail.js';
+import { renderSettings } from './settings.js';
+import { renderNotifications } from './notifications.js';
+import { renderDomains } from './domains.js';
+import { renderDiscoverySources, renderDiscoveredCertificates } from './discovery.js';
+import { renderLogin } from './login.js';
+
+/**
+ * A page: `section` is the list page it belongs to (its navigation link, and where the project
+ * switch goes from it); `nav` is the label of a section's own link; `system` pages are shown to
+ * system tokens only.
+ * @typedef {{name: string, path: string, title: string, render: import('./router.js').PageRender,
+ *            section: string, nav?: string, system?: boolean}} Page
+ */
+
+/** @type {Page[]} */
+export const pages = [
+  { name: 'jobs', path: '/jobs', title: 'Job Queue', render: renderJobs, section: 'jobs', nav: 'Jobs' },
+  { name: 'job', path: '/jobs/:id', title: 'Job', render: renderJobDetail, section: 'jobs' },
+  { name: 'distributions', path: '/distributions', title: 'Distributions', render: renderDistributions, section: 'distributions', nav: 'Distributions' },
+  { name: 'distribution', path: '/distributions/:id', title: 'Distribution', render: renderDistributionDetail, section: 'distributions' },
+  { name: 'certificates', path: '/certificates', title: 'Certificates', render: renderCertificates, section: 'certificates', nav: 'Certificates' },
+  { name: 'certificate', path: '/certificates/:id', title: 'Certificate', render: renderCertificateDetail, section: 'certificates' },
+  { name: 'domains', path: '/domains', title: 'Domains', render: renderDomains, section: 'domains', nav: 'Domains' },
+  { name: 'discovery', path: '/discovery', title: 'Discovery', render: renderDiscoverySources, section: 'discovery', nav: 'Discovery' },
+  { name: 'discovery-certificates', path: '/discovery/certificates', title: 'Discovered certificates', render: renderDiscoveredCertificates, section: 'discovery' },
+  { name: 'notifications', path: '/notifications', title: 'Notifications', render: renderNotifications, section: 'notifications', nav: 'Notifications' },
+  { name: 'settings', path: '/settings', title: 'Settings', render: renderSettings, section: 'settings', nav: 'Settings', system: true },
+  { name: 'login', path: '/login', title: 'Sign in', render: renderLogin, section: 'login' },
+];
+
+/** The list page of a section. @param {string} section */
+export function sectionPath(section) {
+  return pages.find((p) => p.name === section)?.path ?? '/jobs';
+}

@@ -1,0 +1,107 @@
+// Widgets every page shares: the feedback line, the confirmation dialog of an action that cannot
+// be undone, the pager. Pages build their own content; these only carry what must look and act
+// the same everywhere.
+import { h, replace } from './dom.js';
+import { navigate } from './router.js';
+
+/**
+ * The feedback line of a page: one polite live region; errors in red with role=alert.
+ * @returns {{el: HTMLElement, ok: (text: string, ...extra: (Node|string)[]) => void,
+ *            fail: (text: string, ...extra: (Node|string)[]) => void, clear: () => void}}
+ */
+export function feedback() {
+  const el = h('div', { class: 'feedback', role: 'status', 'aria-live': 'polite' });
+  return {
+    el,
+    ok(text, ...extra) { el.className = 'feedback ok'; el.setAttribute('role', 'status'); replace(el, h('span', { class: 'feedback-text', text }), ...extra); },
+    fail(text, ...extra) { el.className = 'feedback error'; el.setAttribute('role', 'alert'); replace(el, h('span', { class: 'feedback-text', text }), ...extra); },
+    clear() { el.className = 'feedback'; el.replaceChildren(); },
+  };
+}
+
+/**
+ * Asks before an action that cannot be undone (Cancel, Rollback): a modal dialog that names
+ * the object, with the action's own words on the button. Resolves true only for that button;
+ * Escape, the other button and closing resolve false. Focus returns to what had it.
+ * @param {{title: string, text: string, confirm: string, keep?: string}} o
+ * @returns {Promise<boolean>}
+ */
+export function confirmAction(o) {
+  const back = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+  const yes = h('button', { type: 'button', class: 'danger', 'data-confirm': 'yes', text: o.confirm });
+  const no = h('button', { type: 'button', 'data-confirm': 'no', text: o.keep ?? 'Keep it' });
+  const dialog = h('dialog', { class: 'confirm-dialog', 'aria-labelledby': 'confirm-title', 'aria-describedby': 'confirm-text' },
+    h('h2', { id: 'confirm-title', text: o.title }),
+    h('p', { id: 'confirm-text', text: o.text }),
+    h('div', { class: 'dialog-buttons' }, no, yes));
+  document.body.append(dialog);
+  return new Promise((resolve) => {
+    let answer = false;
+    yes.addEventListener('click', () => { answer = true; dialog.close(); });
+    no.addEventListener('click', () => dialog.close());
+    dialog.addEventListener('close', () => {
+      dialog.remove();
+      if (back?.isConnected) back.focus();
+      resolve(answer);
+    });
+    dialog.showModal();
+    // The harmless choice has the focus: Enter on a dialog opened by mistake keeps the job.
+    no.focus();
+  });
+}
+
+/**
+ * First · Previous · "Page N of M" · Next · Last, and a page-number box, for a list page;
+ * `link(n)` is page n's URL.
+ * @param {number} page @param {number} pages @param {(n: number) => string} link
+ * @returns {Array<HTMLElement | null>}
+ */
+export function pagerLinks(page, pages, link) {
+  const box = h('input', { type: 'number', min: '1', max: String(pages), value: String(page), class: 'page-input', 'aria-label': `Page number, 1 to ${pages}`, inputmode: 'numeric' });
+  const form = h('form', { class: 'page-jump' }, box, h('button', { type: 'submit', text: 'Go to page' }));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const n = Number.parseInt(box.value, 10);
+    if (Number.isFinite(n)) navigate(link(Math.min(pages, Math.max(1, n))));
+  });
+  return [
+    page > 1 ? h('a', { href: link(1), text: 'First' }) : null,
+    page > 1 ? h('a', { href: link(page - 1), rel: 'prev', text: 'Previous' }) : null,
+    h('span', { class: 'page-no', text: `Page ${page} of ${pages}` }),
+    page < pages ? h('a', { href: link(page + 1), rel: 'next', text: 'Next' }) : null,
+    page < pages ? h('a', { href: link(pages), text: 'Last' }) : null,
+    pages > 2 ? form : null,
+  ];
+}
+
+/**
+ * The pager of a list page, filled for page `page` of `pages`; a page past the last (an old
+ * link, `?page=999999`) goes to the last page instead of showing "Page 999999 of 2115": true
+ * when it went there.
+ * @param {HTMLElement} pager @param {number} page @param {number} pages @param {(n: number) => string} link
+ */
+export function fillPager(pager, page, pages, link) {
+  if (page > pages) {
+    navigate(link(pages), { replace: true });
+    return true;
+  }
+  replace(pager, ...pagerLinks(page, pages, link));
+  return false;
+}
+
+/**
+ * How many pages a list answer ({total, page_size}) has; at least one.
+ * @param {{total?: number, page_size?: number}} answer
+ */
+export function pageCount(answer) {
+  return Math.max(1, Math.ceil((answer.total ?? 0) / (answer.page_size || 1)));
+}
+
+/**
+ * A wide table's own scrolling box: focusable and named, so a keyboard can scroll it (axe
+ * `scrollable-region-focusable`) while the page itself never scrolls sideways.
+ * @param {string} label @param {...import('./dom.js').Child} children
+ */
+export function scrollRegion(label, ...children) {
+  return h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': label }, ...children);
+}
