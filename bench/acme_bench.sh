@@ -208,7 +208,8 @@ certfleet_run() {
   api=http://127.0.0.1:$port/api/v1
   call() { curl -sS -H "Authorization: Bearer $token" -H 'Content-Type: application/json' "$@"; }
   # The zone's NS (ns1.bench.test → 127.0.0.1) answers at knot's port, not 53.
-  call -X PUT "$api/settings" -d "{\"acme_dns_nameserver_port\": $knot_port}" -o /dev/null -w '%{http_code}' | grep -q 200 ||
+  # pebble and knot listen on 127.0.0.1, which acme_allow_list reaches only when listed.
+  call -X PUT "$api/settings" -d "{\"acme_dns_nameserver_port\": $knot_port, \"acme_allow_list\": \"127.0.0.1\"}" -o /dev/null -w '%{http_code}' | grep -q 200 ||
     { echo "acme_bench: PUT settings failed" >&2; exit 1; }
   local account provider
   account=$(call -X POST "$api/projects/default/acme-accounts" -d "$(jq -n --arg u "$directory" --rawfile ca "$pebble_ca" --arg t "$cf_trust" \

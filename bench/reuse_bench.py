@@ -132,6 +132,8 @@ def main():
             certs.append(c["id"])
         cred = srv.call("POST", f"{API}/credentials", {"name": "reuse", "kind": "ssh_key",
                                                         "private_key_pem": open(f"{a.work}/client_ed25519").read()})["id"]
+        # The fleet listens on this host (127.0.0.0/8), which ssh_allow_list admits only when listed.
+        srv.call("PUT", "/api/v1/settings", {"ssh_allow_list": "127.0.0.0/8"})
         targets = []
         for i in range(n):
             port, hk = fleet[i % len(fleet)]

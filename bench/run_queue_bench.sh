@@ -15,7 +15,8 @@ while (($#)); do
     *) echo "usage: $0 [--jobs N] [--preload M] [--runs R] [--skip-peers]" >&2; exit 2 ;;
   esac
 done
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# CERTFLEET_BENCH=ON explicitly: ./scripts/run.sh leaves it OFF in build/'s cache.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCERTFLEET_BENCH=ON >/dev/null
 ninja -C build queue_throughput >/dev/null
 out=$(mktemp)
 for ((i = 1; i <= runs; i++)); do

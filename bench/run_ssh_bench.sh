@@ -50,7 +50,9 @@ if ! id "$user" >/dev/null 2>&1; then
   useradd --system --create-home --home-dir /var/lib/$user --shell /bin/sh --password '*' "$user"
 fi
 
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCERTFLEET_TESTS=ON >/dev/null
+# The testbed needs the test packages (GoogleTest, sshd); ./scripts/run.sh installs only the build's.
+./scripts/install-deps.sh --test
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCERTFLEET_TESTS=ON -DCERTFLEET_BENCH=ON >/dev/null
 ninja -C "$build" -j1 ssh_fanout >/dev/null
 if ((e2e)); then ninja -C "$build" -j1 certfleet >/dev/null; fi
 

@@ -337,6 +337,8 @@ class E2E:
         _, cr = self.call("POST", "/api/v1/projects/default/credentials",
                           {"name": "bench", "kind": "ssh_key", "private_key_pem": open(f"{a.work}/client_ed25519").read()})
         self.cert_id, self.cred_id, self.target_ids = c["id"], cr["id"], []
+        # The fleet listens on this host (127.0.0.0/8), which ssh_allow_list admits only when listed.
+        self.call("PUT", "/api/v1/settings", {"ssh_allow_list": "127.0.0.0/8"})
         for i in range(max(a.targets)):
             port_i, hk = fleet[i % len(fleet)]
             _, t = self.call("POST", "/api/v1/projects/default/targets", {

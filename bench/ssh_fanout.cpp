@@ -182,10 +182,14 @@ int run_deliver(const fs::path& dir, int n, int concurrency, const std::string& 
   std::vector<delivery_result> results(targets.size());
   std::size_t next = 0;
   // A semaphore of `concurrency`: that many workers, each taking the next target when it is done.
+  // The fleet listens on 127.1.x.y: ssh_allow_list's default admits no loopback address.
+  const auto loopback = *parse_egress_allow_list("127.0.0.0/8", "ssh_allow_list");
+  ssh_options opts;
+  opts.allow = &loopback;
   auto worker = [&]() -> asio::awaitable<void> {
     while (next < targets.size()) {
       std::size_t i = next++;
-      results[i] = co_await deliver_ssh(targets[i], cred, bundle, run_id);
+      results[i] = co_await deliver_ssh(targets[i], cred, bundle, run_id, opts);
     }
   };
   auto cpu0 = cpu_now();

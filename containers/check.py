@@ -336,6 +336,17 @@ def elf_needed(path):
 
 
 def from_binary(binary):
+    # The MongoDB backend is a module beside the binary (loaded only for a MongoDB store); the
+    # image carries it, so its libraries are runtime packages too.
+    module = os.path.join(os.path.dirname(os.path.abspath(binary)), "certfleet_store_mongo.so")
+    pkgs = from_elf(binary)
+    if check(os.path.exists(module), "the MongoDB backend module is beside the binary (%s)" % module):
+        for pkg, sonames in from_elf(module).items():
+            pkgs.setdefault(pkg, []).extend(s for s in sonames if s not in pkgs.get(pkg, []))
+    return pkgs
+
+
+def from_elf(binary):
     needed = elf_needed(binary)
     r = run(["ldd", binary])
     paths = {}
@@ -345,6 +356,8 @@ def from_binary(binary):
             paths[mm.group(1)] = mm.group(2)
     pkgs = {}
     for soname in needed:
+        if soname.startswith("ld-linux"):
+            continue  # the dynamic loader: libc6, which BASE covers
         path = paths.get(soname)
         if not path or path == "not":
             check(False, "%s: ldd finds no %s" % (binary, soname))

@@ -2,6 +2,10 @@
 # Installs a built certfleet as a systemd service (docs/install.md):
 #   /usr/local/bin/certfleet                     the binary, stripped
 #   /usr/lib/debug/usr/local/bin/certfleet.debug its debug info (gdb finds it by the debuglink)
+#   /usr/local/lib/certfleet/certfleet_store_mongo.so
+#                                                the MongoDB backend, stripped (its debug info
+#                                                likewise under /usr/lib/debug): the binary loads it
+#                                                from bin/../lib/certfleet/ only for a mongodb:// store
 #   /etc/certfleet/certfleet.toml                the config (packaging/certfleet.toml; kept if present)
 #   /var/lib/certfleet                           data: store, key file, owner token (mode 0700)
 #   /etc/systemd/system/certfleet.service        the unit (packaging/certfleet.service)
@@ -10,7 +14,8 @@
 # and the unit, never the config or the data.
 #
 #   scripts/install.sh [--binary PATH] [--root DIR] [--no-user]
-#     --binary  the certfleet to install (default: build/certfleet)
+#     --binary  the certfleet to install (default: build/certfleet); the MongoDB backend
+#               (certfleet_store_mongo.so) is taken from beside it, where the build puts it
 #     --root    install under DIR instead of / (packaging, tests); no user, no systemctl
 #     --no-user do not create the certfleet user (the files stay root's)
 set -euo pipefail
@@ -31,6 +36,11 @@ if [[ ! -x "$binary" ]]; then
   echo "install.sh: $binary is not an executable: build first (cmake --build build --target certfleet)" >&2
   exit 2
 fi
+module="$(dirname "$binary")/certfleet_store_mongo.so"
+if [[ ! -f "$module" ]]; then
+  echo "install.sh: $module is missing: build first (cmake --build build --target certfleet builds it too)" >&2
+  exit 2
+fi
 if [[ -z "$root" && $(id -u) -ne 0 ]]; then
   echo "install.sh: run as root (or with --root DIR)" >&2
   exit 2
@@ -47,11 +57,18 @@ trap 'rm -rf "$work"' EXIT
 objcopy --only-keep-debug "$binary" "$work/certfleet.debug"
 objcopy --strip-debug --strip-unneeded "$binary" "$work/certfleet"
 objcopy --add-gnu-debuglink="$work/certfleet.debug" "$work/certfleet"
+# The MongoDB backend likewise; its exported entry point and dynamic symbols stay.
+objcopy --only-keep-debug "$module" "$work/certfleet_store_mongo.so.debug"
+objcopy --strip-debug --strip-unneeded "$module" "$work/certfleet_store_mongo.so"
+objcopy --add-gnu-debuglink="$work/certfleet_store_mongo.so.debug" "$work/certfleet_store_mongo.so"
 
 install -d -m 0755 "$root/usr/local/bin" "$root/usr/lib/debug/usr/local/bin" "$root/etc/certfleet" \
-  "$root/etc/systemd/system"
+  "$root/etc/systemd/system" "$root/usr/local/lib/certfleet" "$root/usr/lib/debug/usr/local/lib/certfleet"
 install -m 0755 "$work/certfleet" "$root/usr/local/bin/certfleet"
 install -m 0644 "$work/certfleet.debug" "$root/usr/lib/debug/usr/local/bin/certfleet.debug"
+install -m 0644 "$work/certfleet_store_mongo.so" "$root/usr/local/lib/certfleet/certfleet_store_mongo.so"
+install -m 0644 "$work/certfleet_store_mongo.so.debug" \
+  "$root/usr/lib/debug/usr/local/lib/certfleet/certfleet_store_mongo.so.debug"
 
 owner=root
 if ((make_user)); then

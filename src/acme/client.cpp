@@ -11,6 +11,7 @@
 #include <array>
 
 #include "certfleet/core/allow_list.hpp"  // valid_dns_name
+#include "certfleet/core/log.hpp"
 #include "certfleet/delivery/http.hpp"
 
 namespace certfleet::acme {
@@ -50,6 +51,20 @@ failure make_failure(failure_kind kind, std::string message) {
 failure bad_input(std::string field, std::string message) {
   auto f = make_failure(failure_kind::bad_input, std::move(message));
   f.field = std::move(field);
+  return f;
+}
+
+std::string endpoint_of(const std::string& url);
+
+// No ACME answer (client.hpp): the same words whether nothing listened, TLS failed or a web
+// page answered, so a directory URL cannot scan ports; the cause goes to the server's log only.
+failure no_acme_answer(failure_kind kind, std::string_view step, const std::string& url, std::string detail) {
+  auto f = make_failure(kind, step == "directory" ? "directory_url: could not fetch an ACME directory from " + endpoint_of(url)
+                                                  : std::string(step) + ": no ACME answer from " + endpoint_of(url));
+  f.message += " (the cause is in the certfleet server's log)";
+  f.cls = failure_class::transient;
+  f.detail = std::move(detail);
+  spdlog::warn("acme client: {}: {}", f.message, f.detail);
   return f;
 }
 
@@ -96,6 +111,21 @@ std::string short_url(const std::string& url) {
   auto u = delivery::parse_url(url);
   return u ? u->target : url;
 }
+
+constexpr std::string_view allow_list_setting = "acme_allow_list";
+constexpr std::string_view allow_list_hint =
+    "loopback, link-local, unspecified and cloud metadata addresses are reached only when acme_allow_list lists them by "
+    "address, e.g. 127.0.0.1; see docs/acme.md";
+
+// HOST:PORT, the port always shown: what a uniform message names (never the path or query).
+std::string endpoint_of(const std::string& url) {
+  auto u = delivery::parse_url(url);
+  if (!u) return "(an invalid URL)";
+  return u->host_is_ip() && u->host.find(':') != std::string::npos ? "[" + u->host + "]:" + std::to_string(u->port)
+                                                                     : u->host + ":" + std::to_string(u->port);
+}
+
+bool is_acme_problem(const acme::problem& p) { return p.type.rfind("urn:ietf:params:acme:error:", 0) == 0; }
 
 }  // namespace
 
@@ -159,13 +189,22 @@ awaitable<void> client::log_line(std::string level, std::string message) {
 
 namespace {
 
+const delivery::egress_policy& default_policy() {
+  static const delivery::egress_policy p = [] {
+    auto parsed = delivery::parse_egress_allow_list("0.0.0.0/0, ::/0", allow_list_setting);
+    return parsed ? std::move(*parsed) : delivery::egress_policy{};
+  }();
+  return p;
+}
+
 delivery::http_request base_request(const client_options& o, delivery::http_method m, std::string url,
                                     milliseconds timeout) {
   delivery::http_request r;
   r.method = m;
   r.url = std::move(url);
   r.timeout = timeout;
-  r.egress = o.egress;
+  r.egress = o.egress ? o.egress : &default_policy();
+  r.egress_setting = std::string(allow_list_setting);
   r.ca_pem = o.ca_pem;
   r.resolve_pool = o.resolve_pool;
   r.max_body = max_answer_bytes;
@@ -173,61 +212,110 @@ delivery::http_request base_request(const client_options& o, delivery::http_meth
   return r;
 }
 
-// A transport failure (no answer) as the operation's failure.
-failure transport_failure(const delivery::http_response& res, std::string_view step) {
-  std::string msg = std::string(step) + ": " + res.error;
+// A URL the client is about to follow: https only (a directory may not send it to plain http
+// on another port). The egress policy itself is applied by the HTTP client after resolution.
+std::optional<failure> refuse_url(const std::string& url, std::string_view step) {
+  auto u = delivery::parse_url(url, "directory_url");
+  if (!u) return bad_input("directory_url", std::string(step) + ": " + u.error().message);
+  if (!u->tls())
+    return bad_input("directory_url", std::string(step) + ": http://" + u->authority() +
+                                          " is not an https:// URL: the ACME client follows https:// URLs only");
+  return std::nullopt;
+}
+
+// A transport failure (no answer) as the operation's failure: refused before connecting (the
+// URL, acme_allow_list) is the caller's input and said as such; anything after is no_acme_answer.
+failure transport_failure(const delivery::http_response& res, std::string_view step, const std::string& url) {
+  if (res.phase == "check") return bad_input("directory_url", std::string(step) + ": " + res.error);
+  if (res.phase == "egress")
+    return bad_input("directory_url", std::string(step) + ": " + endpoint_of(url) + " is refused by " +
+                                          std::string(allow_list_setting) + " (" + std::string(allow_list_hint) + ")");
   switch (res.cls) {
     case delivery::error_class::auth:
-      return make_failure(failure_kind::untrusted,
-                          msg + " (a private CA: give the account's ca_bundle_pem; a public CA: check the host's CA store)");
+      return no_acme_answer(failure_kind::untrusted, step, url,
+                            res.error + " (a private CA: give the account's ca_bundle_pem; a public CA: check the host's CA store)");
     case delivery::error_class::validation:
-      if (res.phase == "check" || res.phase == "egress") return bad_input("directory_url", msg);
-      return make_failure(failure_kind::not_acme, msg + " (is the URL an ACME server?)");
+      return no_acme_answer(failure_kind::not_acme, step, url, res.error + " (is the URL an ACME server?)");
     default:
-      return make_failure(res.timed_out ? failure_kind::timeout : failure_kind::network, msg);
+      return no_acme_answer(res.timed_out ? failure_kind::timeout : failure_kind::network, step, url, res.error);
   }
 }
 
+// The directory's URLs, before any is followed: each https, and an IP literal inside the policy
+// (a name is checked when it is resolved). The error names the member.
+std::optional<failure> refuse_directory(const acme::directory& d, const delivery::egress_policy& policy) {
+  const std::pair<std::string_view, const std::string*> members[] = {
+      {"newNonce", &d.new_nonce},     {"newAccount", &d.new_account}, {"newOrder", &d.new_order},
+      {"revokeCert", &d.revoke_cert}, {"keyChange", &d.key_change},   {"newAuthz", &d.new_authz},
+      {"renewalInfo", &d.renewal_info}};
+  for (const auto& [name, url] : members) {
+    if (url->empty()) continue;
+    const std::string step = "directory: its " + std::string(name);
+    if (auto bad = refuse_url(*url, step)) return bad;
+    auto u = delivery::parse_url(*url);
+    if (u->host_is_ip() && !delivery::egress_allows(policy, u->host, {}))
+      return bad_input("directory_url", step + " (" + endpoint_of(*url) + ") is refused by " + std::string(allow_list_setting) +
+                                            " (" + std::string(allow_list_hint) + ")");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+const delivery::egress_policy& client::egress() const { return opts_.egress ? *opts_.egress : default_policy(); }
 
 awaitable<outcome<acme::directory>> client::get_directory() {
   if (directory_) co_return *directory_;
   const std::string& url = opts_.directory_url;
   if (auto u = delivery::parse_url(url, "directory_url"); !u)
-    co_return bad_input("directory_url", "directory: directory_url: " + u.error().message);
+    co_return bad_input("directory_url", "directory_url: " + u.error().message);
+  if (auto bad = refuse_url(url, "directory_url")) co_return std::move(*bad);
   auto res = co_await delivery::http_exchange(
       base_request(opts_, delivery::http_method::get, url, opts_.request_timeout));
-  if (!res.ok()) co_return transport_failure(res, "directory");
-  const std::string what = "directory: " + url;
-  const std::string type = res.header("Content-Type");
-  if (res.status != 200) {
-    // A CA that is down answers 5xx: a retry may work. Anything else is the wrong URL.
-    std::optional<acme::problem> p;
-    if (is_json_type(type))
-      if (auto parsed = parse_problem(res.body); parsed && !parsed->type.empty()) p = std::move(*parsed);
-    std::string message = what + " answered HTTP " + std::to_string(res.status);
-    if (p) message += ": " + p->text();
-    if (res.status < 500) message += " (is directory_url the CA's ACME directory URL?)";
-    failure f = make_failure(failure_kind::not_acme, std::move(message));
-    if (p) {
-      f.kind = failure_kind::ca_problem;
-      f.problem = std::move(p);
-    }
-    f.http_status = res.status;
-    f.cls = res.status >= 500 || res.status == 429 ? failure_class::transient : failure_class::permanent;
-    f.retry_after_s = parse_retry_after(res.header("Retry-After"), system_clock().now_ms());
+  if (!res.ok()) {
+    auto f = transport_failure(res, "directory", url);
+    // The directory_url itself is the field at fault: say it once, as the API names it.
+    if (f.kind == failure_kind::bad_input && f.message.rfind("directory: ", 0) == 0)
+      f.message = "directory_url: " + f.message.substr(11);
     co_return f;
   }
-  if (!res.body_complete) co_return make_failure(failure_kind::not_acme, what + " sent an incomplete or oversized answer");
+  const std::string what = "directory " + url;
+  const std::string type = res.header("Content-Type");
+  if (res.status != 200) {
+    // A CA that is down answers 5xx with an ACME problem: its words, and a retry may work.
+    // Anything else is the wrong URL, or no CA at all: no_acme_answer.
+    std::optional<acme::problem> p;
+    if (is_json_type(type))
+      if (auto parsed = parse_problem(res.body); parsed && is_acme_problem(*parsed)) p = std::move(*parsed);
+    auto retry_after = parse_retry_after(res.header("Retry-After"), system_clock().now_ms());
+    if (!p) {
+      std::string detail = what + " answered HTTP " + std::to_string(res.status) +
+                           (type.empty() ? std::string() : " (Content-Type " + type + ")");
+      auto f = no_acme_answer(failure_kind::not_acme, "directory", url, std::move(detail));
+      // A CA's maintenance page may say when to come back; honoured, never shown.
+      if (res.status >= 500 || res.status == 429) f.retry_after_s = retry_after;
+      co_return f;
+    }
+    failure f = make_failure(failure_kind::ca_problem, "directory: the CA answered HTTP " + std::to_string(res.status) + ": " +
+                                                           p->text());
+    f.problem = std::move(p);
+    f.http_status = res.status;
+    f.cls = res.status >= 500 || res.status == 429 ? failure_class::transient : failure_class::permanent;
+    f.retry_after_s = retry_after;
+    co_return f;
+  }
+  if (!res.body_complete)
+    co_return no_acme_answer(failure_kind::not_acme, "directory", url, what + " sent an incomplete or oversized answer");
   auto d = parse_directory(res.body);
   if (!d) {
     std::string why = d.error().message;
     if (!type.empty() && !is_json_type(type)) why += " (Content-Type " + type + ")";
-    auto f = make_failure(failure_kind::not_acme,
-                          what + " is not an ACME directory: " + why + " (is directory_url the CA's ACME directory URL?)");
-    f.http_status = res.status;
-    f.field = "directory_url";
-    co_return f;
+    co_return no_acme_answer(failure_kind::not_acme, "directory", url,
+                             what + " is not an ACME directory: " + why + " (is directory_url the CA's ACME directory URL?)");
+  }
+  if (auto bad = refuse_directory(*d, egress())) {
+    co_await log_line("warn", bad->message);
+    co_return std::move(*bad);
   }
   directory_ = std::move(*d);
   {
@@ -248,17 +336,15 @@ awaitable<outcome<std::string>> client::take_nonce(std::string_view step) {
   }
   auto dir = co_await get_directory();
   if (!dir) co_return std::move(dir).failure();
+  const std::string nonce_step = std::string(step) + " (newNonce)";
+  if (auto bad = refuse_url(dir->new_nonce, nonce_step)) co_return std::move(*bad);
   auto res = co_await delivery::http_exchange(
       base_request(opts_, delivery::http_method::head, dir->new_nonce, opts_.request_timeout));
-  if (!res.ok()) co_return transport_failure(res, std::string(step) + " (newNonce)");
+  if (!res.ok()) co_return transport_failure(res, nonce_step, dir->new_nonce);
   std::string nonce = res.header("Replay-Nonce");
-  if (res.status >= 300 || !valid_nonce(nonce)) {
-    auto f = make_failure(failure_kind::not_acme, std::string(step) + ": newNonce answered HTTP " + std::to_string(res.status) +
-                                                      " without a Replay-Nonce");
-    f.http_status = res.status;
-    if (res.status >= 500) f.cls = failure_class::transient;
-    co_return f;
-  }
+  if (res.status >= 300 || !valid_nonce(nonce))
+    co_return no_acme_answer(failure_kind::not_acme, nonce_step, dir->new_nonce,
+                             "newNonce answered HTTP " + std::to_string(res.status) + " without a Replay-Nonce");
   co_return nonce;
 }
 
@@ -267,6 +353,7 @@ awaitable<outcome<client::answer>> client::post(std::string url, std::string ste
                                                 std::optional<steady::time_point> deadline) {
   if (!use_jwk && account_url_.empty())
     co_return bad_input("account_url", step + ": no account URL (register the account first)");
+  if (auto bad = refuse_url(url, step)) co_return std::move(*bad);
   for (int attempt = 0;; ++attempt) {
     auto nonce = co_await take_nonce(step);
     if (!nonce) co_return std::move(nonce).failure();
@@ -281,7 +368,7 @@ awaitable<outcome<client::answer>> client::post(std::string url, std::string ste
     if (!accept.empty()) req.headers.emplace_back("Accept", accept);
     req.body = std::move(*jws);
     auto res = co_await delivery::http_exchange(std::move(req));
-    if (!res.ok()) co_return transport_failure(res, step);
+    if (!res.ok()) co_return transport_failure(res, step, url);
     // Every answer carries a fresh nonce (§6.5): keep it for the next request.
     if (auto n = res.header("Replay-Nonce"); valid_nonce(n)) {
       if (nonces_.size() >= max_pooled_nonces) nonces_.erase(nonces_.begin());
@@ -301,32 +388,29 @@ awaitable<outcome<client::answer>> client::post(std::string url, std::string ste
         continue;
       }
       failure f;
-      f.http_status = res.status;
-      f.retry_after_s = retry_after;
-      if (p && (!p->type.empty() || !p->detail.empty())) {
+      if (p && is_acme_problem(*p)) {
         f.kind = failure_kind::ca_problem;
         f.cls = classify_problem(*p);
         f.message = step + ": the CA answered HTTP " + std::to_string(res.status) + ": " + p->text();
         f.problem = std::move(*p);
+        f.http_status = res.status;
+        if (retry_after) f.message += " (Retry-After " + seconds_text(*retry_after) + ")";
       } else {
-        f.kind = failure_kind::not_acme;
-        f.cls = res.status >= 500 || res.status == 429 ? failure_class::transient : failure_class::permanent;
-        f.message = step + ": the CA answered HTTP " + std::to_string(res.status) + " without a problem document" +
-                    (type.empty() ? std::string() : " (Content-Type " + type + ")");
+        // Not the CA's word: a page, or a service that is not a CA.
+        f = no_acme_answer(failure_kind::not_acme, step, url,
+                           step + ": HTTP " + std::to_string(res.status) + " without an ACME problem document" +
+                               (type.empty() ? std::string() : " (Content-Type " + type + ")"));
       }
-      if (retry_after) f.message += " (Retry-After " + seconds_text(*retry_after) + ")";
+      f.retry_after_s = retry_after;
       co_await log_line("warn", f.message);
       co_return f;
     }
-    if (res.status >= 300) {
-      auto f = make_failure(failure_kind::not_acme, step + ": the CA answered HTTP " + std::to_string(res.status) +
-                                                        " (redirects are not followed)");
-      f.http_status = res.status;
-      co_return f;
-    }
+    if (res.status >= 300)
+      co_return no_acme_answer(failure_kind::not_acme, step, url,
+                               step + ": HTTP " + std::to_string(res.status) + " (redirects are not followed)");
     if (!res.body_complete)
-      co_return make_failure(failure_kind::network, step + ": the CA's answer broke off or was larger than " +
-                                                        std::to_string(max_answer_bytes) + " bytes");
+      co_return no_acme_answer(failure_kind::network, step, url,
+                               step + ": the answer broke off or was larger than " + std::to_string(max_answer_bytes) + " bytes");
     answer a;
     a.status = res.status;
     a.body = std::move(res.body);
@@ -340,11 +424,11 @@ awaitable<outcome<client::answer>> client::post(std::string url, std::string ste
 
 namespace {
 
-// A document the CA answered that does not parse: the CA is not speaking ACME as expected.
-failure bad_document(const std::string& step, const certfleet::error& e, int status) {
-  auto f = make_failure(failure_kind::not_acme, step + ": the CA's answer is not a valid ACME document: " + e.message);
-  f.http_status = status;
-  return f;
+// A document the CA answered that does not parse: the CA is not speaking ACME as expected (or
+// the URL is some other service's: its content stays in the server's log).
+failure bad_document(const std::string& step, const certfleet::error& e, int status, const std::string& url) {
+  return no_acme_answer(failure_kind::not_acme, step, url,
+                        step + ": HTTP " + std::to_string(status) + ", not a valid ACME document: " + e.message);
 }
 
 }  // namespace
@@ -374,9 +458,10 @@ awaitable<outcome<account_info>> client::new_account(account_request req) {
   auto a = co_await post(dir->new_account, "newAccount", boost::json::serialize(payload), true);
   if (!a) co_return std::move(a).failure();
   if (a->location.empty() || !delivery::parse_url(a->location))
-    co_return make_failure(failure_kind::not_acme, "newAccount: the CA's answer has no account URL (Location)");
+    co_return no_acme_answer(failure_kind::not_acme, "newAccount", dir->new_account,
+                             "newAccount: the answer has no account URL (Location)");
   auto acct = parse_account(a->body);
-  if (!acct) co_return bad_document("newAccount", acct.error(), a->status);
+  if (!acct) co_return bad_document("newAccount", acct.error(), a->status, dir->new_account);
   account_info info{a->location, std::move(*acct), a->status == 201};
   account_url_ = info.url;
   {
@@ -414,9 +499,9 @@ awaitable<outcome<order_info>> client::new_order(order_request req) {
   auto a = co_await post(dir->new_order, "newOrder", boost::json::serialize(payload), false);
   if (!a) co_return std::move(a).failure();
   if (a->location.empty() || !delivery::parse_url(a->location))
-    co_return make_failure(failure_kind::not_acme, "newOrder: the CA's answer has no order URL (Location)");
+    co_return no_acme_answer(failure_kind::not_acme, "newOrder", dir->new_order, "newOrder: the answer has no order URL (Location)");
   auto o = parse_order(a->body);
-  if (!o) co_return bad_document("newOrder", o.error(), a->status);
+  if (!o) co_return bad_document("newOrder", o.error(), a->status, dir->new_order);
   {
     std::string line = "ACME order " + short_url(a->location) + ": " + std::string(order_status_name(o->status)) + ", " +
         std::to_string(o->authorizations.size()) + " authorization(s) for " +
@@ -431,7 +516,7 @@ awaitable<outcome<order_info>> client::get_order(std::string url) {
   auto a = co_await post(url, "order", std::nullopt, false);
   if (!a) co_return std::move(a).failure();
   auto o = parse_order(a->body);
-  if (!o) co_return bad_document("order", o.error(), a->status);
+  if (!o) co_return bad_document("order", o.error(), a->status, url);
   co_return order_info{std::move(url), std::move(*o)};
 }
 
@@ -439,7 +524,7 @@ awaitable<outcome<authorization_info>> client::get_authorization(std::string url
   auto a = co_await post(url, "authorization", std::nullopt, false);
   if (!a) co_return std::move(a).failure();
   auto z = parse_authorization(a->body);
-  if (!z) co_return bad_document("authorization", z.error(), a->status);
+  if (!z) co_return bad_document("authorization", z.error(), a->status, url);
   co_return authorization_info{std::move(url), std::move(*z)};
 }
 
@@ -447,7 +532,7 @@ awaitable<outcome<acme::challenge>> client::respond_challenge(std::string url) {
   auto a = co_await post(url, "challenge", std::string("{}"), false);
   if (!a) co_return std::move(a).failure();
   auto c = parse_challenge(a->body);
-  if (!c) co_return bad_document("challenge", c.error(), a->status);
+  if (!c) co_return bad_document("challenge", c.error(), a->status, url);
   {
     std::string line = "ACME challenge " + c->type + " answered: " + std::string(challenge_status_name(c->status));
     co_await log_line("info", std::move(line));
@@ -482,7 +567,7 @@ awaitable<outcome<authorization_info>> client::poll_authorization(std::string ur
     auto a = co_await post(url, "authorization", std::nullopt, false, {}, deadline);
     if (!a) co_return std::move(a).failure();
     auto z = parse_authorization(a->body);
-    if (!z) co_return bad_document("authorization", z.error(), a->status);
+    if (!z) co_return bad_document("authorization", z.error(), a->status, url);
     if (z->status == authorization_status::valid) {
       {
         std::string line = "ACME authorization for " + z->ident.value + ": valid";
@@ -525,7 +610,7 @@ awaitable<outcome<order_info>> client::poll_order(std::string url, milliseconds 
     auto a = co_await post(url, "order", std::nullopt, false, {}, deadline);
     if (!a) co_return std::move(a).failure();
     auto o = parse_order(a->body);
-    if (!o) co_return bad_document("order", o.error(), a->status);
+    if (!o) co_return bad_document("order", o.error(), a->status, url);
     if (o->status == order_status::invalid) {
       auto f = make_failure(failure_kind::order_invalid, "order " + short_url(url) + " is invalid");
       if (o->error) {
@@ -581,7 +666,7 @@ awaitable<outcome<order_info>> client::finalize(const order_info& o, std::string
   auto a = co_await post(o.order.finalize, "finalize", boost::json::serialize(payload), false);
   if (!a) co_return std::move(a).failure();
   auto next = parse_order(a->body);
-  if (!next) co_return bad_document("finalize", next.error(), a->status);
+  if (!next) co_return bad_document("finalize", next.error(), a->status, o.order.finalize);
   if (next->status == order_status::invalid) {
     auto f = make_failure(failure_kind::order_invalid, "finalize: order " + short_url(o.url) + " is invalid");
     if (next->error) {
@@ -601,9 +686,9 @@ awaitable<outcome<std::string>> client::download_certificate(std::string url) {
   auto a = co_await post(url, "certificate", std::nullopt, false, "application/pem-certificate-chain");
   if (!a) co_return std::move(a).failure();
   if (a->body.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
-    std::string why = "certificate: the CA's answer holds no PEM certificate";
+    std::string why = "certificate: the answer holds no PEM certificate";
     if (!a->content_type.empty()) why += " (Content-Type " + a->content_type + ")";
-    co_return make_failure(failure_kind::not_acme, std::move(why));
+    co_return no_acme_answer(failure_kind::not_acme, "certificate", url, std::move(why));
   }
   std::size_t count = 0;
   for (std::size_t p = 0; (p = a->body.find("-----BEGIN CERTIFICATE-----", p)) != std::string::npos; ++p) ++count;
@@ -642,29 +727,29 @@ awaitable<outcome<renewal_info_answer>> client::get_renewal_info(std::string cer
   std::string url = dir->renewal_info;
   if (url.back() != '/') url += '/';
   url += cert_id;
+  if (auto bad = refuse_url(url, "renewalInfo")) co_return std::move(*bad);
   auto res = co_await delivery::http_exchange(base_request(opts_, delivery::http_method::get, url, opts_.request_timeout));
-  if (!res.ok()) co_return transport_failure(res, "renewalInfo");
+  if (!res.ok()) co_return transport_failure(res, "renewalInfo", url);
   auto retry_after = parse_retry_after(res.header("Retry-After"), system_clock().now_ms());
   if (res.status != 200) {
     auto p = parse_problem(res.body);
     failure f;
-    f.http_status = res.status;
-    f.retry_after_s = retry_after;
-    if (p && !p->type.empty()) {
+    if (p && is_acme_problem(*p)) {
       f.kind = failure_kind::ca_problem;
       f.cls = classify_problem(*p);
       f.message = "renewalInfo: the CA answered HTTP " + std::to_string(res.status) + ": " + p->text();
       f.problem = std::move(*p);
+      f.http_status = res.status;
     } else {
-      f.kind = failure_kind::not_acme;
-      f.cls = res.status >= 500 || res.status == 429 ? failure_class::transient : failure_class::permanent;
-      f.message = "renewalInfo: the CA answered HTTP " + std::to_string(res.status);
+      f = no_acme_answer(failure_kind::not_acme, "renewalInfo", url, "renewalInfo: HTTP " + std::to_string(res.status));
     }
+    f.retry_after_s = retry_after;
     co_return f;
   }
-  if (!res.body_complete) co_return make_failure(failure_kind::network, "renewalInfo: the CA's answer broke off");
+  if (!res.body_complete)
+    co_return no_acme_answer(failure_kind::network, "renewalInfo", url, "renewalInfo: the answer broke off");
   auto info = parse_renewal_info(res.body);
-  if (!info) co_return bad_document("renewalInfo", info.error(), res.status);
+  if (!info) co_return bad_document("renewalInfo", info.error(), res.status, url);
   {
     std::string line = "ACME renewal information: window " + format_iso8601(info->suggested_window.start) + " to " +
         format_iso8601(info->suggested_window.end) +

@@ -15,7 +15,7 @@ struct errc_row {
   std::string_view hint;
 };
 
-constexpr std::array<errc_row, 11> table{{
+constexpr std::array<errc_row, 12> table{{
     {dns_errc::tsig_rejected, "tsig_rejected", true,
      "make the provider's TSIG key name, algorithm (hmac-sha256) and secret match the DNS server's key, and allow "
      "that key to update the zone (knot: the zone's acl with action update; BIND: update-policy)"},
@@ -38,6 +38,9 @@ constexpr std::array<errc_row, 11> table{{
      "check the server's address: its name must resolve and its port accept TCP; certfleet retries"},
     {dns_errc::malformed_answer, "malformed_answer", false,
      "the answer did not parse or did not match the question: check that the address is a DNS server; certfleet retries"},
+    {dns_errc::not_allowed, "not_allowed", true,
+     "a system admin lists the server's address in acme_allow_list (loopback, link-local and metadata addresses only "
+     "by address, e.g. 127.0.0.1), or the provider names a server the list allows"},
 }};
 
 const errc_row* row(dns_errc e) noexcept {

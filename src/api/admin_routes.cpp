@@ -2,7 +2,9 @@
 #include "certfleet/api/openapi.hpp"
 #include "certfleet/api/requests.hpp"
 #include "certfleet/core/settings.hpp"
+#include "certfleet/queue/liveness.hpp"
 #include "certfleet/queue/worker.hpp"
+#include "certfleet/store/workers.hpp"
 #include "certfleet/distribution/gauges.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/store/settings.hpp"
@@ -29,7 +31,49 @@ boost::asio::awaitable<reply> get_readyz(server_state& s, const route_call&) {
     co_return full;
   }
   if (!r) co_return error_reply(make_error(errc::store_busy, "store unreachable: " + r.error().message));
-  co_return json_reply(200, boost::json::object{{"status", "ready"}});
+  boost::json::object o{{"status", "ready"}};
+  // Ready to serve, but an operator's probe should learn that nothing runs the jobs (issue 28):
+  // a dead worker's jobs, or new ones, wait until a worker comes back.
+  if (s.liveness && s.liveness->stats().checks > 0) {
+    const auto& l = s.liveness->stats();
+    o["workers_alive"] = l.workers_alive;
+    if (l.workers_alive == 0)
+      o["warning"] = "no live worker in the worker registry: jobs wait until a worker process runs (certfleet workers)";
+  }
+  co_return json_reply(200, o);
+}
+
+boost::asio::awaitable<reply> list_workers(server_state& s, const route_call&) {
+  const auto now = s.clock.now_ms();
+  auto all = co_await s.timed("worker_list", s.st.workers().list_workers(now));
+  if (!all) co_return error_reply(all.error());
+  const time_ms dead_after = s.liveness ? s.liveness->options().dead_after_ms : queue::liveness_options{}.dead_after_ms;
+  boost::json::array items;
+  std::int64_t alive = 0;
+  for (const auto& w : *all) {
+    const auto v = queue::judge_worker(w, queue::this_host(), dead_after, queue::process_start_of);
+    const char* state = queue::liveness_state_name(v.state);
+    if (v.state == queue::liveness_state::alive) ++alive;
+    boost::json::object o{{"id", w.id},
+                          {"host", w.host},
+                          {"pid", w.pid},
+                          {"version", w.version},
+                          {"lanes", w.lanes},
+                          {"state", state},
+                          {"running_jobs", w.running},
+                          {"started_at", format_iso8601(w.started_at)},
+                          {"last_heartbeat_at", format_iso8601(w.last_seen)},
+                          {"heartbeat_age_ms", w.age_ms}};
+    if (w.dead_at > 0) {
+      o["dead_at"] = format_iso8601(w.dead_at);
+      o["dead_reason"] = w.dead_reason;
+      o["released_jobs"] = w.released_jobs;
+    } else if (v.dead()) {
+      o["dead_reason"] = v.reason;
+    }
+    items.push_back(std::move(o));
+  }
+  co_return json_reply(200, boost::json::object{{"items", std::move(items)}, {"alive", alive}, {"total", all->size()}});
 }
 
 boost::asio::awaitable<reply> get_metrics(server_state& s, const route_call&) {
@@ -51,6 +95,7 @@ boost::asio::awaitable<reply> get_metrics(server_state& s, const route_call&) {
     snap.tls_reloads = s.tls.reloads;
     snap.tls_reload_failures = s.tls.reload_failures;
   }
+  if (s.liveness) snap.liveness = &s.liveness->stats();
   if (s.worker) {
     snap.worker = &s.worker->stats();
     snap.worker_running = s.worker->running();

@@ -5,7 +5,10 @@
 #include "handlers.hpp"
 #include "server_state.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
+#include <optional>
 #include <utility>
 
 namespace certfleet::api {
@@ -19,12 +22,29 @@ constexpr std::array<route_handler, route_count> handlers{{
 #undef CERTFLEET_ROUTE
 }};
 
+// The certificate a listener serves (tls_certificate) is this process's HTTPS identity: every
+// project's tokens travel under its key, so changing it (a version, a renewal, revocation,
+// deletion) is a system-level trust decision, not a project admin's (issue 28).
+std::optional<error> listener_certificate_refusal(const server_state& s, const route_match& m, const caller& c) {
+  if (!m.route->changes_state || m.route->object_kind != store::kind_certificate || m.id.empty()) return std::nullopt;
+  const auto& served = s.opt.tls_certificate;
+  if (!served || served->id != m.id || served->project != m.project) return std::nullopt;
+  if (c.token && c.token->system) return std::nullopt;
+  return make_error(errc::forbidden,
+                    fmt::format("certificate {} is served by this server's HTTPS listener (tls_certificate): only a "
+                                "system admin may change it",
+                                m.id),
+                    "id");
+}
+
 }  // namespace
 
 boost::asio::awaitable<reply> dispatch(server_state& s, const request_view& req, std::string& route_name) {
   auto parts = split_target(req.target);
   if (!parts) co_return error_reply(errc::invalid_argument, "the request target must be a path", "path");
-  auto m = match_route(req.method, parts->path);
+  // HEAD is GET without the body (RFC 9110 §9.3.2): the session drops the body of the answer.
+  const std::string_view method = req.method == "HEAD" ? std::string_view("GET") : req.method;
+  auto m = match_route(method, parts->path);
   if (req.health_only && !(m && (m->route->id == route_id::healthz || m->route->id == route_id::readyz ||
                                  m->route->id == route_id::metrics)))
     co_return error_reply(errc::not_found, "this listener (metrics_listen) serves only /healthz, /readyz and /metrics",
@@ -38,7 +58,7 @@ boost::asio::awaitable<reply> dispatch(server_state& s, const request_view& req,
       co_return r;
     }
     if (s.opt.serve_api)
-      if (auto ui = serve_ui(s, req.method, parts->path)) {
+      if (auto ui = serve_ui(s, method, parts->path)) {
         route_name = "ui";
         co_return std::move(*ui);
       }
@@ -61,6 +81,10 @@ boost::asio::awaitable<reply> dispatch(server_state& s, const request_view& req,
   if (c->token) s.remember_token_name(*c->token);  // a job it makes names it at once
   if (!m->id.empty() && !is_object_id(m->id))
     co_return error_reply(errc::invalid_argument, "id must be a 24-character hex object id", "id");
+  if (auto refusal = listener_certificate_refusal(s, *m, *c)) {
+    co_await audit_refusal(s, *c, *m, parts->path, *refusal);
+    co_return error_reply(*refusal);
+  }
   const auto handler = handlers[static_cast<std::size_t>(m->route->id)];
   if (!handler) co_return error_reply(errc::not_found, "no such route", "path");
   const route_call call{*c, *m, *q, req.body, req.cred};

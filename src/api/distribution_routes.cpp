@@ -77,6 +77,10 @@ boost::asio::awaitable<reply> distribution_results(server_state& s, const route_
   if (!filter) co_return error_reply(filter.error());
   auto r = co_await s.catalog.results(call.who.project->id, call.match.id, rq->run, rq->page, rq->page_size,
                                       std::move(*filter));
+  // error_detail (why a connect failed: refused, timed out, no banner) is for admins: to every
+  // other role the uniform error is all there is, or results would be a port scanner's report.
+  const bool admin = call.who.token && (call.who.token->system || call.who.token->token_role >= store::role::admin);
+  if (r && !admin) distribution::strip_admin_detail(*r);
   co_return co_await catalog_answer(s, call, "", 200, std::move(r), t0);
 }
 

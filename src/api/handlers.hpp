@@ -48,6 +48,7 @@ boost::asio::awaitable<reply> get_metrics(server_state&, const route_call&);
 boost::asio::awaitable<reply> get_settings(server_state&, const route_call&);
 boost::asio::awaitable<reply> put_settings(server_state&, const route_call&);
 boost::asio::awaitable<reply> get_settings_schema(server_state&, const route_call&);
+boost::asio::awaitable<reply> list_workers(server_state&, const route_call&);
 boost::asio::awaitable<reply> get_openapi(server_state&, const route_call&);
 boost::asio::awaitable<reply> list_audit(server_state&, const route_call&);
 

@@ -13,6 +13,8 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace certfleet::api {
@@ -27,6 +29,14 @@ constexpr std::string_view server_name = "certfleet";
 // Every response carries the request's id (X-Request-Id), also on errors and refusals.
 http::response<http::string_body> make_response(const reply& r, unsigned version, bool keep_alive,
                                                 std::string_view request_id);
+
+// Strict-Transport-Security: max-age=`max_age_s` (http_hsts_max_age_s) on a response sent over
+// TLS; nothing over plain HTTP (a browser ignores it there) or when it is 0. For every response
+// of the HTTPS listener, the WebSocket handshake's (a decorator) included.
+template <class Fields>
+void set_hsts(http::header<false, Fields>& h, bool over_tls, std::int64_t max_age_s) {
+  if (over_tls && max_age_s > 0) h.set(http::field::strict_transport_security, "max-age=" + std::to_string(max_age_s));
+}
 
 // The request's X-Request-Id when the client sent a sane one (requests.hpp), else a new one.
 std::string request_id_of(const request_t& req);

@@ -3,8 +3,11 @@
 #include "certfleet/queue/error_hint.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/job_view.hpp"
+#include "certfleet/queue/liveness.hpp"
+#include "certfleet/store/workers.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/queue/queue_service.hpp"
+#include "certfleet/queue/triggers.hpp"
 #include "handlers.hpp"
 #include "server_state.hpp"
 
@@ -24,7 +27,7 @@ namespace {
 boost::asio::awaitable<void> learn_token_names(server_state& s, const std::vector<store::job_record>& jobs) {
   bool missing = false;
   for (const auto& j : jobs)
-    if (j.triggered_by.rfind("token:", 0) == 0 && !s.token_names.contains(j.triggered_by.substr(6))) missing = true;
+    if (auto id = queue::token_of(j.triggered_by); id && !s.token_names.contains(std::string(*id))) missing = true;
   if (!missing || steady::now() - s.token_names_read < std::chrono::seconds(5)) co_return;
   s.token_names_read = steady::now();
   auto all = co_await s.timed("token_list", s.st.auth().list_tokens(""));
@@ -39,8 +42,8 @@ boost::json::object job_json(const server_state& s, const store::job_record& j) 
   boost::json::value name = nullptr;
   if (auto words = queue::trigger_in_words(j.triggered_by)) {
     name = *words;
-  } else if (j.triggered_by.rfind("token:", 0) == 0) {
-    auto id = j.triggered_by.substr(6);
+  } else if (auto token = queue::token_of(j.triggered_by)) {
+    const std::string id(*token);
     auto it = s.token_names.find(id);
     name = it != s.token_names.end() ? it->second : "token " + id.substr(0, 8);
   }
@@ -97,7 +100,7 @@ boost::asio::awaitable<reply> enqueue_job(server_state& s, const route_call& cal
   req.payload = b->payload;
   req.idempotency_key = b->idempotency_key;
   req.run_at = b->run_at;
-  req.triggered_by = "token:" + c.token->id;
+  req.triggered_by = queue::token_trigger(c.token->id);
   auto t0 = steady::now();
   auto out = co_await s.queue.enqueue(std::move(req), queue::caller::user);
   s.metrics.store_call("job_enqueue", std::chrono::duration<double>(steady::now() - t0).count());
@@ -144,6 +147,29 @@ boost::asio::awaitable<reply> get_job(server_state& s, const route_call& call) {
     w["lane_concurrency"] = s.worker ? boost::json::value(s.worker->concurrency(j->lane)) : boost::json::value(nullptr);
     w["lane_active"] = counts ? boost::json::value(lane_active) : boost::json::value(nullptr);
     o["waiting"] = std::move(w);
+  }
+  if (j->status == store::job_status::active) {
+    // The Lease card (issue 28, 34): whether the lease ran out, and what the registry says of the
+    // worker holding it — a dead worker's job is shown as such whatever processes run.
+    const auto now = s.clock.now_ms();
+    boost::json::object l;
+    l["locked_by"] = j->locked_by;
+    l["locked_until"] = format_iso8601(j->locked_until);
+    l["lease_expired"] = j->locked_until <= now;
+    if (auto all = co_await s.timed("worker_list", s.st.workers().list_workers(now))) {
+      const time_ms dead_after = s.liveness ? s.liveness->options().dead_after_ms : queue::liveness_options{}.dead_after_ms;
+      for (const auto& w : *all) {
+        if (w.id != j->locked_by) continue;
+        const auto v = queue::judge_worker(w, queue::this_host(), dead_after, queue::process_start_of);
+        boost::json::object wo{{"id", w.id},
+                               {"host", w.host},
+                               {"alive", v.state == queue::liveness_state::alive},
+                               {"heartbeat_age_ms", w.age_ms}};
+        if (!v.reason.empty()) wo["reason"] = v.reason;
+        l["worker"] = std::move(wo);
+      }
+    }
+    o["lease"] = std::move(l);
   }
   // An ACME job's workflow (DESIGN §9); a failed read leaves it out rather than failing the page.
   auto workflow = co_await s.catalog.job_workflow(*j);

@@ -35,9 +35,10 @@ result<std::pair<std::string, unsigned short>> parse_listen(const std::string& l
   return std::pair{host, static_cast<unsigned short>(port)};
 }
 
-listener::listener(std::shared_ptr<server_state> s, std::string address, std::string setting, bool health_only)
+listener::listener(std::shared_ptr<server_state> s, std::string address, std::string setting, bool health_only,
+                   std::shared_ptr<connection_reserve> reserve)
     : s_(std::move(s)), address_(std::move(address)), setting_(std::move(setting)), health_only_(health_only),
-      acceptor_(s_->ex) {}
+      reserve_(std::move(reserve)), acceptor_(s_->ex) {}
 
 asio::awaitable<void> listener::accept_loop() {
   auto self = shared_from_this();
@@ -53,7 +54,7 @@ asio::awaitable<void> listener::accept_loop() {
     }
     sock.set_option(tcp::no_delay(true), ec);
     auto tls = health_only_ ? nullptr : s_->tls.context;
-    asio::co_spawn(s_->ex, run_http_session(s_, std::move(sock), std::move(tls), health_only_),
+    asio::co_spawn(s_->ex, run_http_session(s_, std::move(sock), std::move(tls), health_only_, reserve_),
                    report_unexpected("HTTP session"));
   }
 }

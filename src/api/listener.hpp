@@ -14,6 +14,7 @@
 namespace certfleet::api {
 
 struct server_state;
+struct connection_reserve;
 
 // "ADDR:PORT" or "[v6]:PORT" as host and port.
 result<std::pair<std::string, unsigned short>> parse_listen(const std::string& listen);
@@ -23,7 +24,9 @@ class listener : public std::enable_shared_from_this<listener> {
   // `address`: "ADDR:PORT", named `setting` in errors. `health_only`: the metrics listener
   // (plain HTTP, /healthz /readyz /metrics only); otherwise the API listener, over TLS while
   // the server state has a TLS context.
-  listener(std::shared_ptr<server_state> s, std::string address, std::string setting, bool health_only);
+  // `reserve`: the server's health/metrics slots beyond the connection cap.
+  listener(std::shared_ptr<server_state> s, std::string address, std::string setting, bool health_only,
+           std::shared_ptr<connection_reserve> reserve);
   // Binds and starts accepting; the bound "ADDR:PORT".
   result<std::string> start();
   boost::asio::awaitable<void> stop();
@@ -36,6 +39,7 @@ class listener : public std::enable_shared_from_this<listener> {
   std::shared_ptr<server_state> s_;
   std::string address_, setting_;
   bool health_only_;
+  std::shared_ptr<connection_reserve> reserve_;
   boost::asio::ip::tcp::acceptor acceptor_;
   unsigned short bound_port_ = 0;
 };

@@ -8,10 +8,19 @@
 #include "server_state.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/websocket.hpp>
 #include <fmt/format.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <optional>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace certfleet::api {
@@ -38,6 +47,7 @@ template <class Stream>
 asio::awaitable<void> reject_upgrade(server_state& s, Stream& stream, const reply& r, const request_t& req,
                                      const std::string& client, const std::string& request_id) {
   auto res = make_response(r, req.version(), false, request_id);
+  set_hsts(res, std::is_same_v<Stream, tls_stream>, s.opt.hsts_max_age_s);
   beast::get_lowest_layer(stream).expires_after(s.opt.write_timeout);
   co_await http::async_write(stream, res, tuple_awaitable);
   const std::string_view route = "/api/v1/projects/{p}/jobs/{id}/logs/stream";
@@ -77,12 +87,99 @@ void start_close(const std::shared_ptr<server_state>& self, const std::shared_pt
 // at most ws_send_low_water bytes, so a long backlog never piles up in memory.
 constexpr std::size_t ws_send_low_water = 256 * 1024;
 constexpr int ws_send_buffer = 1 << 20;
+// The kernel takes at most this much beyond what the peer has acknowledged: without it, the 1 MiB
+// send buffer plus the peer's receive window absorbed a 10,000-line backlog from a client that
+// never reads, so the server paged, serialized and wrote every line for nobody (issue 28). With
+// it, the queue above holds what the kernel refuses and the next page waits until the peer reads.
+constexpr int ws_not_sent_low_water = 128 * 1024;
+
+// One live stream counted against ws_streams_per_token and ws_streams_per_client from the
+// upgrade to the end of the session, however it ends.
+class stream_slot {
+ public:
+  stream_slot(server_state& s, std::string token, std::string client)
+      : s_(&s), token_(std::move(token)), client_(std::move(client)) {
+    ++s_->streams_per_token[token_];
+    ++s_->streams_per_client[client_];
+  }
+  stream_slot(const stream_slot&) = delete;
+  stream_slot& operator=(const stream_slot&) = delete;
+  ~stream_slot() {
+    release(s_->streams_per_token, token_);
+    release(s_->streams_per_client, client_);
+  }
+
+ private:
+  static void release(std::unordered_map<std::string, int>& m, const std::string& k) {
+    if (auto it = m.find(k); it != m.end() && --it->second <= 0) m.erase(it);
+  }
+  server_state* s_;
+  std::string token_, client_;
+};
+
+int open_streams(const std::unordered_map<std::string, int>& m, const std::string& k) {
+  auto it = m.find(k);
+  return it == m.end() ? 0 : it->second;
+}
+
+// The caps' refusal, or nullopt when the caller may open one more stream.
+std::optional<error> stream_cap_refusal(const server_state& s, const std::string& token, const std::string& client) {
+  const auto refuse = [](std::string msg) {
+    auto e = make_error(errc::rate_limited, std::move(msg), "stream");
+    e.retry_after_s = 5;
+    return e;
+  };
+  if (open_streams(s.streams_per_token, token) >= s.opt.ws_streams_per_token)
+    return refuse(fmt::format("this token already has {} live log streams open, the most allowed "
+                              "(ws_streams_per_token); close one and retry",
+                              s.opt.ws_streams_per_token));
+  if (open_streams(s.streams_per_client, client) >= s.opt.ws_streams_per_client)
+    return refuse(fmt::format("this client address already has {} live log streams open, the most allowed "
+                              "(ws_streams_per_client); close one and retry",
+                              s.opt.ws_streams_per_client));
+  return std::nullopt;
+}
 asio::awaitable<bool> ws_send(const std::shared_ptr<ws_conn>& c, const std::string& text) {
   if (c->closing || c->closed) co_return false;
   c->ws.text(true);
   auto [ec, n] = co_await c->ws.async_write(asio::buffer(text), tuple_awaitable);
   if (ec) co_return false;
   co_return co_await c->ws.next_layer().wait_below(ws_send_low_water);
+}
+
+// One stream's turn at preparing a backlog page (server_state::backlog_gate); given back when it
+// is released or destroyed, waking the first stream waiting for one.
+class backlog_turn {
+ public:
+  explicit backlog_turn(server_state& s) noexcept : s_(&s) {}
+  backlog_turn(backlog_turn&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  backlog_turn(const backlog_turn&) = delete;
+  backlog_turn& operator=(const backlog_turn&) = delete;
+  backlog_turn& operator=(backlog_turn&&) = delete;
+  ~backlog_turn() { release(); }
+  void release() noexcept {
+    if (!s_) return;
+    auto& g = s_->backlog;
+    ++g.free;
+    if (!g.waiting.empty()) {
+      g.waiting.front()->cancel();
+      g.waiting.pop_front();
+    }
+    s_ = nullptr;
+  }
+
+ private:
+  server_state* s_;
+};
+
+asio::awaitable<backlog_turn> take_backlog_turn(server_state& s) {
+  while (s.backlog.free == 0) {
+    auto t = std::make_shared<asio::steady_timer>(s.ex, asio::steady_timer::time_point::max());
+    s.backlog.waiting.push_back(t);
+    co_await t->async_wait(tuple_awaitable);
+  }
+  --s.backlog.free;
+  co_return backlog_turn(s);
 }
 
 // Sends the store's lines after the cursor up to `upto` (0: to the end); returns false on a
@@ -92,15 +189,28 @@ asio::awaitable<bool> ws_catch_up(const std::shared_ptr<server_state>& s, const 
   for (;;) {
     const int limit = c->cursor.page_limit(upto);
     if (limit == 0) co_return true;
+    // The page is read, serialized and queued under a turn; the wait for the peer to read it is
+    // not (a stalled peer must not hold a turn).
+    auto turn = co_await take_backlog_turn(*s);
     auto w = co_await s->timed("log_watch", s->st.observe().watch_logs(job_id, c->cursor.sent(), limit));
     if (!w) {
       start_close(s, c, websocket::close_code::internal_error, "log read failed: " + w.error().message.substr(0, 80));
       co_return false;
     }
     if (!w->lines.empty()) {
-      if (!co_await ws_send(c, lines_frame_text(w->lines, 0, w->lines.size()))) co_return false;
+      if (c->closing || c->closed) co_return false;
+      c->ws.text(true);
+      const auto text = lines_frame_text(w->lines, 0, w->lines.size());
+      auto [ec, n] = co_await c->ws.async_write(asio::buffer(text), tuple_awaitable);
+      if (ec) co_return false;
       c->cursor.advance(w->lines.back().seq);
+      turn.release();
+      if (!co_await c->ws.next_layer().wait_below(ws_send_low_water)) co_return false;
     }
+    turn.release();
+    // One page at a time on the loop: with many streams catching up at once, requests and other
+    // streams get their turn between pages (a ready wait_below does not suspend).
+    co_await asio::post(s->ex, asio::use_awaitable);
     switch (c->cursor.after_page(upto, limit, w->lines.size(), store::is_terminal(w->status), w->last_seq)) {
       case page_step::more: continue;
       case page_step::end:
@@ -140,13 +250,22 @@ asio::awaitable<void> run_log_stream(std::shared_ptr<server_state> self, Stream 
   if (!job) co_return co_await reject_upgrade(s, stream, error_reply(job.error()), req, client, rid);
   if (s.stopping)
     co_return co_await reject_upgrade(s, stream, error_reply(errc::shutting_down, "the server is shutting down"), req, client, rid);
+  const std::string token_key = c->token ? c->token->id : std::string("-");
+  if (auto refusal = stream_cap_refusal(s, token_key, client)) {
+    s.metrics.stream_refused();
+    co_return co_await reject_upgrade(s, stream, error_reply(*refusal), req, client, rid);
+  }
+  stream_slot slot(s, token_key, client);
 
   beast::get_lowest_layer(stream).expires_never();  // the WebSocket timeouts take over
   {
     // A burst is one large message per subscriber: the default 16 KiB send buffer (grown only
     // by sustained traffic) would take it in pieces, a wait for writability each.
     boost::system::error_code ignored;
-    beast::get_lowest_layer(stream).socket().set_option(asio::socket_base::send_buffer_size(ws_send_buffer), ignored);
+    auto& sock = beast::get_lowest_layer(stream).socket();
+    sock.set_option(asio::socket_base::send_buffer_size(ws_send_buffer), ignored);
+    sock.set_option(asio::detail::socket_option::integer<IPPROTO_TCP, TCP_NOTSENT_LOWAT>(ws_not_sent_low_water),
+                    ignored);
   }
   auto conn = std::make_shared<ws_conn>(take_connection(stream), lq->after);
   websocket::stream_base::timeout to{};
@@ -154,10 +273,12 @@ asio::awaitable<void> run_log_stream(std::shared_ptr<server_state> self, Stream 
   to.idle_timeout = s.opt.ws_idle_timeout;
   to.keep_alive_pings = true;
   conn->ws.set_option(to);
-  conn->ws.set_option(websocket::stream_base::decorator([rid](websocket::response_type& res) {
-    res.set(http::field::server, server_name);
-    res.set("X-Request-Id", rid);
-  }));
+  conn->ws.set_option(websocket::stream_base::decorator(
+      [rid, hsts = std::is_same_v<Stream, tls_stream> ? s.opt.hsts_max_age_s : 0](websocket::response_type& res) {
+        res.set(http::field::server, server_name);
+        res.set("X-Request-Id", rid);
+        set_hsts(res, hsts > 0, hsts);
+      }));
   conn->ws.read_message_max(64 * 1024);
   // One frame per message: Beast would otherwise split a message into 4 KiB frames, a write
   // each, multiplied by every subscriber.

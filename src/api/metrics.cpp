@@ -137,6 +137,13 @@ std::string api_metrics::render(const snapshot& s) const {
        "Connections answered 503 too_many_connections, by the limit that was reached.");
   out += fmt::format("certfleet_http_connections_refused_total{{limit=\"per_client\"}} {}\n", refused_client_);
   out += fmt::format("certfleet_http_connections_refused_total{{limit=\"total\"}} {}\n", refused_total_);
+  head(out, "certfleet_http_connections_evicted_total", "counter",
+       "Idle keep-alive connections closed at http_max_connections to give their slot to a new connection "
+       "(the oldest idle one of the client address holding the most).");
+  out += fmt::format("certfleet_http_connections_evicted_total {}\n", evicted_);
+  head(out, "certfleet_http_health_reserve_requests_total", "counter",
+       "/healthz, /readyz and /metrics requests answered from http_health_reserve_connections (every regular slot busy).");
+  out += fmt::format("certfleet_http_health_reserve_requests_total {}\n", reserve_served_);
   head(out, "certfleet_audit_refusals_unaudited_total", "counter",
        "Refused (401/403) state-changing calls beyond the per-minute audit bound: counted, not written.");
   out += fmt::format("certfleet_audit_refusals_unaudited_total {}\n", refusals_unaudited_);
@@ -154,6 +161,18 @@ std::string api_metrics::render(const snapshot& s) const {
     out += fmt::format("certfleet_tls_handshake_failures_total {}\n", tls_handshake_failures_);
   }
 
+  if (s.liveness) {
+    head(out, "certfleet_workers_alive", "gauge",
+         "Workers whose registry heartbeat is fresh and whose process runs, at this process's last look.");
+    out += fmt::format("certfleet_workers_alive {}\n", s.liveness->workers_alive);
+    head(out, "certfleet_workers_declared_dead_total", "counter",
+         "Workers this process declared dead (process gone, or no heartbeat within worker_dead_after_ms).");
+    out += fmt::format("certfleet_workers_declared_dead_total {}\n", s.liveness->declared_dead);
+    head(out, "certfleet_jobs_reclaimed_total", "counter",
+         "Jobs of dead workers this process released at once instead of at lease expiry.");
+    out += fmt::format("certfleet_jobs_reclaimed_total {}\n", s.liveness->reclaimed_jobs);
+  }
+
   head(out, "certfleet_websocket_subscribers", "gauge", "Live job-log stream subscribers.");
   out += fmt::format("certfleet_websocket_subscribers {}\n", s.ws_subscribers);
   head(out, "certfleet_websocket_watched_jobs", "gauge", "Jobs whose log this process is watching (one store poller each).");
@@ -161,6 +180,9 @@ std::string api_metrics::render(const snapshot& s) const {
   head(out, "certfleet_websocket_subscribers_dropped_total", "counter",
        "Subscribers closed because they could not keep up with their job's log.");
   out += fmt::format("certfleet_websocket_subscribers_dropped_total {}\n", ws_dropped_);
+  head(out, "certfleet_websocket_streams_refused_total", "counter",
+       "Live log streams refused by ws_streams_per_token or ws_streams_per_client (429).");
+  out += fmt::format("certfleet_websocket_streams_refused_total {}\n", ws_refused_);
 
   head(out, "certfleet_store_call_duration_seconds", "histogram", "Store calls made by the API, by operation.");
   for (const auto& [op, h] : store_latency_)

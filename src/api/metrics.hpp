@@ -2,6 +2,7 @@
 // In-process counters of the API and the Prometheus text rendering of /metrics.
 #include "certfleet/core/histogram.hpp"
 #include "certfleet/distribution/phase_metrics.hpp"
+#include "certfleet/queue/liveness.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/store.hpp"
@@ -21,7 +22,12 @@ class api_metrics {
   void store_call(std::string_view op, double seconds);
   void subscriber_dropped() { ++ws_dropped_; }
   std::uint64_t subscribers_dropped() const { return ws_dropped_; }
+  void stream_refused() { ++ws_refused_; }  // over ws_streams_per_token / ws_streams_per_client
   void connection_refused(bool per_client) { ++(per_client ? refused_client_ : refused_total_); }
+  // At http_max_connections: an idle connection ended to give its slot to a new one.
+  void connection_evicted() { ++evicted_; }
+  // A request answered from the health reserve (beyond http_max_connections).
+  void reserve_served() { ++reserve_served_; }
   void refusal_unaudited() { ++refusals_unaudited_; }
   void tls_handshake_failed() { ++tls_handshake_failures_; }
 
@@ -39,6 +45,7 @@ class api_metrics {
     time_ms now = 0;
     bool store_ok = true;
     store::store::write_health store_writes;
+    const queue::liveness_stats* liveness = nullptr;  // the worker registry as this process saw it
     int scheduler_leader = -1;  // -1: no scheduler in this process
     std::int64_t scheduler_epoch = 0;
     std::int64_t certificates_expiring_soon = -1;  // -1: not read
@@ -58,7 +65,9 @@ class api_metrics {
   std::map<std::string, histogram, std::less<>> latency_;
   std::map<std::string, histogram, std::less<>> store_latency_;
   std::uint64_t ws_dropped_ = 0;
+  std::uint64_t ws_refused_ = 0;
   std::uint64_t refused_client_ = 0, refused_total_ = 0;
+  std::uint64_t evicted_ = 0, reserve_served_ = 0;
   std::uint64_t refusals_unaudited_ = 0;
   std::uint64_t tls_handshake_failures_ = 0;
 };

@@ -1,5 +1,7 @@
 #include "reply.hpp"
 
+#include "certfleet/core/errc_table.hpp"
+
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -7,27 +9,7 @@
 
 namespace certfleet::api {
 
-unsigned status_for(errc e) {
-  switch (e) {
-    case errc::invalid_argument:
-    case errc::unknown_job_type: return 400;
-    case errc::payload_too_large: return 413;
-    case errc::not_found: return 404;
-    case errc::conflict:
-    case errc::lease_lost:
-    case errc::cancelled: return 409;
-    case errc::rate_limited: return 429;
-    case errc::unauthorized: return 401;
-    case errc::forbidden: return 403;
-    case errc::store_busy:
-    case errc::too_many_connections:
-    case errc::shutting_down: return 503;
-    case errc::timeout: return 504;
-    case errc::store_disk_full: return 507;
-    case errc::ssh_unreachable: return 502;
-    default: return 500;
-  }
-}
+unsigned status_for(errc e) { return errc_row_of(e).http_status; }
 
 std::string error_body(std::string_view code, std::string_view message, std::string_view field) {
   boost::json::object e{{"code", code}, {"message", message}};

@@ -4,6 +4,7 @@
 // names) and one *_routes.cpp per resource.
 #include "certfleet/api/server.hpp"
 
+#include "http_session.hpp"
 #include "listener.hpp"
 #include "server_state.hpp"
 #include "tls_watch.hpp"
@@ -18,6 +19,7 @@ struct server::impl {
   std::shared_ptr<server_state> state;
   std::shared_ptr<api::listener> listener;
   std::shared_ptr<api::listener> metrics;  // metrics_listen, when set
+  std::shared_ptr<connection_reserve> reserve = std::make_shared<connection_reserve>();  // both listeners'
 };
 
 server::server(boost::asio::any_io_executor ex, store::store& st, queue::queue_service& queue, const clock_source& clock,
@@ -25,9 +27,11 @@ server::server(boost::asio::any_io_executor ex, store::store& st, queue::queue_s
     : impl_(std::make_shared<impl>()) {
   impl_->state = std::make_shared<server_state>(ex, st, queue, clock, std::move(options));
   const auto& opt = impl_->state->opt;
-  impl_->listener = std::make_shared<api::listener>(impl_->state, opt.listen, "listen", false);
+  impl_->reserve->slots = opt.health_reserve_connections;
+  impl_->listener = std::make_shared<api::listener>(impl_->state, opt.listen, "listen", false, impl_->reserve);
   if (!opt.metrics_listen.empty())
-    impl_->metrics = std::make_shared<api::listener>(impl_->state, opt.metrics_listen, "metrics_listen", true);
+    impl_->metrics =
+        std::make_shared<api::listener>(impl_->state, opt.metrics_listen, "metrics_listen", true, impl_->reserve);
 }
 
 server::~server() {
@@ -72,11 +76,25 @@ result<tls_identity> server::replace_tls(const tls_material& m) {
   return install_tls(*impl_->state, m);
 }
 
+result<tls_identity> server::reload_tls_files(const std::string& cert_file, const std::string& key_file) {
+  auto& s = *impl_->state;
+  auto m = read_tls_files(cert_file, key_file);
+  if (!m) {
+    // A file that cannot be read (removed, half-renamed, wrong mode) is a failed reload like a
+    // pair that does not parse: counted, so an alert on the failed outcome sees it.
+    if (s.tls.context) tls_reload_failed(s, m.error());
+    return std::move(m).error();
+  }
+  return replace_tls(*m);
+}
+
 void server::certificate_changed() {
   if (impl_->state->tls.wake) impl_->state->tls.wake();
 }
 void server::attach_worker(const queue::worker* w) { impl_->state->worker = w; }
 void server::attach_delivery_phases(const distribution::delivery_phase_metrics* m) { impl_->state->delivery_phases = m; }
+void server::attach_liveness(const queue::liveness_monitor* m) { impl_->state->liveness = m; }
+
 void server::attach_scheduler_probe(std::function<std::pair<bool, std::int64_t>()> probe) {
   impl_->state->scheduler_probe = std::move(probe);
 }
@@ -90,7 +108,9 @@ queue::log_publisher server::log_publisher() {
 
 server::stats server::current_stats() const {
   const auto& s = *impl_->state;
-  return stats{s.conns.size(), s.hub.subscribers(), s.hub.watched_jobs(), s.metrics.subscribers_dropped()};
+  std::size_t slots = 0;
+  for (const auto& [token, n] : s.streams_per_token) slots += static_cast<std::size_t>(n);
+  return stats{s.conns.size(), s.hub.subscribers(), s.hub.watched_jobs(), s.metrics.subscribers_dropped(), slots};
 }
 
 }  // namespace certfleet::api

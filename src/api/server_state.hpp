@@ -14,9 +14,11 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -42,6 +44,7 @@ struct server_state : std::enable_shared_from_this<server_state> {
   server_options opt;
   bool stopping = false;
   const queue::worker* worker = nullptr;
+  const queue::liveness_monitor* liveness = nullptr;  // the worker registry's watcher (issue 34)
   const distribution::delivery_phase_metrics* delivery_phases = nullptr;
   std::function<std::pair<bool, std::int64_t>()> scheduler_probe;
   log_hub hub;
@@ -55,10 +58,24 @@ struct server_state : std::enable_shared_from_this<server_state> {
     std::function<void()> close_http;
     bool idle = false;                  // waiting for the next request
     std::function<void()> close_ws;     // while a WebSocket session owns it
+    // For evicting the oldest idle connection of the heaviest address at the global cap
+    // (http_session.cpp): whose it is (client_key; empty: a health reserve slot) and since when idle.
+    std::string client;
+    steady::time_point idle_since{};
   };
   std::uint64_t next_conn = 0;
   std::unordered_map<std::uint64_t, conn> conns;
   std::unordered_map<std::string, int> conns_per_client;  // by client_key()
+  // Live log streams open, by token id and by client_key(): ws_streams_per_token/_per_client.
+  std::unordered_map<std::string, int> streams_per_token;
+  std::unordered_map<std::string, int> streams_per_client;
+  // Streams preparing a backlog page (a store read and its serialization) at once: the others
+  // wait their turn, so a request never queues on the loop behind more than this many pages
+  // (issue 28: 32 streams catching up at once held /healthz for hundreds of milliseconds).
+  struct backlog_gate {
+    int free = 2;
+    std::deque<std::shared_ptr<boost::asio::steady_timer>> waiting;
+  } backlog;
 
   auth_caches auth;
 

@@ -12,15 +12,19 @@ namespace certfleet::api {
 
 namespace asio = boost::asio;
 
+void tls_reload_failed(server_state& s, const error& e) {
+  ++s.tls.reload_failures;
+  if (s.tls.last_failure != e.message) {
+    s.tls.last_failure = e.message;
+    spdlog::error("{}; new connections keep getting the certificate {} (not after {})", e.message,
+                  s.tls.identity.fingerprint_sha256, format_iso8601(s.tls.identity.not_after_ms));
+  }
+}
+
 result<tls_identity> install_tls(server_state& s, const tls_material& m) {
   auto made = make_tls_context(m);
   if (!made) {
-    ++s.tls.reload_failures;
-    if (s.tls.last_failure != made.error().message) {
-      s.tls.last_failure = made.error().message;
-      spdlog::error("{}; new connections keep getting the certificate {} (not after {})", made.error().message,
-                    s.tls.identity.fingerprint_sha256, format_iso8601(s.tls.identity.not_after_ms));
-    }
+    tls_reload_failed(s, made.error());
     return std::move(made).error();
   }
   const bool first = !s.tls.context;
@@ -53,12 +57,7 @@ asio::awaitable<void> watch_managed_certificate(std::shared_ptr<server_state> se
     if (s.stopping) break;
     auto next = co_await read_managed_certificate(s.st, s.opt.key, ref, s.tls.identity.fingerprint_sha256);
     if (!next) {
-      ++s.tls.reload_failures;
-      if (s.tls.last_failure != next.error().message) {
-        s.tls.last_failure = next.error().message;
-        spdlog::error("{}; new connections keep getting the certificate {} (not after {})", next.error().message,
-                      s.tls.identity.fingerprint_sha256, format_iso8601(s.tls.identity.not_after_ms));
-      }
+      tls_reload_failed(s, next.error());
       continue;
     }
     if (!*next) {

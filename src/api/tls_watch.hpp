@@ -24,4 +24,8 @@ boost::asio::awaitable<void> watch_managed_certificate(std::shared_ptr<server_st
 // keeping the current one; counts and logs either way.
 result<tls_identity> install_tls(server_state& s, const tls_material& m);
 
+// A new certificate (files on SIGHUP, a managed version) could not be read or served: counted in
+// certfleet_tls_certificate_reloads_total{outcome="failed"}, logged once per distinct error.
+void tls_reload_failed(server_state& s, const error& e);
+
 }  // namespace certfleet::api

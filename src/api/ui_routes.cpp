@@ -4,6 +4,8 @@
 #include "server_state.hpp"
 #include "ui_assets.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
 
 namespace certfleet::api {
@@ -75,11 +77,8 @@ reply page(unsigned status) {
   return r;
 }
 
-}  // namespace
-
-std::optional<reply> serve_ui(const server_state&, std::string_view method, std::string_view path) {
-  if (method != "GET") return std::nullopt;
-  if (path == "/api" || path.substr(0, 5) == "/api/") return std::nullopt;
+// What GET of a path outside /api/ answers.
+reply get_ui(std::string_view path) {
   if (path == "/") {
     reply r;
     r.status = 302;
@@ -106,6 +105,23 @@ std::optional<reply> serve_ui(const server_state&, std::string_view method, std:
   }
   // Any other path gets the page too, with 404: it shows its not-found view.
   return page(is_ui_page(path) ? 200 : 404);
+}
+
+}  // namespace
+
+std::optional<reply> serve_ui(const server_state&, std::string_view method, std::string_view path) {
+  if (path == "/api" || path.substr(0, 5) == "/api/") return std::nullopt;
+  auto got = get_ui(path);
+  if (method == "GET") return got;  // HEAD arrives here as GET
+  // Another method (OPTIONS, PATCH, POST…) on a path the UI serves: the resource exists, only
+  // not with that method. A path GET would answer 404 stays the API's JSON 404.
+  if (got.status >= 400) return std::nullopt;
+  auto r = error_reply(errc::conflict, "", "method");
+  r.status = 405;
+  r.body = error_body("method_not_allowed",
+                      fmt::format("method {} is not allowed here; allowed: GET, HEAD", method.substr(0, 16)), "method");
+  r.headers.emplace_back("Allow", "GET, HEAD");
+  return r;
 }
 
 }  // namespace certfleet::api

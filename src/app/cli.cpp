@@ -12,10 +12,13 @@
 #include "certfleet/distribution/service.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/job_view.hpp"
+#include "certfleet/queue/liveness.hpp"
 #include "certfleet/queue/queue_service.hpp"
+#include "certfleet/queue/triggers.hpp"
 #include "certfleet/store/maintenance.hpp"
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/session_slots.hpp"
+#include "certfleet/store/workers.hpp"
 #include "doctor.hpp"
 #include "store_check.hpp"
 #include "table.hpp"
@@ -293,7 +296,7 @@ int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
       if (!a.key.empty()) req.idempotency_key = a.key;
     }
     req.run_at = a.run_at;
-    req.triggered_by = "cli";
+    req.triggered_by = queue::triggers::cli;
     if (a.count == 1) {
       auto r = run_sync([&] { return queue.enqueue(req, queue::caller::user); });
       if (!r) return fail(r.error());
@@ -595,7 +598,7 @@ int run_kek(const std::string& cmd, common_flags& flags, kek_args& a) {
     queue::enqueue_request req{project->id, std::string(queue::job_names::kek_rotation_orchestrate),
                                distribution::kek_orchestrate_payload(from, to)};
     req.idempotency_key = distribution::kek_orchestrate_key(from, to);
-    req.triggered_by = "cli";
+    req.triggered_by = queue::triggers::cli;
     auto prepared = queue.prepare(req, queue::caller::system);
     if (!prepared) return fail(prepared.error());
     const auto now = clock.now_ms();
@@ -882,6 +885,46 @@ int run_sessions(common_flags& flags, bool json) {
   return 0;
 }
 
+// The worker registry (issue 34): who runs, who died and what it gave back. The verdict is the
+// same one every process's liveness watcher reaches (its dead_after from the settings).
+int run_workers(common_flags& flags, bool json) {
+  int exit = 0;
+  auto cli = open_cli(flags, exit);
+  if (!cli) return exit;
+  auto settings = settings_from(flags);
+  const time_ms dead_after =
+      settings ? settings->integer("worker_dead_after_ms") : queue::liveness_options{}.dead_after_ms;
+  auto all = run_sync([&] { return cli->store->workers().list_workers(system_clock().now_ms()); });
+  if (!all) return fail(all.error());
+  auto state_of = [&](const store::worker_presence& w) {
+    const auto v = queue::judge_worker(w, queue::this_host(), dead_after, queue::process_start_of);
+    const std::string why = v.state == queue::liveness_state::declared_dead ? w.dead_reason : v.reason;
+    return std::pair<std::string, std::string>{queue::liveness_state_name(v.state), why};
+  };
+  if (!json) {
+    text_table t{{"WORKER", "STATE", "LAST HEARTBEAT", "LANES", "RUNNING", "VERSION", "WHY"}, {}, {}};
+    for (const auto& w : *all) {
+      auto [state, why] = state_of(w);
+      t.rows.push_back({w.id, state, fmt::format("{:.1f} s ago", static_cast<double>(w.age_ms) / 1000.0), w.lanes,
+                        std::to_string(w.running), w.version, why});
+    }
+    std::cout << render(t);
+    return 0;
+  }
+  boost::json::array items;
+  for (const auto& w : *all) {
+    auto [state, why] = state_of(w);
+    boost::json::object o{{"id", w.id},           {"host", w.host},         {"pid", w.pid},
+                          {"state", state},       {"lanes", w.lanes},       {"running_jobs", w.running},
+                          {"version", w.version}, {"heartbeat_age_ms", w.age_ms}};
+    if (!why.empty()) o["dead_reason"] = why;
+    if (w.dead_at > 0) o["released_jobs"] = w.released_jobs;
+    items.push_back(std::move(o));
+  }
+  print(boost::json::object{{"items", std::move(items)}});
+  return 0;
+}
+
 struct dist_args {
   std::string project = "default";
   std::string id;
@@ -970,7 +1013,7 @@ int run_distributions(const std::string& cmd, common_flags& flags, dist_args& a)
     return 0;
   }
   if (cmd == "execute") {
-    auto r = run_sync([&] { return service.execute(pid, a.id, "cli"); });
+    auto r = run_sync([&] { return service.execute(pid, a.id, std::string(queue::triggers::cli)); });
     {
       store::audit_entry e;
       e.project_id = pid;
@@ -1198,6 +1241,11 @@ int run_cli(int argc, char** argv) {
   add_common(sessions_cmd);
   sessions_cmd->add_flag("--json", sessions_json, "Print them as JSON");
 
+  bool workers_json = false;
+  auto* workers_cmd = app.add_subcommand("workers", "The worker registry: live workers, dead ones and the jobs they gave back");
+  add_common(workers_cmd);
+  workers_cmd->add_flag("--json", workers_json, "Print them as JSON");
+
   auto* token = app.add_subcommand("token", "Create, list and revoke API access tokens");
   token->require_subcommand(1);
   token_args ta;
@@ -1319,6 +1367,7 @@ int run_cli(int argc, char** argv) {
   if (project->parsed()) return run_project(project_cmd, flags, project_name, project_json);
   if (reconcile_cmd->parsed()) return run_reconcile(flags);
   if (sessions_cmd->parsed()) return run_sessions(flags, sessions_json);
+  if (workers_cmd->parsed()) return run_workers(flags, workers_json);
   if (!dist_cmd.empty()) return run_distributions(dist_cmd, flags, da);
   if (!kek_sub.empty()) return run_kek(kek_sub, flags, ka);
   std::cout << app.help();

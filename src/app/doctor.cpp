@@ -145,8 +145,10 @@ doctor_line check_listener(const std::string& setting, const std::string& value,
   }
   if (err == EACCES)
     return fail(setting, fmt::format("{}: binding a port below 1024 needs privilege", value),
-                fmt::format("use a port from 1024 up (like 8443), or give the service "
-                            "AmbientCapabilities=CAP_NET_BIND_SERVICE"));
+                fmt::format("use a port from 1024 up (like 8443), or give the service the capability: in a "
+                            "drop-in (`systemctl edit certfleet`) set both CapabilityBoundingSet=CAP_NET_BIND_SERVICE "
+                            "and AmbientCapabilities=CAP_NET_BIND_SERVICE (the shipped unit empties the bounding "
+                            "set, which cancels an ambient capability alone)"));
   if (err == EADDRNOTAVAIL)
     return fail(setting, fmt::format("{}: no interface of this machine has that address", value),
                 fmt::format("set {} to an address of this machine (`ip -br addr`), or 0.0.0.0 for all", setting));
@@ -237,8 +239,9 @@ int run_doctor(const result<settings_map>& loaded, const doctor_flags& flags) {
       store_exists = false;
     } else {
       st = std::move(*opened);
+      const auto& uri = s.text("store");
       lines.push_back(ok("store", fmt::format("{}: a primary answered, schema current",
-                                              store::redacted_mongodb_uri(s.text("store")))));
+                                              (*store::mongodb_backend_for(uri))->redacted_uri(uri))));
     }
   } else if (!store_exists) {
     lines.push_back(warn("store", fmt::format("{} does not exist yet", db.string()),
@@ -421,7 +424,7 @@ int run_doctor(const result<settings_map>& loaded, const doctor_flags& flags) {
                              "PUT /api/v1/settings {\"egress_allow_list\": \"hooks.example.com,10.0.0.0/8\"} (docs/notifications.md)"));
       } else {
         lines.push_back(ok("egress", fmt::format("egress_allow_list {}; ssh_allow_list {}", sys.text("egress_allow_list"),
-                                                 sys.text("ssh_allow_list").empty() ? "empty (any SSH destination)"
+                                                 sys.text("ssh_allow_list").empty() ? "empty (every SSH destination refused)"
                                                                                     : sys.text("ssh_allow_list"))));
       }
     }

@@ -10,6 +10,7 @@
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/queue_service.hpp"
+#include "certfleet/queue/liveness.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/scheduler/scheduler.hpp"
 #include "certfleet/store/mongodb.hpp"
@@ -71,19 +72,25 @@ result<void> make_data_dir(const std::filesystem::path& dir, bool warn_if_open) 
 }
 
 result<void> check_store_setting(const settings_map& s) {
-  if (const auto& which = s.text("store"); which != "sqlite") return store::validate_mongodb_uri(which);
+  if (const auto& which = s.text("store"); which != "sqlite") {
+    auto backend = store::mongodb_backend_for(which);
+    if (!backend) return std::move(backend).error();
+  }
   return {};
 }
 
+// SQLite is linked in; the MongoDB backend is a module loaded here, only for a MongoDB URI, so a
+// process on SQLite never loads (and so never initialises) the MongoDB C driver.
 result<std::unique_ptr<store::store>> open_store(const settings_map& s) {
-  if (auto ok = check_store_setting(s); !ok) return std::move(ok).error();
   if (const auto& uri = s.text("store"); uri != "sqlite") {
+    auto backend = store::mongodb_backend_for(uri);
+    if (!backend) return std::move(backend).error();
     store::mongodb_options o;
     o.uri = uri;
     o.threads = static_cast<int>(s.integer("store_threads"));
     o.server_selection_timeout_ms = static_cast<int>(s.integer("store_timeout_ms"));
     o.operation_timeout_ms = static_cast<int>(s.integer("store_timeout_ms"));
-    return store::open_mongodb(o);
+    return (*backend)->open(o);
   }
   std::filesystem::path dir(s.text("data"));
   if (auto ok = make_data_dir(dir, false); !ok) return std::move(ok).error();
@@ -103,6 +110,9 @@ queue::worker_options worker_options_from(const settings_map& s) {
   o.claim_batch = static_cast<int>(s.integer("worker_claim_batch"));
   o.poll_ms = s.integer("worker_poll_ms");
   o.grace_ms = s.integer("shutdown_grace_ms");
+  o.presence_ms = s.integer("worker_heartbeat_ms");
+  o.dead_after_ms = s.integer("worker_dead_after_ms");
+  o.version = CERTFLEET_VERSION;
   return o;
 }
 
@@ -355,6 +365,9 @@ int serve(const settings_map& settings) {
   sopt.version = CERTFLEET_VERSION;
   sopt.serve_api = mode == "api" || mode == "all";
   sopt.max_connections_per_client = static_cast<int>(settings.integer("http_max_connections_per_client"));
+  sopt.max_connections = static_cast<int>(settings.integer("http_max_connections"));
+  sopt.health_reserve_connections = static_cast<int>(settings.integer("http_health_reserve_connections"));
+  sopt.hsts_max_age_s = settings.integer("http_hsts_max_age_s");
   sopt.key = &*key;
   sopt.cpu = &cpu;
   sopt.ca_pem = extra_ca_pem();
@@ -362,6 +375,8 @@ int serve(const settings_map& settings) {
   sopt.tls_certificate = managed;
   sopt.tls_poll_interval = std::chrono::milliseconds(settings.integer("tls_certificate_poll_ms"));
   sopt.metrics_listen = settings.text("metrics_listen");
+  sopt.ws_streams_per_token = static_cast<int>(settings.integer("ws_streams_per_token"));
+  sopt.ws_streams_per_client = static_cast<int>(settings.integer("ws_streams_per_client"));
   api::server http(ioc.get_executor(), store, queue, clock, sopt);
   auto bound = http.start();
   if (!bound) {
@@ -385,6 +400,14 @@ int serve(const settings_map& settings) {
     });
   }
 
+  // Every mode watches the worker registry and releases a dead worker's jobs at once (issue 34):
+  // with only API processes left, their jobs still come back when a worker returns.
+  queue::liveness_monitor liveness(
+      ioc.get_executor(), store, clock,
+      queue::liveness_options{settings.integer("worker_heartbeat_ms"), settings.integer("worker_dead_after_ms")});
+  liveness.start();
+  http.attach_liveness(&liveness);
+
   std::unique_ptr<scheduler::scheduler> sched;
   if (mode == "scheduler" || mode == "all") {
     scheduler::scheduler_options so;
@@ -396,9 +419,11 @@ int serve(const settings_map& settings) {
   }
 
   const auto& store_setting = settings.text("store");
+  const auto store_shown = store_setting == "sqlite"
+                               ? (data / "certfleet.db").string()
+                               : (*store::mongodb_backend_for(store_setting))->redacted_uri(store_setting);
   std::cout << fmt::format("certfleet {} serving: mode={} data={} store={}", CERTFLEET_VERSION, mode, data.string(),
-                           store_setting == "sqlite" ? (data / "certfleet.db").string()
-                                                     : store::redacted_mongodb_uri(store_setting))
+                           store_shown)
             << (worker ? fmt::format(" worker={}", worker->id()) : std::string())
             << (sched ? fmt::format(" scheduler={}", sched->holder_id()) : std::string()) << " listen=" << *bound
             << (http.tls_certificate() ? " tls=on" : "")
@@ -431,10 +456,8 @@ int serve(const settings_map& settings) {
       const auto& cert_file = settings.text("tls_cert_file");
       if (cert_file.empty()) {
         spdlog::info("SIGHUP: no tls_cert_file to read again");
-      } else if (auto m = api::read_tls_files(cert_file, settings.text("tls_key_file")); !m) {
-        spdlog::error("SIGHUP: {}; new connections keep getting the current certificate", m.error().message);
       } else {
-        (void)http.replace_tls(*m);  // logs what it did
+        (void)http.reload_tls_files(cert_file, settings.text("tls_key_file"));  // logs and counts what it did
       }
       on_hangup();
     });
@@ -457,6 +480,7 @@ int serve(const settings_map& settings) {
           co_await http.stop();
           if (sched) co_await sched->stop();
           if (worker) co_await worker->stop();
+          co_await liveness.stop();
           ioc.stop();
         },
         report_unexpected("graceful shutdown"));

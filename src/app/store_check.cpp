@@ -7,6 +7,8 @@
 #include "certfleet/app/exit_codes.hpp"
 #include "certfleet/core/clock.hpp"
 #include "certfleet/core/object_id.hpp"
+#include "certfleet/queue/job_types.hpp"
+#include "certfleet/queue/make_job.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/store/mongodb.hpp"
 #include "wiring.hpp"
@@ -30,14 +32,14 @@ struct check_result {
   std::string detail;
 };
 
-store::new_job check_job(const std::string& project_id, std::string key = {}) {
-  store::new_job j;
-  j.project_id = project_id;
-  j.type = "noop";
-  j.lane = "main";
-  j.max_attempts = 1;
-  j.idempotency_key = std::move(key);
-  return j;
+// A noop job with one attempt (the check claims it, never runs it).
+result<store::new_job> check_job(const std::string& project_id, std::string key = {}) {
+  queue::enqueue_request r;
+  r.project_id = project_id;
+  r.type = queue::job_names::noop;
+  r.max_attempts = 1;
+  if (!key.empty()) r.idempotency_key = std::move(key);
+  return queue::make_job(r, queue::caller::system, nullptr);
 }
 
 constexpr int clients = 4;
@@ -46,7 +48,9 @@ constexpr int clients = 4;
 // machines would): every job claimed exactly once.
 check_result concurrent_claims(const std::vector<std::unique_ptr<store::store>>& stores, const std::string& project) {
   constexpr int jobs = 400;
-  std::vector<store::new_job> batch(jobs, check_job(project));
+  auto one = check_job(project);
+  if (!one) return {false, "job: " + one.error().message};
+  std::vector<store::new_job> batch(jobs, *one);
   auto put = run_sync([&] { return stores[0]->jobs().enqueue_many(batch, system_clock().now_ms()); });
   if (!put) return {false, "enqueue: " + put.error().message};
   std::mutex m;
@@ -78,7 +82,8 @@ check_result concurrent_claims(const std::vector<std::unique_ptr<store::store>>&
 
 // The same key enqueued by every client at once: one job, every caller told its id.
 check_result idempotent_race(const std::vector<std::unique_ptr<store::store>>& stores, const std::string& project) {
-  const auto key = "check:" + new_object_id();
+  const auto one = check_job(project, "check:" + new_object_id());
+  if (!one) return {false, "job: " + one.error().message};
   std::mutex m;
   std::set<std::string> ids;
   int created = 0;
@@ -87,7 +92,7 @@ check_result idempotent_race(const std::vector<std::unique_ptr<store::store>>& s
   for (int c = 0; c < clients; ++c)
     threads.emplace_back([&, c] {
       for (int i = 0; i < 5; ++i) {
-        auto r = run_sync([&] { return stores[c]->jobs().enqueue(check_job(project, key), system_clock().now_ms()); });
+        auto r = run_sync([&] { return stores[c]->jobs().enqueue(*one, system_clock().now_ms()); });
         std::lock_guard lk(m);
         if (!r) {
           failure = r.error().message;
@@ -108,7 +113,11 @@ check_result idempotent_race(const std::vector<std::unique_ptr<store::store>>& s
 check_result fan_out_transaction(store::store& st, const std::string& project) {
   const auto run = new_object_id();
   std::vector<store::new_job> batch;
-  for (int i = 0; i < 100; ++i) batch.push_back(check_job(project, fmt::format("check-fan:{}:{}", run, i)));
+  for (int i = 0; i < 100; ++i) {
+    auto one = check_job(project, fmt::format("check-fan:{}:{}", run, i));
+    if (!one) return {false, "job: " + one.error().message};
+    batch.push_back(std::move(*one));
+  }
   auto first = run_sync([&] { return st.jobs().enqueue_many(batch, system_clock().now_ms()); });
   if (!first) return {false, "first enqueue: " + first.error().message};
   auto again = run_sync([&] { return st.jobs().enqueue_many(batch, system_clock().now_ms()); });
@@ -149,7 +158,9 @@ check_result counter_guard(store::store& st, const std::string& project) {
 
 // A finish from an attempt whose fence moved on changes nothing.
 check_result fencing(store::store& st, const std::string& project) {
-  auto j = run_sync([&] { return st.jobs().enqueue(check_job(project), system_clock().now_ms()); });
+  auto one = check_job(project);
+  if (!one) return {false, "job: " + one.error().message};
+  auto j = run_sync([&] { return st.jobs().enqueue(*one, system_clock().now_ms()); });
   if (!j) return {false, j.error().message};
   auto c = run_sync([&] { return st.jobs().claim("main", "check-fence", system_clock().now_ms() + 1, 60'000, 100); });
   if (!c) return {false, c.error().message};
@@ -171,8 +182,9 @@ int run_store_check(const settings_map& settings) {
                  "checked by certfleet doctor\n";
     return to_int(exit_code::usage);
   }
-  if (auto ok = store::validate_mongodb_uri(uri); !ok) {
-    std::cerr << "certfleet: " << ok.error().message << "\n";
+  auto backend = store::mongodb_backend_for(uri);
+  if (!backend) {
+    std::cerr << "certfleet: " << backend.error().message << "\n";
     return to_int(exit_code::usage);
   }
   store::mongodb_options o;
@@ -180,13 +192,13 @@ int run_store_check(const settings_map& settings) {
   o.database = "certfleet_check_" + new_object_id();
   o.change_stream = false;
   std::cout << fmt::format("store check on {} (scratch database {}, dropped at the end)\n",
-                           store::redacted_mongodb_uri(uri), o.database);
+                           (*backend)->redacted_uri(uri), o.database);
   std::vector<std::unique_ptr<store::store>> stores;
   for (int c = 0; c < clients; ++c) {
-    auto s = store::open_mongodb(o);
+    auto s = (*backend)->open(o);
     if (!s) {
       std::cerr << "certfleet: " << s.error().message << "\n";
-      if (c > 0) (void)store::drop_mongodb_database(o);
+      if (c > 0) (void)(*backend)->drop_database(o);
       return to_int(exit_code::unavailable);
     }
     stores.push_back(std::move(*s));
@@ -214,7 +226,7 @@ int run_store_check(const settings_map& settings) {
   }
   for (auto& s : stores) s->close();
   stores.clear();
-  if (auto dropped = store::drop_mongodb_database(o); !dropped) {
+  if (auto dropped = (*backend)->drop_database(o); !dropped) {
     std::cout << "FAIL  cleanup: " << dropped.error().message << " (drop " << o.database << " by hand)\n";
     ++failed;
   } else {

@@ -3,6 +3,7 @@
 // functions returning a failure value.
 #include "certfleet/delivery/file.hpp"
 #include "certfleet/delivery/pem.hpp"
+#include "certfleet/delivery/redact.hpp"
 #include "certfleet/delivery/ssh_target.hpp"  // valid_run_id, check_remote_path, parse_mode
 #include "delivery/recorder.hpp"
 
@@ -26,6 +27,7 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -330,10 +332,14 @@ command_result run_command(const std::string& command, const file_target& t, con
   return r;
 }
 
-step post_command(const file_target& t, const std::string& run_id, delivery_result& out) {
+// `secrets`: the private keys the command may print (redact.hpp): its output goes into the
+// result and the job log, which every role of the project reads.
+step post_command(const file_target& t, const std::string& run_id, delivery_result& out,
+                  std::span<const std::string_view> secrets) {
   if (t.post_command.empty()) return std::nullopt;
   auto r = run_command(t.post_command, t, run_id);
-  std::string output = tail(r.output);
+  std::string output = tail(redact_command_output(r.output, secrets));
+  OPENSSL_cleanse(r.output.data(), r.output.size());
   if (!output.empty()) out.remote_stderr = out.remote_stderr.empty() ? output : tail(out.remote_stderr + "\n" + output);
   // A result is visible to the whole project: only the last bytes of the output go into it (the
   // job log's detail keeps the longer tail above).
@@ -373,16 +379,21 @@ step restore(const file_target& t, const std::string& run_id, bool& found) {
 }
 
 // The phase clock, as in the SSH module.
-// After a failure that may have changed files: put the backup back and reload with it.
-void restore_after_failure(recorder& rec, const file_target& t, const std::string& run_id) {
+// After a failure that may have changed files: put the backup back and reload with it. The
+// command then sees the key put back as well as the one delivered: neither may show.
+void restore_after_failure(recorder& rec, const file_target& t, const std::string& run_id, std::string_view delivered_key) {
   auto started = steady::now();
+  read_result previous;
+  (void)read_file(file_backup_path(t.key_path, run_id), previous);
   bool found = false;
   auto rf = restore(t, run_id, found);
   if (!rf) {
     rec.r.restored = true;
-    rf = post_command(t, run_id, rec.r);
+    const std::string_view secrets[] = {delivered_key, previous.data};
+    rf = post_command(t, run_id, rec.r, secrets);
     if (rf) rf->message += " after restore";
   }
+  OPENSSL_cleanse(previous.data.data(), previous.data.size());
   rec.add_timing("restore", started);
   if (rf) rec.r.error += "; restore: " + rf->message;
 }
@@ -496,7 +507,7 @@ delivery_result deliver_sync(file_target t, const cert_bundle& bundle, const std
       for (std::size_t j = i; j < files.size(); ++j) ::unlink(files[j].temp.c_str());
       rec.fail(e);
       // A half-installed set (new cert, old key) must not stay: put everything back.
-      if (i > 0) restore_after_failure(rec, t, run_id);
+      if (i > 0) restore_after_failure(rec, t, run_id, bundle.key_pem);
       return rec.r;
     }
   }
@@ -505,9 +516,10 @@ delivery_result deliver_sync(file_target t, const cert_bundle& bundle, const std
 
   if (!t.post_command.empty()) {
     rec.begin("post_command");
-    if (auto e = post_command(t, run_id, rec.r)) {
+    const std::string_view secrets[] = {bundle.key_pem};
+    if (auto e = post_command(t, run_id, rec.r, secrets)) {
       rec.fail(*e);
-      restore_after_failure(rec, t, run_id);
+      restore_after_failure(rec, t, run_id, bundle.key_pem);
       return rec.r;
     }
     rec.end();
@@ -547,6 +559,8 @@ delivery_result rollback_sync(file_target t, const std::string& run_id, const st
   rec.end();
   if (!backups.front().second.missing) rec.r.fingerprint_sha256 = certificate_fingerprint(backups.front().second.data).value_or("");
 
+  // Kept for the post command's redaction; the validation below wipes the backups' copies.
+  std::string key_backup = backups.size() > 1 && !backups[1].second.missing ? backups[1].second.data : std::string();
   rec.begin("validate");
   for (auto& [path, b] : backups) {
     if (b.too_big) continue;
@@ -563,7 +577,11 @@ delivery_result rollback_sync(file_target t, const std::string& run_id, const st
 
   if (!t.post_command.empty()) {
     rec.begin("post_command");
-    if (auto e = post_command(t, run_id, rec.r)) return rec.fail(*e);
+    // The key put back is the one the command may print.
+    const std::string_view secrets[] = {key_backup};
+    auto e = post_command(t, run_id, rec.r, secrets);
+    OPENSSL_cleanse(key_backup.data(), key_backup.size());
+    if (e) return rec.fail(*e);
     rec.end();
   }
   rec.r.status = delivery_status::succeeded;
@@ -663,19 +681,13 @@ result<void> check_file_target_paths(const file_target& t, const std::vector<std
 }
 
 result<void> check_file_target(const file_target& t) {
-  if (auto r = check_remote_path(t.cert_path, "file.cert_path"); !r) return r;
-  if (auto r = check_remote_path(t.key_path, "file.key_path"); !r) return r;
-  if (!t.chain_path.empty())
-    if (auto r = check_remote_path(t.chain_path, "file.chain_path"); !r) return r;
-  if (t.cert_path == t.key_path || (!t.chain_path.empty() && (t.chain_path == t.cert_path || t.chain_path == t.key_path)))
-    return make_error(errc::invalid_argument, "cert, key and chain paths must differ", "file.key_path");
-  if (t.cert_mode > 07777) return make_error(errc::invalid_argument, "invalid mode", "file.cert_mode");
-  if (t.key_mode > 07777) return make_error(errc::invalid_argument, "invalid mode", "file.key_mode");
-  if (t.key_mode & 0007) return make_error(errc::invalid_argument, "key_mode must not give others access", "file.key_mode");
+  if (auto r = check_install_files("file", t.cert_path, t.key_path, t.chain_path, t.cert_mode, t.key_mode); !r) return r;
   if (t.post_command.size() > 4096)
     return make_error(errc::invalid_argument, "post_command is longer than 4096 characters", "file.post_command");
   if (t.post_command.find('\0') != std::string::npos)
     return make_error(errc::invalid_argument, "post_command contains a NUL byte", "file.post_command");
+  if (!t.post_command.empty() && t.post_command.find_first_not_of(" \t") == std::string::npos)
+    return make_error(errc::invalid_argument, "post_command is blank; leave it out for no command", "file.post_command");
   if (!t.post_command.empty())
     if (auto w = split_post_command(t.post_command); !w) return std::move(w).error();
   if (t.post_command_timeout.count() <= 0)
@@ -695,6 +707,9 @@ result<file_target> parse_file_target(const boost::json::value& v) {
                  str("chain_path", t.chain_path, false), str("cert_mode", cert_mode, false),
                  str("key_mode", key_mode, false), str("post_command", t.post_command, false)})
     if (!r) return std::move(r).error();
+  // Given but empty is a mistake, not "no command" (that is leaving it out).
+  if (auto* pc = o.if_contains("post_command"); pc && pc->is_string() && t.post_command.empty())
+    return make_error(errc::invalid_argument, "post_command is blank; leave it out for no command", "file.post_command");
   auto cm = parse_mode(cert_mode);
   if (!cm) return make_error(errc::invalid_argument, "mode must be octal like \"0644\"", "file.cert_mode");
   auto km = parse_mode(key_mode);

@@ -304,7 +304,7 @@ awaitable<http_response> http_exchange(http_request req) {
   }
   // An empty policy can refuse before any DNS query leaves the host.
   if (req.egress && req.egress->empty())
-    co_return fail_early(error_class::validation, "egress_allow_list does not allow " + url->host);
+    co_return fail_early(error_class::validation, req.egress_setting + " does not allow " + url->host);
   rec.end();
 
   rec.begin("resolve");
@@ -326,8 +326,8 @@ awaitable<http_response> http_exchange(http_request req) {
     rec.begin("egress");
     std::vector<asio::ip::address> addrs;
     for (const auto& ep : eps) addrs.push_back(ep.address());
-    if (!req.egress->allows(url->host, addrs))
-      co_return fail_early(error_class::validation, "egress_allow_list does not allow " + url->host);
+    if (!egress_allows(*req.egress, url->host, addrs))
+      co_return fail_early(error_class::validation, req.egress_setting + " does not allow " + url->host);
     rec.end();
   }
 

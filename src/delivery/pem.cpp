@@ -14,6 +14,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <memory>
@@ -67,6 +68,32 @@ std::string bio_text(BIO* b) {
 bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
 // ---- certificates ----
+
+// Why a certificate's public key or a private key is below current minimums (RSA of at least
+// 2048 bits, ECDSA on P-256 or P-384, Ed25519), or nullopt. Kept in step with what certfleet
+// itself generates (acme key types) and what current CA/Browser Forum rules allow.
+std::optional<std::string> weak_key(EVP_PKEY* k) {
+  const int id = EVP_PKEY_get_base_id(k);
+  if (id == EVP_PKEY_RSA || id == EVP_PKEY_RSA_PSS) {
+    const int bits = EVP_PKEY_get_bits(k);
+    if (bits >= 2048) return std::nullopt;
+    return "is an RSA key of " + std::to_string(bits) + " bits; at least 2048 bits are required";
+  }
+  if (id == EVP_PKEY_EC) {
+    char group[80] = {0};
+    std::size_t len = 0;
+    if (EVP_PKEY_get_utf8_string_param(k, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group, &len) != 1)
+      return std::string("is an EC key on explicit curve parameters; only the named curves P-256 and P-384 are accepted");
+    const std::string_view g(group, std::min(len, sizeof group - 1));
+    if (g == "prime256v1" || g == "P-256" || g == "secp384r1" || g == "P-384") return std::nullopt;
+    return "is an EC key on curve " + std::string(g) + "; only P-256 and P-384 are accepted (or Ed25519, or RSA of "
+           "at least 2048 bits)";
+  }
+  if (id == EVP_PKEY_ED25519) return std::nullopt;
+  const char* name = EVP_PKEY_get0_type_name(k);
+  return std::string("is a ") + (name ? name : "unknown") +
+         " key; accepted are RSA of at least 2048 bits, ECDSA on P-256 or P-384, and Ed25519";
+}
 
 // Every PEM block of `pem`, each of which must be a CERTIFICATE; at most `limit` of them.
 result<std::vector<x509_ptr>> read_certificates(std::string_view pem, const std::string& field, std::size_t limit) {
@@ -404,6 +431,8 @@ result<certificate_info> parse_certificate_bundle(std::string_view cert_pem, std
   info.not_before_ms = *nb;
   info.not_after_ms = *na;
   if (info.not_after_ms <= now_ms) return bad("cert_pem", "certificate expired at " + certificate_time_text(info.not_after_ms));
+  if (EVP_PKEY* pub = X509_get0_pubkey(leaf); !pub) return bad("cert_pem", "the certificate's public key does not parse");
+  else if (auto why = weak_key(pub)) return bad("cert_pem", "the certificate's public key " + *why);
 
   auto chain = read_certificates(chain_pem, "chain_pem", max_chain_certs);
   if (!chain) return std::move(chain).error();
@@ -424,6 +453,7 @@ result<certificate_info> parse_certificate_bundle(std::string_view cert_pem, std
     return bad("key_pem", req.asked ? "the private key is encrypted; upload it unencrypted (it is sealed at rest here)"
                                     : "is not a PEM private key (expected -----BEGIN PRIVATE KEY----- or "
                                       "-----BEGIN EC/RSA PRIVATE KEY-----)");
+  if (auto why = weak_key(key.get())) return bad("key_pem", "the private key " + *why);
   if (X509_check_private_key(leaf, key.get()) != 1) return bad("key_pem", "private key does not belong to the certificate");
 
   info.subject = name_text(X509_get_subject_name(leaf));

@@ -14,6 +14,9 @@ namespace certfleet::delivery::detail {
 struct failure {
   error_class cls = error_class::unknown;
   std::string message;
+  // The precise cause when `message` is deliberately uniform (a connect failure): it goes to
+  // the result's error_detail, which only admins see.
+  std::string detail = {};
 };
 using step = std::optional<failure>;  // nullopt: the step succeeded
 
@@ -42,6 +45,7 @@ struct recorder {
     r.cls = f.cls;
     r.phase = current;
     r.error = current + ": " + f.message;
+    r.error_detail = f.detail.empty() ? std::string() : current + ": " + f.detail;
     return r;
   }
 };

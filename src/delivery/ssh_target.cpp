@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdio>
 
 #include "delivery/codec.hpp"
 #include "delivery/json_fields.hpp"
@@ -157,21 +158,58 @@ result<void> check_remote_path(std::string_view p, std::string_view field) {
   return {};
 }
 
+result<void> check_install_files(std::string_view prefix, std::string_view cert_path, std::string_view key_path,
+                                 std::string_view chain_path, unsigned cert_mode, unsigned key_mode) {
+  const auto field = [&](std::string_view name) { return std::string(prefix) + "." + std::string(name); };
+  if (auto r = check_remote_path(cert_path, field("cert_path")); !r) return r;
+  if (auto r = check_remote_path(key_path, field("key_path")); !r) return r;
+  if (!chain_path.empty())
+    if (auto r = check_remote_path(chain_path, field("chain_path")); !r) return r;
+  // Compared as the file system reads them ("/srv//a" and "/srv/a" are one file).
+  const auto cert = normal_path(cert_path), key = normal_path(key_path);
+  const auto chain = chain_path.empty() ? std::string() : normal_path(chain_path);
+  if (cert == key) return make_error(errc::invalid_argument, "key_path names the same file as cert_path", field("key_path"));
+  if (!chain.empty() && (chain == cert || chain == key))
+    return make_error(errc::invalid_argument, "chain_path names the same file as cert_path or key_path", field("chain_path"));
+  if (auto r = check_file_mode(cert_mode, field("cert_mode")); !r) return r;
+  if (auto r = check_file_mode(key_mode, field("key_mode")); !r) return r;
+  if (key_mode & 0007) return make_error(errc::invalid_argument, "key_mode must not give others access", field("key_mode"));
+  return {};
+}
+
+result<void> check_file_mode(unsigned mode, std::string_view field) {
+  auto bad = [&](std::string why) {
+    char shown[8];
+    std::snprintf(shown, sizeof shown, "%04o", mode & 077777);
+    return make_error(errc::invalid_argument, std::string(field.substr(field.rfind('.') + 1)) + " " + why + " (got " + shown + ")",
+                      std::string(field));
+  };
+  if (mode > 07777) return bad("is not a file mode");
+  if (mode & 07000) return bad("must not set the setuid, setgid or sticky bit");
+  if (mode & 0002) return bad("must not make the file writable by others");
+  return {};
+}
+
+std::string normal_path(std::string_view p) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < p.size()) {
+    std::size_t j = p.find('/', i);
+    if (j == std::string_view::npos) j = p.size();
+    auto seg = p.substr(i, j - i);
+    if (!seg.empty() && seg != ".") out.append("/").append(seg);
+    i = j + 1;
+  }
+  return out.empty() ? "/" : out;
+}
+
 result<void> check_ssh_target(const ssh_target& t) {
   if (!valid_host_name(t.host)) return make_error(errc::invalid_argument, "invalid host name", "ssh.host");
   if (t.port == 0) return make_error(errc::invalid_argument, "port must be 1-65535", "ssh.port");
   if (t.user.empty() || t.user.size() > 64 || !valid_owner(t.user) || t.user.find(':') != std::string::npos)
     return make_error(errc::invalid_argument, "invalid user name", "ssh.user");
   if (t.pinned.blob.empty()) return make_error(errc::invalid_argument, "a pinned host key is required", "ssh.host_key");
-  if (auto r = check_remote_path(t.cert_path, "ssh.cert_path"); !r) return r;
-  if (auto r = check_remote_path(t.key_path, "ssh.key_path"); !r) return r;
-  if (!t.chain_path.empty())
-    if (auto r = check_remote_path(t.chain_path, "ssh.chain_path"); !r) return r;
-  if (t.cert_path == t.key_path || (!t.chain_path.empty() && (t.chain_path == t.cert_path || t.chain_path == t.key_path)))
-    return make_error(errc::invalid_argument, "cert, key and chain paths must differ", "ssh.key_path");
-  if (t.cert_mode > 07777) return make_error(errc::invalid_argument, "invalid mode", "ssh.cert_mode");
-  if (t.key_mode > 07777) return make_error(errc::invalid_argument, "invalid mode", "ssh.key_mode");
-  if (t.key_mode & 0007) return make_error(errc::invalid_argument, "key_mode must not give others access", "ssh.key_mode");
+  if (auto r = check_install_files("ssh", t.cert_path, t.key_path, t.chain_path, t.cert_mode, t.key_mode); !r) return r;
   if (!t.owner.empty() && !valid_owner(t.owner))
     return make_error(errc::invalid_argument, "owner must be user or user:group", "ssh.owner");
   if (t.post_command.size() > 4096)

@@ -12,6 +12,7 @@
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/object_id.hpp"
+#include "certfleet/delivery/egress.hpp"
 #include "certfleet/delivery/pem.hpp"
 #include "certfleet/distribution/acme_workflow.hpp"
 #include "certfleet/distribution/certificates.hpp"
@@ -19,6 +20,8 @@
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/distribution/runs.hpp"
 #include "certfleet/queue/job_types.hpp"
+#include "certfleet/queue/make_job.hpp"
+#include "certfleet/queue/triggers.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/store/settings.hpp"
 
@@ -96,25 +99,33 @@ struct presented_record {
 };
 
 // cleanup_dns for one attempt's records (key cleanup_dns:<job>:<fence>).
-store::new_job cleanup_job(std::string project_id, const std::string& job_id, std::int64_t fence, std::string trigger) {
-  store::new_job j;
+queue::enqueue_request cleanup_job(std::string project_id, const std::string& job_id, std::int64_t fence,
+                                   std::string_view trigger) {
+  queue::enqueue_request j;
   j.project_id = std::move(project_id);
-  j.type = std::string(queue::job_names::cleanup_dns);
-  j.lane = std::string(queue::lane_main);
+  j.type = queue::job_names::cleanup_dns;
   j.payload = cleanup_dns_payload(job_id, fence);
-  j.max_attempts = queue::find_job_type(j.type)->max_attempts;
   j.idempotency_key = cleanup_dns_key(job_id, fence);
   j.parent_job_id = job_id;
-  j.triggered_by = std::move(trigger);
+  j.triggered_by = trigger;
   return j;
 }
 
+// acme_allow_list: the one egress policy of every CA URL and DNS-01 server (docs/acme.md). A
+// value that no longer parses cannot be stored (the settings table validates it, and a stale
+// one reads as the default), so this fails only on a bug; it then refuses everything.
+delivery::egress_policy acme_allow_list_of(const settings_map& settings) {
+  auto p = delivery::parse_egress_allow_list(settings.text("acme_allow_list"), "acme_allow_list");
+  return p ? std::move(*p) : delivery::egress_policy{};
+}
+
 acme::client_options client_options_for(const acme_account_spec& account, const acme_job_options& opt,
-                                        queue::job_context& ctx) {
+                                        queue::job_context& ctx, const delivery::egress_policy& allow) {
   acme::client_options co;
   co.directory_url = account.directory_url;
   co.ca_pem = trust_anchors(account.ca_bundle_pem, opt.ca_pem);
   co.resolve_pool = opt.cpu;
+  co.egress = &allow;
   co.log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
     co_await ctx.log(std::move(level), std::move(message));
   };
@@ -165,6 +176,7 @@ class acme_job {
   std::vector<presented_record> presented_;
   std::string zone_;  // the zone the records went to
   acme::dns::client_options dns_opts_;
+  delivery::egress_policy allow_;  // acme_allow_list, read at the job's start
   std::chrono::seconds propagation_timeout_{300};
   std::string resolver_;  // acme_dns_resolver ("": /etc/resolv.conf)
 };
@@ -313,11 +325,11 @@ asio::awaitable<void> acme_job::remove_records(const job_inputs& in, const acme:
   presented_.clear();
   if (left == 0) co_return;
   // What could not be removed now is a cleanup_dns job's, retried with backoff.
-  auto j = cleanup_job(in.cert.project_id, ctx_.job().id, ctx_.job().fence, "acme_workflow");
+  auto j = cleanup_job(in.cert.project_id, ctx_.job().id, ctx_.job().fence, queue::triggers::acme_workflow);
   auto created = std::make_shared<std::string>();
   const time_ms now = ctx_.clock().now_ms();
   store::tx_fn enqueue = [j, now, created](store::catalog_tx& tx) -> result<void> {
-    auto e = tx.jobs().enqueue(j, now);
+    auto e = queue::enqueue_in(tx.jobs(), j, now);
     if (!e) return std::move(e).error();
     *created = e->job.id;
     return {};
@@ -350,7 +362,7 @@ asio::awaitable<std::optional<queue::outcome>> acme_job::open_account(acme::clie
 asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, const acme::account_key& akey,
                                                           const acme::dns::tsig_key* tsig) {
   const auto& acme_doc = *in.doc.acme;
-  acme::client client(client_options_for(in.account_spec, opt_, ctx_), akey);
+  acme::client client(client_options_for(in.account_spec, opt_, ctx_, allow_), akey);
   acme::directory directory;
   if (auto failed = co_await open_account(client, in, directory)) co_return std::move(*failed);
   const acme::directory* dir = &directory;
@@ -546,25 +558,22 @@ asio::awaitable<queue::outcome> acme_job::hand_to_operator(const job_inputs& in,
   store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
     auto got = read_certificate(tx, project, cert_id);
     if (!got) return std::move(got).error();
-    auto* cert = &got->object;
     auto* doc = &got->doc;
     if (doc->version != version || !doc->acme)
       return make_error(errc::conflict,
                         fmt::format("certificate {} is at version {} now (this job started from {})", cert_id,
                                     doc->version, version),
                         "version");
-    store::new_job j;
+    queue::enqueue_request j;
     j.project_id = project;
-    j.type = std::string(queue::job_names::validate_manual_dns);
-    j.lane = std::string(queue::lane_main);
+    j.type = queue::job_names::validate_manual_dns;
     j.payload = validate_dns_payload(cert_id, job_id);
-    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
     j.idempotency_key = validate_dns_key(job_id, 1);
     j.parent_job_id = job_id;
     j.certificate_id = cert_id;
-    j.triggered_by = "acme_workflow";
+    j.triggered_by = queue::triggers::acme_workflow;
     j.run_at = now + manual_first_check_ms;
-    auto e = tx.jobs().enqueue(j, now);
+    auto e = queue::enqueue_in(tx.jobs(), j, now);
     if (!e) return std::move(e).error();
     *validation_job = e->job.id;
     manual_order m;
@@ -617,6 +626,9 @@ asio::awaitable<result<std::vector<std::string>>> acme_job::manual_check_targets
   }
   auto recursive = dns_opts_;
   recursive.recursion_desired = true;
+  // The resolver is the system's (acme_dns_resolver, /etc/resolv.conf: often 127.0.0.53), not a
+  // project's input; the NS addresses it names are checked when they are asked.
+  recursive.egress = nullptr;
   std::string name = fqdn;
   auto zone = co_await acme::dns::find_zone(resolver, name, recursive);
   if (!zone) co_return std::move(zone).error();
@@ -646,7 +658,6 @@ asio::awaitable<result<void>> acme_job::save_manual_statuses(const job_inputs& i
   store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
     auto got = read_certificate(tx, project, cert_id);
     if (!got) return std::move(got).error();
-    auto* cert = &got->object;
     auto* doc = &got->doc;
     // Another order replaced this one meanwhile: its statuses are not ours to write.
     if (!doc->acme || !doc->acme->manual || doc->acme->manual->job_id != order_job) return {};
@@ -695,7 +706,7 @@ asio::awaitable<queue::outcome> acme_job::validate_manual(const job_inputs& in, 
         "DNS (manual): not answered yet: {}: create the record(s) at your DNS provider, then POST …/jobs/{}/validate-dns",
         fmt::join(missing, ", "), order_job_id));
 
-  acme::client client(client_options_for(in.account_spec, opt_, ctx_), akey);
+  acme::client client(client_options_for(in.account_spec, opt_, ctx_, allow_), akey);
   acme::directory dir;
   if (auto failed = co_await open_account(client, in, dir)) co_return std::move(*failed);
   co_await step("validating");
@@ -809,7 +820,7 @@ asio::awaitable<queue::outcome> acme_job::run() {
     co_await step("completed");
     co_return queue::outcome::ok();
   }
-  if (renewal_ && !in->doc.acme->auto_renew && ctx_.job().triggered_by == "renewal_sweep") {
+  if (renewal_ && !in->doc.acme->auto_renew && ctx_.job().triggered_by == queue::triggers::renewal_sweep) {
     co_await ctx_.log("info", "auto_renew is off for this certificate: the sweep's renewal does nothing");
     co_return queue::outcome::ok();
   }
@@ -841,6 +852,8 @@ asio::awaitable<queue::outcome> acme_job::run() {
   dns_opts_.clock = &ctx_.clock();
   dns_opts_.nameserver_port = static_cast<std::uint16_t>(settings.integer("acme_dns_nameserver_port"));
   resolver_ = settings.text("acme_dns_resolver");
+  allow_ = acme_allow_list_of(settings);
+  dns_opts_.egress = &allow_;
 
   // The records come out whatever happens, also when the job is interrupted (cancel, lost lease):
   // the interruption is rethrown once they are removed.
@@ -941,7 +954,9 @@ asio::awaitable<queue::outcome> run_revoke(queue::job_context& ctx, const acme_j
   auto der = acme::certificate_der(in->doc.cert_pem, "cert_pem");
   if (!der) co_return queue::outcome::permanent_failure(fmt::format("certificate {}: {}", cert_id, der.error().message));
 
-  acme::client client(client_options_for(in->account_spec, opt, ctx), *akey);
+  auto revoke_settings = co_await store::read_settings(ctx.store());
+  const auto allow = acme_allow_list_of(revoke_settings);
+  acme::client client(client_options_for(in->account_spec, opt, ctx, allow), *akey);
   auto dir = co_await client.get_directory();
   if (!dir) co_return from_failure(dir.failure());
   if (in->account_spec.account_url.empty()) {
@@ -982,7 +997,7 @@ asio::awaitable<queue::outcome> run_revoke(queue::job_context& ctx, const acme_j
     e.key_base = e.event_id;
     e.source.certificate_id = cert_id;
     e.source.parent_job_id = job_id;
-    e.source.triggered_by = queue::job_names::revoke_certificate;
+    e.source.triggered_by = queue::triggers::revoke_certificate;
     auto fired = fire_event(tx, e, now);
     if (!fired) return std::move(fired).error();
     *marked = true;
@@ -1041,6 +1056,8 @@ asio::awaitable<queue::outcome> run_cleanup(queue::job_context& ctx, const acme_
   dns_opts.resolve_pool = opt.cpu;
   dns_opts.clock = &ctx.clock();
   dns_opts.nameserver_port = static_cast<std::uint16_t>(settings.integer("acme_dns_nameserver_port"));
+  const auto allow = acme_allow_list_of(settings);
+  dns_opts.egress = &allow;
 
   std::vector<std::string> failures;
   bool retry_can_help = false;
@@ -1108,18 +1125,32 @@ std::string acme_job_payload(std::string_view certificate_id, std::int64_t versi
 asio::awaitable<result<void>> register_acme_account(new_acme_account& account, const acme_job_options& opt) {
   auto key = co_await on_cpu<result<acme::account_key>>(opt.cpu, [] { return acme::account_key::generate(); });
   if (!key) co_return std::move(key).error();
+  // The caller read acme_allow_list; without it, the setting's default (never loopback).
+  delivery::egress_policy allow;
+  if (opt.acme_allow_list) {
+    auto parsed = delivery::parse_egress_allow_list(*opt.acme_allow_list, "acme_allow_list");
+    if (!parsed) co_return std::move(parsed).error();
+    allow = std::move(*parsed);
+  } else {
+    allow = acme_allow_list_of(settings_map{});
+  }
   acme::client_options co;
   co.directory_url = account.spec.directory_url;
   co.ca_pem = trust_anchors(account.spec.ca_bundle_pem, opt.ca_pem);
   co.resolve_pool = opt.cpu;
+  co.egress = &allow;
   acme::client client(std::move(co), *key);
   std::optional<acme::eab_credentials> eab;
   if (!account.spec.eab_kid.empty()) eab = acme::eab_credentials{account.spec.eab_kid, account.secret.eab_hmac_key};
   acme::account_request req(account.spec.contact, account.spec.terms_agreed, std::move(eab));
   auto registered = co_await client.new_account(std::move(req));
   if (!registered) {
+    // A failure without an ACME answer has the client's uniform message (its cause went to the
+    // server's log): the same answer for a closed port, a TLS error or a page that is not JSON.
     auto e = registered.failure().to_error();
     if (e.field.empty()) e.field = "directory_url";
+    // Nor a Retry-After that only some non-ACME service would have sent.
+    if (!registered.failure().detail.empty()) e.retry_after_s = 0;
     co_return e;
   }
   account.secret.account_key_pem = key->private_pem();
@@ -1201,7 +1232,8 @@ namespace {
 // certificate. Requests are unauthenticated; the client still wants a key, so a throwaway one.
 class ari_reader {
  public:
-  ari_reader(const acme_job_options& opt, sweep_logger log) : opt_(opt), log_(std::move(log)) {}
+  ari_reader(const acme_job_options& opt, sweep_logger log, delivery::egress_policy allow)
+      : opt_(opt), log_(std::move(log)), allow_(std::move(allow)) {}
 
   asio::awaitable<std::optional<acme_renewal_window>> window(const acme_account_spec& account, const std::string& account_id,
                                                              const certificate_doc& d, const std::string& cert_id) {
@@ -1216,6 +1248,7 @@ class ari_reader {
       co.directory_url = account.directory_url;
       co.ca_pem = trust_anchors(account.ca_bundle_pem, opt_.ca_pem);
       co.resolve_pool = opt_.cpu;
+      co.egress = &allow_;
       c = std::make_unique<acme::client>(std::move(co), *key_);
     }
     auto dir = co_await c->get_directory();
@@ -1244,6 +1277,7 @@ class ari_reader {
   }
   const acme_job_options& opt_;
   sweep_logger log_;
+  delivery::egress_policy allow_;  // acme_allow_list, read at the sweep's start
   std::unique_ptr<acme::account_key> key_;
   std::map<std::string, std::unique_ptr<acme::client>> clients_;
 };
@@ -1278,8 +1312,11 @@ asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_
   if (auto r = co_await st.catalog().read(std::move(read)); !r) co_return std::move(r).error();
 
   std::optional<ari_reader> ari;
-  if (opt) ari.emplace(*opt, log);
-  std::vector<store::new_job> jobs;
+  if (opt) {
+    auto sweep_settings = co_await store::read_settings(st);
+    ari.emplace(*opt, log, acme_allow_list_of(sweep_settings));
+  }
+  std::vector<queue::enqueue_request> jobs;
   // The CA windows read this sweep, kept on each certificate for its view (renewal.source "ari").
   struct ari_note {
     std::string project_id, certificate_id, serial;
@@ -1293,15 +1330,13 @@ asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_
     auto due = acme_renewal_due(c.doc, now, window);
     if (!due.due) continue;
     if (log) co_await log("info", fmt::format("acme_renewal: certificate {} is due ({}): {}", c.cert.id, due.source, due.reason));
-    store::new_job j;
+    queue::enqueue_request j;
     j.project_id = c.cert.project_id;
-    j.type = std::string(queue::job_names::renew_certificate);
-    j.lane = std::string(queue::lane_main);
+    j.type = queue::job_names::renew_certificate;
     j.payload = acme_job_payload(c.cert.id, c.doc.version);
-    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
     j.idempotency_key = renew_job_key(c.cert.id, c.doc.not_after);
     j.certificate_id = c.cert.id;
-    j.triggered_by = "renewal_sweep";
+    j.triggered_by = queue::triggers::renewal_sweep;
     jobs.push_back(std::move(j));
   }
   if (jobs.empty() && windows.empty()) co_return 0;
@@ -1317,7 +1352,7 @@ asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_
       if (auto u = tx.update_object_doc(w.certificate_id, certificate_doc_json(*doc)); !u) return u;
     }
     for (const auto& j : jobs) {
-      auto e = tx.jobs().enqueue(j, now);
+      auto e = queue::enqueue_in(tx.jobs(), j, now);
       if (!e) return std::move(e).error();
       if (!e->created) continue;
       ++*created;
@@ -1341,13 +1376,13 @@ asio::awaitable<result<int>> enqueue_dns_cleanups(store::store& st, const clock_
     ++a.second;
   }
   if (attempts.empty()) co_return 0;
-  std::vector<store::new_job> jobs;
-  for (const auto& [attempt, who] : attempts) jobs.push_back(cleanup_job(who.first, attempt.first, attempt.second, "dns_cleanup_sweep"));
+  std::vector<queue::enqueue_request> jobs;
+  for (const auto& [attempt, who] : attempts) jobs.push_back(cleanup_job(who.first, attempt.first, attempt.second, queue::triggers::dns_cleanup_sweep));
   auto now = clock.now_ms();
   auto created = std::make_shared<std::vector<std::string>>();
   store::tx_fn write = [jobs, now, created](store::catalog_tx& tx) -> result<void> {
     for (const auto& j : jobs) {
-      auto e = tx.jobs().enqueue(j, now);
+      auto e = queue::enqueue_in(tx.jobs(), j, now);
       if (!e) return std::move(e).error();
       if (e->created) created->push_back(fmt::format("{} for job {}", e->job.id, j.parent_job_id));
     }

@@ -4,6 +4,7 @@
 #include "certfleet/distribution/acme_catalog.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/queue/job_types.hpp"
+#include "certfleet/queue/make_job.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -133,17 +134,15 @@ result<store::enqueue_outcome> enqueue_manual_validation(store::catalog_tx& tx, 
     auto last = tx.get_job(m.last_validation_job_id);
     if (last && running_or_due(*last, now)) return store::enqueue_outcome{*last, false};
   }
-  store::new_job j;
+  queue::enqueue_request j;
   j.project_id = project_id;
-  j.type = std::string(queue::job_names::validate_manual_dns);
-  j.lane = std::string(queue::lane_main);
+  j.type = queue::job_names::validate_manual_dns;
   j.payload = validate_dns_payload(cert->id, order_job);
-  j.max_attempts = queue::find_job_type(j.type)->max_attempts;
   j.idempotency_key = validate_dns_key(order_job, m.validations + 1);
   j.parent_job_id = order_job;
   j.certificate_id = cert->id;
   j.triggered_by = actor;
-  auto e = tx.jobs().enqueue(j, now);
+  auto e = queue::enqueue_in(tx.jobs(), j, now);
   if (!e) return std::move(e).error();
   m.validations += 1;
   m.last_validation_job_id = e->job.id;

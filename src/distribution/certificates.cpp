@@ -80,7 +80,7 @@ result<version_stored> store_new_version(store::catalog_tx& tx, const kek& key, 
       continue;
     }
     run_request req{cert.project_id, id, std::string(actor), run_kind::execute, 0, renewal_run_trigger(id, out.version)};
-    auto opened = open_run(tx, req, rs, now);
+    auto opened = open_run(tx, req, rs, now, &out.jobs);
     if (!opened) return std::move(opened).error();
     out.runs_opened.push_back(id);
   }

@@ -9,6 +9,7 @@
 #include "certfleet/distribution/checks.hpp"
 #include "certfleet/distribution/events.hpp"
 #include "certfleet/queue/job_types.hpp"
+#include "certfleet/queue/triggers.hpp"
 #include "certfleet/store/settings.hpp"
 #include "certfleet/store/store.hpp"
 
@@ -227,7 +228,7 @@ asio::awaitable<result<int>> record_lookup(store::store& st, const store::catalo
                               {"days_threshold", *step.notify_days},
                               {"registrar", d.registrar}};
         e.key_base = fmt::format("domain_expiring:{}:{}:{}", domain.id, d.expires_at / 1000, *step.notify_days);
-        e.source.triggered_by = queue::job_names::domain_expiration_check;
+        e.source.triggered_by = queue::triggers::domain_expiration_check;
         auto fired = fire_event(tx, e, now);
         if (!fired) return std::move(fired).error();
         *sent += *fired;
@@ -257,7 +258,7 @@ asio::awaitable<queue::outcome> run_domain_check(queue::job_context& ctx, std::s
   // Which domains: the one asked for; every project's for the scheduler's hourly job; else the
   // job's own project (a user's job never reads another project's objects).
   const auto& job = ctx.job();
-  const bool every_project = payload->domain_id.empty() && job.triggered_by.rfind("scheduler:", 0) == 0;
+  const bool every_project = payload->domain_id.empty() && queue::from_scheduler(job.triggered_by);
   std::string project = job.project_id, only = payload->domain_id;
   store::read_value_fn<std::vector<store::catalog_object>> read =
       [project, only, every_project](store::catalog_read& rd) -> result<std::vector<store::catalog_object>> {

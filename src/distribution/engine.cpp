@@ -21,6 +21,8 @@
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/distribution/target_queue.hpp"
 #include "certfleet/queue/job_types.hpp"
+#include "certfleet/queue/make_job.hpp"
+#include "certfleet/queue/triggers.hpp"
 #include "certfleet/store/settings.hpp"
 #include "certfleet/store/maintenance.hpp"
 #include "certfleet/store/session_slots.hpp"
@@ -45,6 +47,9 @@ namespace certfleet::distribution {
 namespace asio = boost::asio;
 using queue::job_context;
 using queue::outcome;
+using store::run_mode;
+using store::run_status;
+using store::target_status;
 
 namespace {
 
@@ -99,7 +104,7 @@ asio::awaitable<result<run_inputs>> load_inputs(job_context& ctx, const job_plan
       auto outs = rd.run_outcomes(plan.distribution_id, plan.rollback_of_run);
       if (!outs) return std::move(outs).error();
       for (const auto& o : *outs)
-        if (o.status == "succeeded" && o.files_from_run > 0) in->files_run[o.target_id] = o.files_from_run;
+        if (o.status == to_string(target_status::succeeded) && o.files_from_run > 0) in->files_run[o.target_id] = o.files_from_run;
     } else {
       for (const auto& id : plan.target_ids) {
         auto f = rd.last_files_run(plan.distribution_id, id);
@@ -356,6 +361,8 @@ std::string timings_json(const delivery::delivery_result& r, std::int64_t sessio
   boost::json::object o{{"timings_ms", std::move(t)}, {"phase", r.phase}};
   if (session_wait_ms > 0) o["session_wait_ms"] = session_wait_ms;
   if (r.reused_connection) o["reused_connection"] = true;
+  // The cause behind a deliberately uniform error (connect failures): admins only (run_view).
+  if (!r.error_detail.empty()) o["error_detail"] = r.error_detail;
   return boost::json::serialize(o);
 }
 
@@ -395,7 +402,7 @@ asio::awaitable<void> deliver_target(job_context& ctx, const job_plan& plan, con
   r.finished_at = ctx.clock().now_ms();
   r.detail = timings_json(res, session_wait_ms);
   if (res.ok()) {
-    r.status = "succeeded";
+    r.status = to_string(target_status::succeeded);
     r.fingerprint_sha256 = res.fingerprint_sha256.empty() ? in.fingerprint : res.fingerprint_sha256;
     r.hash_skipped = res.status == delivery::delivery_status::skipped_by_hash;
     if (plan.mode == job_mode::rollback) {
@@ -410,7 +417,7 @@ asio::awaitable<void> deliver_target(job_context& ctx, const job_plan& plan, con
     }
     ++st.succeeded;
   } else {
-    r.status = "failed";
+    r.status = to_string(target_status::failed);
     r.error_class = delivery::error_class_name(res.cls);
     r.error = res.error;
     ++st.failed;
@@ -605,7 +612,7 @@ asio::awaitable<outcome> run_distribution(job_context& ctx, std::shared_ptr<cons
     co_return outcome::permanent_failure(loaded.error().message);
   }
   auto& in = *loaded;
-  if (in.dist.run_no != plan->run_no || in.dist.status != "running") {
+  if (in.dist.run_no != plan->run_no || in.dist.status != to_string(run_status::running)) {
     auto line2 = fmt::format("run {} is over (the distribution is at run {}, {}): nothing to do",
                                          plan->run_no, in.dist.run_no, in.dist.status);
     co_await ctx.log("info", std::move(line2));
@@ -625,7 +632,7 @@ asio::awaitable<outcome> run_distribution(job_context& ctx, std::shared_ptr<cons
     r.job_id = ctx.job().id;
     r.retry_attempt = plan->retry_attempt;
     r.fence = ctx.job().fence;
-    r.status = "skipped";
+    r.status = to_string(target_status::skipped);
     r.error = "target deleted after snapshot";
     r.started_at = r.finished_at = ctx.clock().now_ms();
     if (!co_await record(ctx, r)) co_return outcome::failure("lost the job's lease");
@@ -765,7 +772,7 @@ using run_pass = std::function<result<void>(store::catalog_tx&, const std::strin
 // write transaction; returns how many it changed.
 asio::awaitable<result<int>> for_each_running(store::store& st, const clock_source& clock, int limit, run_pass pass) {
   store::read_value_fn<std::vector<store::distribution_record>> list = [limit](store::catalog_read& rd) {
-    return rd.distributions_in_status("running", limit);
+    return rd.distributions_in_status(to_string(run_status::running), limit);
   };
   auto running = co_await store::read_value(st.catalog(), std::move(list));
   if (!running) co_return std::move(running).error();
@@ -788,7 +795,7 @@ asio::awaitable<result<int>> for_each_running(store::store& st, const clock_sour
 // it when every batch is in.
 result<void> reconcile_run(store::catalog_tx& tx, const std::string& id, time_ms now, bool& touched) {
   auto dist = tx.get_distribution("", id);
-  if (!dist || dist->status != "running") return {};
+  if (!dist || dist->status != to_string(run_status::running)) return {};
   auto kids = tx.children_of(id, run_key_prefix(id, dist->run_no));
   if (!kids) return std::move(kids).error();
   auto fin = tx.finalized_children(id, dist->run_no);
@@ -822,7 +829,7 @@ namespace {
 // that does exist is never doubled), or closes the run when nothing is left to do.
 result<void> retrigger_run(store::catalog_tx& tx, const std::string& id, time_ms now, bool& touched) {
   auto dist = tx.get_distribution("", id);
-  if (!dist || dist->status != "running") return {};
+  if (!dist || dist->status != to_string(run_status::running)) return {};
   auto& d = *dist;
   auto kids = tx.children_of(id, run_key_prefix(id, d.run_no));
   if (!kids) return std::move(kids).error();
@@ -852,10 +859,10 @@ result<void> retrigger_run(store::catalog_tx& tx, const std::string& id, time_ms
   if (lost.missing_batches == 0) return {};
   touched = true;
   d.updated_at = now;
-  if (d.mode == "rollback") {
+  if (d.mode == to_string(run_mode::rollback)) {
     // A rollback's job carries which run's backups it restores; with the job gone that choice
     // is unknown, so the run ends and the operator starts the rollback again.
-    d.status = "failed";
+    d.status = to_string(run_status::failed);
     d.error = "the rollback job of this run was lost before it ran; start the rollback again";
     d.run_finished_at = now;
     spdlog::warn("distribution {} run {}: rollback job lost, run closed as failed", d.id, d.run_no);
@@ -864,24 +871,23 @@ result<void> retrigger_run(store::catalog_tx& tx, const std::string& id, time_ms
   d.fan_out_total -= lost.missing_batches;
   d.job_ids = batch_job_ids;
   if (!lost.uncovered.empty()) {
-    job_plan p{d.id, d.run_no, d.mode == "fan_out" ? job_mode::batch : job_mode::normal, lost.uncovered, lost.batch_no,
+    const bool fan_out = d.mode == to_string(run_mode::fan_out);
+    job_plan p{d.id, d.run_no, fan_out ? job_mode::batch : job_mode::normal, lost.uncovered, lost.batch_no,
                0, 0};
     bool canary_pending = false;
-    if (d.canary && d.mode == "fan_out" && p.batch_no != 1) {
+    if (d.canary && fan_out && p.batch_no != 1) {
       canary_pending = std::none_of(fin->begin(), fin->end(), [&](const auto& f) { return f.job_id == canary_job; });
     }
-    store::new_job j;
+    queue::enqueue_request j;
     j.project_id = d.project_id;
-    j.type = std::string(queue::job_names::distribution_execute);
-    j.lane = std::string(queue::lane_dist);
+    j.type = queue::job_names::distribution_execute;
     j.payload = to_payload(p);
-    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
     j.idempotency_key = job_key(p);
     j.certificate_id = d.certificate_id;
     j.distribution_id = d.id;
-    j.triggered_by = "distribution_sweep";
+    j.triggered_by = queue::triggers::distribution_sweep;
     j.held = canary_pending;
-    auto e = tx.jobs().enqueue(j, now);
+    auto e = queue::enqueue_in(tx.jobs(), j, now);
     if (!e) return std::move(e).error();
     ++d.fan_out_total;
     d.job_ids.push_back(e->job.id);

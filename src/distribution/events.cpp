@@ -4,6 +4,7 @@
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
+#include "certfleet/queue/make_job.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -289,18 +290,16 @@ result<int> fire_event(store::catalog_tx& tx, const fired_event& e, time_ms now)
   for (auto& [channel, tpl] : *rules) {
     json::object payload{{"event_id", e.event_id}, {"event", def->name}, {"channel_id", channel}, {"data", e.data}};
     if (!tpl.is_null()) payload["template"] = tpl;
-    store::new_job j;
+    queue::enqueue_request j;
     j.project_id = e.project_id;
-    j.type = std::string(queue::job_names::notification_send);
-    j.lane = std::string(queue::lane_main);
+    j.type = queue::job_names::notification_send;
     j.payload = json::serialize(payload);
-    j.max_attempts = queue::find_job_type(j.type)->max_attempts;
     j.idempotency_key = notification_key(e.key_base, channel);
     j.certificate_id = e.source.certificate_id;
     j.distribution_id = e.source.distribution_id;
     j.parent_job_id = e.source.parent_job_id;
     j.triggered_by = e.source.triggered_by;
-    auto r = tx.jobs().enqueue(j, now);
+    auto r = queue::enqueue_in(tx.jobs(), j, now);
     if (!r) return std::move(r).error();
     if (r->created) ++created;
   }

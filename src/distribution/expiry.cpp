@@ -9,6 +9,7 @@
 #include "certfleet/distribution/gauges.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
+#include "certfleet/queue/triggers.hpp"
 #include "certfleet/store/settings.hpp"
 
 #include <boost/json.hpp>
@@ -70,7 +71,7 @@ asio::awaitable<result<expiry_report>> check_expirations(store::store& st, time_
                               {"days_threshold", *step.notify_days}, {"fingerprint_sha256", d->fingerprint_sha256}};
         e.key_base = expiry_notification_base(cert.id, *step.notify_days);
         e.source.certificate_id = cert.id;
-        e.source.triggered_by = queue::job_names::certificate_expiration_check;
+        e.source.triggered_by = queue::triggers::certificate_expiration_check;
         auto fired = fire_event(tx, e, now);
         if (!fired) return std::move(fired).error();
         *sent += *fired;

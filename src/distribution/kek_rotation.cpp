@@ -3,6 +3,8 @@
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/queue/job_types.hpp"
+#include "certfleet/queue/make_job.hpp"
+#include "certfleet/queue/triggers.hpp"
 #include "certfleet/store/settings.hpp"
 
 #include <boost/json.hpp>
@@ -88,17 +90,15 @@ std::string collection_payload(const rotation_payload& p, std::string_view colle
       {"from", p.from}, {"to", p.to}, {"collection", collection}, {"cursor", cursor}});
 }
 
-store::new_job rotation_job(const store::job_record& parent, std::string_view type, std::string payload,
-                            std::string key, time_ms run_at) {
-  store::new_job j;
+queue::enqueue_request rotation_job(const store::job_record& parent, std::string_view type, std::string payload,
+                                    std::string key, time_ms run_at) {
+  queue::enqueue_request j;
   j.project_id = parent.project_id;
   j.type = std::string(type);
-  j.lane = std::string(queue::find_job_type(type)->lane);
-  j.max_attempts = queue::find_job_type(type)->max_attempts;
   j.payload = std::move(payload);
   j.idempotency_key = std::move(key);
   j.parent_job_id = parent.id;
-  j.triggered_by = "kek_rotation";
+  j.triggered_by = queue::triggers::kek_rotation;
   j.run_at = run_at;
   return j;
 }
@@ -145,7 +145,7 @@ asio::awaitable<queue::outcome> orchestrate(queue::job_context& ctx, std::shared
       }
       auto j = rotation_job(job, queue::job_names::kek_rotation_collection, collection_payload(payload, kind, ""),
                             kek_batch_key(payload.to, kind, ""), now + settle);
-      if (auto e = tx.jobs().enqueue(j, now); !e) return std::move(e).error();
+      if (auto e = queue::enqueue_in(tx.jobs(), j, now); !e) return std::move(e).error();
       planned->push_back(fmt::format("{} ({} envelopes)", kind, n));
     }
     return {};
@@ -253,7 +253,7 @@ asio::awaitable<queue::outcome> collection(queue::job_context& ctx, std::shared_
       auto j = rotation_job(job, queue::job_names::kek_rotation_collection,
                             collection_payload(payload, payload.collection, next_cursor),
                             kek_batch_key(payload.to, payload.collection, next_cursor), 0);
-      if (auto e = tx.jobs().enqueue(j, now); !e) return std::move(e).error();
+      if (auto e = queue::enqueue_in(tx.jobs(), j, now); !e) return std::move(e).error();
     }
     crash_point("kek_rotation_before_commit");
     return {};

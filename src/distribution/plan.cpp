@@ -2,6 +2,7 @@
 
 #include "certfleet/core/json.hpp"
 #include "certfleet/delivery/error_class.hpp"
+#include "certfleet/store/job_policy.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -14,6 +15,11 @@
 namespace certfleet::distribution {
 
 namespace {
+using store::fan_out_outcome;
+using store::run_mode;
+using store::run_status;
+using store::target_status;
+
 constexpr std::array<std::string_view, 4> mode_names{"normal", "batch", "retry", "rollback"};
 constexpr std::size_t max_payload_targets = 100'000;
 
@@ -180,33 +186,26 @@ std::vector<std::vector<std::string>> split_batches(std::vector<std::string> ids
 bool retryable_class(std::string_view c) noexcept { return delivery::retryable(c); }
 
 std::vector<store::target_result> outcomes(const std::vector<store::target_result>& results) {
-  std::map<std::string, const store::target_result*> best;
-  for (const auto& r : results) {
-    auto& b = best[r.target_id];
-    if (!b || std::tie(r.retry_attempt, r.fence) > std::tie(b->retry_attempt, b->fence)) b = &r;
-  }
-  std::vector<store::target_result> out;
-  out.reserve(best.size());
-  for (const auto& [id, r] : best) out.push_back(*r);
-  return out;
+  return store::target_outcomes(results);
 }
 
 std::string child_outcome(const std::vector<store::target_result>& own, bool job_cancelled) {
-  if (job_cancelled) return "cancelled";
+  auto word = [](fan_out_outcome o) { return std::string(to_string(o)); };
+  if (job_cancelled) return word(fan_out_outcome::cancelled);
   std::size_t ok = 0, failed = 0;
   for (const auto& r : outcomes(own)) {
-    if (r.status == "succeeded" || r.status == "skipped") ++ok;
+    if (r.status == to_string(target_status::succeeded) || r.status == to_string(target_status::skipped)) ++ok;
     else ++failed;
   }
-  if (failed == 0) return "succeeded";
-  return ok == 0 ? "failed" : "partial";
+  if (failed == 0) return word(fan_out_outcome::succeeded);
+  return word(ok == 0 ? fan_out_outcome::failed : fan_out_outcome::partial);
 }
 
 std::vector<std::string> retry_targets(const std::vector<store::target_result>& own, std::int64_t child_retry_attempt) {
   std::vector<std::string> out;
   if (child_retry_attempt >= max_retry_waves) return out;
   for (const auto& r : outcomes(own))
-    if (r.status == "failed" && retryable_class(r.error_class)) out.push_back(r.target_id);
+    if (r.status == to_string(target_status::failed) && retryable_class(r.error_class)) out.push_back(r.target_id);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -225,9 +224,9 @@ run_summary summarize(const std::vector<std::string>& run_targets, const std::ve
   for (const auto& t : run_targets) {
     auto it = by_target.find(t);
     if (it == by_target.end()) ++s.pending;
-    else if (it->second == "succeeded") ++s.succeeded;
-    else if (it->second == "skipped") ++s.skipped;
-    else if (it->second == "cancelled") ++s.cancelled;
+    else if (it->second == to_string(target_status::succeeded)) ++s.succeeded;
+    else if (it->second == to_string(target_status::skipped)) ++s.skipped;
+    else if (it->second == to_string(target_status::cancelled)) ++s.cancelled;
     else ++s.failed;
   }
   return s;
@@ -235,20 +234,23 @@ run_summary summarize(const std::vector<std::string>& run_targets, const std::ve
 
 final_verdict final_status(const store::distribution_record& d, const std::vector<store::finalized_child>& children,
                            const run_summary& s, std::string_view first_error) {
+  auto verdict = [](run_status st, std::string error) { return final_verdict{std::string(to_string(st)), std::move(error)}; };
   bool all_cancelled = !children.empty();
   for (const auto& c : children)
-    if (c.outcome != "cancelled") all_cancelled = false;
-  if (all_cancelled || d.cancel_requested) return {"cancelled", "cancelled on request"};
-  if (d.fail_fast_fired) return {"failed", "stopped: failure budget exceeded"};
+    if (c.outcome != to_string(fan_out_outcome::cancelled)) all_cancelled = false;
+  if (all_cancelled || d.cancel_requested) return verdict(run_status::cancelled, "cancelled on request");
+  if (d.fail_fast_fired) return verdict(run_status::failed, "stopped: failure budget exceeded");
   auto non_skipped = s.targets - s.skipped;
   if (s.succeeded == 0) {
-    if (non_skipped == 0) return {"failed", "no target left to deliver to (all were deleted)"};
-    if (s.cancelled + s.pending == 0) return {"failed", fmt::format("all {} targets failed: {}", non_skipped, first_error)};
-    return {"failed", fmt::format("no target succeeded ({} failed, {} cancelled){}{}", s.failed, s.cancelled + s.pending,
-                                  first_error.empty() ? "" : ": ", first_error)};
+    if (non_skipped == 0) return verdict(run_status::failed, "no target left to deliver to (all were deleted)");
+    if (s.cancelled + s.pending == 0)
+      return verdict(run_status::failed, fmt::format("all {} targets failed: {}", non_skipped, first_error));
+    return verdict(run_status::failed, fmt::format("no target succeeded ({} failed, {} cancelled){}{}", s.failed,
+                                                   s.cancelled + s.pending, first_error.empty() ? "" : ": ", first_error));
   }
-  if (s.succeeded == non_skipped) return {"success", ""};
-  return {"partial", fmt::format("{} of {} targets failed, {} cancelled", s.failed, non_skipped, s.cancelled)};
+  if (s.succeeded == non_skipped) return verdict(run_status::success, "");
+  return verdict(run_status::partial,
+                 fmt::format("{} of {} targets failed, {} cancelled", s.failed, non_skipped, s.cancelled));
 }
 
 lost_work find_lost_work(const store::distribution_record& d, const std::vector<job_plan>& present,
@@ -266,7 +268,7 @@ lost_work find_lost_work(const store::distribution_record& d, const std::vector<
   }
   w.missing_batches = std::max<std::int64_t>(d.fan_out_total - counted, 0);
   if (w.missing_batches == 0) return w;
-  if (d.mode == "fan_out") {
+  if (d.mode == to_string(run_mode::fan_out)) {
     w.batch_no = 1;
     while (batch_nos.count(w.batch_no)) ++w.batch_no;
   }

@@ -9,6 +9,8 @@
 #include "certfleet/distribution/events.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
+#include "certfleet/queue/make_job.hpp"
+#include "certfleet/queue/triggers.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -19,13 +21,20 @@
 
 namespace certfleet::distribution {
 
+using store::fan_out_outcome;
+using store::run_mode;
+using store::run_status;
+using store::target_status;
+
 namespace {
 
 void count(store::distribution_record& d, std::string_view outcome) {
-  if (outcome == "succeeded") ++d.fan_out_succeeded;
-  else if (outcome == "failed") ++d.fan_out_failed;
-  else if (outcome == "partial") ++d.fan_out_partial;
-  else ++d.fan_out_cancelled;
+  switch (store::parse_fan_out_outcome(outcome).value_or(fan_out_outcome::cancelled)) {
+    case fan_out_outcome::succeeded: ++d.fan_out_succeeded; break;
+    case fan_out_outcome::failed: ++d.fan_out_failed; break;
+    case fan_out_outcome::partial: ++d.fan_out_partial; break;
+    case fan_out_outcome::cancelled: ++d.fan_out_cancelled; break;
+  }
 }
 
 // The result row a job's target gets when the job ended before reporting it (status and error
@@ -53,15 +62,16 @@ result<void> account_cancelled(store::catalog_tx& tx, store::distribution_record
     if (plan) {
       for (const auto& t : plan->target_ids) {
         auto r = unreported_result(d, *plan, c, t, now);
-        r.status = "cancelled";
+        r.status = to_string(target_status::cancelled);
         r.error = c.error;
         if (auto a = tx.add_result(r); !a) return a;
       }
       if (plan->mode == job_mode::retry) --d.fan_out_retrying;
     }
-    auto added = tx.add_finalized(d.id, d.run_no, store::finalized_child{c.id, "cancelled", batch});
+    const std::string outcome(to_string(fan_out_outcome::cancelled));
+    auto added = tx.add_finalized(d.id, d.run_no, store::finalized_child{c.id, outcome, batch});
     if (!added) return std::move(added).error();
-    if (*added) count(d, "cancelled");
+    if (*added) count(d, outcome);
   }
   return {};
 }
@@ -89,7 +99,7 @@ result<void> notify_finished(store::catalog_tx& tx, const store::distribution_re
                                {"status", d.status},      {"error", d.error}, {"summary", std::move(summary)}};
   e.key_base = run_notification_base(d.id, d.run_no);
   e.source.distribution_id = d.id;
-  e.source.triggered_by = "distribution";
+  e.source.triggered_by = queue::triggers::distribution;
   auto fired = fire_event(tx, e, now);
   if (!fired) return std::move(fired).error();
   return {};
@@ -102,7 +112,7 @@ std::string run_backup_id(std::string_view distribution_id, std::int64_t run_no)
 }
 
 result<bool> try_complete(store::catalog_tx& tx, store::distribution_record& d, time_ms now) {
-  if (d.status != "running") return false;
+  if (d.status != to_string(run_status::running)) return false;
   auto children = tx.finalized_children(d.id, d.run_no);
   if (!children) return std::move(children).error();
   auto batches = std::count_if(children->begin(), children->end(), [](const auto& c) { return c.batch; });
@@ -116,19 +126,19 @@ result<bool> try_complete(store::catalog_tx& tx, store::distribution_record& d, 
   auto summary = summarize(d.run_target_ids, outs);
   std::string first_error;
   for (const auto& o : outs)
-    if (o.status == "failed") {
+    if (o.status == to_string(target_status::failed)) {
       first_error = o.error;
       break;
     }
   auto verdict = final_status(d, *children, summary, first_error);
   d.status = verdict.status;
   // A reason set during the run (the canary's verdict) stays in front of the summary.
-  d.error = d.error.empty() || verdict.status == "success" ? verdict.error : d.error + "; " + verdict.error;
+  d.error = d.error.empty() || verdict.status == to_string(run_status::success) ? verdict.error : d.error + "; " + verdict.error;
   d.run_finished_at = now;
   d.updated_at = now;
   crash_point("distribution_before_final");
   if (auto r = tx.update_distribution(d); !r) return std::move(r).error();
-  if (d.mode != "rollback")
+  if (d.mode != to_string(run_mode::rollback))
     if (auto r = notify_finished(tx, d, summary, now); !r) return std::move(r).error();
   return true;
 }
@@ -157,10 +167,10 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
     if (reported.count(t)) continue;
     auto r = unreported_result(d, *plan, job, t, now);
     if (cancelled) {
-      r.status = "cancelled";
+      r.status = to_string(target_status::cancelled);
       r.error = "cancelled before this target was delivered";
     } else {
-      r.status = "failed";
+      r.status = to_string(target_status::failed);
       // A lost lease is transient (another worker can do it); a job that failed on its own before
       // reaching the target (its certificate gone, a secret that does not open) is not.
       bool lost = job.error.empty() || job.error.find("lease") != std::string::npos;
@@ -181,12 +191,12 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
   d.updated_at = now;
 
   // Results that arrive after a terminal status never reopen it.
-  if (d.status == "running" && d.mode == "fan_out" && !d.cancel_requested) {
+  if (d.status == to_string(run_status::running) && d.mode == to_string(run_mode::fan_out) && !d.cancel_requested) {
     bool stopping = false;
     if (d.canary && plan->mode == job_mode::batch && plan->batch_no == 1) {
       std::size_t failed = 0;
       for (const auto& r : outcomes(own))
-        if (r.status == "failed") ++failed;
+        if (r.status == to_string(target_status::failed)) ++failed;
       if (over_failure_budget(failed, plan->target_ids.size(), d.failure_tolerance)) {
         stopping = true;
         d.error = fmt::format("canary batch failed {} of {} targets (tolerance {}): the other batches were cancelled",
@@ -201,14 +211,15 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
       if (!latest) return std::move(latest).error();
       std::size_t failed = 0;
       for (const auto& r : outcomes(*latest))
-        if (r.status == "failed") ++failed;
+        if (r.status == to_string(target_status::failed)) ++failed;
       if (over_failure_budget(failed, d.run_target_ids.size(), d.failure_tolerance)) {
         d.fail_fast_fired = true;
         stopping = true;
         if (auto r = stop_children(tx, d, now); !r) return r;
       }
     }
-    if (!stopping && !d.fail_fast_fired && !cancelled && (outcome == "failed" || outcome == "partial")) {
+    if (!stopping && !d.fail_fast_fired && !cancelled &&
+        (outcome == to_string(fan_out_outcome::failed) || outcome == to_string(fan_out_outcome::partial))) {
       auto again = retry_targets(own, plan->retry_attempt);
       if (!again.empty()) {
         job_plan next;
@@ -218,18 +229,16 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
         next.target_ids = std::move(again);
         next.batch_no = plan->batch_no;
         next.retry_attempt = plan->retry_attempt + 1;
-        store::new_job j;
+        queue::enqueue_request j;
         j.project_id = d.project_id;
-        j.type = std::string(queue::job_names::distribution_execute);
-        j.lane = std::string(queue::lane_dist);
+        j.type = queue::job_names::distribution_execute;
         j.payload = to_payload(next);
-        j.max_attempts = 1;
         j.idempotency_key = job_key(next, job.id);
         j.parent_job_id = job.id;
         j.certificate_id = d.certificate_id;
         j.distribution_id = d.id;
-        j.triggered_by = "retry_wave";
-        auto e = tx.jobs().enqueue(j, now);
+        j.triggered_by = queue::triggers::retry_wave;
+        auto e = queue::enqueue_in(tx.jobs(), j, now);
         if (!e) return std::move(e).error();
         if (e->created) {
           ++d.fan_out_retrying;
@@ -270,7 +279,7 @@ result<void> fire_job_dead(store::catalog_tx& tx, const store::job_record& job, 
   e.key_base = dead_job_notification_base(job.id, job.fence);
   e.source.certificate_id = job.certificate_id;
   e.source.parent_job_id = job.id;
-  e.source.triggered_by = "job_dead";
+  e.source.triggered_by = queue::triggers::job_dead;
   auto fired = fire_event(tx, e, now);
   if (!fired) return std::move(fired).error();
   return {};
@@ -310,7 +319,7 @@ result<void> fire_renewal_failed(store::catalog_tx& tx, const store::job_record&
   e.key_base = e.event_id;
   e.source.certificate_id = cert_id;
   e.source.parent_job_id = job.id;
-  e.source.triggered_by = "job_dead";
+  e.source.triggered_by = queue::triggers::job_dead;
   auto fired = fire_event(tx, e, now);
   if (!fired) return std::move(fired).error();
   return {};

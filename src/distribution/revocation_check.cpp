@@ -12,6 +12,7 @@
 #include "certfleet/distribution/events.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
+#include "certfleet/queue/triggers.hpp"
 #include "certfleet/store/settings.hpp"
 #include "certfleet/store/store.hpp"
 
@@ -208,7 +209,7 @@ asio::awaitable<result<void>> record_answer(store::store& st, const store::catal
     e.key_base = e.event_id;
     e.source.certificate_id = cert.id;
     e.source.parent_job_id = job_id;
-    e.source.triggered_by = queue::job_names::revocation_check;
+    e.source.triggered_by = queue::triggers::revocation_check;
     auto fired = fire_event(tx, e, now);
     if (!fired) return std::move(fired).error();
     return {};
@@ -233,7 +234,7 @@ asio::awaitable<queue::outcome> run_revocation_check(queue::job_context& ctx, st
 
   // The scheduler's hourly job checks every project; a user's job only its own.
   const auto& job = ctx.job();
-  const bool every_project = job.triggered_by.rfind("scheduler:", 0) == 0;
+  const bool every_project = queue::from_scheduler(job.triggered_by);
   std::string project = job.project_id;
   store::read_value_fn<std::vector<store::catalog_object>> read =
       [project, every_project](store::catalog_read& rd) -> result<std::vector<store::catalog_object>> {

@@ -14,6 +14,15 @@ namespace certfleet::distribution {
 
 namespace json = boost::json;
 
+void strip_admin_detail(json::value& page) {
+  auto* o = page.if_object();
+  if (!o) return;
+  auto* items = o->if_contains("items");
+  if (!items || !items->is_array()) return;
+  for (auto& item : items->as_array())
+    if (auto* r = item.if_object()) r->erase("error_detail");
+}
+
 bool result_filter::matches(const store::target_result& r) const noexcept {
   return (status.empty() || r.status == status) && (error_class.empty() || r.error_class == error_class);
 }
@@ -102,7 +111,7 @@ long_tail compute_long_tail(const std::vector<store::target_result>& results, st
   for (auto p : tail_phases) samples[p];
   std::vector<slow_target> all;
   for (const auto& r : results) {
-    if (r.status == "pending") continue;
+    if (r.status == result_pending) continue;
     auto t = read_timings(r.detail);
     if (!t || t->phases.empty()) continue;
     ++out.timed;

@@ -22,6 +22,7 @@
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/distribution/runs.hpp"
 #include "certfleet/queue/job_types.hpp"
+#include "certfleet/queue/make_job.hpp"
 #include "certfleet/store/settings.hpp"
 
 #include <boost/json.hpp>
@@ -79,6 +80,8 @@ json::object result_view(const store::target_result& r) {
     if (auto* t = d.if_contains("timings_ms")) o["timings_ms"] = *t;
     if (auto* w = d.if_contains("session_wait_ms")) o["session_wait_ms"] = *w;
     if (auto* c = d.if_contains("reused_connection")) o["reused_connection"] = *c;
+    // Admins only: the results route drops it for lower roles (strip_admin_detail).
+    if (auto* e = d.if_contains("error_detail")) o["error_detail"] = *e;
   }
   return o;
 }
@@ -107,16 +110,14 @@ result<store::enqueue_outcome> enqueue_certificate_job(store::catalog_tx& tx, co
                                                        const std::string& certificate_id, std::string_view type,
                                                        std::string payload, std::string key, const std::string& actor,
                                                        time_ms now) {
-  store::new_job j;
+  queue::enqueue_request j;
   j.project_id = project_id;
   j.type = std::string(type);
-  j.lane = std::string(queue::lane_main);
   j.payload = std::move(payload);
-  j.max_attempts = queue::find_job_type(j.type)->max_attempts;
   j.idempotency_key = std::move(key);
   j.certificate_id = certificate_id;
   j.triggered_by = actor;
-  return tx.jobs().enqueue(j, now);
+  return queue::enqueue_in(tx.jobs(), j, now);
 }
 
 }  // namespace
@@ -163,6 +164,8 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
     ao.key = key_;
     ao.cpu = cpu_;
     ao.ca_pem = ca_pem_;
+    auto acme_settings = co_await store::read_settings(st_);
+    ao.acme_allow_list = acme_settings.text("acme_allow_list");
     auto reg = co_await register_acme_account(*a, ao);
     if (!reg) co_return std::move(reg).error();
     auto o = make_acme_account_object(*a, *key_, id, project_id, now);
@@ -532,6 +535,7 @@ op<json::value> service::add_certificate_version(std::string project_id, std::st
   if (!next) co_return std::move(next).error();
   auto rs = run_settings_from(co_await store::read_settings(st_));
   auto out = std::make_shared<json::object>();
+  auto created = std::make_shared<std::vector<store::enqueue_outcome>>();
   const kek* key = key_;
   auto material = std::make_shared<new_certificate>(std::move(*next));
   store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
@@ -552,13 +556,12 @@ op<json::value> service::add_certificate_version(std::string project_id, std::st
     for (const auto& d : stored->runs_opened) opened.emplace_back(d);
     for (const auto& d : stored->runs_deferred) deferred.emplace_back(d);
     (*out)["auto_execute"] = json::object{{"runs_opened", std::move(opened)}, {"runs_deferred", std::move(deferred)}};
+    *created = std::move(stored->jobs);
     return {};
   };
   auto w = co_await st_.catalog().transact(std::move(op));
   if (!w) co_return std::move(w).error();
-  if (out->contains("auto_execute") && !out->at("auto_execute").as_object().at("runs_opened").as_array().empty() &&
-      queue_.on_enqueued)
-    queue_.on_enqueued(queue::lane_dist);
+  queue_.jobs_created(*created);
   co_return json::value(std::move(*out));
 }
 
@@ -567,8 +570,8 @@ op<json::value> service::issue_certificate(std::string project_id, std::string b
   if (!req) co_return std::move(req).error();
   auto now = clock_.now_ms();
   auto cert = std::make_shared<catalog_object>(make_unissued_acme_certificate(*req, new_object_id(), project_id, now));
-  auto job_id = std::make_shared<std::string>();
-  store::tx_fn op = [cert, actor, now, job_id](store::catalog_tx& tx) -> result<void> {
+  auto created = std::make_shared<std::vector<store::enqueue_outcome>>();
+  store::tx_fn op = [cert, actor, now, created](store::catalog_tx& tx) -> result<void> {
     auto doc = parse_certificate_doc(*cert, true);
     if (!doc) return std::move(doc).error();
     if (auto r = check_ref(tx, cert->project_id, store::kind_acme_account, doc->acme->acme_account_id, "acme_account_id"); !r)
@@ -580,18 +583,19 @@ op<json::value> service::issue_certificate(std::string project_id, std::string b
     auto e = enqueue_certificate_job(tx, cert->project_id, cert->id, queue::job_names::issue_certificate,
                                      acme_job_payload(cert->id), issue_job_key(cert->id), actor, now);
     if (!e) return std::move(e).error();
-    *job_id = e->job.id;
+    *created = {*e};
     return record_acme_job(tx, cert->project_id, cert->id, e->job.id);
   };
   auto w = co_await st_.catalog().transact(std::move(op));
   if (!w) co_return std::move(w).error();
-  if (queue_.on_enqueued) queue_.on_enqueued(queue::lane_main);
-  co_return json::value(json::object{{"certificate_id", cert->id}, {"job_id", *job_id}});
+  queue_.jobs_created(*created);
+  co_return json::value(json::object{{"certificate_id", cert->id}, {"job_id", created->front().job.id}});
 }
 
 op<json::value> service::renew_certificate(std::string project_id, std::string id, std::string actor) {
   auto now = clock_.now_ms();
   auto out = std::make_shared<json::object>();
+  auto created = std::make_shared<std::vector<store::enqueue_outcome>>();
   store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
     auto got = read_certificate(tx, project_id, id);
     if (!got) return std::move(got).error();
@@ -609,11 +613,12 @@ op<json::value> service::renew_certificate(std::string project_id, std::string i
                                      renew_job_key(id, doc->not_after), actor, now);
     if (!e) return std::move(e).error();
     *out = json::object{{"job_id", e->job.id}, {"created", e->created}};
+    *created = {*e};
     return record_acme_job(tx, project_id, id, e->job.id);
   };
   auto w = co_await st_.catalog().transact(std::move(op));
   if (!w) co_return std::move(w).error();
-  if (queue_.on_enqueued) queue_.on_enqueued(queue::lane_main);
+  queue_.jobs_created(*created);
   co_return json::value(std::move(*out));
 }
 
@@ -721,15 +726,17 @@ op<json::value> service::import_discovered(std::string project_id, std::string i
 op<json::value> service::validate_manual_dns(std::string project_id, std::string job_id, std::string actor) {
   auto now = clock_.now_ms();
   auto out = std::make_shared<json::object>();
+  auto created = std::make_shared<std::vector<store::enqueue_outcome>>();
   store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
     auto e = enqueue_manual_validation(tx, project_id, job_id, actor, now);
     if (!e) return std::move(e).error();
     *out = json::object{{"job_id", e->job.id}, {"created", e->created}};
+    *created = {*e};
     return {};
   };
   auto w = co_await st_.catalog().transact(std::move(op));
   if (!w) co_return std::move(w).error();
-  if (queue_.on_enqueued) queue_.on_enqueued(queue::lane_main);
+  queue_.jobs_created(*created);
   co_return json::value(std::move(*out));
 }
 
@@ -748,6 +755,7 @@ op<json::value> service::revoke_certificate(std::string project_id, std::string 
   if (!req) co_return std::move(req).error();
   auto now = clock_.now_ms();
   auto out = std::make_shared<json::object>();
+  auto created = std::make_shared<std::vector<store::enqueue_outcome>>();
   const std::optional<int> reason = req->reason;
   store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
     auto got = read_certificate(tx, project_id, id);
@@ -773,11 +781,12 @@ op<json::value> service::revoke_certificate(std::string project_id, std::string 
                                      revoke_job_key(id, doc->version), actor, now);
     if (!e) return std::move(e).error();
     *out = json::object{{"job_id", e->job.id}, {"created", e->created}};
+    *created = {*e};
     return {};
   };
   auto w = co_await st_.catalog().transact(std::move(op));
   if (!w) co_return std::move(w).error();
-  if (queue_.on_enqueued) queue_.on_enqueued(queue::lane_main);
+  queue_.jobs_created(*created);
   co_return json::value(std::move(*out));
 }
 
@@ -808,16 +817,18 @@ op<json::value> service::open_run(std::string project_id, std::string id, std::s
   auto rs = run_settings_from(co_await store::read_settings(st_));
   auto now = clock_.now_ms();
   auto out = std::make_shared<json::object>();
+  auto created = std::make_shared<std::vector<store::enqueue_outcome>>();
   run_request req{std::move(project_id), std::move(id), std::move(actor), kind, rollback_of, {}};
   store::tx_fn op9 = [=](store::catalog_tx& tx) -> result<void> {
-    auto opened = distribution::open_run(tx, req, rs, now);
+    created->clear();  // a transaction run again starts over
+    auto opened = distribution::open_run(tx, req, rs, now, created.get());
     if (!opened) return std::move(opened).error();
     *out = std::move(*opened);
     return {};
   };
   auto w = co_await st_.catalog().transact(std::move(op9));
   if (!w) co_return std::move(w).error();
-  if (queue_.on_enqueued) queue_.on_enqueued(queue::lane_dist);
+  queue_.jobs_created(*created);
   co_return json::value(std::move(*out));
 }
 

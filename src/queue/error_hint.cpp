@@ -79,8 +79,9 @@ constexpr std::array<row, 18> rows{{
       "(getent hosts HOST on the worker host)."},
      "", {"name or service not known", "could not resolve", "host not found", "getaddrinfo", "resolve", "nxdomain"}},
     {{"egress_refused",
-      "The destination is outside the allow-list (ssh_allow_list or egress_allow_list in Settings). Add its address or "
-      "name there if it is meant to be reached."},
+      "The destination is outside its allow-list in Settings: ssh_allow_list (SSH targets), egress_allow_list "
+      "(webhooks, notifications), acme_allow_list (ACME CAs and DNS-01 servers). Add its address or name there if "
+      "it is meant to be reached; loopback and link-local addresses must be listed by address."},
      "", {"allow-list", "allow list", "allow_list"}},
     {{"credentials",
       "The server refused the credentials. Check the credential's user name and key, and that its public key is in "

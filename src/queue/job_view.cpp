@@ -1,10 +1,9 @@
 #include "certfleet/queue/job_view.hpp"
 
 #include "certfleet/core/json.hpp"
+#include "certfleet/queue/triggers.hpp"
 
 #include <boost/json.hpp>
-
-#include <array>
 
 namespace certfleet::queue {
 
@@ -13,25 +12,9 @@ boost::json::value opt_text(const std::string& s) { return s.empty() ? boost::js
 }  // namespace
 
 std::optional<std::string_view> trigger_in_words(std::string_view t) noexcept {
-  // What each system writer puts in triggered_by (prefix: the scheduler adds its holder id).
-  struct row {
-    std::string_view prefix, words;
-  };
-  static constexpr std::array<row, 12> rows{{{"scheduler:", "scheduler"},
-                                           {"cli", "command line"},
-                                           {"certificate_expiration_check", "expiry sweep"},
-                                           {"revocation_check", "revocation check"},
-                                           {"domain_expiration_check", "domain check"},
-                                           {"renewal_sweep", "renewal sweep"},
-                                           {"dns_cleanup_sweep", "DNS cleanup sweep"},
-                                           {"acme_workflow", "certificate workflow"},
-                                           {"retry_wave", "retry wave"},
-                                           {"distribution_sweep", "distribution sweep"},
-                                           {"distribution", "fan-out"},
-                                           {"job_dead", "dead job"}}};
-  if (t.empty() || t.substr(0, 6) == "token:") return std::nullopt;
-  for (const auto& r : rows)
-    if (r.prefix.back() == ':' ? t.substr(0, r.prefix.size()) == r.prefix : t == r.prefix) return r.words;
+  if (t.empty() || token_of(t)) return std::nullopt;
+  for (const auto& r : trigger_table)
+    if (r.name.back() == ':' ? t.starts_with(r.name) : t == r.name) return r.words;
   return t;  // a trigger this build does not know: as written
 }
 

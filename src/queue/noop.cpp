@@ -17,12 +17,13 @@ struct noop_payload {
   bool permanent = false;    // fail for good (dead at once) instead of retrying
   std::int64_t lines = 0;    // log lines to write, one every line_ms (a live log to watch)
   std::int64_t line_ms = 0;
+  std::string text;  // the lines' message instead of the default one (a long line for the UI's tests)
 };
 
 result<noop_payload> parse(const std::string& payload) {
   auto r = json::object_reader::parse(payload, "payload");
   if (!r) return std::move(r).error();
-  if (auto o = r->only({"ms", "fail_times", "log", "lines", "line_ms", "permanent"}); !o) return std::move(o).error();
+  if (auto o = r->only({"ms", "fail_times", "log", "lines", "line_ms", "permanent", "text"}); !o) return std::move(o).error();
   // An optional integer member from 0 to `max` (0 when absent).
   auto int_in = [&](std::string_view key, std::int64_t max) -> result<std::int64_t> {
     auto v = r->optional_int(key);
@@ -57,6 +58,10 @@ result<noop_payload> parse(const std::string& payload) {
   p.line_ms = *lms;
   p.log = *lg;
   p.permanent = *perm;
+  auto text = r->optional_string("text");
+  if (!text) return std::move(text).error();
+  p.text = text->value_or("");
+  if (p.text.size() > 4000) return make_error(errc::invalid_argument, "payload.text must be at most 4000 bytes", "payload.text");
   return p;
 }
 }  // namespace
@@ -74,7 +79,10 @@ void register_noop(handler_registry& r) {
         for (std::int64_t i = 1; i <= p->lines; ++i) {
           const auto level = levels[static_cast<std::size_t>(i % 4)];
           std::string detail = i % 10 == 0 ? fmt::format(R"({{"line":{},"note":"every tenth line has a detail"}})", i) : "";
-          co_await ctx.log(std::string(level), fmt::format("[noop] line {} of {} from 127.0.0.1:{}", i, p->lines, 20000 + i % 100), detail);
+          // Built before the co_await: GCC 12 destroys a ?: temporary in a co_await's arguments twice.
+          std::string message = p->text;
+          if (message.empty()) message = fmt::format("[noop] line {} of {} from 127.0.0.1:{}", i, p->lines, 20000 + i % 100);
+          co_await ctx.log(std::string(level), std::move(message), detail);
           if (p->line_ms > 0) co_await ctx.sleep(std::chrono::milliseconds(p->line_ms));
           ctx.checkpoint();
         }

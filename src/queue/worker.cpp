@@ -6,6 +6,8 @@
 #include "certfleet/core/spawn.hpp"
 #include "certfleet/queue/backoff.hpp"
 #include "certfleet/queue/job_types.hpp"
+#include "certfleet/queue/liveness.hpp"
+#include "certfleet/store/workers.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -72,10 +74,16 @@ struct worker::impl : std::enable_shared_from_this<impl> {
   bool loops_stopped = false;
   int dispatchers = 0;
   asio::steady_timer maintenance_timer;  // heartbeat and reaper sleep on it; cancelled at stop
+  asio::steady_timer presence_timer;     // the registry heartbeat sleeps on it; cancelled at stop
+  bool presence_running = false;
+  bool beating = false;                  // a registry heartbeat is in flight
+  steady::time_point last_beat_ok = steady::now();
   worker_stats stats;
+  const time_ms started_at;
 
   impl(asio::any_io_executor e, store::store& s, const handler_registry& h, const clock_source& c, worker_options o)
-      : ex(e), st(s), handlers(h), clock(c), opt(std::move(o)), maintenance_timer(e) {
+      : ex(e), st(s), handlers(h), clock(c), opt(std::move(o)), maintenance_timer(e), presence_timer(e),
+        started_at(c.now_ms()) {
     if (opt.worker_id.empty()) opt.worker_id = make_worker_id();
     if (opt.heartbeat_ms <= 0) opt.heartbeat_ms = std::min<time_ms>(opt.lease_ms / 3, 5'000);
     if (opt.reap_ms <= 0) opt.reap_ms = std::max<time_ms>(opt.lease_ms / 2, 100);
@@ -112,6 +120,29 @@ struct worker::impl : std::enable_shared_from_this<impl> {
       int free = l.concurrency - l.running;
       if (free > 0) {
         int want = std::min(free, opt.claim_batch);
+        // The dist lane spreads one run's children over the live workers (issue 34): a worker
+        // that claimed all twelve children of a run in one transaction froze the run when it died.
+        // Silent for a while (a pause, SIGSTOP): a peer may have declared this worker dead and
+        // released its jobs. Learn that (and take a new id) before claiming under the old one,
+        // whose jobs would otherwise wait out their lease.
+        if (opt.presence_ms > 0 && steady::now() - last_beat_ok > milliseconds(opt.dead_after_ms / 2)) {
+          co_await beat_once();
+          if (stopping) break;
+        }
+        bool limited = false;
+        if (l.name == lane_dist && stats.live_dist_workers > 1) {
+          auto load = co_await st.jobs().load_of_lane(l.name, clock.now_ms());
+          if (load) {
+            const int share = fair_share(load->waiting, load->running, l.running,
+                                         static_cast<int>(stats.live_dist_workers), want);
+            limited = share < want;
+            want = share;
+          }
+          if (want == 0) {
+            co_await idle(l, opt.poll_ms);
+            continue;
+          }
+        }
         l.wake_pending = false;
         auto t0 = steady::now();
         auto claimed = co_await st.jobs().claim(l.name, opt.worker_id, clock.now_ms(), opt.lease_ms, want);
@@ -126,7 +157,8 @@ struct worker::impl : std::enable_shared_from_this<impl> {
         failure_pause = opt.poll_ms;
         auto claimed_at = steady::now();
         for (auto& j : *claimed) start_job(l, std::move(j), claimed_at);
-        if (static_cast<int>(claimed->size()) == want) continue;  // there may be more ready now
+        // There may be more ready now — unless this was a share: the rest is for the peers.
+        if (static_cast<int>(claimed->size()) == want && !limited) continue;
       }
       co_await idle(l, free > 0 ? opt.poll_ms : 60'000);
     }
@@ -318,10 +350,86 @@ struct worker::impl : std::enable_shared_from_this<impl> {
   }
   asio::steady_timer* reap_timer = nullptr;
 
+  store::worker_presence presence() const {
+    store::worker_presence p;
+    p.id = opt.worker_id;
+    p.host = this_host().host;
+    p.host_key = this_host().host_key;
+    p.pid = getpid();
+    p.proc_start = process_start_of(p.pid);
+    p.version = opt.version;
+    std::string lane_names;
+    for (const auto& l : lanes) {
+      if (l->concurrency <= 0) continue;
+      if (!lane_names.empty()) lane_names += ",";
+      lane_names += l->name;
+    }
+    p.lanes = lane_names;
+    p.started_at = started_at;
+    int n = 0;
+    for (const auto& l : lanes) n += l->running;
+    p.running = n;
+    return p;
+  }
+
+  // One registry heartbeat (issue 34), and the count of live dist workers the dispatcher splits a
+  // run's children by. One at a time: a caller that finds one in flight waits for it.
+  asio::awaitable<void> beat_once() {
+    if (beating) {
+      asio::steady_timer t(ex);
+      while (beating) {
+        t.expires_after(milliseconds(10));
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+      }
+      co_return;
+    }
+    beating = true;
+    for (int tries = 0; tries < 2; ++tries) {
+      auto beat = co_await st.workers().beat(presence(), clock.now_ms());
+      if (!beat && beat.error().is(errc::lease_lost)) {
+        // This process was declared dead while it could not beat (paused past the window): its
+        // jobs went to others and its heartbeats and finishes of them are refused. It carries on
+        // under a new id, as a new worker (registered by the next try).
+        ++stats.declared_dead;
+        const auto old_id = opt.worker_id;
+        opt.worker_id = make_worker_id();
+        spdlog::error("worker {}: declared dead by a peer (no heartbeat within worker_dead_after_ms); its jobs were "
+                      "released; carrying on as worker {}",
+                      old_id, opt.worker_id);
+        continue;
+      }
+      if (beat) last_beat_ok = steady::now();
+      else spdlog::warn("worker {}: registry heartbeat failed: {}", opt.worker_id, beat.error().message);
+      break;
+    }
+    if (auto all = co_await st.workers().list_workers(clock.now_ms())) {
+      std::int64_t live = 0;
+      for (const auto& w : *all)
+        if (w.lanes.find(lane_dist) != std::string::npos &&
+            judge_worker(w, this_host(), opt.dead_after_ms, process_start_of).state == liveness_state::alive)
+          ++live;
+      stats.live_dist_workers = std::max<std::int64_t>(live, 1);
+    }
+    beating = false;
+  }
+
+  asio::awaitable<void> presence_loop() {
+    auto self = shared_from_this();
+    presence_running = true;
+    while (!loops_stopped && !stopping) {
+      co_await beat_once();
+      if (loops_stopped || stopping) break;
+      presence_timer.expires_after(milliseconds(opt.presence_ms));
+      co_await presence_timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    presence_running = false;
+  }
+
   void start() {
     for (auto& l : lanes) spawn(dispatch(*l), "dispatcher");
     spawn(heartbeat_loop(), "heartbeat");
     spawn(reaper_loop(), "reaper");
+    if (opt.presence_ms > 0) spawn(presence_loop(), "presence");
   }
 
   asio::awaitable<void> stop() {
@@ -360,7 +468,20 @@ struct worker::impl : std::enable_shared_from_this<impl> {
     }
     loops_stopped = true;
     maintenance_timer.cancel();
+    presence_timer.cancel();
     if (reap_timer) reap_timer->cancel();
+    while (presence_running) {
+      t.expires_after(milliseconds(10));
+      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    // Gone for good: the registry says so at once (anything still held goes back now, not at a
+    // peer's next look).
+    if (opt.presence_ms > 0) {
+      auto r = co_await st.workers().declare_dead(opt.worker_id, fmt::format("worker {} stopped", opt.worker_id), 0,
+                                                  clock.now_ms());
+      if (!r && !r.error().is(errc::conflict))
+        spdlog::warn("worker {}: leaving the registry failed: {}", opt.worker_id, r.error().message);
+    }
   }
 };
 

@@ -6,6 +6,7 @@
 #include "certfleet/distribution/discovery.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
+#include "certfleet/queue/triggers.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/store/maintenance.hpp"
 
@@ -113,7 +114,7 @@ struct scheduler::impl : std::enable_shared_from_this<impl> {
       r.type = queue::job_names::maintenance_sweep;
       r.payload = fmt::format(R"({{"name":"{}","cycle":{},"epoch":{}}})", sw.name, cycle, lease->epoch);
       r.idempotency_key = fmt::format("sweep:{}:{}", sw.name, cycle);
-      r.triggered_by = "scheduler:" + opt.holder_id;
+      r.triggered_by = queue::scheduler_trigger(opt.holder_id);
       auto out = co_await q.enqueue(std::move(r), queue::caller::system);
       if (!out) spdlog::warn("scheduler: enqueue of sweep {} failed: {}", sw.name, out.error().message);
       else if (out->created) ++stats.sweeps_enqueued;
@@ -131,7 +132,7 @@ struct scheduler::impl : std::enable_shared_from_this<impl> {
       r.project_id = system_project;
       r.type = type;
       r.idempotency_key = key;
-      r.triggered_by = "scheduler:" + opt.holder_id;
+      r.triggered_by = queue::scheduler_trigger(opt.holder_id);
       auto out = co_await q.enqueue(std::move(r), queue::caller::system);
       if (!out) spdlog::warn("scheduler: enqueue of {} failed: {}", type, out.error().message);
     }
@@ -153,7 +154,7 @@ struct scheduler::impl : std::enable_shared_from_this<impl> {
       r.type = queue::job_names::discovery_execute;
       r.payload = distribution::discovery_payload_json(src.id);
       r.idempotency_key = distribution::discovery_schedule_key(src.id, spec.schedule_s, now);
-      r.triggered_by = "scheduler:" + opt.holder_id;
+      r.triggered_by = queue::scheduler_trigger(opt.holder_id);
       auto out = co_await q.enqueue(std::move(r), queue::caller::system);
       if (!out) spdlog::warn("scheduler: enqueue of discovery for source {} failed: {}", src.id, out.error().message);
     }

@@ -2,7 +2,10 @@
 // 127.0.0.1: a directory URL answering JSON without the fields and one answering HTML, an
 // unreachable and a silent CA (within the deadline), an untrusted TLS certificate, and a scripted
 // CA (tests/testbed/webhook_sink) answering rateLimited with Retry-After and a compound problem
-// with subproblems — things pebble cannot be made to do.
+// with subproblems — things pebble cannot be made to do. Every server here is on 127.0.0.1,
+// which acme_allow_list reaches only when it lists it: each client is given that list.
+// What no ACME server answered (a page, JSON that is not a directory, a closed port, an untrusted
+// certificate) has one uniform message naming HOST:PORT; the cause is in `detail` (client.hpp).
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -19,6 +22,12 @@ using boost::asio::awaitable;
 using steady = std::chrono::steady_clock;
 
 namespace {
+
+// acme_allow_list = "127.0.0.1": the testbed's servers.
+const certfleet::delivery::egress_policy* loopback() {
+  static const auto p = *certfleet::delivery::parse_egress_allow_list("127.0.0.1", "acme_allow_list");
+  return &p;
+}
 
 account_key new_key() {
   auto k = account_key::generate();
@@ -45,6 +54,7 @@ struct fake_ca {
     client_options o;
     o.directory_url = sink.url("/directory");
     o.ca_pem = sink.ca_pem();
+    o.egress = loopback();
     o.request_timeout = 10s;
     o.log = [this](std::string level, std::string message) -> awaitable<void> {
       lines.push_back(level + ": " + message);
@@ -63,15 +73,19 @@ TEST(acme_faults, a_json_directory_without_the_fields_is_named) {
   client_options o;
   o.directory_url = sink.url("/api");
   o.ca_pem = sink.ca_pem();
+  o.egress = loopback();
   client c(o, key);
   auto d = testbed::run_sync(c.get_directory());
   ASSERT_FALSE(d);
   const auto& f = d.failure();
   EXPECT_EQ(f.kind, failure_kind::not_acme);
-  EXPECT_TRUE(f.permanent());
-  EXPECT_NE(f.message.find(o.directory_url), std::string::npos) << f.message;
-  EXPECT_NE(f.message.find("is not an ACME directory"), std::string::npos) << f.message;
-  EXPECT_NE(f.message.find("directory.newNonce is missing"), std::string::npos) << f.message;
+  EXPECT_FALSE(f.permanent());  // like a closed port: nothing tells them apart
+  EXPECT_EQ(f.message.rfind("directory_url: could not fetch an ACME directory from 127.0.0.1:", 0), 0u) << f.message;
+  EXPECT_EQ(f.message.find("/api"), std::string::npos) << f.message;
+  // The cause, for the server's log.
+  EXPECT_NE(f.detail.find(o.directory_url), std::string::npos) << f.detail;
+  EXPECT_NE(f.detail.find("is not an ACME directory"), std::string::npos) << f.detail;
+  EXPECT_NE(f.detail.find("directory.newNonce is missing"), std::string::npos) << f.detail;
   // Nothing else was asked of it.
   EXPECT_EQ(sink.count(), 1u);
 }
@@ -84,23 +98,25 @@ TEST(acme_faults, an_html_page_is_named) {
   client_options o;
   o.directory_url = sink.url("/");
   o.ca_pem = sink.ca_pem();
+  o.egress = loopback();
   client c(o, key);
   auto d = testbed::run_sync(c.get_directory());
   ASSERT_FALSE(d);
   EXPECT_EQ(d.failure().kind, failure_kind::not_acme);
-  EXPECT_TRUE(d.failure().permanent());
-  EXPECT_NE(d.failure().message.find("HTML"), std::string::npos) << d.failure().message;
-  EXPECT_NE(d.failure().message.find("Content-Type text/html"), std::string::npos) << d.failure().message;
+  EXPECT_FALSE(d.failure().permanent());
   EXPECT_NE(d.failure().message.find("directory_url"), std::string::npos) << d.failure().message;
+  EXPECT_EQ(d.failure().message.find("HTML"), std::string::npos) << d.failure().message;
+  EXPECT_NE(d.failure().detail.find("HTML"), std::string::npos) << d.failure().detail;
+  EXPECT_NE(d.failure().detail.find("Content-Type text/html"), std::string::npos) << d.failure().detail;
 
-  // A 404 page is the wrong URL too (permanent); a 503 may pass (transient).
+  // A 404 page is the wrong URL too; a 503 may pass, and its Retry-After is honoured.
   sink.serve("/missing", {404, {{"Content-Type", "text/html"}}, "<h1>Not Found</h1>"});
   o.directory_url = sink.url("/missing");
   client c404(o, key);
   auto nf = testbed::run_sync(c404.get_directory());
   ASSERT_FALSE(nf);
-  EXPECT_TRUE(nf.failure().permanent());
-  EXPECT_NE(nf.failure().message.find("HTTP 404"), std::string::npos) << nf.failure().message;
+  EXPECT_EQ(nf.failure().message, d.failure().message);
+  EXPECT_NE(nf.failure().detail.find("HTTP 404"), std::string::npos) << nf.failure().detail;
   sink.serve("/down", {503, {{"Content-Type", "text/html"}, {"Retry-After", "120"}}, "<h1>Maintenance</h1>"});
   o.directory_url = sink.url("/down");
   client c503(o, key);
@@ -116,6 +132,7 @@ TEST(acme_faults, unreachable_directory_is_a_network_error_within_the_deadline) 
   client_options o;
   o.directory_url = "https://127.0.0.1:" + std::to_string(closed.port()) + "/directory";
   o.request_timeout = 5s;
+  o.egress = loopback();
   client c(o, key);
   auto started = steady::now();
   auto d = testbed::run_sync(c.get_directory());
@@ -123,7 +140,8 @@ TEST(acme_faults, unreachable_directory_is_a_network_error_within_the_deadline) 
   EXPECT_LT(steady::now() - started, 5s);
   EXPECT_EQ(d.failure().kind, failure_kind::network) << d.failure().message;
   EXPECT_FALSE(d.failure().permanent());
-  EXPECT_NE(d.failure().message.find("refused"), std::string::npos) << d.failure().message;
+  EXPECT_EQ(d.failure().message.find("refused"), std::string::npos) << d.failure().message;
+  EXPECT_NE(d.failure().detail.find("refused"), std::string::npos) << d.failure().detail;
 
   // A CA that accepts the connection and never answers: the deadline ends it.
   testbed::tcp_proxy silent(testbed::tcp_proxy::mode::blackhole, 0);
@@ -140,17 +158,20 @@ TEST(acme_faults, unreachable_directory_is_a_network_error_within_the_deadline) 
   EXPECT_LT(took, 6s);
 }
 
-TEST(acme_faults, an_untrusted_ca_certificate_is_permanent) {
+TEST(acme_faults, an_untrusted_ca_certificate_is_named_in_the_detail) {
   testbed::webhook_sink sink(true);
   auto key = new_key();
   client_options o;
   o.directory_url = sink.url("/directory");  // no ca_pem: the sink's self-signed certificate is unknown
+  o.egress = loopback();
   client c(o, key);
   auto d = testbed::run_sync(c.get_directory());
   ASSERT_FALSE(d);
   EXPECT_EQ(d.failure().kind, failure_kind::untrusted) << d.failure().message;
-  EXPECT_TRUE(d.failure().permanent());
-  EXPECT_NE(d.failure().message.find("ca_bundle_pem"), std::string::npos) << d.failure().message;
+  // An open TLS port must not read differently from a closed one.
+  EXPECT_FALSE(d.failure().permanent());
+  EXPECT_EQ(d.failure().message.find("ca_bundle_pem"), std::string::npos) << d.failure().message;
+  EXPECT_NE(d.failure().detail.find("ca_bundle_pem"), std::string::npos) << d.failure().detail;
   EXPECT_EQ(sink.count(), 0u);
 }
 

@@ -104,7 +104,7 @@ TEST_F(api_authz, every_route_every_role) {
     e.object = "settings";
     e.outcome = "ok";
     e.at = clock.now_ms();
-    ASSERT_TRUE(run_sync(st->auth().put_system_settings({{"file_target_base_dirs", base}}, e)));
+    ASSERT_TRUE(run_sync(st->auth().put_system_settings({{"file_target_base_dirs", base}, {"ssh_allow_list", "127.0.0.0/8"}}, e)));
   }
   auto file_body = [&](const std::string& name) {
     return boost::json::serialize(boost::json::object{
@@ -136,8 +136,9 @@ TEST_F(api_authz, every_route_every_role) {
     auto t = put_object(store::kind_target);
     return boost::json::serialize(boost::json::object{{"name", "d"}, {"certificate_id", c}, {"target_ids", boost::json::array{boost::json::value(t)}}});
   }();
-  // ACME: an account's registration is synchronous, and nothing answers on the closed port (504
-  // after the role check); a provider needs no peer; an issuance names stored account/provider.
+  // ACME: an account's registration is synchronous, and its directory on 127.0.0.1 is refused by
+  // acme_allow_list before anything connects (400 after the role check); a provider needs no
+  // peer; an issuance names stored account/provider.
   const std::string acme_account_body = boost::json::serialize(boost::json::object{
       {"name", "ca"}, {"directory_url", "https://127.0.0.1:" + std::to_string(closed.port()) + "/dir"}, {"terms_agreed", true}});
   const std::string dns_provider_body = boost::json::serialize(boost::json::object{
@@ -189,6 +190,8 @@ TEST_F(api_authz, every_route_every_role) {
       {api::route_id::settings_schema, "GET", [](auto&) { return "/api/v1/settings/schema"; }, "",
        {401, 403, 403, 403, 403, 403, 200}},
       // Any valid token, whatever its project or role (docs/api.md): the document is the same for all.
+      {api::route_id::workers_list, "GET", [](auto&) { return "/api/v1/workers"; }, "",
+       {401, 403, 403, 403, 403, 403, 200}},
       {api::route_id::openapi, "GET", [](auto&) { return "/api/v1/openapi.json"; }, "",
        {401, 200, 200, 200, 200, 200, 200}},
       {api::route_id::settings_put, "PUT", [](auto&) { return "/api/v1/settings"; }, R"({"jobs_page_size_default":30})",
@@ -224,7 +227,7 @@ TEST_F(api_authz, every_route_every_role) {
        R"({"reason":"superseded"})", {401, 403, 403, 409, 409, 404, 409}},
       {api::route_id::acme_accounts_list, "GET", [&](auto&) { return p + "/acme-accounts"; }, "", {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::acme_account_create, "POST", [&](auto&) { return p + "/acme-accounts"; }, acme_account_body,
-       {401, 403, 403, 504, 504, 404, 504}},
+       {401, 403, 403, 400, 400, 404, 400}},
       {api::route_id::acme_account_get, "GET", [&](api_authz& t) { return p + "/acme-accounts/" + t.put_object(store::kind_acme_account); }, "",
        {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::acme_account_delete, "DELETE", [&](api_authz& t) { return p + "/acme-accounts/" + t.put_object(store::kind_acme_account); }, "",
@@ -429,6 +432,76 @@ TEST_F(api_authz, file_targets_are_for_system_admins_only) {
     EXPECT_EQ(r.status, 400) << bad << ": " << r.body;
     EXPECT_EQ(error_field_of(r), "file_target_base_dirs") << bad;
   }
+}
+
+// Issue 28: the certificate the listener serves (tls_certificate) is the process's HTTPS identity.
+// A project admin may read it but not change it (a version with their own key, revocation,
+// renewal, deletion); the refusal is audited; a system admin may; other certificates are as before.
+TEST_F(api_authz, only_a_system_admin_changes_the_listener_certificate) {
+  auto o = test_options();
+  start(o);
+  const std::string certs = "/api/v1/projects/default/certificates";
+  auto upload = [&](const std::string& name) {
+    auto leaf = testbed::make_certificate({});
+    auto r = client().post(certs, boost::json::serialize(boost::json::object{
+                                      {"name", name}, {"cert_pem", leaf.cert_pem}, {"key_pem", leaf.key_pem}}),
+                           tok["admin"]);
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.status == 201 ? std::string(r.json().at("id").as_string()) : std::string();
+  };
+  const auto served = upload("listener");
+  const auto other = upload("app");
+  ASSERT_FALSE(served.empty());
+  ASSERT_FALSE(other.empty());
+  // The same store served again by a server whose listener names `served` (no TLS material: the
+  // rule is what is under test, not the handshake).
+  {
+    std::promise<void> stopped;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+          co_await srv->stop();
+          stopped.set_value();
+        },
+        asio::detached);
+    stopped.get_future().wait();
+  }
+  o.tls_certificate = certificate_ref{"default", served};
+  ASSERT_TRUE(on_loop([&] {
+    srv = std::make_unique<api::server>(ioc.get_executor(), *st, *q, clock, o);
+    auto bound = srv->start();
+    port = srv->port();
+    return bool(bound);
+  }));
+  auto c = client();
+  auto version_body = [] {
+    auto leaf = testbed::make_certificate({});
+    return boost::json::serialize(boost::json::object{{"cert_pem", leaf.cert_pem}, {"key_pem", leaf.key_pem}});
+  };
+  for (const char* who : {"admin", "owner"}) {
+    auto v = c.post(certs + "/" + served + "/versions", version_body(), tok[who]);
+    EXPECT_EQ(v.status, 403) << who << ": " << v.body;
+    EXPECT_EQ(error_field_of(v), "id");
+    EXPECT_NE(v.body.find("tls_certificate"), std::string::npos) << v.body;
+    EXPECT_EQ(c.post(certs + "/" + served + "/revoke", "{}", tok[who]).status, 403) << who;
+    EXPECT_EQ(c.post(certs + "/" + served + "/renew", "{}", tok[who]).status, 403) << who;
+    EXPECT_EQ(c.request("DELETE", certs + "/" + served, {}, tok[who]).status, 403) << who;
+  }
+  // Reading it is unchanged.
+  auto read = c.get(certs + "/" + served, tok["viewer"]);
+  EXPECT_EQ(read.status, 200) << read.body;
+  EXPECT_EQ(read.json().at("version").as_int64(), 1);
+  // The refusals are in the project's audit log.
+  auto audit = c.get("/api/v1/projects/default/audit", tok["owner"]);
+  ASSERT_EQ(audit.status, 200) << audit.body;
+  EXPECT_NE(audit.body.find("POST /api/v1/projects/{p}/certificates/{id}/versions"), std::string::npos) << audit.body;
+  EXPECT_NE(audit.body.find("forbidden"), std::string::npos);
+  // Another certificate of the project: the admin's as before.
+  auto v_other = c.post(certs + "/" + other + "/versions", version_body(), tok["admin"]);
+  EXPECT_EQ(v_other.status, 201) << v_other.body;
+  // The system admin may change the served one.
+  auto v_sys = c.post(certs + "/" + served + "/versions", version_body(), tok["system"]);
+  EXPECT_EQ(v_sys.status, 201) << v_sys.body;
 }
 
 // A project token never learns whether another project's object exists: the same 404 for a real

@@ -20,6 +20,8 @@
 #endif
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
 
 using namespace api_test;
@@ -188,7 +190,10 @@ TEST_F(api_log_stream, in_process_lines_come_through_the_hub) {
 
 // 200 subscribers on one job, connected while it runs: each gets every line once, in order.
 TEST_F(api_log_stream, two_hundred_subscribers_get_every_line_in_order) {
-  start(test_options(), true);
+  auto o = test_options();
+  o.ws_streams_per_token = 1000;  // one viewer token watches 200 times: the fan-out, not the cap, is under test
+  o.ws_streams_per_client = 1000;
+  start(o, true);
   constexpr int lines = 300, subscribers = 200;
   auto id = enqueue_noop(fmt::format(R"({{"lines":{},"wait_ms":1000,"gap_ms":1}})", lines));
   ASSERT_FALSE(id.empty());
@@ -417,9 +422,118 @@ TEST_F(api_log_stream, timed_out_stalled_viewers_release_their_slot_and_memory) 
   EXPECT_EQ(conns, 0u);
   EXPECT_EQ(on_loop([&] { return srv->current_stats().subscribers; }), 0u);
   const auto after = rss_bytes();
-  // 20 stalled viewers held well over 40 MB; what remains is allocator and SQLite noise.
-  EXPECT_LT(after, baseline + (16u << 20)) << "baseline " << baseline / 1024 << " KiB, after " << after / 1024 << " KiB";
+  // 20 stalled viewers held well over 40 MB (a 2 MB page queued each); what remains is allocator
+  // and SQLite noise: 12.2-12.6 MiB measured over runs (2026-12-04), so 16 MiB failed now and then
+  // under load. 24 MiB still fails when half the sessions keep their queued page.
+  std::cerr << "stalled viewers: RSS after minus baseline "
+            << (static_cast<long long>(after) - static_cast<long long>(baseline)) / 1024 << " KiB\n";
+  EXPECT_LT(after, baseline + (24u << 20)) << "baseline " << baseline / 1024 << " KiB, after " << after / 1024 << " KiB";
   ws.clear();
+}
+
+// Issue 28: 250 streams that never read, opened with one viewer token on a finished job with a
+// 10,000-line log, kept the loop busy paging, serializing and writing every line into kernel
+// buffers for nobody, and /healthz answered after 4 s. Now: the token's cap (32) refuses the rest
+// with 429 naming the setting; the accepted streams stall once the kernel holds what the peer has
+// not read; /healthz stays fast; every slot comes back when the clients go.
+TEST_F(api_log_stream, a_viewer_flood_is_capped_paced_and_leaves_healthz_fast) {
+  start();
+  const auto job_id = make_dead();
+  const std::string pad(100, 'x');
+  for (int i = 0; i < 10'000; ++i) append_line(job_id, fmt::format("line {} {}", i, pad));
+  const auto baseline = rss_bytes();
+
+  std::atomic<bool> flooding{true};
+  std::vector<double> healthz_ms;
+  int healthz_bad = 0;
+  std::thread prober([&] {
+    auto c = client();
+    while (flooding) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto r = c.get("/healthz");
+      healthz_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      if (r.status != 200) ++healthz_bad;
+      std::this_thread::sleep_for(10ms);
+    }
+  });
+
+  constexpr int flood = 250;
+  asio::io_context cioc;
+  std::vector<std::unique_ptr<testbed::ws_stream>> ws;
+  int upgraded = 0, refused = 0, other = 0;
+  for (int i = 0; i < flood; ++i) {
+    ws.push_back(std::make_unique<testbed::ws_stream>(cioc.get_executor()));
+    asio::co_spawn(
+        cioc,
+        [&, w = ws.back().get()]() -> asio::awaitable<void> {
+          const int status = co_await w->connect("127.0.0.1", port, stream_path(job_id), tok["viewer"], 4096);
+          (status == 101 ? upgraded : status == 429 ? refused : other) += 1;
+        },
+        asio::detached);
+  }
+  const auto flood_start = std::chrono::steady_clock::now();
+  cioc.run_for(6s);  // returns once every handshake is answered; the accepted streams stay open
+  // Keep probing while the accepted streams sit stalled with their backlog pending.
+  std::this_thread::sleep_until(flood_start + 4s);
+  flooding = false;
+  prober.join();
+
+  EXPECT_EQ(upgraded, 32);
+  EXPECT_EQ(refused, flood - 32);
+  EXPECT_EQ(other, 0);
+  EXPECT_EQ(on_loop([&] { return srv->current_stats().stream_slots; }), 32u);
+  // Under the sanitizers, beside other tests on 2 cores, a probe can take long for reasons that are
+  // not this server's (the machine is busy): fewer samples are asked there.
+  ASSERT_GT(healthz_ms.size(), CERTFLEET_TEST_ASAN ? 20u : 50u);
+  EXPECT_EQ(healthz_bad, 0);
+  std::sort(healthz_ms.begin(), healthz_ms.end());
+  const double p99 = healthz_ms[healthz_ms.size() * 99 / 100];
+  // The bound is the issue's 50 ms in the optimized build (measured: 2-6 ms alone, 28 ms beside a
+  // fan-out test). The sanitizers make every instruction several times slower and CI runs them two
+  // tests at a time: there the bound only catches a stall of the kind the issue saw (4 s).
+  const double bound_ms = CERTFLEET_TEST_ASAN ? 1000 : 50;
+  EXPECT_LT(p99, bound_ms) << "healthz p99 " << p99 << " ms over " << healthz_ms.size() << " requests";
+  // 32 stalled streams hold at most their queue (256 KiB low water + one page) each; the kernel
+  // holds the rest. Bound: 64 MiB over the baseline (before the fix every stream wrote its whole
+  // log and the refused ones did not exist).
+  const auto during = rss_bytes();
+  std::cerr << "flood: " << upgraded << " streams accepted, " << refused << " refused; healthz p99 " << p99 << " ms over "
+            << healthz_ms.size() << " requests; RSS +" << (during > baseline ? (during - baseline) >> 20 : 0) << " MiB\n";
+  EXPECT_LT(during, baseline + (64u << 20)) << "baseline " << baseline / 1024 << " KiB, during " << during / 1024 << " KiB";
+
+  // The refusal names the setting.
+  testbed::ws_client extra("127.0.0.1", port);
+  EXPECT_EQ(extra.connect(stream_path(job_id), tok["viewer"]), 429);
+  EXPECT_NE(extra.rejection().find("ws_streams_per_token"), std::string::npos) << extra.rejection();
+
+  ws.clear();  // the clients go: every slot must come back
+  std::size_t slots = 1, conns = 1;
+  for (int i = 0; i < 100 && (slots != 0 || conns != 0); ++i) {
+    std::this_thread::sleep_for(100ms);
+    slots = on_loop([&] { return srv->current_stats().stream_slots; });
+    conns = on_loop([&] { return srv->current_stats().connections; });
+  }
+  EXPECT_EQ(slots, 0u);
+  EXPECT_EQ(conns, 0u);
+  // And a stream can be opened again.
+  testbed::ws_client again("127.0.0.1", port);
+  EXPECT_EQ(again.connect(stream_path(job_id), tok["viewer"]), 101) << again.rejection();
+}
+
+// ws_streams_per_client counts streams by address whatever the token.
+TEST_F(api_log_stream, streams_per_client_address_are_capped_across_tokens) {
+  auto o = test_options();
+  o.ws_streams_per_client = 3;
+  start(o);
+  auto job = make_active();
+  std::vector<std::unique_ptr<testbed::ws_client>> open;
+  for (const char* role : {"viewer", "operator", "admin"}) {
+    open.push_back(std::make_unique<testbed::ws_client>("127.0.0.1", port));
+    ASSERT_EQ(open.back()->connect(stream_path(job.id), tok[role]), 101) << open.back()->rejection();
+  }
+  testbed::ws_client fourth("127.0.0.1", port);
+  EXPECT_EQ(fourth.connect(stream_path(job.id), tok["owner"]), 429);
+  EXPECT_NE(fourth.rejection().find("ws_streams_per_client"), std::string::npos) << fourth.rejection();
 }
 
 TEST_F(api_log_stream, shutdown_closes_streams_going_away) {

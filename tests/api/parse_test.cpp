@@ -4,6 +4,7 @@
 #include "certfleet/api/router.hpp"
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/api/ws_frame.hpp"
+#include "certfleet/core/errc_table.hpp"
 
 #include <gtest/gtest.h>
 
@@ -178,6 +179,24 @@ TEST(api_docs, api_md_describes_every_route) {
   for (const auto& r : all_routes()) {
     auto needle = std::string(r.method) + " " + std::string(r.pattern);
     EXPECT_NE(doc.find(needle), std::string::npos) << "docs/api.md does not describe " << needle;
+  }
+}
+
+// docs/api.md names every error code a body can carry and has a row for every status the errc
+// table answers with.
+TEST(api_docs, api_md_lists_every_error_code_and_its_status) {
+  std::ifstream in(std::string(CERTFLEET_SOURCE_DIR) + "/docs/api.md");
+  ASSERT_TRUE(in) << "docs/api.md is missing";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto doc = ss.str();
+  for (const auto& row : errc_table) {
+    if (row.code == errc::ok) continue;  // never an error body
+    const auto name = "`" + std::string(row.name) + "`";
+    EXPECT_NE(doc.find(name), std::string::npos) << "docs/api.md's error codes lack " << name;
+    const auto status = "| " + std::to_string(row.http_status) + " |";
+    EXPECT_NE(doc.find(status), std::string::npos) << "docs/api.md's status table lacks " << row.http_status << " ("
+                                                   << row.name << ")";
   }
 }
 

@@ -2,10 +2,15 @@
 // the WebSocket with the cookie, the UI's pages and assets with their headers, and the list's
 // tab counts and keyset pages.
 #include "api_fixture.hpp"
+#include "certfleet/queue/liveness.hpp"
+#include "certfleet/store/workers.hpp"
 
+#include <future>
 #include <set>
+#include <thread>
 
 using namespace api_test;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -252,8 +257,12 @@ TEST_F(api_session, ui_pages_and_assets_carry_the_security_headers) {
   EXPECT_EQ(c.get(stale).status, 404);
   EXPECT_EQ(c.get(js.substr(0, js.rfind('/')) + "/index.html").status, 404);
   EXPECT_EQ(c.get(js.substr(0, js.rfind('/')) + "/../../api/v1/projects").status, 404);
-  // Writes to UI paths are no route.
-  EXPECT_EQ(c.post("/jobs", "").status, 404);
+  // Writes to UI paths: the page is there, not with that method (issue 28).
+  auto w = c.post("/jobs", "");
+  EXPECT_EQ(w.status, 405);
+  EXPECT_EQ(w.header("allow"), "GET, HEAD");
+  check_headers(w, "POST /jobs");
+  EXPECT_EQ(c.post("/no/such/page", "").status, 404);
 }
 
 TEST_F(api_session, the_list_counts_every_tab_exactly_and_pages_by_cursor) {
@@ -337,6 +346,66 @@ TEST_F(api_session, jobs_say_who_triggered_them_why_they_wait_and_what_their_err
   auto lost = c.get(job_path(active.id), tok["viewer"]).json();
   EXPECT_EQ(lost.at("error_class"), std::string("lease_lost"));
   EXPECT_NE(std::string(lost.at("error_hint").as_string()).find("lease"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 28 (and 34): an active job whose lease ran out, or whose worker is dead, says so on its
+// page whatever processes run; /readyz says when no worker is alive.
+TEST_F(api_session, an_active_job_says_whether_its_lease_ran_out_and_whether_its_worker_lives) {
+  start();
+  auto c = client();
+  // A worker of this host whose process is gone, holding a job whose lease has run out.
+  store::worker_presence gone;
+  gone.id = "vm:4000000:gone";
+  gone.host = "vm";
+  gone.host_key = queue::this_host().host_key;
+  gone.pid = 4'000'000;  // above pid_max: never runs
+  gone.proc_start = "1";
+  gone.lanes = "main,dist";
+  ASSERT_TRUE(run_sync(st->workers().beat(gone, clock.now_ms())));
+  const auto held = enqueue("{}", 1);
+  ASSERT_EQ(run_sync(st->jobs().claim("main", gone.id, clock.now_ms(), 1, 1))->size(), 1u);
+  std::this_thread::sleep_for(20ms);
+  auto j = c.get(job_path(held), tok["viewer"]).json();
+  ASSERT_EQ(j.at("status"), std::string("active")) << j;
+  const auto& lease = j.at("lease");
+  EXPECT_EQ(lease.at("locked_by"), gone.id);
+  EXPECT_EQ(lease.at("lease_expired"), true);
+  EXPECT_EQ(lease.at("worker").at("alive"), false);
+  EXPECT_NE(std::string(lease.at("worker").at("reason").as_string()).find("is gone"), std::string::npos) << lease;
+  // A live lease of a worker the registry does not know: not expired, no verdict.
+  auto fresh = make_active();
+  auto f = c.get(job_path(fresh.id), tok["viewer"]).json();
+  EXPECT_EQ(f.at("lease").at("lease_expired"), false);
+  EXPECT_FALSE(f.at("lease").as_object().contains("worker"));
+
+  // This API process's liveness watcher: it releases the dead worker's job and /readyz says no
+  // worker is alive.
+  queue::liveness_monitor watcher(ioc.get_executor(), *st, clock, queue::liveness_options{});
+  on_loop([&] {
+    srv->attach_liveness(&watcher);
+    return 0;
+  });
+  std::promise<void> checked;
+  asio::co_spawn(ioc, watcher.check_once(), [&](std::exception_ptr) { checked.set_value(); });
+  checked.get_future().wait();
+  auto ready = c.get("/readyz");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(ready.json().at("workers_alive"), 0);
+  EXPECT_NE(ready.body.find("no live worker"), std::string::npos) << ready.body;
+  auto released = c.get(job_path(held), tok["viewer"]).json();
+  EXPECT_EQ(released.at("status"), std::string("pending")) << released;
+  auto workers = c.get("/api/v1/workers", tok["system"]);
+  ASSERT_EQ(workers.status, 200) << workers.body;
+  EXPECT_NE(workers.body.find("\"state\":\"dead\""), std::string::npos) << workers.body;
+  EXPECT_NE(workers.body.find("\"released_jobs\":1"), std::string::npos) << workers.body;
+  on_loop([&] {
+    srv->attach_liveness(nullptr);
+    return 0;
+  });
 }
 
 }  // namespace

@@ -237,6 +237,116 @@ TEST(tls_listener, curl_s_client_websocket_cookie_metrics_listener_and_sighup) {
   EXPECT_EQ(p.wait(30s), 0) << p.stderr_text();
 }
 
+// The value of one sample line of a Prometheus text ("" when absent).
+std::string metric_value(const std::string& metrics, const std::string& series) {
+  auto p = metrics.find("\n" + series + " ");
+  if (p == std::string::npos) return {};
+  auto e = metrics.find('\n', p + 1);
+  return metrics.substr(p + 2 + series.size(), e - p - 2 - series.size());
+}
+
+// Starts `certfleet serve` over TLS (pki's files) with a plain metrics listener and `sets`;
+// returns the HTTPS and metrics ports (0 on failure).
+std::pair<unsigned short, unsigned short> start_tls_server(testbed::process& p) {
+  auto line = p.wait_for_stdout("serving:", 30s);
+  return {port_after(line, "listen"), port_after(line, "metrics_listen")};
+}
+
+// Issue 28: Strict-Transport-Security (http_hsts_max_age_s) on every response over TLS —
+// answers, errors, UI — and never over plain HTTP (the metrics listener); 0 turns it off.
+TEST(tls_listener, hsts_on_every_tls_response_and_never_over_plain_http) {
+  testbed::temp_dir dir("certfleet-tls-hsts");
+  test_pki pki(dir);
+  const std::regex hsts(R"(\r\nstrict-transport-security: max-age=31536000\r\n)", std::regex::icase);
+  {
+    testbed::process p({CERTFLEET_BINARY, "serve", "--data", dir.file("var"), "--listen", "127.0.0.1:0", "--set",
+                        "tls_cert_file=" + pki.cert_file, "--set", "tls_key_file=" + pki.key_file, "--set",
+                        "metrics_listen=127.0.0.1:0"},
+                       {}, dir.file("serve"));
+    auto [port, metrics_port] = start_tls_server(p);
+    ASSERT_NE(port, 0) << p.stderr_text();
+    const auto base = "https://" + server_name + ":" + std::to_string(port);
+    for (const auto& extra : std::vector<std::vector<std::string>>{{base + "/healthz"},
+                                                                   {base + "/jobs"},
+                                                                   {base + "/api/v1/projects"},  // 401
+                                                                   {base + "/api/v1/nope"},      // 404
+                                                                   {"-X", "OPTIONS", base + "/jobs"},  // 405
+                                                                   {"-I", base + "/healthz"}}) {      // HEAD
+      std::vector<std::string> args{"-i"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      auto out = curl_https(port, pki.ca_file, args);
+      EXPECT_TRUE(std::regex_search(out, hsts)) << fmt::format("{}", fmt::join(extra, " ")) << ":\n" << out;
+    }
+    testbed::http_client plain("127.0.0.1", metrics_port);
+    auto r = plain.get("/healthz");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.header("strict-transport-security"), "");
+    p.signal(SIGTERM);
+    EXPECT_EQ(p.wait(30s), 0) << p.stderr_text();
+  }
+  {
+    testbed::process p({CERTFLEET_BINARY, "serve", "--data", dir.file("var"), "--listen", "127.0.0.1:0", "--set",
+                        "tls_cert_file=" + pki.cert_file, "--set", "tls_key_file=" + pki.key_file, "--set",
+                        "metrics_listen=127.0.0.1:0", "--set", "http_hsts_max_age_s=0"},
+                       {}, dir.file("serve-off"));
+    auto [port, metrics_port] = start_tls_server(p);
+    ASSERT_NE(port, 0) << p.stderr_text();
+    auto out = curl_https(port, pki.ca_file, {"-i", "https://" + server_name + ":" + std::to_string(port) + "/healthz"});
+    EXPECT_NE(out.find("200"), std::string::npos) << out;
+    EXPECT_FALSE(std::regex_search(out, std::regex("strict-transport-security", std::regex::icase))) << out;
+    p.signal(SIGTERM);
+    EXPECT_EQ(p.wait(30s), 0) << p.stderr_text();
+  }
+}
+
+// Issue 28: every failed reload of the listener's certificate is counted in
+// certfleet_tls_certificate_reloads_total{outcome="failed"} — also a SIGHUP whose file cannot
+// be read at all (removed, or mid-rename by the tool that renews it), which was only logged.
+TEST(tls_listener, a_failed_certificate_reload_is_counted_whatever_failed) {
+  testbed::temp_dir dir("certfleet-tls-reload");
+  test_pki pki(dir);
+  testbed::process p({CERTFLEET_BINARY, "serve", "--data", dir.file("var"), "--listen", "127.0.0.1:0", "--set",
+                      "tls_cert_file=" + pki.cert_file, "--set", "tls_key_file=" + pki.key_file, "--set",
+                      "metrics_listen=127.0.0.1:0"},
+                     {}, dir.file("serve"));
+  auto [port, metrics_port] = start_tls_server(p);
+  ASSERT_NE(port, 0) << p.stderr_text();
+  testbed::http_client m("127.0.0.1", metrics_port);
+  auto reloads = [&](const char* outcome) {
+    return metric_value(m.get("/metrics").body,
+                        fmt::format("certfleet_tls_certificate_reloads_total{{outcome=\"{}\"}}", outcome));
+  };
+  EXPECT_EQ(reloads("failed"), "0");
+  EXPECT_EQ(reloads("ok"), "0");
+
+  // The key file is gone (a renewal tool between its unlink and its rename).
+  ASSERT_EQ(::rename(pki.key_file.c_str(), (pki.key_file + ".away").c_str()), 0);
+  p.signal(SIGHUP);
+  ASSERT_TRUE(wait_for_log(p, "tls_key_file: cannot read", 20s)) << p.stderr_text();
+  EXPECT_EQ(reloads("failed"), "1");
+  ASSERT_EQ(::rename((pki.key_file + ".away").c_str(), pki.key_file.c_str()), 0);
+  // A half-written certificate file.
+  write_file(pki.cert_file, "-----BEGIN CERTIFICATE-----\nMIIB");
+  p.signal(SIGHUP);
+  ASSERT_TRUE(wait_for_log(p, "tls_cert_file: the first PEM block", 20s)) << p.stderr_text();
+  EXPECT_EQ(reloads("failed"), "2");
+  // The same missing file again: counted again (each SIGHUP is a reload that failed).
+  ASSERT_EQ(::rename(pki.key_file.c_str(), (pki.key_file + ".away").c_str()), 0);
+  p.signal(SIGHUP);
+  for (int i = 0; i < 100 && reloads("failed") != "3"; ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(reloads("failed"), "3");
+  ASSERT_EQ(::rename((pki.key_file + ".away").c_str(), pki.key_file.c_str()), 0);
+  // A good pair again: ok, and the failures stay counted.
+  write_file(pki.cert_file, pki.leaf2.cert_pem + pki.ca.cert_pem);
+  write_file(pki.key_file, pki.leaf2.key_pem);
+  p.signal(SIGHUP);
+  ASSERT_TRUE(wait_for_log(p, "from now on", 20s)) << p.stderr_text();
+  EXPECT_EQ(reloads("ok"), "1");
+  EXPECT_EQ(reloads("failed"), "3");
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(30s), 0) << p.stderr_text();
+}
+
 // Each bad TLS configuration stops `certfleet serve` with exit code 2 and names the setting.
 TEST(tls_listener, bad_certificate_and_key_files_are_refused_at_start_naming_the_setting) {
   testbed::temp_dir dir("certfleet-tls-bad");

@@ -207,6 +207,8 @@ TEST(doctor, targets_reachability_and_host_key_match_against_real_sshd) {
   ASSERT_FALSE(line.empty()) << p.stderr_text();
   const auto token = read_file(data + "/owner-token");
   testbed::http_client c("127.0.0.1", port_of(line));
+  // The sshd fleet is on this host: ssh_allow_list admits loopback only when listed.
+  ASSERT_EQ(c.put("/api/v1/settings", R"({"ssh_allow_list":"127.0.0.0/8"})", token).status, 200);
   auto cred = c.post("/api/v1/projects/default/credentials",
                      boost::json::serialize(boost::json::object{
                          {"name", "login"}, {"kind", "ssh_key"}, {"private_key_pem", login.private_key}}),

@@ -1,6 +1,7 @@
 // scripts/install.sh into a scratch root: the stripped binary with its debug info split off (and
-// linked), the generated config, the data directory 0700, the unit; `systemd-analyze verify` on
-// the installed unit is clean; a second run keeps an edited config.
+// linked), the MongoDB backend's module where the binary finds it, the generated config, the
+// data directory 0700, the unit; `systemd-analyze verify` on the installed unit is clean; a
+// second run keeps an edited config.
 #include "process.hpp"
 #include "temp_dir.hpp"
 
@@ -56,6 +57,21 @@ TEST(install, layout_stripped_binary_with_split_debug_info_and_a_unit_systemd_ac
   auto [vrc, vout] = testbed::run_command({bin, "--version"}, {}, 60s);
   EXPECT_EQ(vrc, 0) << vout;
   EXPECT_NE(vout.find("certfleet "), std::string::npos);
+
+  // The MongoDB backend in bin/../lib/certfleet/, stripped like the binary, and the installed
+  // binary loads it from there: the backend itself reports the unreachable cluster.
+  const auto mongo_module = root + "/usr/local/lib/certfleet/certfleet_store_mongo.so";
+  ASSERT_EQ(mode_of(mongo_module), 0644u);
+  EXPECT_EQ(sections(mongo_module).find(".debug_info"), std::string::npos);
+  EXPECT_NE(sections(root + "/usr/lib/debug/usr/local/lib/certfleet/certfleet_store_mongo.so.debug").find(".debug_info"),
+            std::string::npos);
+  auto [mrc, mout] = testbed::run_command(
+      {"/bin/sh", "-c", "\"$0\" jobs list --data \"$1\" --store 'mongodb://127.0.0.1:1/certfleet?replicaSet=rs0' "
+                        "--set store_timeout_ms=300 2>&1",
+       bin, dir.file("var")},
+      {}, 60s);
+  EXPECT_NE(mrc, 0) << mout;
+  EXPECT_NE(mout.find("no MongoDB primary answered within 300 ms"), std::string::npos) << mout;
 
   // Config, data, unit.
   const auto config = root + "/etc/certfleet/certfleet.toml";

@@ -1,4 +1,5 @@
 #include "certfleet/core/clock.hpp"
+#include "certfleet/core/errc_table.hpp"
 #include "certfleet/core/error.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/object_id.hpp"
@@ -162,6 +163,58 @@ TEST(errors, names_and_messages) {
   EXPECT_EQ(e.code.category().name(), std::string("certfleet"));
   result<int> r = e;
   EXPECT_THROW(r.value(), bad_result_access);
+}
+
+// Every code's facts, pinned as the four switches had them before the table (issue 29): API
+// bodies, HTTP statuses and the CLI's exit codes are what clients and scripts see.
+TEST(errors, every_code_has_its_name_message_status_and_exit) {
+  struct pinned {
+    errc code;
+    const char* name;
+    const char* message;
+    unsigned status;
+    errc_exit exit;
+  };
+  using K = errc_exit;
+  const pinned rows[] = {
+      {errc::ok, "ok", "success", 500, K::failed},
+      {errc::invalid_argument, "invalid_argument", "invalid argument", 400, K::usage},
+      {errc::not_found, "not_found", "not found", 404, K::not_found},
+      {errc::conflict, "conflict", "conflict with the object's current state", 409, K::conflict},
+      {errc::unknown_job_type, "unknown_job_type", "unknown or unsupported job type", 400, K::usage},
+      {errc::payload_too_large, "payload_too_large", "payload too large", 413, K::usage},
+      {errc::lease_lost, "lease_lost", "lease lost: another worker holds the job", 409, K::failed},
+      {errc::cancelled, "cancelled", "cancelled", 409, K::failed},
+      {errc::rate_limited, "rate_limited", "rate limited", 429, K::unavailable},
+      {errc::store_busy, "store_busy", "store busy", 503, K::unavailable},
+      {errc::store_failure, "store_failure", "store failure", 500, K::failed},
+      {errc::store_disk_full, "store_disk_full", "the store's disk is full", 507, K::unavailable},
+      {errc::unauthorized, "unauthorized", "unauthorized", 401, K::failed},
+      {errc::forbidden, "forbidden", "forbidden", 403, K::failed},
+      {errc::shutting_down, "shutting_down", "shutting down", 503, K::failed},
+      {errc::too_many_connections, "too_many_connections", "too many connections", 503, K::failed},
+      {errc::timeout, "timeout", "timed out", 504, K::timeout},
+      {errc::config_invalid, "config_invalid", "invalid configuration", 500, K::usage},
+      {errc::ssh_unreachable, "ssh_unreachable", "no SSH server answered", 502, K::failed},
+  };
+  ASSERT_EQ(std::size(rows), static_cast<std::size_t>(errc::count_)) << "a code without its pinned row here";
+  for (int i = 0; i < static_cast<int>(errc::count_); ++i) {
+    const auto c = static_cast<errc>(i);
+    const auto& want = rows[i];
+    ASSERT_EQ(want.code, c) << i;
+    const auto& row = errc_row_of(c);
+    EXPECT_EQ(row.code, c) << want.name;
+    EXPECT_STREQ(errc_name(c), want.name);
+    EXPECT_EQ(make_error_code(c).message(), want.message) << want.name;
+    EXPECT_EQ(row.http_status, want.status) << want.name;
+    EXPECT_EQ(row.exit, want.exit) << want.name;
+  }
+  // A value of our category that is no code.
+  const std::error_code stray{static_cast<int>(errc::count_), certfleet_category()};
+  EXPECT_EQ(stray.message(), "unknown certfleet error");
+  EXPECT_STREQ(errc_name(errc::count_), "unknown");
+  EXPECT_EQ(errc_row_of(static_cast<errc>(-1)).http_status, 500u);
+  EXPECT_EQ(errc_row_of(errc::count_).exit, errc_exit::failed);
 }
 
 TEST(settings, docs_configuration_md_carries_the_settings_table) {

@@ -2,18 +2,23 @@
 // with exact bytes and modes, hash-skip, per-run backups and rollback, unwritable destinations,
 // and post commands that fail or hang.
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/thread_pool.hpp>
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "certfleet/delivery/file.hpp"
+#include "certfleet/delivery/redact.hpp"
+#include "certfleet/delivery/ssh_target.hpp"
+#include "certs.hpp"
 #include "process.hpp"
 #include "run_sync.hpp"
 #include "temp_dir.hpp"
@@ -93,6 +98,132 @@ TEST(file_target_parse, errors_name_the_field) {
     ASSERT_FALSE(t) << json;
     EXPECT_EQ(t.error().field, field) << json;
   }
+}
+
+// Issue 28, file target edges: the key over the certificate after normalising the paths, a
+// blank post command, modes with setuid/setgid/sticky or world-writable bits: refused, naming
+// the field. The mode rule holds for ssh targets too.
+TEST(file_target_parse, edges_are_refused_naming_the_field) {
+  struct row {
+    const char* json;
+    const char* field;
+  };
+  for (auto [json, field] : {
+           row{R"({"cert_path":"/a/c","key_path":"/a//c"})", "file.key_path"},
+           row{R"({"cert_path":"//a/c","key_path":"/a/c"})", "file.key_path"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","chain_path":"/a///k"})", "file.chain_path"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","post_command":""})", "file.post_command"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","post_command":"   "})", "file.post_command"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","post_command":" \t "})", "file.post_command"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","cert_mode":"4644"})", "file.cert_mode"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","cert_mode":"2644"})", "file.cert_mode"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","cert_mode":"1644"})", "file.cert_mode"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","cert_mode":"0666"})", "file.cert_mode"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","cert_mode":"0646"})", "file.cert_mode"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","key_mode":"4600"})", "file.key_mode"},
+           row{R"({"cert_path":"/a/c","key_path":"/a/k","key_mode":"1600"})", "file.key_mode"},
+       }) {
+    auto t = parse_file_target(boost::json::parse(json));
+    ASSERT_FALSE(t) << json;
+    EXPECT_EQ(t.error().field, field) << json << ": " << t.error().message;
+  }
+  // The message says what was found.
+  auto m = parse_file_target(boost::json::parse(R"({"cert_path":"/a/c","key_path":"/a/k","cert_mode":"4644"})"));
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message.find("4644"), std::string::npos) << m.error().message;
+  EXPECT_NE(m.error().message.find("setuid"), std::string::npos) << m.error().message;
+  // Still accepted: group-writable and ordinary modes, a real command, no command at all.
+  for (const char* ok : {R"({"cert_path":"/a/c","key_path":"/a/k","cert_mode":"0664","key_mode":"0640"})",
+                         R"({"cert_path":"/a/c","key_path":"/a/k","post_command":" /bin/true "})",
+                         R"({"cert_path":"/a/c","key_path":"/a/k","post_command":null})"}) {
+    auto t = parse_file_target(boost::json::parse(ok));
+    EXPECT_TRUE(t) << ok << ": " << (t ? "" : t.error().message);
+  }
+  // A target built in code gets the same checks.
+  file_target t;
+  t.cert_path = "/srv/x/cert.pem";
+  t.key_path = "/srv//x/cert.pem";
+  EXPECT_EQ(check_file_target(t).error().field, "file.key_path");
+  // ssh targets: the same mode rule, naming ssh.* fields.
+  auto ssh = [](const std::string& extra) {
+    return boost::json::parse(R"({"host":"h.example","user":"u","host_key":"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",)"
+                              R"("cert_path":"/a/c","key_path":"/a/k")" + extra + "}");
+  };
+  EXPECT_TRUE(parse_ssh_target(ssh("")));
+  for (auto [extra, field] : {std::pair{R"(,"cert_mode":"4644")", "ssh.cert_mode"}, std::pair{R"(,"cert_mode":"0666")", "ssh.cert_mode"},
+                              std::pair{R"(,"key_mode":"2600")", "ssh.key_mode"}, std::pair{R"(,"key_path":"/a//c")", "ssh.key_path"}}) {
+    auto r = parse_ssh_target(ssh(extra));
+    ASSERT_FALSE(r) << extra;
+    EXPECT_EQ(r.error().field, field) << extra << ": " << r.error().message;
+  }
+}
+
+// Issue 28: the redactor (pure). PEM private-key blocks of every kind, a block cut off at either
+// end, and the delivered key's bytes however they are printed.
+TEST(redact_command_output, removes_private_keys_and_the_delivered_key_bytes) {
+  auto ec = testbed::make_certificate({.common_name = "r.example"});
+  auto rsa = testbed::make_certificate({.common_name = "r.example", .key_type = "rsa:2048"});
+  auto body = [](const std::string& pem) {
+    std::string b;
+    std::istringstream in(pem);
+    for (std::string l; std::getline(in, l);)
+      if (l.rfind("-----", 0) != 0) b += l + "\n";
+    return b;
+  };
+  const std::string secret_line = body(ec.key_pem).substr(0, 64);
+  // Every labelled kind, wherever it is in the text.
+  for (const char* label : {"PRIVATE KEY", "ENCRYPTED PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY",
+                            "OPENSSH PRIVATE KEY", "DSA PRIVATE KEY"}) {
+    std::string text = std::string("reloading\n-----BEGIN ") + label + "-----\nQUJDREVGR0hJSktMTU5PUFFSU1RVVldY\n-----END " +
+                       label + "-----\ndone\n";
+    auto out = redact_command_output(text);
+    EXPECT_EQ(out, "reloading\n[private key redacted]\ndone\n") << label;
+  }
+  // Cut off at the end (no END) and at the start (END without BEGIN, or only its tail).
+  EXPECT_EQ(redact_command_output("x\n-----BEGIN PRIVATE KEY-----\nQUJDREVG\nR0hJ"), "x\n[private key redacted]");
+  EXPECT_EQ(redact_command_output("QUJDREVG\n-----END RSA PRIVATE KEY-----\nok"), "[private key redacted]\nok");
+  EXPECT_EQ(redact_command_output("E KEY-----\nok"), "E KEY-----\nok");  // no key byte in it
+  EXPECT_EQ(redact_command_output("IVATE KEY-----\nok"), "IVATE KEY-----\nok");
+  EXPECT_EQ(redact_command_output("RSA PRIVATE KEY-----\nok"), "[private key redacted]\nok");
+  // A certificate is not a key: it stays a certificate (only the few characters that encode the
+  // public key it shares with the key may be blanked); ordinary output stays as it was.
+  EXPECT_EQ(redact_command_output(ec.cert_pem), ec.cert_pem);
+  auto cert_out = redact_command_output(ec.cert_pem, ec.key_pem);
+  EXPECT_EQ(cert_out.find("[private key redacted]"), std::string::npos);
+  EXPECT_EQ(cert_out.rfind("-----BEGIN CERTIFICATE-----", 0), 0u) << cert_out;
+  EXPECT_GT(cert_out.size(), ec.cert_pem.size() - 100) << cert_out;
+  EXPECT_EQ(redact_command_output("nginx: configuration file /etc/nginx/nginx.conf test is successful\n", ec.key_pem),
+            "nginx: configuration file /etc/nginx/nginx.conf test is successful\n");
+  // The delivered key's body, without markers: whole, one line, a line cut by truncation,
+  // re-wrapped at 76 columns, and its DER in binary.
+  for (const auto* key : {&ec.key_pem, &rsa.key_pem}) {
+    const std::string b = body(*key);
+    std::string joined;
+    for (char c : b)
+      if (c != '\n') joined += c;
+    std::string wrapped;
+    for (std::size_t i = 0; i < joined.size(); i += 76) wrapped += joined.substr(i, 76) + "\n";
+    std::string der(joined.size(), '\0');
+    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(der.data()), reinterpret_cast<const unsigned char*>(joined.data()),
+                            static_cast<int>(joined.size()));
+    ASSERT_GT(n, 0);
+    der.resize(static_cast<std::size_t>(n) - static_cast<std::size_t>(std::count(joined.begin(), joined.end(), '=')));
+    auto binary = redact_command_output("bin:" + der + ":end", *key);
+    EXPECT_EQ(binary, "bin:[redacted]:end");
+    for (const std::string& text : {"out: " + b, b.substr(5), b.substr(0, 40) + "\n", wrapped, "k=" + joined + ";"}) {
+      auto out = redact_command_output(text, *key);
+      for (std::size_t i = 0; i + 16 <= joined.size(); i += 8)
+        EXPECT_EQ(out.find(joined.substr(i, 16)), std::string::npos) << text << "\n->\n" << out;
+      EXPECT_NE(out.find("[redacted]"), std::string::npos) << out;
+      EXPECT_EQ(redact_command_output(out, *key), out);  // idempotent
+    }
+  }
+  EXPECT_EQ(redact_command_output("x " + secret_line + " y", ec.key_pem), "x [redacted] y");
+  // Several keys: the delivered one and the one a restore put back.
+  const std::string_view both[] = {ec.key_pem, rsa.key_pem};
+  auto out = redact_command_output(body(ec.key_pem) + body(rsa.key_pem), both);
+  EXPECT_EQ(out.find(body(rsa.key_pem).substr(0, 32)), std::string::npos) << out;
+  EXPECT_EQ(out.find(body(ec.key_pem).substr(0, 32)), std::string::npos) << out;
 }
 
 class file_delivery : public ::testing::Test {

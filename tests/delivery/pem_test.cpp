@@ -368,3 +368,32 @@ TEST(ssh_private_key, corrupt_and_wrong_input) {
   for (char c : ed.private_key) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
   EXPECT_TRUE(parse_ssh_private_key(crlf, ""));
 }
+
+// Issue 28: certificates and keys below current minimums are refused, naming the field and the
+// size or curve found; RSA 2048+, P-256, P-384 and Ed25519 pass.
+TEST(pem_bundle, weak_certificate_keys_are_refused_naming_the_field_and_what_was_found) {
+  const auto now = testbed::unix_now_ms();
+  struct weak {
+    const char* type;
+    const char* found;
+  };
+  for (auto [type, found] : {weak{"rsa:1024", "RSA key of 1024 bits"}, weak{"ec:P-521", "curve secp521r1"},
+                             weak{"ec:secp256k1", "curve secp256k1"}, weak{"ec:P-224", "curve secp224r1"}}) {
+    auto c = testbed::make_certificate({.common_name = "weak.example", .key_type = type});
+    auto r = parse_certificate_bundle(c.cert_pem, "", c.key_pem, now);
+    ASSERT_FALSE(r) << type;
+    EXPECT_EQ(r.error().field, "cert_pem") << type;
+    EXPECT_NE(r.error().message.find(found), std::string::npos) << type << ": " << r.error().message;
+    // The same weak key under a strong certificate: key_pem is the field named.
+    auto strong = testbed::make_certificate({.common_name = "strong.example"});
+    auto k = parse_certificate_bundle(strong.cert_pem, "", c.key_pem, now);
+    ASSERT_FALSE(k) << type;
+    EXPECT_EQ(k.error().field, "key_pem") << type;
+    EXPECT_NE(k.error().message.find(found), std::string::npos) << type << ": " << k.error().message;
+  }
+  for (const char* type : {"ec", "ec:P-384", "rsa:2048", "ed25519"}) {
+    auto c = testbed::make_certificate({.common_name = "ok.example", .key_type = type});
+    auto r = parse_certificate_bundle(c.cert_pem, "", c.key_pem, now);
+    EXPECT_TRUE(r) << type << ": " << (r ? "" : r.error().message);
+  }
+}

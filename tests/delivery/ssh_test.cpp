@@ -24,10 +24,13 @@
 #include <filesystem>
 #include <fstream>
 #include <atomic>
+#include <set>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
+#include "certfleet/core/settings.hpp"
 #include "certfleet/delivery/ssh.hpp"
 #include <boost/json.hpp>
 #include "process.hpp"
@@ -40,6 +43,46 @@ using namespace certfleet::delivery;
 namespace fs = std::filesystem;
 
 namespace {
+
+// A loopback server that is not SSH: it answers every connection with an HTTP status line and
+// closes it (a client reading the SSH banner gets "Failed getting banner"). Stopped and closed when
+// it goes out of scope.
+struct not_ssh_server {
+  int fd = -1;
+  std::uint16_t port = 0;
+  std::atomic<bool> stop{false};
+  std::thread responder;
+
+  not_ssh_server() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in h{};
+    h.sin_family = AF_INET;
+    h.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&h), sizeof h) != 0 || ::listen(fd, 16) != 0)
+      throw std::runtime_error("not_ssh_server: cannot listen on 127.0.0.1");
+    socklen_t len = sizeof h;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&h), &len);
+    port = ntohs(h.sin_port);
+    responder = std::thread([this] {
+      while (!stop) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) continue;
+        int c = ::accept(fd, nullptr, nullptr);
+        if (c < 0) continue;
+        const char msg[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+        (void)::write(c, msg, sizeof msg - 1);
+        ::close(c);
+      }
+    });
+  }
+  not_ssh_server(const not_ssh_server&) = delete;
+  not_ssh_server& operator=(const not_ssh_server&) = delete;
+  ~not_ssh_server() {
+    stop = true;
+    responder.join();
+    ::close(fd);
+  }
+};
 
 std::string slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -134,8 +177,15 @@ class delivery_ssh : public ::testing::Test {
     return t;
   }
 
+  // The fleet is on this host: ssh_allow_list's default admits no loopback address.
+  static const egress_policy& loopback_allowed() {
+    static const egress_policy p = *parse_egress_allow_list("127.0.0.0/8", "ssh_allow_list");
+    return p;
+  }
+
   static ssh_options quick() {
     ssh_options o;
+    o.allow = &loopback_allowed();
     o.connect_timeout = std::chrono::milliseconds(3000);
     o.handshake_timeout = std::chrono::milliseconds(3000);
     o.validate_timeout = std::chrono::milliseconds(2000);
@@ -200,27 +250,8 @@ TEST_F(delivery_ssh, scan_host_key_failures_all_look_the_same) {
   ::getsockname(silent, reinterpret_cast<sockaddr*>(&a), &len);
   const std::uint16_t silent_port = ntohs(a.sin_port);
   // Not SSH: answers with an HTTP status line and closes.
-  int http = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in h{};
-  h.sin_family = AF_INET;
-  h.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(http, reinterpret_cast<sockaddr*>(&h), sizeof h), 0);
-  ASSERT_EQ(::listen(http, 16), 0);
-  len = sizeof h;
-  ::getsockname(http, reinterpret_cast<sockaddr*>(&h), &len);
-  const std::uint16_t http_port = ntohs(h.sin_port);
-  std::atomic<bool> stop{false};
-  std::thread responder([&] {
-    while (!stop) {
-      pollfd p{http, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      int c = ::accept(http, nullptr, nullptr);
-      if (c < 0) continue;
-      const char msg[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
-      (void)::write(c, msg, sizeof msg - 1);
-      ::close(c);
-    }
-  });
+  not_ssh_server not_ssh;
+  const std::uint16_t http_port = not_ssh.port;
   struct probe {
     std::string host;
     std::uint16_t port;
@@ -233,10 +264,7 @@ TEST_F(delivery_ssh, scan_host_key_failures_all_look_the_same) {
     EXPECT_EQ(r.error().message, "no SSH server answered at " + host + ":" + std::to_string(port));
     EXPECT_EQ(r.error().field, "host");
   }
-  stop = true;
-  responder.join();
   ::close(silent);
-  ::close(http);
 }
 
 // ssh_allow_list (egress grammar): checked against what the name resolved to, before any
@@ -268,6 +296,114 @@ TEST_F(delivery_ssh, ssh_allow_list_is_checked_before_connecting) {
   o.allow = &loopback;
   EXPECT_EQ(deliver(t, bundle(cert_a), "r1", o).status, delivery_status::succeeded);
   EXPECT_TRUE(testbed::run_sync(check_ssh_destination("127.0.0.1", s.port(), "ssh.host", o)));
+}
+
+// Issue 28: ssh_allow_list's default (and no list at all) admits every public destination but
+// none of this host's own, link-local, unspecified or cloud metadata addresses; an empty list
+// admits nothing; the fleet's own entry (127.0.0.0/8) is what lets the tests deliver.
+TEST_F(delivery_ssh, ssh_allow_list_default_refuses_loopback_link_local_and_metadata) {
+  certfleet::settings_map defaults;
+  EXPECT_EQ(defaults.text("ssh_allow_list"), std::string(default_ssh_allow_list_text));
+  auto from_setting = parse_egress_allow_list(defaults.text("ssh_allow_list"), "ssh_allow_list");
+  ASSERT_TRUE(from_setting) << defaults.text("ssh_allow_list");
+  auto empty = *parse_egress_allow_list("", "ssh_allow_list");
+  testbed::sshd_options fast;
+  fast.internal_sftp = true;
+  auto& s = start_sshd(fast);
+  auto t = target_on(s, "default-list");
+  const std::vector<const egress_policy*> policies{nullptr, &*from_setting, &empty};
+  for (const egress_policy* policy : policies) {
+    auto o = quick();
+    o.allow = policy;
+    auto r = deliver(t, bundle(cert_a), "r1", o);
+    EXPECT_EQ(r.cls, error_class::validation) << r.error;
+    EXPECT_EQ(r.error, "resolve: ssh_allow_list does not allow 127.0.0.1");
+    EXPECT_FALSE(has_phase(r, "connect"));
+    for (const char* host : {"127.0.0.1", "127.1.2.3", "::1", "0.0.0.0", "169.254.169.254", "fe80::1", "fd00:ec2::254",
+                             "::ffff:127.0.0.1"}) {
+      auto pre = testbed::run_sync(check_ssh_destination(host, 22, "ssh.host", o));
+      ASSERT_FALSE(pre) << host;
+      EXPECT_EQ(pre.error().field, "ssh.host") << host;
+      EXPECT_EQ(pre.error().message, std::string("ssh_allow_list does not allow ") + host);
+    }
+    // A public address passes the default, not the empty list.
+    EXPECT_EQ(bool(testbed::run_sync(check_ssh_destination("192.0.2.10", 22, "ssh.host", o))), policy != &empty);
+  }
+  // Listed by address, they are allowed: a metadata address only by its own entry.
+  auto listed = *parse_egress_allow_list("127.0.0.0/8, 169.254.169.254, fd00:ec2::254, 0.0.0.0/0, ::/0", "ssh_allow_list");
+  auto o = quick();
+  o.allow = &listed;
+  for (const char* host : {"127.0.0.1", "169.254.169.254", "fd00:ec2::254"})
+    EXPECT_TRUE(testbed::run_sync(check_ssh_destination(host, 22, "ssh.host", o))) << host;
+  auto wide = *parse_egress_allow_list("fd00::/8, ::/0", "ssh_allow_list");
+  o.allow = &wide;
+  EXPECT_FALSE(testbed::run_sync(check_ssh_destination("fd00:ec2::254", 22, "ssh.host", o)));
+  EXPECT_EQ(deliver(t, bundle(cert_a), "r1").status, delivery_status::succeeded);  // quick(): 127.0.0.0/8
+}
+
+// Issue 28: a closed port, a listener that never speaks and a service that is not SSH read the
+// same in the result every role sees (no port-scan oracle); error_detail keeps each cause.
+TEST_F(delivery_ssh, connect_failures_read_the_same_and_keep_the_cause_in_the_detail) {
+  auto& s = start_sshd();
+  testbed::closed_port closed;
+  testbed::tcp_proxy hole(testbed::tcp_proxy::mode::blackhole, 0);
+  // Not SSH: answers with an HTTP status line and closes ("Failed getting banner" before).
+  not_ssh_server not_ssh;
+  const std::uint16_t http_port = not_ssh.port;
+  auto o = quick();
+  o.handshake_timeout = std::chrono::milliseconds(800);
+  std::set<std::string> details;
+  for (std::uint16_t port : {closed.port(), hole.port(), http_port}) {
+    auto t = target_on(s, "uniform-" + std::to_string(port), port);
+    auto r = deliver(t, bundle(cert_a), "r1", o);
+    EXPECT_EQ(r.status, delivery_status::failed);
+    EXPECT_EQ(r.cls, error_class::network) << r.error;
+    EXPECT_EQ(r.phase, "connect");
+    EXPECT_EQ(r.error, "connect: could not connect to 127.0.0.1:" + std::to_string(port));
+    EXPECT_FALSE(has_phase(r, "handshake")) << port;
+    EXPECT_EQ(r.error_detail.rfind("connect: ", 0), 0u) << r.error_detail;
+    details.insert(r.error_detail);
+  }
+  EXPECT_EQ(details.size(), 3u);  // the admin still tells them apart
+  // The TLS validation endpoint: the same uniform text.
+  auto t = target_on(s, "uniform-tls");
+  t.validate_tls = tls_validation{"127.0.0.1", closed.port(), ""};
+  auto r = deliver(t, bundle(cert_a), "r1", o);
+  EXPECT_EQ(r.phase, "validate");
+  EXPECT_EQ(r.error.substr(0, r.error.find(';')),
+            "validate: could not connect to TLS endpoint 127.0.0.1:" + std::to_string(closed.port()));
+  EXPECT_NE(r.error_detail.find("refused"), std::string::npos) << r.error_detail;
+}
+
+// Issue 28: what the post-deploy command prints reaches results and job logs, which every role
+// reads: the delivered key (and any PEM private-key block) never does.
+TEST_F(delivery_ssh, post_command_output_never_carries_the_private_key) {
+  testbed::sshd_options fast;
+  fast.internal_sftp = true;
+  auto& s = start_sshd(fast);
+  auto t = target_on(s, "redact");
+  // The key as a PEM block, then its body lines alone (no BEGIN/END to recognize).
+  t.post_command = "cat '" + t.key_path + "'; grep -v -- ----- '" + t.key_path + "'; echo reloaded";
+  auto r1 = deliver(t, bundle(cert_a), "r1");
+  ASSERT_EQ(r1.status, delivery_status::succeeded) << r1.error;
+  EXPECT_NE(r1.remote_stderr.find("[private key redacted]"), std::string::npos) << r1.remote_stderr;
+  EXPECT_NE(r1.remote_stderr.find("[redacted]"), std::string::npos) << r1.remote_stderr;
+  EXPECT_NE(r1.remote_stderr.find("reloaded"), std::string::npos) << r1.remote_stderr;
+  // A failure: the error carries the output, and the restore (which puts cert_a's key back and
+  // runs the command again) prints the old key raw.
+  t.post_command = "grep -v -- ----- '" + t.key_path + "'; exit 3";
+  auto r2 = deliver(t, bundle(cert_b), "r2");
+  ASSERT_EQ(r2.status, delivery_status::failed);
+  EXPECT_TRUE(r2.restored);
+  for (const auto* key : {&cert_a.key, &cert_b.key})
+    for (const auto& line : secret_lines(*key)) {
+      for (const auto* text : {&r1.remote_stderr, &r1.error, &r2.remote_stderr, &r2.error, &r2.error_detail})
+        EXPECT_EQ(text->find(line.substr(0, 20)), std::string::npos) << *text;
+    }
+  EXPECT_NE(r2.error.find("exited 3"), std::string::npos) << r2.error;
+  const auto logged = logs.text();
+  for (const auto* key : {&cert_a.key, &cert_b.key})
+    for (const auto& line : secret_lines(*key)) EXPECT_EQ(logged.find(line.substr(0, 20)), std::string::npos) << line;
 }
 
 // ssh.auth says which half of a credential may be used: a key-and-password credential on an
@@ -359,7 +495,9 @@ TEST_F(delivery_ssh, closed_port_is_network) {
   EXPECT_EQ(r.status, delivery_status::failed);
   EXPECT_EQ(r.cls, error_class::network) << r.error;
   EXPECT_EQ(r.phase, "connect");
-  EXPECT_NE(r.error.find("refused"), std::string::npos) << r.error;
+  // Uniform for every role (issue 28); the cause is kept for admins in error_detail.
+  EXPECT_EQ(r.error, "connect: could not connect to 127.0.0.1:" + std::to_string(port.port()));
+  EXPECT_NE(r.error_detail.find("refused"), std::string::npos) << r.error_detail;
 }
 
 TEST_F(delivery_ssh, listener_that_never_answers_is_network) {
@@ -372,8 +510,10 @@ TEST_F(delivery_ssh, listener_that_never_answers_is_network) {
   auto r = deliver(t, bundle(cert_a), "r1", o);
   auto took = std::chrono::steady_clock::now() - started;
   EXPECT_EQ(r.cls, error_class::network) << r.error;
-  EXPECT_EQ(r.phase, "handshake");
-  EXPECT_NE(r.error.find("longer than 800 ms"), std::string::npos) << r.error;
+  EXPECT_EQ(r.phase, "connect");
+  EXPECT_EQ(r.error, "connect: could not connect to 127.0.0.1:" + std::to_string(hole.port()));
+  EXPECT_NE(r.error_detail.find("longer than 800 ms"), std::string::npos) << r.error_detail;
+  EXPECT_FALSE(has_phase(r, "handshake"));
   EXPECT_LT(took, std::chrono::seconds(5));  // the deadline, plus a bounded shutdown
 }
 

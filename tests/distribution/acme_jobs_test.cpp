@@ -12,6 +12,7 @@
 #include "pebble.hpp"
 #include "run_sync.hpp"
 
+#include <fmt/ranges.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509_vfy.h>
@@ -59,9 +60,12 @@ class acme_env {
     env.start("all", std::move(sets), std::move(environment));
     // The zone's NS (ns1.example.test → 127.0.0.1) answers on knot's port, not 53. A manual
     // provider without check_server finds the zone through knot, never the host's resolver.
+    // pebble, knot and the scripted CAs listen on 127.0.0.1: acme_allow_list reaches loopback only
+    // when it lists it.
     env.set_settings(json::object{{"acme_dns_nameserver_port", knot->port()},
                                   {"acme_dns_propagation_timeout_s", 60},
-                                  {"acme_dns_resolver", knot->server()}});
+                                  {"acme_dns_resolver", knot->server()},
+                                  {"acme_allow_list", "127.0.0.1"}});
   }
   ~acme_env() {
     if (::testing::Test::HasFailure()) {
@@ -276,9 +280,11 @@ TEST(acme_jobs, the_renewal_sweep_follows_the_cas_renewal_information_when_the_d
   acme_env a({}, {"scheduler_interval_ms=1000", "scheduler_lease_ms=3000"});
   auto key = certfleet::acme::account_key::generate();
   ASSERT_TRUE(key);
+  static const auto loopback = *certfleet::delivery::parse_egress_allow_list("127.0.0.1", "acme_allow_list");
   certfleet::acme::client_options co;
   co.directory_url = a.ca->directory_url();
   co.ca_pem = a.ca->tls_ca_pem();
+  co.egress = &loopback;
   certfleet::acme::client plain(co, *key);
   auto pebble_dir = testbed::run_sync(plain.get_directory());
   ASSERT_TRUE(pebble_dir) << pebble_dir.failure().message;
@@ -951,6 +957,76 @@ TEST(acme_jobs, a_manual_issue_killed_after_handing_over_keeps_one_order) {
   EXPECT_EQ(done.at("workflow").at("manual_challenges").as_array().size(), 1u);
   EXPECT_NE(a.log_text(job).find("already waits for the operator"), std::string::npos) << a.log_text(job);
   EXPECT_EQ(num(a.env.ok("GET", "jobs?type=validate_manual_dns"), "total"), 1);
+}
+
+// acme_allow_list through the API (docs/acme.md): a project's directory URL naming this host in
+// any spelling is refused before anything connects (400 naming the setting). With loopback
+// listed, a closed port, plain HTTP, an untrusted TLS server and a TLS page that is not JSON get
+// one and the same answer; the causes are in the server's log only. A directory that sends the
+// client to plain http is refused naming the member. Nothing is stored.
+TEST(acme_jobs, accounts_are_held_to_acme_allow_list_and_port_failures_read_alike) {
+  dist_env env(0);
+  env.start();
+  testbed::closed_port closed;
+  const std::string port = std::to_string(closed.port());
+  auto body = [](const std::string& url, const std::string& ca = {}) {
+    json::object b{{"name", "ssrf"}, {"directory_url", url}, {"terms_agreed", true}};
+    if (!ca.empty()) b["ca_bundle_pem"] = ca;
+    return json::serialize(b);
+  };
+  for (std::string host : {"127.0.0.1", "localhost", "0x7f000001", "0.0.0.0", "[::ffff:127.0.0.1]", "[::1]", "2130706433",
+                           "017700000001"}) {
+    auto r = env.call("POST", "acme-accounts", body("https://" + host + ":" + port + "/dir"));
+    EXPECT_EQ(r.status, 400) << host << " " << r.body;
+    EXPECT_EQ(str(r.json().at("error"), "field"), "directory_url") << host << " " << r.body;
+    if (host != "2130706433" && host != "017700000001")
+      EXPECT_NE(r.body.find("refused by acme_allow_list"), std::string::npos) << host << " " << r.body;
+  }
+
+  env.set_settings(json::object{{"acme_allow_list", "127.0.0.1"}});
+  testbed::webhook_sink plain(false), untrusted(true), page(true);
+  page.serve("/dir", {200, {{"Content-Type", "text/html"}}, "<!DOCTYPE html><html><body>It works</body></html>"});
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"https://127.0.0.1:" + port + "/dir", ""},
+      {"https://" + plain.url("/dir").substr(7), ""},
+      {untrusted.url("/dir"), ""},
+      {page.url("/dir"), page.ca_pem()}};
+  std::set<std::string> answers;
+  for (const auto& [url, ca] : cases) {
+    auto r = env.call("POST", "acme-accounts", body(url, ca));
+    EXPECT_EQ(r.status, 504) << url << " " << r.body;
+    auto message = str(r.json().at("error"), "message");
+    auto url_port = url.substr(url.find(':', 8) + 1);
+    url_port = url_port.substr(0, url_port.find('/'));
+    auto at = message.find("127.0.0.1:" + url_port);
+    ASSERT_NE(at, std::string::npos) << url << " " << message;
+    message.replace(at, 10 + url_port.size(), "127.0.0.1:PORT");
+    answers.insert(fmt::format("{} {} {}", r.status, str(r.json().at("error"), "field"), message));
+    for (const char* leak : {"refused", "version", "JSON", "HTML", "trusted", "HTTP"})
+      EXPECT_EQ(r.body.find(leak), std::string::npos) << url << " tells " << leak << ": " << r.body;
+  }
+  EXPECT_EQ(answers.size(), 1u) << fmt::format("{}", fmt::join(answers, "\n"));
+  EXPECT_NE(answers.begin()->find("directory_url: could not fetch an ACME directory from 127.0.0.1:PORT"), std::string::npos)
+      << *answers.begin();
+  // The causes, for the operator: the server's log.
+  auto log = env.servers.front()->stderr_text() + env.servers.front()->stdout_text();
+  EXPECT_NE(log.find("Connection refused"), std::string::npos) << log.substr(0, 4000);
+  EXPECT_NE(log.find("not an ACME directory"), std::string::npos) << log.substr(0, 4000);
+
+  // A directory that sends newNonce to plain http on another port.
+  testbed::webhook_sink ca(true);
+  json::object dir{{"newNonce", "http://127.0.0.1:" + port + "/nonce"},
+                   {"newAccount", ca.url("/account")},
+                   {"newOrder", ca.url("/order")},
+                   {"revokeCert", ca.url("/revoke")}};
+  ca.serve("/directory", {200, {}, json::serialize(dir)});
+  auto r = env.call("POST", "acme-accounts", body(ca.url("/directory"), ca.ca_pem()));
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(str(r.json().at("error"), "field"), "directory_url") << r.body;
+  EXPECT_NE(r.body.find("newNonce"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("https://"), std::string::npos) << r.body;
+  EXPECT_EQ(ca.count(), 1u);
+  EXPECT_EQ(num(env.ok("GET", "acme-accounts"), "total"), 0);
 }
 
 }  // namespace

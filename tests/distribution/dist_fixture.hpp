@@ -101,6 +101,8 @@ class dist_env {
       while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
       http = std::make_unique<testbed::http_client>("127.0.0.1", port, 30s);
       api_port = port;
+      // The sshd fleet is on this host: ssh_allow_list admits loopback only when listed.
+      set_settings({{"ssh_allow_list", "127.0.0.0/8"}});
     }
     return p;
   }
@@ -205,5 +207,23 @@ class dist_env {
   std::string token;
   std::uint16_t api_port = 0;
 };
+
+// The worker id a `certfleet serve` printed on its serving line.
+inline std::string worker_id_of(testbed::process& p) {
+  auto out = p.stdout_text();
+  auto at = out.find(" worker=");
+  if (at == std::string::npos) return {};
+  at += 8;
+  return out.substr(at, out.find_first_of(" \n", at) - at);
+}
+
+// One SQL answer from the store file (the sqlite3 shell; the store is in WAL mode, so reading it
+// beside the running processes is fine).
+inline std::string sql(dist_env& env, const std::string& query) {
+  auto [rc, out] = testbed::run_command({"/usr/bin/sqlite3", (fs::path(env.data()) / "certfleet.db").string(), query});
+  EXPECT_EQ(rc, 0) << query << ": " << out;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
 
 }  // namespace dist_test

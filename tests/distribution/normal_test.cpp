@@ -9,6 +9,8 @@
 
 #include <sys/stat.h>
 
+#include <sstream>
+
 namespace dist_test {
 namespace {
 
@@ -319,6 +321,57 @@ TEST(key_file, a_store_with_sealed_secrets_refuses_a_missing_or_wrong_key) {
   env.http.reset();
   env.start();
   EXPECT_EQ(num(env.ok("GET", "credentials"), "total"), 1);
+}
+
+// Issue 28, end to end: a file target whose post command prints the delivered key (and fails,
+// so its output lands in the result's error and the job log's detail). No byte of the key is in
+// the stored result, the job's log lines or anywhere in the database files.
+TEST(file_distribution, post_command_output_never_stores_the_private_key) {
+  dist_env env(0);
+  env.start();
+  auto base = env.dir.path() / "local";
+  fs::create_directories(base / "k");
+  env.set_settings(json::object{{"file_target_base_dirs", base.string()}});
+  const auto pem = testbed::make_certificate({});
+  auto cert = env.create_certificate("c", pem);
+  const auto key_path = (base / "k" / "key.pem").string();
+  // No shell: /bin/cat with the key's path (and a missing file, so it exits 1).
+  auto t = str(env.ok("POST", "targets",
+                      json::serialize(json::object{
+                          {"name", "cat-key"}, {"module", "file"},
+                          {"file", json::object{{"cert_path", (base / "k" / "cert.pem").string()}, {"key_path", key_path},
+                                                {"post_command", "/bin/cat " + key_path + " /nonexistent-certfleet"}}}}),
+                      201),
+               "id");
+  auto dist = env.create_distribution("cat-key", cert, {t});
+  env.execute(dist);
+  auto d = env.wait_done(dist);
+  EXPECT_EQ(str(d, "status"), "failed") << json::serialize(d);
+  // The key's body, in pieces a leak would show.
+  std::vector<std::string> pieces;
+  {
+    std::istringstream in(pem.key_pem);
+    for (std::string l; std::getline(in, l);)
+      if (l.rfind("-----", 0) != 0)
+        for (std::size_t i = 0; i + 16 <= l.size(); i += 16) pieces.push_back(l.substr(i, 16));
+  }
+  ASSERT_FALSE(pieces.empty());
+  auto results = env.results(dist);
+  ASSERT_EQ(results.size(), 1u);
+  const auto result_text = json::serialize(results[0]);
+  EXPECT_NE(result_text.find("exited 1"), std::string::npos) << result_text;
+  EXPECT_NE(result_text.find("[private key redacted]"), std::string::npos) << result_text;
+  const auto logs = json::serialize(env.ok("GET", "jobs/" + str(results[0], "job_id") + "/logs?after=0&limit=500"));
+  EXPECT_NE(logs.find("cat-key"), std::string::npos) << logs;
+  std::string db;
+  for (const char* f : {"certfleet.db", "certfleet.db-wal"})
+    if (fs::exists(fs::path(env.data()) / f)) db += slurp(fs::path(env.data()) / f);
+  for (const auto& p : pieces) {
+    EXPECT_EQ(result_text.find(p), std::string::npos) << p << " in " << result_text;
+    EXPECT_EQ(logs.find(p), std::string::npos) << p << " in " << logs;
+    EXPECT_EQ(db.find(p), std::string::npos) << p << " in the database files";
+  }
+  EXPECT_EQ(logs.find("PRIVATE KEY-----"), std::string::npos) << logs;
 }
 
 }  // namespace

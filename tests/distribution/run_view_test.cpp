@@ -191,5 +191,19 @@ TEST(target_queue, reuse_first_then_order_skipping_full_destinations) {
   EXPECT_EQ(q.first_pending(), std::nullopt);
 }
 
+// Issue 28: a results page as a role below admin sees it has no error_detail (why a connect
+// failed), the rest untouched; anything that is no page is left alone.
+TEST(run_view, strip_admin_detail_drops_only_the_detail) {
+  auto page = boost::json::parse(R"({"items":[{"target_id":"a","error":"connect: could not connect to h:22",)"
+                                 R"("error_detail":"connect: cannot connect to h:22: Connection refused"},)"
+                                 R"({"target_id":"b","status":"succeeded"}],"total":2})");
+  certfleet::distribution::strip_admin_detail(page);
+  EXPECT_EQ(boost::json::serialize(page),
+            R"({"items":[{"target_id":"a","error":"connect: could not connect to h:22"},{"target_id":"b","status":"succeeded"}],"total":2})");
+  boost::json::value odd = boost::json::parse(R"({"items":7})");
+  certfleet::distribution::strip_admin_detail(odd);
+  EXPECT_EQ(boost::json::serialize(odd), R"({"items":7})");
+}
+
 }  // namespace
 }  // namespace certfleet::distribution

@@ -1,10 +1,14 @@
 // The pure tables behind what the UI shows about a job: the error hint and the trigger in words.
 #include "certfleet/queue/error_hint.hpp"
 #include "certfleet/queue/job_view.hpp"
+#include "certfleet/queue/triggers.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 using namespace certfleet::queue;
@@ -84,4 +88,44 @@ TEST(trigger_in_words, system_triggers_read_as_words_and_tokens_are_left_to_the_
   EXPECT_EQ(trigger_in_words("something_new"), "something_new");
   EXPECT_FALSE(trigger_in_words("token:0123456789abcdef01234567"));
   EXPECT_FALSE(trigger_in_words(""));
+}
+
+// Every trigger a writer can name has words of its own: none reaches the UI as its raw name.
+TEST(trigger_in_words, every_trigger_constant_has_words) {
+  const std::string_view constants[] = {
+      triggers::cli, triggers::certificate_expiration_check, triggers::revocation_check,
+      triggers::domain_expiration_check, triggers::issue_certificate, triggers::renew_certificate,
+      triggers::validate_manual_dns, triggers::revoke_certificate, triggers::renewal_sweep,
+      triggers::dns_cleanup_sweep, triggers::acme_workflow, triggers::retry_wave,
+      triggers::distribution_sweep, triggers::distribution, triggers::job_dead, triggers::kek_rotation,
+  };
+  std::set<std::string_view> named{triggers::scheduler};
+  for (auto c : constants) {
+    auto words = trigger_in_words(c);
+    ASSERT_TRUE(words) << c;
+    EXPECT_NE(*words, c) << c << " has no words in trigger_table";
+    EXPECT_TRUE(named.insert(c).second) << c << " twice";
+  }
+  EXPECT_EQ(trigger_in_words(scheduler_trigger("host:1:ab")), "scheduler");
+  EXPECT_TRUE(from_scheduler(scheduler_trigger("h")));
+  EXPECT_FALSE(from_scheduler(triggers::cli));
+  // Every row is one of the constants above (a row without a constant is a string of its own).
+  EXPECT_EQ(named.size(), trigger_table.size());
+  for (const auto& r : trigger_table) EXPECT_TRUE(named.contains(r.name)) << r.name;
+  // A person's trigger: the API shows the token's name.
+  EXPECT_EQ(token_of(token_trigger("0123")), "0123");
+  EXPECT_FALSE(token_of(scheduler_trigger("h")));
+  EXPECT_FALSE(trigger_in_words(token_trigger("0123")));
+}
+
+TEST(trigger_in_words, docs_api_md_lists_every_trigger_in_words) {
+  std::ifstream in(std::string(CERTFLEET_SOURCE_DIR) + "/docs/api.md");
+  ASSERT_TRUE(in) << "docs/api.md is missing";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  // The list wraps: compare with the line breaks as spaces.
+  auto doc = ss.str();
+  std::replace(doc.begin(), doc.end(), '\n', ' ');
+  for (const auto& r : trigger_table)
+    EXPECT_NE(doc.find("`" + std::string(r.words) + "`"), std::string::npos) << "docs/api.md lacks " << r.words;
 }

@@ -3,6 +3,7 @@
 // worker refused, idempotent enqueue races. Crash points are armed through the environment.
 #include "certfleet/store/mongodb.hpp"
 #include "certfleet/store/store.hpp"
+#include "certfleet/store/workers.hpp"
 #include "http_client.hpp"
 #include "process.hpp"
 #include "run_sync.hpp"
@@ -169,11 +170,118 @@ TEST_F(multiprocess, a_dead_workers_job_goes_back_to_pending_while_the_survivor_
   testbed::http_client http("127.0.0.1", static_cast<unsigned short>(std::stoi(m[1])));
   auto metrics = http.get("/metrics");
   ASSERT_EQ(metrics.status, 200) << metrics.body;
+  // The lease's reaper put it back, or — when the killed worker had registered its heartbeat
+  // before it died — the worker registry's watcher did, at once (issue 34).
   ASSERT_TRUE(std::regex_search(metrics.body, m, std::regex("\ncertfleet_worker_reaped_total (\\d+)")))
       << metrics.body;
-  EXPECT_GE(std::stoi(m[1]), 1);
+  const int reaped = std::stoi(m[1]);
+  ASSERT_TRUE(std::regex_search(metrics.body, m, std::regex("\ncertfleet_jobs_reclaimed_total (\\d+)")))
+      << metrics.body;
+  EXPECT_GE(reaped + std::stoi(m[1]), 1);
   b->signal(SIGKILL);
   b->wait(20s);
+}
+
+// Issue 34: a worker that dies while holding a job (lease 5 min, the default) costs seconds, not
+// the lease: a peer on the same host sees its process gone and releases the job at once.
+TEST_F(multiprocess, a_killed_workers_job_is_released_in_seconds_not_at_lease_expiry) {
+  auto s = open();
+  const std::vector<std::string> fast{"worker_poll_ms=20", "worker_heartbeat_ms=500"};
+  auto a = worker({}, fast);
+  const auto a_id = worker_id(*a);
+  // A is registered before it takes the job (its heartbeat is written at start).
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  bool registered = false;
+  while (!registered && std::chrono::steady_clock::now() < deadline) {
+    auto all = run_sync(s->workers().list_workers(0));
+    for (const auto& w : *all) registered = registered || w.id == a_id;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(registered) << a_id;
+  auto id = enqueue(R"({"ms":60000})");
+  ASSERT_EQ(wait_status(*s, id, store::job_status::active, 10s).locked_by, a_id);
+  a->signal(SIGKILL);
+  EXPECT_EQ(a->wait(20s), 128 + SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  auto b = worker({}, fast);
+  const auto b_id = worker_id(*b);
+  // Released: pending again, or already claimed by B (its liveness monitor releases A's job and
+  // its claim loop may take it before a poll here sees it pending: seen once under ASan).
+  auto back = get(*s, id);
+  for (auto until = killed + 15s; back.locked_by == a_id && std::chrono::steady_clock::now() < until; back = get(*s, id))
+    std::this_thread::sleep_for(20ms);
+  EXPECT_NE(back.locked_by, a_id);
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, 10s) << "lease_ms is 300000: the registry released it";
+  // The lost attempt stays counted: 1 while it waits, 2 once B has claimed it.
+  if (back.status == store::job_status::pending) {
+    EXPECT_EQ(back.attempts, 1);
+  } else {
+    EXPECT_EQ(back.locked_by, b_id);
+    EXPECT_EQ(back.attempts, 2);
+  }
+  // The registry says who died, why and what it gave back.
+  auto all = run_sync(s->workers().list_workers(0));
+  bool seen = false;
+  for (const auto& w : *all) {
+    if (w.id != a_id) continue;
+    seen = true;
+    EXPECT_GT(w.dead_at, 0);
+    EXPECT_NE(w.dead_reason.find("is gone"), std::string::npos) << w.dead_reason;
+    EXPECT_EQ(w.released_jobs, 1);
+  }
+  EXPECT_TRUE(seen);
+  b->signal(SIGTERM);
+  EXPECT_EQ(b->wait(20s), 0) << b->stderr_text();
+}
+
+// Issue 34: a worker paused (SIGSTOP) past worker_dead_after_ms is dead by heartbeat age though its
+// pid runs: its job goes to a peer; woken (SIGCONT), its late writes are refused and it learns it
+// was declared dead.
+TEST_F(multiprocess, a_paused_worker_past_the_liveness_window_loses_its_job_and_its_late_writes_are_refused) {
+  auto s = open();
+  const std::vector<std::string> fast{"worker_poll_ms=20", "worker_heartbeat_ms=500", "worker_dead_after_ms=3000"};
+  auto a = worker({}, fast);
+  const auto a_id = worker_id(*a);
+  auto id = enqueue(R"({"ms":4000})");
+  ASSERT_EQ(wait_status(*s, id, store::job_status::active, 10s).locked_by, a_id);
+  a->signal(SIGSTOP);
+  const auto paused = std::chrono::steady_clock::now();
+  auto b = worker({}, fast);
+  const auto b_id = worker_id(*b);
+  auto j = wait_status(*s, id, store::job_status::completed, 30s);
+  ASSERT_EQ(j.status, store::job_status::completed) << b->stderr_text();
+  EXPECT_EQ(j.locked_by, b_id);
+  EXPECT_EQ(j.attempts, 2);
+  EXPECT_EQ(j.fence, 2);
+  // Released well before the 5-minute lease: about dead_after (3 s) + the job (4 s).
+  EXPECT_LT(std::chrono::steady_clock::now() - paused, 20s);
+  const auto completed_at = j.completed_at;
+  a->signal(SIGCONT);
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline &&
+         a->stderr_text().find("declared dead by a peer") == std::string::npos)
+    std::this_thread::sleep_for(50ms);
+  EXPECT_NE(a->stderr_text().find("declared dead by a peer"), std::string::npos) << a->stderr_text();
+  // Woken, it claims again only under a new id: a job claimed under the dead one would wait out
+  // its lease (its finish is refused once the worker learns it was declared dead).
+  std::vector<std::string> later;
+  for (int i = 0; i < 4; ++i) later.push_back(enqueue(R"({"ms":300})"));
+  for (const auto& id2 : later) {
+    auto done = wait_status(*s, id2, store::job_status::completed, 20s);
+    EXPECT_EQ(done.status, store::job_status::completed) << id2 << " held by " << done.locked_by;
+    EXPECT_NE(done.locked_by, a_id);
+  }
+  // Give its handler time to end and try to store its result: refused.
+  std::this_thread::sleep_for(4500ms);
+  auto after = get(*s, id);
+  EXPECT_EQ(after.status, store::job_status::completed);
+  EXPECT_EQ(after.locked_by, b_id);
+  EXPECT_EQ(after.completed_at, completed_at);
+  EXPECT_EQ(after.fence, 2);
+  a->signal(SIGTERM);
+  b->signal(SIGTERM);
+  EXPECT_EQ(a->wait(20s), 0) << a->stderr_text();
+  EXPECT_EQ(b->wait(20s), 0) << b->stderr_text();
 }
 
 TEST_F(multiprocess, a_frozen_worker_that_wakes_after_its_lease_is_refused) {

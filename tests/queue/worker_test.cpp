@@ -1,6 +1,8 @@
 // The worker on the real event loop against a real SQLite file.
+#include "certfleet/queue/liveness.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/queue/worker.hpp"
+#include "certfleet/store/workers.hpp"
 #include "run_sync.hpp"
 #include "temp_dir.hpp"
 
@@ -13,6 +15,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 
 using namespace certfleet;
 using namespace certfleet::queue;
@@ -281,6 +284,92 @@ TEST_F(worker_test, lanes_have_their_own_concurrency) {
     for (auto& id : ids) co_await wait_status(id, store::job_status::completed);
   });
   EXPECT_EQ(peak, 3);
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 34: the liveness monitor against a real SQLite store. A worker registered from another host
+// (another host key) whose pid does not run here is judged by its heartbeat age only; one of this
+// host whose process is gone is dead at once; the dead one's job is released, the live one's kept.
+TEST_F(worker_test, the_liveness_monitor_judges_other_hosts_by_age_and_this_host_by_pid) {
+  asio::io_context ioc;
+  const auto now = clock.now_ms();
+  auto presence = [&](std::string id, std::string host_key, std::int64_t pid) {
+    store::worker_presence p;
+    p.id = std::move(id);
+    p.host = "elsewhere";
+    p.host_key = std::move(host_key);
+    p.pid = pid;
+    p.proc_start = "1";
+    p.lanes = "main,dist";
+    p.started_at = now;
+    return p;
+  };
+  constexpr std::int64_t no_such_pid = 4'000'000;  // above pid_max: never runs
+  ASSERT_TRUE(run_sync(st->workers().beat(presence("remote-fresh", "other|boot|ns", no_such_pid), now)));
+  ASSERT_TRUE(run_sync(st->workers().beat(presence("remote-stale", "other|boot|ns", no_such_pid), now - 25'000)));
+  ASSERT_TRUE(run_sync(st->workers().beat(presence("local-gone", this_host().host_key, no_such_pid), now)));
+  // Each holds one job.
+  std::map<std::string, std::string> job_of;
+  for (const char* w : {"remote-fresh", "remote-stale", "local-gone"}) {
+    auto id = run_sync(q->enqueue({project, "noop", R"({"ms":1})"}, caller::user))->job.id;
+    auto c = run_sync(st->jobs().claim("main", w, clock.now_ms(), 600'000, 1));
+    ASSERT_EQ(c->size(), 1u);
+    ASSERT_EQ((*c)[0].id, id);
+    job_of[w] = id;
+  }
+  liveness_monitor m(ioc.get_executor(), *st, clock, liveness_options{5'000, 20'000});
+  asio::co_spawn(ioc, m.check_once(), asio::detached);
+  ioc.run_for(10s);
+  EXPECT_EQ(m.stats().declared_dead, 2);
+  EXPECT_EQ(m.stats().reclaimed_jobs, 2);
+  EXPECT_EQ(m.stats().workers_alive, 1);
+  auto get = [&](const std::string& w) { return *run_sync(st->jobs().get(project, job_of[w])); };
+  EXPECT_EQ(get("remote-fresh").status, store::job_status::active);  // its pid means nothing here
+  EXPECT_EQ(get("remote-fresh").locked_by, "remote-fresh");
+  for (const char* w : {"remote-stale", "local-gone"}) {
+    auto j = get(w);
+    EXPECT_EQ(j.status, store::job_status::pending) << w;
+    EXPECT_EQ(j.attempts, 1) << w;
+    EXPECT_EQ(j.fence, 1) << w;
+    EXPECT_TRUE(j.locked_by.empty()) << w;
+  }
+  auto all = *run_sync(st->workers().list_workers(clock.now_ms()));
+  std::map<std::string, store::worker_presence> by;
+  for (auto& w : all) by[w.id] = w;
+  EXPECT_EQ(by["remote-fresh"].dead_at, 0);
+  EXPECT_NE(by["remote-stale"].dead_reason.find("stopped heartbeating 25 s ago"), std::string::npos)
+      << by["remote-stale"].dead_reason;
+  EXPECT_NE(by["local-gone"].dead_reason.find("is gone"), std::string::npos) << by["local-gone"].dead_reason;
+  EXPECT_EQ(by["local-gone"].released_jobs, 1);
+  // A declared-dead worker's later heartbeat is refused: it learns its jobs are gone.
+  auto late = run_sync(st->workers().beat(presence("remote-stale", "other|boot|ns", no_such_pid), clock.now_ms()));
+  ASSERT_FALSE(late);
+  EXPECT_TRUE(late.error().is(errc::lease_lost));
+}
+
+// Issue 34: a worker registers itself at start and leaves the registry (declared "stopped") at a
+// graceful stop.
+TEST_F(worker_test, a_worker_registers_and_leaves_the_registry_when_it_stops) {
+  auto o = options();
+  o.presence_ms = 50;
+  with_worker(o, [&](worker&) -> asio::awaitable<void> {
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    t.expires_after(200ms);
+    co_await t.async_wait(asio::use_awaitable);
+    auto all = co_await st->workers().list_workers(clock.now_ms());
+    EXPECT_TRUE(all && all->size() == 1 && (*all)[0].id == "test-worker" && (*all)[0].dead_at == 0);
+    if (all && !all->empty()) {
+      EXPECT_EQ((*all)[0].lanes, "main,dist");
+      EXPECT_EQ((*all)[0].host_key, this_host().host_key);
+    }
+  });
+  auto all = *run_sync(st->workers().list_workers(clock.now_ms()));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_GT(all[0].dead_at, 0);
+  EXPECT_NE(all[0].dead_reason.find("stopped"), std::string::npos);
 }
 
 }  // namespace

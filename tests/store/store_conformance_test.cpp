@@ -5,6 +5,7 @@
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/maintenance.hpp"
 #include "certfleet/store/store.hpp"
+#include "certfleet/store/workers.hpp"
 #include "run_sync.hpp"
 #include "temp_dir.hpp"
 
@@ -13,6 +14,7 @@
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <set>
@@ -809,6 +811,219 @@ TEST_P(store_conformance, projects) {
   EXPECT_TRUE(run_sync(st->projects().find_by_name("nope")).error().is(errc::not_found));
 }
 
+// The worker registry (issue 34).
+worker_presence presence(std::string id, std::int64_t running = 0) {
+  worker_presence w;
+  w.id = std::move(id);
+  w.host = "vm1";
+  w.host_key = "vm1/boot-1/ns-1";
+  w.pid = 4242;
+  w.proc_start = "123456";
+  w.version = "1.2.3";
+  w.lanes = "main,dist";
+  w.started_at = t0 - 60'000;
+  w.running = running;
+  return w;
+}
+
+TEST_P(store_conformance, a_heartbeat_is_listed_with_its_age_newest_first) {
+  ASSERT_TRUE(run_sync(st->workers().beat(presence("w1"), t0)));
+  ASSERT_TRUE(run_sync(st->workers().beat(presence("w2", 3), t0 + 1'000)));
+  auto l = run_sync(st->workers().list_workers(t0 + 3'000));
+  ASSERT_TRUE(l) << l.error().message;
+  ASSERT_EQ(l->size(), 2u);
+  const auto& w2 = (*l)[0];
+  EXPECT_EQ(w2.id, "w2");
+  EXPECT_EQ(w2.host, "vm1");
+  EXPECT_EQ(w2.host_key, "vm1/boot-1/ns-1");
+  EXPECT_EQ(w2.pid, 4242);
+  EXPECT_EQ(w2.proc_start, "123456");
+  EXPECT_EQ(w2.version, "1.2.3");
+  EXPECT_EQ(w2.lanes, "main,dist");
+  EXPECT_EQ(w2.started_at, t0 - 60'000);
+  EXPECT_EQ(w2.running, 3);
+  EXPECT_EQ(w2.last_seen, t0 + 1'000);
+  EXPECT_EQ(w2.age_ms, 2'000);
+  EXPECT_EQ(w2.dead_at, 0);
+  EXPECT_EQ((*l)[1].id, "w1");
+  EXPECT_EQ((*l)[1].age_ms, 3'000);
+  // A later beat moves it up and records what it runs now.
+  ASSERT_TRUE(run_sync(st->workers().beat(presence("w1", 5), t0 + 2'500)));
+  l = run_sync(st->workers().list_workers(t0 + 3'000));
+  ASSERT_EQ(l->size(), 2u);
+  EXPECT_EQ((*l)[0].id, "w1");
+  EXPECT_EQ((*l)[0].running, 5);
+  EXPECT_EQ((*l)[0].age_ms, 500);
+}
+
+// A dead worker's jobs are released at once, long before their leases end, each exactly as lease
+// expiry does it: attempts left → pending (the attempt counted, the fence kept for the next claim
+// to raise); none left → dead with its terminal hook in the same transaction; a cancel request →
+// cancelled. Another worker's job is not touched.
+TEST_P(store_conformance, declare_dead_releases_the_workers_jobs_at_once_as_lease_expiry_does) {
+  std::vector<std::string> hooked;
+  st->jobs().set_terminal_hook({[&](job_tx& tx, const job_record& j) {
+                                  hooked.push_back(j.id + ":" + std::string(to_string(j.status)));
+                                  new_job follow;
+                                  follow.project_id = j.project_id;
+                                  follow.type = "noop";
+                                  follow.lane = "dist";
+                                  follow.max_attempts = 1;
+                                  follow.idempotency_key = "after:" + j.id;
+                                  ASSERT_TRUE(tx.enqueue(follow, j.completed_at));
+                                },
+                                {}});
+  auto a = enqueue(job());  // attempts left
+  auto last = job();
+  last.max_attempts = 1;
+  auto b = enqueue(last, t0 + 1);  // its only attempt
+  auto c = enqueue(job(), t0 + 2);  // cancel requested while it runs
+  auto held = claim("w1", t0 + 10);
+  ASSERT_EQ(held.size(), 3u);
+  auto other = enqueue(job(), t0 + 20);
+  auto theirs = claim("w2", t0 + 20);
+  ASSERT_EQ(theirs.size(), 1u);
+  ASSERT_TRUE(run_sync(st->jobs().cancel(project, c.id, t0 + 30)));
+  // w1 last beat 25 s ago; every lease (10 s) still runs.
+  ASSERT_TRUE(run_sync(st->workers().beat(presence("w1", 3), t0 - 25'000)));
+  ASSERT_TRUE(run_sync(st->workers().beat(presence("w2", 1), t0 + 4'000)));
+  const time_ms now = t0 + 5'000;
+  ASSERT_EQ(*run_sync(st->jobs().reap_expired(now, 100)), 0);
+  auto n = run_sync(st->workers().declare_dead("w1", "no heartbeat for 30 s", 20'000, now));
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(*n, 3);
+  auto fence_of = [&](const std::string& id) {
+    for (const auto& h : held)
+      if (h.id == id) return h.fence;
+    ADD_FAILURE() << "not claimed: " << id;
+    return std::int64_t{0};
+  };
+  auto back = get(a.id);
+  EXPECT_EQ(back.status, job_status::pending);
+  EXPECT_EQ(back.attempts, 1);  // the lost attempt stays counted
+  EXPECT_EQ(back.fence, fence_of(a.id));
+  EXPECT_TRUE(back.locked_by.empty()) << back.locked_by;
+  EXPECT_EQ(back.error, "lease expired: worker lost; returned to pending");
+  EXPECT_LE(back.ready_at, now);  // in line at once, not at the lease's end
+  auto dead = get(b.id);
+  EXPECT_EQ(dead.status, job_status::dead);
+  EXPECT_EQ(dead.error, "lease expired: worker lost");
+  EXPECT_EQ(dead.completed_at, now);
+  auto cancelled = get(c.id);
+  EXPECT_EQ(cancelled.status, job_status::cancelled);
+  EXPECT_EQ(cancelled.error, "cancelled on request (worker lost)");
+  std::sort(hooked.begin(), hooked.end());
+  std::vector<std::string> want{b.id + ":dead", c.id + ":cancelled"};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(hooked, want);
+  // What the hooks wrote committed with the transition.
+  job_filter waiting;
+  waiting.project_id = project;
+  waiting.status = job_status::pending;
+  auto follow = run_sync(st->jobs().list(waiting));
+  std::set<std::string> keys;
+  for (const auto& j : follow->items) keys.insert(j.idempotency_key);
+  EXPECT_TRUE(keys.count("after:" + b.id)) << follow->total;
+  EXPECT_TRUE(keys.count("after:" + c.id)) << follow->total;
+  // The other worker's job is untouched.
+  auto kept = get(other.id);
+  EXPECT_EQ(kept.status, job_status::active);
+  EXPECT_EQ(kept.locked_by, "w2");
+  EXPECT_EQ(kept.fence, theirs[0].fence);
+  // The verdict is on the list: dead last, with what it gave back.
+  auto l = run_sync(st->workers().list_workers(now + 1'000));
+  ASSERT_TRUE(l);
+  ASSERT_EQ(l->size(), 2u);
+  EXPECT_EQ((*l)[0].id, "w2");
+  EXPECT_EQ((*l)[1].id, "w1");
+  EXPECT_EQ((*l)[1].dead_at, now);
+  EXPECT_EQ((*l)[1].dead_reason, "no heartbeat for 30 s");
+  EXPECT_EQ((*l)[1].released_jobs, 3);
+  // The released job goes to the next worker at once; its attempt has the next fence.
+  auto again = claim("w2", now + 1, 10, "main");
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].id, a.id);
+  EXPECT_EQ(again[0].attempts, 2);
+  EXPECT_EQ(again[0].fence, fence_of(a.id) + 1);
+  // Once is enough: the verdict is not given twice.
+  auto twice = run_sync(st->workers().declare_dead("w1", "again", 20'000, now + 5'000));
+  ASSERT_FALSE(twice);
+  EXPECT_TRUE(twice.error().is(errc::conflict));
+}
+
+// A worker that was only paused wakes up to find it is dead: its beat and its late writes of the
+// released attempts are refused.
+TEST_P(store_conformance, a_dead_workers_beat_and_late_finish_are_lease_lost) {
+  auto a = enqueue(job());
+  auto held = claim("w1", t0);
+  ASSERT_EQ(held.size(), 1u);
+  ASSERT_TRUE(run_sync(st->workers().beat(presence("w1", 1), t0)));
+  ASSERT_EQ(*run_sync(st->workers().declare_dead("w1", "silent", 20'000, t0 + 20'000)), 1);
+  auto beat = run_sync(st->workers().beat(presence("w1", 1), t0 + 21'000));
+  ASSERT_FALSE(beat);
+  EXPECT_TRUE(beat.error().is(errc::lease_lost)) << beat.error().message;
+  EXPECT_EQ(beat.error().field, "worker");
+  auto l = run_sync(st->workers().list_workers(t0 + 22'000));
+  ASSERT_EQ(l->size(), 1u);
+  EXPECT_EQ(l->front().last_seen, t0);  // the refused beat changed nothing
+  EXPECT_EQ(l->front().dead_at, t0 + 20'000);
+  auto hb = run_sync(st->jobs().heartbeat({{a.id, held[0].fence}}, "w1", t0 + 21'000, lease));
+  EXPECT_EQ((*hb)[0].state, lease_state::lost);
+  auto late = finish(held[0], "w1", finish_kind::completed, t0 + 21'000);
+  ASSERT_FALSE(late);
+  EXPECT_TRUE(late.error().is(errc::lease_lost));
+  EXPECT_EQ(get(a.id).status, job_status::pending);
+  // Taken by another worker, the job refuses the old attempt's writes under the new fence too.
+  auto next = claim("w2", t0 + 21'000);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].fence, held[0].fence + 1);
+  auto stale = finish(held[0], "w1", finish_kind::completed, t0 + 22'000);
+  ASSERT_FALSE(stale);
+  EXPECT_TRUE(stale.error().is(errc::lease_lost));
+  ASSERT_TRUE(finish(next[0], "w2", finish_kind::completed, t0 + 22'000));
+}
+
+// A heartbeat newer than min_age wins over a stale verdict: nothing changes.
+TEST_P(store_conformance, declare_dead_on_a_worker_that_beat_within_min_age_is_a_conflict_and_changes_nothing) {
+  auto a = enqueue(job());
+  auto held = claim("w1", t0);
+  ASSERT_EQ(held.size(), 1u);
+  ASSERT_TRUE(run_sync(st->workers().beat(presence("w1", 1), t0 + 15'000)));
+  auto r = run_sync(st->workers().declare_dead("w1", "silent", 20'000, t0 + 30'000));
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(r.error().is(errc::conflict)) << r.error().message;
+  EXPECT_EQ(r.error().field, "worker");
+  auto kept = get(a.id);
+  EXPECT_EQ(kept.status, job_status::active);
+  EXPECT_EQ(kept.locked_by, "w1");
+  EXPECT_EQ(kept.fence, held[0].fence);
+  auto l = run_sync(st->workers().list_workers(t0 + 30'000));
+  ASSERT_EQ(l->size(), 1u);
+  EXPECT_EQ(l->front().dead_at, 0);
+  EXPECT_TRUE(run_sync(st->workers().beat(presence("w1", 1), t0 + 31'000)));
+  // Exactly min_age old is old enough; a worker never registered is a conflict too.
+  auto unknown = run_sync(st->workers().declare_dead("nobody", "silent", 20'000, t0 + 60'000));
+  ASSERT_FALSE(unknown);
+  EXPECT_TRUE(unknown.error().is(errc::conflict));
+  auto n = run_sync(st->workers().declare_dead("w1", "silent", 20'000, t0 + 51'000));
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(*n, 1);
+}
+
+TEST_P(store_conformance, prune_forgets_workers_dead_before_the_cutoff_only) {
+  for (const char* w : {"w1", "w2", "w3"}) ASSERT_TRUE(run_sync(st->workers().beat(presence(w), t0)));
+  ASSERT_EQ(*run_sync(st->workers().declare_dead("w1", "silent", 20'000, t0 + 30'000)), 0);
+  ASSERT_EQ(*run_sync(st->workers().declare_dead("w2", "silent", 20'000, t0 + 50'000)), 0);
+  auto n = run_sync(st->workers().prune_workers(t0 + 40'000));
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(*n, 1);
+  auto l = run_sync(st->workers().list_workers(t0 + 60'000));
+  ASSERT_EQ(l->size(), 2u);
+  EXPECT_EQ((*l)[0].id, "w3");  // alive, however old its heartbeat: never pruned
+  EXPECT_EQ((*l)[1].id, "w2");
+  EXPECT_EQ(*run_sync(st->workers().prune_workers(t0 + 40'000)), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(backends, store_conformance, ::testing::ValuesIn(backends()),
                          [](const auto& info) { return info.param.name; });
 
@@ -862,7 +1077,7 @@ TEST(sqlite_store, migration_fills_the_tab_counts_of_existing_jobs) {
       "ALTER TABLE distributions DROP COLUMN run_trigger; "
       "DROP TABLE session_slots; "
       "DROP TRIGGER job_blocks_insert; DROP TRIGGER job_blocks_delete; DROP TRIGGER job_blocks_status; "
-      "DROP TABLE job_blocks; DROP TABLE acme_dns_records; "
+      "DROP TABLE job_blocks; DROP TABLE acme_dns_records; DROP TABLE workers; "
       "DELETE FROM schema_migrations WHERE version >= 7;";
   ASSERT_EQ(std::system(("sqlite3 '" + file + "' \"" + undo + "\"").c_str()), 0);
   auto s = open_sqlite({file, 1, 5000, false});

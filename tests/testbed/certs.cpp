@@ -44,7 +44,9 @@ pkey_ptr make_key(const std::string& type) {
   EVP_PKEY* k = nullptr;
   if (type == "ec") k = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
   else if (type == "ed25519") k = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
-  else throw std::runtime_error("make_certificate: key_type must be \"ec\" or \"ed25519\", not \"" + type + "\"");
+  else if (type.rfind("ec:", 0) == 0) k = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", type.substr(3).c_str());
+  else if (type.rfind("rsa:", 0) == 0) k = EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", static_cast<size_t>(std::stoul(type.substr(4))));
+  else throw std::runtime_error("make_certificate: key_type must be \"ec\", \"ec:CURVE\", \"rsa:BITS\" or \"ed25519\", not \"" + type + "\"");
   check(k != nullptr, "key generation");
   return pkey_ptr(k);
 }

@@ -25,7 +25,8 @@ struct cert_spec {
   std::vector<std::string> ip_sans = {};                     // subjectAltName IP entries ("127.0.0.1")
   std::int64_t not_before_ms = unix_now_ms() - 3600'000;     // unix ms (X.509 keeps whole seconds)
   std::int64_t not_after_ms = unix_now_ms() + 90LL * 86400'000;
-  std::string key_type = "ec";                               // "ec" (P-256) or "ed25519"
+  std::string key_type = "ec";                               // "ec" (P-256), "ec:P-384" / "ec:secp256k1" (any
+                                                             // named curve), "rsa:2048" (bits) or "ed25519"
   const pem_cert* issuer = nullptr;                          // nullptr: self-signed
   bool is_ca = false;                                        // basicConstraints CA:TRUE + keyCertSign
   bool traditional_key = false;                              // "BEGIN EC PRIVATE KEY" instead of PKCS#8

@@ -9,6 +9,20 @@
 // One client per account and job: its methods may be awaited one after another or
 // concurrently on ONE executor (the nonce pool is not locked). The protocol logger gets one line
 // per step for the job log; no line carries a key, a JWS, an EAB key or a certificate body.
+//
+// Egress (a directory URL is a project admin's input, and the directory then names every other
+// URL): every URL the client follows — directory, newNonce, newAccount, newOrder, order,
+// authorization, challenge, finalize, certificate, renewalInfo, revokeCert — must be https and
+// pass one egress policy (the system setting acme_allow_list), checked by the HTTP client on the
+// resolved addresses before it connects. A directory that names a URL that is not https (or an
+// IP literal the policy refuses) is refused when it is read, naming the directory member.
+// What a project role then sees of a failure must not tell a closed port from an open one: when
+// no ACME answer came (no connection, TLS failure, an untrusted certificate, an HTTP answer that
+// is not ACME: a page, JSON that is not the document expected, a status without an ACME problem
+// document), `failure::message` is one sentence naming the step and HOST:PORT only, the class is
+// always transient, and the cause (`failure::detail`) goes to the server's log alone. An ACME
+// problem document (type urn:ietf:params:acme:error:*) is the CA's word and reaches the caller
+// verbatim, as before.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/thread_pool.hpp>
 
@@ -32,12 +46,14 @@ namespace certfleet::acme {
 
 // What went wrong, for the job's decision and for the operator.
 enum class failure_kind {
-  network,        // DNS resolution, connection refused/reset, TLS handshake failure (transient)
-  timeout,        // a request's or a polling deadline passed (transient)
-  untrusted,      // the CA's TLS certificate is not trusted: ca_bundle_pem (permanent)
+  // The next three and not_acme are "no ACME answer": uniform message, always transient, the
+  // cause in `detail` (see the top of this file).
+  network,        // DNS resolution, connection refused/reset, TLS handshake failure
+  timeout,        // a request's deadline passed (transient); also a polling deadline
+  untrusted,      // the CA's TLS certificate is not trusted: ca_bundle_pem
   ca_problem,     // the CA answered with a problem document: `problem` holds it (class by type)
   not_acme,       // the answer is not the ACME document expected: a wrong directory URL, a proxy's
-                  // page (permanent; transient when the status was 5xx)
+                  // page, a service that is not a CA
   order_invalid,  // the order or an authorization went invalid: `problem` holds the CA's reason
                   // (permanent: a new order is needed)
   bad_input,      // the caller's arguments: domains, CSR, EAB key, reason (permanent; `field`)
@@ -55,6 +71,12 @@ struct failure {
   int http_status = 0;                    // 0: no answer
   std::optional<std::int64_t> retry_after_s;  // the CA's Retry-After, when it sent one
   std::string field;                          // for bad_input: the argument at fault
+  // Set when no ACME answer came (see the top of this file): `message` is then the uniform
+  // "<step>: no ACME answer from HOST:PORT" (for the directory: "directory_url: could not fetch
+  // an ACME directory from HOST:PORT"), and this is the cause (refused, TLS error, "not JSON",
+  // HTTP 404 …), for the server's log only (the client logs it there): never show it to a
+  // project role.
+  std::string detail;
 
   bool permanent() const { return cls == failure_class::permanent; }
   // As a core error for code that carries certfleet::error, same message: rate_limited (with
@@ -113,7 +135,9 @@ struct client_options {
   // Extra trust anchors for the CA's HTTPS (an account's ca_bundle_pem; pebble's test CA). The
   // system store is always used too, and the peer always verified.
   std::string ca_pem;
-  // nullptr: no egress check (the directory is the operator's choice). Must outlive the client.
+  // acme_allow_list, parsed. Must outlive the client. nullptr: that setting's default
+  // ("0.0.0.0/0, ::/0": public and private destinations, never loopback, link-local,
+  // unspecified or cloud metadata addresses), so a caller that forgets it stays safe.
   const delivery::egress_policy* egress = nullptr;
   boost::asio::thread_pool* resolve_pool = nullptr;  // getaddrinfo (the cpu pool)
   std::chrono::milliseconds request_timeout{30000};  // each HTTP exchange, resolve to last byte
@@ -184,7 +208,8 @@ class client {
   const std::string& account_url() const { return account_url_; }
 
   // GET the directory (once; then cached). An answer that is not an ACME directory is
-  // not_acme, naming the URL's host and what was wrong.
+  // not_acme (uniform message, the cause in detail). Every URL it names must be https (and an
+  // IP literal among them pass the egress policy): bad_input naming the member otherwise.
   boost::asio::awaitable<outcome<acme::directory>> get_directory();
 
   // newAccount (§7.3): terms, contact, EAB. This key's existing account answers 200 with its
@@ -230,6 +255,8 @@ class client {
                                                std::optional<std::chrono::steady_clock::time_point> deadline = {});
   boost::asio::awaitable<outcome<std::string>> take_nonce(std::string_view step);
   boost::asio::awaitable<void> log_line(std::string level, std::string message);
+  // opts_.egress, or acme_allow_list's default.
+  const delivery::egress_policy& egress() const;
 
   client_options opts_;
   const account_key& key_;

@@ -7,8 +7,12 @@
 // (client_options::timeout). Queries go over UDP (retransmitted inside the deadline; an answer
 // with TC set is asked again over TCP), UPDATEs over TCP. A server is "host:port": an IP literal
 // is used as is, a name is resolved on the caller's thread pool (never on the loop).
-// The DNS server is the operator's choice (a DNS provider object, or a manual provider's
-// check_server) and is NOT subject to egress_allow_list, like an ACME directory.
+// The DNS server is a project admin's input (a DNS provider's server, a manual provider's
+// check_server) and the zone's NS addresses come from DNS data: with client_options::egress set
+// (the system setting acme_allow_list, the same policy as the ACME client's), every server's
+// resolved addresses must pass it before a datagram or a connection leaves (not_allowed
+// otherwise, permanent, naming the setting). The recursive resolver (acme_dns_resolver or
+// /etc/resolv.conf) is the system's, and is asked with egress unset.
 //
 // Failures are values: result<T> whose error carries a code of dns_category() (dns_errc below),
 // a message that names the server, the zone or name, the cause and the operator's next step,
@@ -28,6 +32,7 @@
 #include "certfleet/acme/dns_message.hpp"
 #include "certfleet/core/clock.hpp"
 #include "certfleet/core/error.hpp"
+#include "certfleet/delivery/egress.hpp"
 
 namespace certfleet::acme::dns {
 
@@ -51,6 +56,8 @@ enum class dns_errc {
   network,            // name resolution, connection refused / reset                      transient
   malformed_answer,   // the answer does not parse, does not match the question, or has
                       // the wrong id                                                      transient
+  not_allowed,        // the server's address is outside acme_allow_list (decided before
+                      // anything is sent)                                                 permanent
 };
 
 const std::error_category& dns_category() noexcept;
@@ -95,6 +102,8 @@ struct client_options {
   // (RD=1) and answers without the AA flag are taken (a resolver's answers never carry it).
   // txt_lookup is never asked this way: a record's presence is checked at the zone's own servers.
   bool recursion_desired = false;
+  // acme_allow_list, parsed (must outlive the calls); nullptr: no check (the system's resolver).
+  const delivery::egress_policy* egress = nullptr;
 };
 
 // The first `nameserver` of a resolv.conf text as "host:53" ("[v6]:53" for IPv6; a scoped

@@ -26,6 +26,7 @@ class store;
 namespace certfleet::queue {
 class queue_service;
 class worker;
+class liveness_monitor;
 }  // namespace certfleet::queue
 namespace certfleet::distribution {
 class delivery_phase_metrics;
@@ -45,9 +46,16 @@ struct server_options {
   std::chrono::milliseconds first_byte_timeout{10'000};
   std::chrono::milliseconds read_timeout{15'000};  // one request, from its first byte to its end
   std::chrono::milliseconds write_timeout{30'000};
-  int max_connections = 4096;  // beyond: 503 too_many_connections and close
+  // http_max_connections. At it, a newcomer takes the slot of the oldest idle connection of the
+  // address holding the most; when none is idle, 503 too_many_connections and close.
+  int max_connections = 4096;
   // Per client address (an IPv6 client by its /64); setting http_max_connections_per_client.
   int max_connections_per_client = 256;
+  // Slots beyond max_connections for /healthz, /readyz and /metrics only, used when the cap is
+  // reached and no idle connection can be evicted (http_health_reserve_connections).
+  int health_reserve_connections = 16;
+  // Strict-Transport-Security: max-age on every response over TLS; 0 = none (http_hsts_max_age_s).
+  std::int64_t hsts_max_age_s = 31'536'000;
   // Refused (401/403) state-changing calls audited per minute by this process; the rest are
   // counted into the next entry, so a flood of bad tokens cannot fill the disk.
   int refusal_audit_per_minute = 120;
@@ -57,6 +65,10 @@ struct server_options {
   std::chrono::milliseconds log_coalesce{5};          // lines this close together share a frame
   std::size_t ws_queue_frames = 1024;                 // per subscriber; beyond, it is closed as too slow
   std::size_t ws_queue_bytes = 8u << 20;
+  // Live streams open at once per token (or sign-in) and per client address (settings
+  // ws_streams_per_token, ws_streams_per_client): beyond, the upgrade is refused with 429.
+  int ws_streams_per_token = 32;
+  int ws_streams_per_client = 64;
   std::chrono::milliseconds auth_cache_ttl{2'000};    // a revoked token may work this long in other processes
   std::chrono::milliseconds settings_cache_ttl{1'000};
   std::chrono::milliseconds shutdown_grace{5'000};
@@ -98,6 +110,11 @@ class server {
   // tls_key_file); refused with the setting named, keeping the current certificate. Call on the
   // server's executor.
   result<tls_identity> replace_tls(const tls_material& m);
+  // SIGHUP: reads tls_cert_file and tls_key_file again and serves them to new connections; a
+  // file that cannot be read or a pair that cannot be served is refused (logged, counted in
+  // certfleet_tls_certificate_reloads_total{outcome="failed"}) keeping the current certificate.
+  // Call on the server's executor.
+  result<tls_identity> reload_tls_files(const std::string& cert_file, const std::string& key_file);
   // A certificate may have a new version (stored by this process): the tls_certificate watcher
   // looks now instead of at its next poll. Call on the server's executor.
   void certificate_changed();
@@ -106,6 +123,9 @@ class server {
   void attach_worker(const queue::worker* w);
   // The delivery phases this process timed, for /metrics (must outlive the server).
   void attach_delivery_phases(const distribution::delivery_phase_metrics* m);
+  // The worker registry's watcher of this process (issue 34): live workers and reclaimed jobs
+  // for /metrics, /readyz and the workers list (must outlive the server).
+  void attach_liveness(const queue::liveness_monitor* m);
   // Leader state (held, epoch) for /metrics, when a scheduler runs in this process.
   void attach_scheduler_probe(std::function<std::pair<bool, std::int64_t>()> probe);
   // Give to worker::set_log_publisher: the in-process hub of the live log stream.
@@ -116,6 +136,7 @@ class server {
     std::size_t subscribers = 0;
     std::size_t watched_jobs = 0;  // store pollers running
     std::uint64_t subscribers_dropped = 0;
+    std::size_t stream_slots = 0;  // live streams counted against the per-token/per-client caps
   };
   stats current_stats() const;
 

@@ -1,8 +1,10 @@
 #pragma once
 // The exit codes of `certfleet` commands, for scripts: one table, read by the commands and by
 // docs/cli.md (a test keeps the page's table equal to exit_codes_markdown()).
+#include "certfleet/core/errc_table.hpp"
 #include "certfleet/core/error.hpp"
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,6 +26,9 @@ struct exit_code_def {
   exit_code code;
   std::string_view name;
   std::string_view meaning;
+  // The errc rows (core/errc_table.hpp) with this exit kind exit with this code; none for codes
+  // no errc leads to. Each kind has exactly one code (checked at compile time).
+  std::optional<errc_exit> for_errc = std::nullopt;
 };
 
 std::span<const exit_code_def> all_exit_codes() noexcept;

@@ -30,11 +30,14 @@ enum class errc {
   timeout,
   config_invalid,
   ssh_unreachable,    // scan-host-key: no SSH server answered (one answer whatever the cause)
+  count_,             // not a code: how many there are. A new code goes above, with its row in
+                      // core/errc_table.hpp (name, message, HTTP status, exit), or the build fails.
 };
 
 const std::error_category& certfleet_category() noexcept;
 inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), certfleet_category()}; }
-// Stable machine-readable name of a code ("invalid_argument"), used in API error bodies.
+// Stable machine-readable name of a code ("invalid_argument"), used in API error bodies
+// (core/errc_table.hpp holds each code's name, message, HTTP status and exit).
 const char* errc_name(errc e) noexcept;
 
 struct error {

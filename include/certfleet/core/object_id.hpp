@@ -1,6 +1,6 @@
 #pragma once
 // ObjectId (12 bytes: time, process-random, counter) as 24 lowercase hex characters, the id of
-// every stored object. Generated with libbson so the MongoDB backend shares the same ids.
+// every stored object, in MongoDB's ObjectId layout so both backends store the same ids.
 #include <string>
 #include <string_view>
 

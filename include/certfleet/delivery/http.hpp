@@ -52,9 +52,13 @@ struct http_request {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;  // sent with POST (Content-Length always set, even when empty)
   std::chrono::milliseconds timeout{10000};  // the whole exchange: resolve … last response byte
-  // nullptr: no egress check (the caller vouches for the destination, e.g. an operator's ACME
-  // directory). Set: must outlive the awaited call; an empty policy allows nothing.
+  // nullptr: no egress check (the caller vouches for the destination). Set: must outlive the
+  // awaited call; an empty policy allows nothing. Applied with egress_allows (egress.hpp) to
+  // the resolved addresses before connecting.
   const egress_policy* egress = nullptr;
+  // The setting `egress` comes from, for the refusal's message ("acme_allow_list does not
+  // allow 127.0.0.1").
+  std::string egress_setting = "egress_allow_list";
   // Extra trust anchors (PEM) next to the system CA store, e.g. a test CA or a private CA's
   // root. The peer is always verified (chain and host name / IP).
   std::string ca_pem;

@@ -53,6 +53,10 @@ struct delivery_result {
   delivery_status status = delivery_status::failed;
   error_class cls = error_class::none;
   std::string error;        // for operators; names the phase ("auth: …")
+  // The precise cause behind an error that is uniform on purpose ("connect: could not connect
+  // to HOST:PORT" for refused, timed out, no banner …): stored with the result and shown only to
+  // admins, since every role of the project reads `error`. Empty when `error` says it all.
+  std::string error_detail;
   std::string phase;        // the phase that failed; empty on success
   std::vector<phase_timing> timings;
   std::string fingerprint_sha256;  // of the delivered (or already present) leaf, lower-case hex

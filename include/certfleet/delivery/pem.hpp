@@ -28,7 +28,9 @@ struct certificate_info {
 
 // The leaf (exactly one certificate), its chain in order leaf→root (each certificate issued by
 // the next; may be empty, may end with the root) and the leaf's unencrypted private key (PKCS#8
-// or traditional PEM). Refuses an expired leaf (not_after <= now_ms).
+// or traditional PEM). Refuses an expired leaf (not_after <= now_ms), and a leaf public key or
+// private key below current minimums: RSA under 2048 bits, EC on a curve other than P-256 or
+// P-384, any other type but Ed25519 (the message names the size or curve found).
 // Errors: errc::invalid_argument, field "cert_pem", "chain_pem" or "key_pem".
 result<certificate_info> parse_certificate_bundle(std::string_view cert_pem, std::string_view chain_pem,
                                                   std::string_view key_pem, std::int64_t now_ms);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "certfleet/core/error.hpp"
@@ -27,6 +28,11 @@ struct ssh_credential {
   std::string password;
 };
 
+// The default of the system setting ssh_allow_list (the same text as its row in
+// src/core/settings.cpp, which core cannot take from here): every public IPv4 and IPv6
+// destination; the allow-list rule keeps this host's own and link-local addresses out.
+inline constexpr std::string_view default_ssh_allow_list_text = "0.0.0.0/0, ::/0";
+
 // Deadlines per phase (milliseconds) and limits; DESIGN §1: every network await has one.
 struct ssh_options {
   std::chrono::milliseconds resolve_timeout{5000};
@@ -42,8 +48,10 @@ struct ssh_options {
   boost::asio::thread_pool* resolve_pool = nullptr;
   // The system setting ssh_allow_list (egress_allow_list grammar and rule, special addresses
   // included): every SSH destination and TLS validation endpoint is checked against what its
-  // name resolved to, before connecting, and only checked addresses are used. nullptr or an
-  // empty list: any destination.
+  // name resolved to, before connecting, and only checked addresses are used. An empty list
+  // allows nothing; nullptr is the setting's default, default_ssh_allow_list_text (public
+  // destinations only: never loopback, link-local, unspecified or a cloud metadata address,
+  // fd00:ec2::254 included, unless a list names them).
   const egress_policy* allow = nullptr;
 };
 

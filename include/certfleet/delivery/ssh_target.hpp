@@ -69,6 +69,19 @@ result<void> check_ssh_target(const ssh_target& t);
 // Checks used by the parsers, exposed for tests.
 result<void> check_remote_path(std::string_view path, std::string_view field);
 std::optional<unsigned> parse_mode(std::string_view octal);  // "0644" / "644" -> 0644; <= 07777
+// A delivered file's mode (ssh and file targets, cert_mode and key_mode): at most 07777, no
+// setuid/setgid/sticky bit and not writable by others (a certificate anyone may replace is no
+// certificate). invalid_argument naming `field` and the mode found.
+result<void> check_file_mode(unsigned mode, std::string_view field);
+// A path as the file system resolves it lexically: runs of '/' are one, "." segments nothing,
+// no trailing '/'. Two target paths that normalise alike are the same file.
+std::string normal_path(std::string_view path);
+// The files one delivery installs (ssh and file targets): each path valid, three different files
+// (the key written over the certificate would leave a world-readable file holding the key), the
+// modes as check_file_mode says and the key's closed to others. `prefix` names the fields
+// ("ssh" → "ssh.key_path"). chain_path may be empty.
+result<void> check_install_files(std::string_view prefix, std::string_view cert_path, std::string_view key_path,
+                                 std::string_view chain_path, unsigned cert_mode, unsigned key_mode);
 bool valid_host_name(std::string_view host);
 bool valid_owner(std::string_view owner);
 // A run id safe to use in a remote file name: [A-Za-z0-9._-], 1..64 characters, not "."/"..".

@@ -29,6 +29,9 @@ struct acme_job_options {
   const kek* key = nullptr;                 // opens the account key, the TSIG secret; seals the new key
   boost::asio::thread_pool* cpu = nullptr;  // key generation, name resolution
   std::string ca_pem;                       // extra trust anchors for every CA (tests: pebble's TLS CA)
+  // register_acme_account: the system setting acme_allow_list as the caller read it (jobs read it
+  // themselves); nullopt: the setting's default.
+  std::optional<std::string> acme_allow_list;
 };
 
 // Makes the account key (cpu pool) and registers it at the CA (newAccount: terms, contact, EAB):

@@ -20,6 +20,7 @@ namespace certfleet::distribution {
 struct version_stored {
   std::int64_t version = 0;
   std::vector<std::string> runs_opened;    // distributions whose run opened with this version
+  std::vector<store::enqueue_outcome> jobs;  // their runs' jobs (lanes to wake after the commit)
   // Distributions in the middle of a run: the distributions sweep opens their run for this
   // version once that run has ended (run_pending_auto_executes).
   std::vector<std::string> runs_deferred;

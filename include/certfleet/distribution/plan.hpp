@@ -82,7 +82,8 @@ int effective_ssh_concurrency(std::int64_t setting) noexcept;
 // DESIGN §4 error classes a retry wave takes.
 bool retryable_class(std::string_view error_class) noexcept;
 
-// The outcome (highest retry_attempt, then fence) of each target among `results`, by target id.
+// The outcome of each target among `results`, by target id: store::target_outcomes, the rule the
+// store's run_outcomes applies.
 std::vector<store::target_result> outcomes(const std::vector<store::target_result>& results);
 
 // A child's counter from its own results: succeeded (all its targets succeeded or skipped),

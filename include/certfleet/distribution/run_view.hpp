@@ -6,6 +6,7 @@
 #include "certfleet/store/catalog.hpp"
 
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include <array>
 #include <cstdint>
@@ -17,10 +18,17 @@
 
 namespace certfleet::distribution {
 
-// A target's status in a run's results: a result's status, or `pending` for a target of the
-// current run that has none yet.
-inline constexpr std::array<std::string_view, 5> result_statuses{"succeeded", "failed", "skipped", "cancelled",
-                                                                 "pending"};
+// A target's status in a run's results: a result's status (store::target_status), or `pending`
+// for a target of the current run that has none yet.
+inline constexpr std::string_view result_pending = "pending";
+inline constexpr std::array<std::string_view, 5> result_statuses{
+    to_string(store::target_status::succeeded), to_string(store::target_status::failed),
+    to_string(store::target_status::skipped), to_string(store::target_status::cancelled), result_pending};
+
+// A results page ({items: [...]}) as a role below admin sees it: without `error_detail`, the
+// precise cause behind a deliberately uniform error ("could not connect to HOST:PORT" hides
+// refused / timed out / no banner from every role, issue 28; admins keep the cause).
+void strip_admin_detail(boost::json::value& results_page);
 
 // `GET …/results?status=&error_class=`; empty: no filter on that field.
 struct result_filter {

@@ -10,6 +10,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace certfleet::distribution {
 
@@ -33,7 +34,9 @@ struct run_request {
 
 // Opens the run and enqueues its jobs in `tx`; the answer of the execute route:
 // {distribution_id, run_no, mode, job_ids, targets}. Conflict while a run is going, when the
-// certificate was deleted or has no issued version yet.
-result<boost::json::object> open_run(store::catalog_tx& tx, const run_request& req, const run_settings& rs, time_ms now);
+// certificate was deleted or has no issued version yet. With `created`, the run's jobs are
+// appended to it, for the caller to wake their lanes after the commit.
+result<boost::json::object> open_run(store::catalog_tx& tx, const run_request& req, const run_settings& rs, time_ms now,
+                                     std::vector<store::enqueue_outcome>* created = nullptr);
 
 }  // namespace certfleet::distribution

@@ -29,6 +29,12 @@ struct worker_options {
   time_ms heartbeat_ms = 0;  // 0: min(lease/3, 5 s)
   time_ms reap_ms = 0;       // 0: lease/2
   bool record_latency = false;  // keep per-claim latency samples (benchmarks)
+  // The worker registry (issue 34): a heartbeat every presence_ms (worker_heartbeat_ms); peers
+  // older than dead_after_ms (worker_dead_after_ms) are not counted as live when the dist lane
+  // spreads a run's children; 0 presence_ms: no registration (and no spreading).
+  time_ms presence_ms = 5'000;
+  time_ms dead_after_ms = 20'000;
+  std::string version = "dev";
 };
 
 struct worker_stats {
@@ -41,6 +47,8 @@ struct worker_stats {
   std::int64_t lost = 0;   // lease lost: another worker owns the job now
   std::int64_t reaped = 0;
   std::int64_t claim_calls = 0;
+  std::int64_t live_dist_workers = 1;  // at the last presence beat, this worker included
+  std::int64_t declared_dead = 0;      // times this worker found itself declared dead (it was paused)
   // Microseconds, when record_latency: a claim statement's round trip; a job's claim → handler start.
   std::vector<std::uint32_t> claim_us;
   std::vector<std::uint32_t> claim_to_start_us;

@@ -4,6 +4,7 @@
 // counters. The store offers typed reads and writes that run inside one transaction; the
 // distribution module owns the protocol (what to write when) and runs it through `transact`,
 // so a report, its counter and its guard commit together or not at all.
+#include "certfleet/store/states.hpp"
 #include "certfleet/store/store.hpp"
 
 #include <array>
@@ -103,10 +104,10 @@ struct distribution_record {
   bool fail_fast = false;
   // Each new version of the certificate opens a run by itself (DESIGN §9).
   bool auto_execute = false;
-  // Current run. status: idle | running | success | partial | failed | cancelled.
-  std::string status = "idle";
+  // Current run. status: a run_status; mode: a run_mode (states.hpp).
+  std::string status{to_string(run_status::idle)};
   std::int64_t run_no = 0;
-  std::string mode;                        // normal | fan_out (of the current run)
+  std::string mode;                        // of the current run
   std::vector<std::string> run_target_ids; // the targets of the current run (retry-failed: a subset)
   std::vector<std::string> job_ids;        // the run's job (normal) or its batch children (fan_out)
   std::string error;                       // why the run ended failed/cancelled, for operators
@@ -140,7 +141,7 @@ struct target_result {
   std::string job_id;
   std::int64_t retry_attempt = 0;
   std::int64_t fence = 0;
-  std::string status;       // succeeded | failed | skipped | cancelled
+  std::string status;       // a target_status (states.hpp)
   std::string error_class;  // DESIGN §4 class, empty on success
   std::string error;
   time_ms started_at = 0;
@@ -154,7 +155,7 @@ struct target_result {
 // A fan-out child that has reported, with the counter it incremented.
 struct finalized_child {
   std::string job_id;
-  std::string outcome;  // succeeded | failed | partial | cancelled
+  std::string outcome;  // a fan_out_outcome (states.hpp)
   bool batch = false;   // batch children decide completion; retry children do not
 };
 

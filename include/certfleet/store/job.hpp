@@ -47,13 +47,6 @@ struct job_record {
   bool cancel_requested = false;
 };
 
-// A job that another job of a distribution run spawned (a retry wave's child): its run accounts
-// for it, so no backend retries it alone (the conformance suite checks it). Told from the row's
-// own links, not from its type: job types are the queue's table.
-inline bool is_distribution_child(const job_record& j) noexcept {
-  return !j.parent_job_id.empty() && !j.distribution_id.empty();
-}
-
 struct new_job {
   std::string id;  // generated when empty
   std::string project_id;
@@ -141,6 +134,12 @@ struct cancel_outcome {
 };
 
 // What the queue needs to know to pick its next poll and fill /metrics.
+// One lane's load, for spreading a run's children over the live workers (issue 34).
+struct lane_load {
+  std::int64_t waiting = 0;  // claimable now (pending or failed, not held, ready_at <= now)
+  std::int64_t running = 0;  // active
+};
+
 struct lane_stats {
   std::string lane;
   std::int64_t pending = 0;

@@ -7,6 +7,7 @@
 #include "certfleet/core/error.hpp"
 #include "certfleet/store/store.hpp"
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,6 +35,9 @@ struct mongodb_options {
 
 // Drops the options' database (scratch databases of tests and `store check`), w:majority.
 result<void> drop_mongodb_database(const mongodb_options& options);
+
+// mongodb:// or mongodb+srv://, checked without the driver; else invalid_argument naming "store".
+result<void> check_mongodb_scheme(std::string_view uri);
 
 // The URI's shape, without connecting: scheme, hosts, options the driver understands, and no
 // option that would weaken what §10 needs (w below majority, a read preference other than
@@ -64,5 +68,27 @@ result<std::unique_ptr<store>> open_mongodb(const mongodb_options& options);
 // a primary, creates the indexes (idempotent) and records the schema version.
 // Errors: invalid_argument (field "store") for the URI; store_failure with what the server said.
 result<std::unique_ptr<mongodb_queue>> open_mongodb_queue(const mongodb_options& options);
+
+// The certfleet executable does not link this backend: it loads it from a module
+// (certfleet_store_mongo.so) only when the `store` setting is a MongoDB URI, so a process on
+// SQLite never loads the MongoDB C driver (Debian's initialises itself when loaded). The module
+// hands over this table from one exported C function; tests and benchmarks link the backend
+// and call the functions above directly.
+struct mongodb_backend {
+  const char* version;       // the certfleet version the module was built as
+  std::size_t options_size;  // sizeof(mongodb_options) there: a module of another build is refused
+  result<void> (*validate_uri)(std::string_view uri);
+  std::string (*redacted_uri)(std::string_view uri);
+  result<std::unique_ptr<store>> (*open)(const mongodb_options& options);
+  result<void> (*drop_database)(const mongodb_options& options);
+};
+#define CERTFLEET_MONGODB_BACKEND_ENTRY certfleet_store_mongodb_backend
+
+// The backend for a `store` setting that is a MongoDB URI, with the URI validated: the module is
+// loaded on the first call (once; never unloaded) from beside the executable (the build tree),
+// else from ../lib/certfleet/ beside it (scripts/install.sh). Errors: invalid_argument (field
+// "store") for another scheme, nothing loaded, or for the URI's shape (validate_mongodb_uri);
+// config_invalid (field "store") naming each path tried and why it did not load.
+result<const mongodb_backend*> mongodb_backend_for(std::string_view uri);
 
 }  // namespace certfleet::store

@@ -92,6 +92,13 @@ class job_store {
   virtual task<log_page> read_logs(std::string job_id, std::int64_t after_seq, int limit) = 0;
 
   virtual task<std::vector<lane_stats>> lane_statistics(time_ms now) = 0;
+  // How many jobs of one lane wait (claimable now) and run. A backend that cannot count cheaply
+  // answers invalid_argument, and workers then claim without spreading.
+  virtual task<lane_load> load_of_lane(std::string lane, time_ms now) {
+    (void)lane;
+    (void)now;
+    co_return make_error(errc::invalid_argument, "this store does not count lane load", "lane");
+  }
 };
 
 struct project {
@@ -123,6 +130,7 @@ class maintenance_store;  // certfleet/store/maintenance.hpp
 class observe_store;  // certfleet/store/auth.hpp
 class catalog_store;  // certfleet/store/catalog.hpp
 class session_slot_store;  // certfleet/store/session_slots.hpp
+class worker_store;        // certfleet/store/workers.hpp
 
 class store {
  public:
@@ -135,6 +143,7 @@ class store {
   virtual maintenance_store& maintenance() = 0;  // retention, backup
   virtual catalog_store& catalog() = 0;          // certificates, targets, distributions
   virtual session_slot_store& session_slots() = 0;  // SSH sessions per destination (issue 20)
+  virtual worker_store& workers() = 0;              // worker heartbeats and liveness (issue 34)
   // A round trip to the store (/readyz); while writes are refused for a full disk, a small
   // write, failing with store_disk_full until space is freed.
   virtual task<void> ping() = 0;

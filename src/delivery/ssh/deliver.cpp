@@ -10,11 +10,13 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 
 #include "certfleet/delivery/pem.hpp"
 #include "certfleet/delivery/ssh.hpp"
+#include "certfleet/delivery/redact.hpp"
 #include "delivery/codec.hpp"
 #include "delivery/ssh/outcome.hpp"
 #include "delivery/ssh/script.hpp"
@@ -43,13 +45,31 @@ detail::exec_context exec_context_for(detail::script_kind script, const ssh_targ
   return {script, t.user, t.host, t.port, t.sudo, opts.exec_timeout};
 }
 
-// ssh_allow_list, applied to what the name resolved to (the only addresses then used).
+// The policy when the caller gives none: ssh_allow_list's default (src/core/settings.cpp), every
+// public destination and none of this host's own or link-local addresses.
+const egress_policy& default_ssh_allow_list() {
+  static const egress_policy p = *parse_egress_allow_list(default_ssh_allow_list_text, "ssh_allow_list");
+  return p;
+}
+
+// ssh_allow_list, applied to what the name resolved to (the only addresses then used), with the
+// rule every egress list of certfleet shares (egress_allows: other spellings of loopback, and
+// cloud metadata addresses such as fd00:ec2::254 only when listed by address). An empty list
+// allows nothing; no list at all (opts.allow null) is the setting's default.
 step check_allowed(const ssh_options& opts, const std::string& host, const std::vector<tcp::endpoint>& eps) {
-  if (!opts.allow || opts.allow->empty()) return std::nullopt;
+  const egress_policy& allow = opts.allow ? *opts.allow : default_ssh_allow_list();
   std::vector<asio::ip::address> addrs;
   for (const auto& ep : eps) addrs.push_back(ep.address());
-  if (opts.allow->allows(host, addrs)) return std::nullopt;
+  if (egress_allows(allow, host, addrs)) return std::nullopt;
   return failure{error_class::validation, "ssh_allow_list does not allow " + host};
+}
+
+// Every way of not reaching an SSH (or TLS validation) server — refused, timed out, reset, no
+// banner, a failed key exchange — reads the same in a result, which every role of the project
+// sees: telling them apart would make delivery a port scanner of whatever the allow-list
+// admits (scan-host-key hides it the same way). The cause goes to error_detail (admins only).
+failure unreachable(const std::string& where, const failure& cause) {
+  return failure{error_class::network, "could not connect to " + where, cause.message};
 }
 
 // A leaf certificate served on host:port (with SNI) once; its fingerprint or the failure.
@@ -59,6 +79,7 @@ awaitable<step> fetch_served_fingerprint(const ssh_options& opts, const tls_vali
   std::vector<tcp::endpoint> eps;
   if (auto f = co_await detail::resolve_on_pool(opts, tv.host, tv.port, eps)) co_return f;
   if (auto f = check_allowed(opts, tv.host, eps)) co_return f;
+  const std::string where = "TLS endpoint " + tv.host + ":" + std::to_string(tv.port);
   asio::ssl::context ctx(asio::ssl::context::tls_client);
   // We compare the exact leaf with the one we delivered: stronger than chain verification,
   // and it works for private CAs the machine does not trust.
@@ -69,14 +90,16 @@ awaitable<step> fetch_served_fingerprint(const ssh_options& opts, const tls_vali
   SSL_set_tlsext_host_name(stream.native_handle(), sni.c_str());
   timer.expires_at(deadline);
   auto c = co_await (asio::async_connect(stream.lowest_layer(), eps, tuple_awaitable) || timer.async_wait(tuple_awaitable));
-  if (c.index() == 1) co_return failure{error_class::network, "TLS endpoint " + tv.host + ":" + std::to_string(tv.port) + " did not accept in time"};
+  if (c.index() == 1) co_return unreachable(where, {error_class::network, where + " did not accept in time"});
   if (auto [ec, ep] = std::get<0>(c); ec)
-    co_return failure{classify(ec), "cannot connect to TLS endpoint " + tv.host + ":" + std::to_string(tv.port) + ": " + ec.message()};
+    co_return unreachable(where, {classify(ec), "cannot connect to " + where + ": " + ec.message()});
   timer.expires_at(deadline);
   auto h = co_await (stream.async_handshake(asio::ssl::stream_base::client, tuple_awaitable) || timer.async_wait(tuple_awaitable));
-  if (h.index() == 1) co_return failure{error_class::network, "TLS handshake with " + tv.host + ":" + std::to_string(tv.port) + " timed out"};
+  if (h.index() == 1)
+    co_return unreachable(where, {error_class::network, "TLS handshake with " + tv.host + ":" + std::to_string(tv.port) + " timed out"});
   if (auto [ec] = std::get<0>(h); ec)
-    co_return failure{classify(cause_kind::tls_handshake), "TLS handshake with " + tv.host + ":" + std::to_string(tv.port) + " failed: " + ec.message()};
+    co_return unreachable(where, {classify(cause_kind::tls_handshake),
+                                  "TLS handshake with " + tv.host + ":" + std::to_string(tv.port) + " failed: " + ec.message()});
   std::unique_ptr<X509, x509_deleter> peer(SSL_get1_peer_certificate(stream.native_handle()));
   if (!peer) co_return failure{error_class::validation, "TLS endpoint sent no certificate"};
   fingerprint = detail::fingerprint_sha256(peer.get());
@@ -120,8 +143,10 @@ awaitable<step> open_session(detail::session& s, recorder& rec, const ssh_target
   if (auto f = co_await s.resolve(t.host, t.port, eps)) co_return f;
   if (auto f = check_allowed(opts, t.host, eps)) co_return f;
   rec.end();
+  const std::string where = ssh_destination(t);
+  const auto connect_started = steady::now();
   rec.begin("connect");
-  if (auto f = co_await s.connect(eps)) co_return f;
+  if (auto f = co_await s.connect(eps)) co_return unreachable(where, *f);
   rec.end();
   rec.begin("handshake");
   // The pinned type first, then the others, so a server without that type still completes the
@@ -129,7 +154,14 @@ awaitable<step> open_session(detail::session& s, recorder& rec, const ssh_target
   std::string prefs = t.pinned.type;
   for (const auto& ty : supported_host_key_types())
     if (ty != t.pinned.type) prefs += "," + ty;
-  if (auto f = co_await s.handshake(prefs)) co_return f;
+  if (auto f = co_await s.handshake(prefs)) {
+    // Reported as the connect phase, timed from the connect: a failed banner must not read
+    // differently from a refused connection (see unreachable).
+    rec.r.timings.pop_back();
+    rec.current = "connect";
+    rec.started = connect_started;
+    co_return unreachable(where, *f);
+  }
   rec.end();
   rec.begin("host_key");
   auto offered = s.offered_host_key();
@@ -164,13 +196,17 @@ awaitable<step> open_session(detail::session& s, recorder& rec, const ssh_target
 }
 
 // Runs the restore script for `run_id`; fills restored/stderr; returns the failure, if any.
+// `secrets`: the private keys its output must not show (redact.hpp): the delivered one, the one
+// put back, when known.
 awaitable<step> run_restore(detail::session& s, const ssh_target& t, const std::string& run_id, delivery_result& r,
-                            const ssh_options& opts) {
+                            const ssh_options& opts, std::vector<std::string_view> secrets) {
   std::vector<std::string> paths;
   for (auto& [p, m] : target_files(t)) paths.push_back(p);
   detail::exec_output out;
   auto f = co_await s.exec(detail::wrap_command(detail::restore_script(paths, run_id, t.post_command), t.sudo), out);
   auto rep = detail::parse_report(out.out);
+  // The post command's output joins stderr, which results and job logs keep: no key in it.
+  out.err = redact_command_output(out.err, secrets);
   r.restored = rep.restored;
   if (!out.err.empty()) r.remote_stderr = detail::trim_output(r.remote_stderr.empty() ? out.err : r.remote_stderr + "\n" + out.err);
   co_return detail::exec_outcome(exec_context_for(detail::script_kind::restore, t, opts), std::move(f), out, rep);
@@ -179,9 +215,18 @@ awaitable<step> run_restore(detail::session& s, const ssh_target& t, const std::
 // A failed delivery that may have changed files puts the backup back (detail::restore_needed
 // decides); the restore's own failure joins the result's error.
 awaitable<void> restore_after_failure(detail::session& s, recorder& rec, const ssh_target& t, const std::string& run_id,
-                                      const ssh_options& opts) {
+                                      const ssh_options& opts, std::string_view delivered_key) {
   auto started = steady::now();
-  auto rf = co_await run_restore(s, t, run_id, rec.r, opts);
+  // The restore's post command sees the key being put back: read it (best effort; a root-only
+  // backup of a sudo target stays unread) so that a raw print of it is recognized too.
+  std::string previous_key;
+  detail::remote_read kb;
+  if (!co_await s.read_file(detail::backup_path_for(t.key_path, run_id), kb) && !kb.missing && !kb.unreadable && !kb.too_big)
+    previous_key = std::move(kb.data);
+  std::vector<std::string_view> secrets;
+  secrets.push_back(delivered_key);
+  secrets.push_back(previous_key);
+  auto rf = co_await run_restore(s, t, run_id, rec.r, opts, std::move(secrets));
   rec.add_timing("restore", started);
   if (rf) rec.r.error += "; restore: " + rf->message;
 }
@@ -249,10 +294,11 @@ awaitable<void> deliver_body(detail::session& s, recorder& rec, const ssh_target
   detail::exec_output out;
   auto f = co_await s.exec(detail::wrap_command(detail::install_script(remote, run_id, t.owner, t.post_command), t.sudo), out);
   auto rep = detail::parse_report(out.out);
+  out.err = redact_command_output(out.err, bundle.key_pem);
   rec.r.remote_stderr = detail::trim_output(out.err);
   if (auto f2 = detail::exec_outcome(exec_context_for(detail::script_kind::install, t, opts), std::move(f), out, rep)) {
     rec.fail(*f2);
-    if (detail::restore_needed(detail::failed_stage::install, rep)) co_await restore_after_failure(s, rec, t, run_id, opts);
+    if (detail::restore_needed(detail::failed_stage::install, rep)) co_await restore_after_failure(s, rec, t, run_id, opts, bundle.key_pem);
     co_return;
   }
   rec.end();
@@ -283,7 +329,7 @@ awaitable<void> deliver_body(detail::session& s, recorder& rec, const ssh_target
     }
     if (vf) {
       rec.fail(*vf);
-      if (detail::restore_needed(detail::failed_stage::validate, rep)) co_await restore_after_failure(s, rec, t, run_id, opts);
+      if (detail::restore_needed(detail::failed_stage::validate, rep)) co_await restore_after_failure(s, rec, t, run_id, opts, bundle.key_pem);
       co_return;
     }
     rec.end();
@@ -305,7 +351,16 @@ awaitable<void> rollback_body(detail::session& s, recorder& rec, const ssh_targe
   rec.end();
   wrote = true;
   rec.begin("restore");
-  if (auto f = co_await run_restore(s, t, run_id, rec.r, opts)) { rec.fail(*f); co_return; }
+  // The key being put back is the one its output must not show.
+  std::string_view key_backup;
+  if (backups.size() > 1 && !backups[1].second.missing && !backups[1].second.unreadable) key_backup = backups[1].second.data;
+  // Named first: GCC 12 mishandles temporaries built inside a co_await expression.
+  std::vector<std::string_view> secrets;
+  secrets.push_back(key_backup);
+  if (auto f = co_await run_restore(s, t, run_id, rec.r, opts, std::move(secrets))) {
+    rec.fail(*f);
+    co_return;
+  }
   rec.end();
   const auto& cert_backup = backups.front().second;
   if (!cert_backup.missing && !cert_backup.too_big && !cert_backup.unreadable)
@@ -433,7 +488,8 @@ awaitable<delivery_result> deliver_ssh(ssh_target t, ssh_credential cred, cert_b
     spdlog::debug("delivery[{}] run {}: {} ({}{})", where, run_id, delivery_status_name(r.status), r.fingerprint_sha256,
                   r.reused_connection ? ", reused connection" : "");
   else
-    spdlog::debug("delivery[{}] run {}: failed [{}] {}", where, run_id, error_class_name(r.cls), r.error);
+    spdlog::debug("delivery[{}] run {}: failed [{}] {}{}", where, run_id, error_class_name(r.cls), r.error,
+                  r.error_detail.empty() ? "" : " (" + r.error_detail + ")");
   co_return r;
 }
 
@@ -470,7 +526,6 @@ awaitable<delivery_result> rollback_ssh(ssh_target t, ssh_credential cred, std::
 }
 
 awaitable<result<void>> check_ssh_destination(std::string host, std::uint16_t port, std::string field, ssh_options opts) {
-  if (!opts.allow || opts.allow->empty()) co_return result<void>{};
   std::vector<tcp::endpoint> eps;
   if (auto f = co_await detail::resolve_on_pool(opts, host, port, eps))
     co_return make_error(errc::invalid_argument, "ssh_allow_list cannot be applied: " + f->message, field);

@@ -39,8 +39,7 @@ struct uri_ptr {
 
 // The URI parsed and checked; the caller owns the result.
 result<mongoc_uri_t*> parse_uri(std::string_view text) {
-  if (text.rfind("mongodb://", 0) != 0 && text.rfind("mongodb+srv://", 0) != 0)
-    return uri_error("store must be sqlite or a mongodb:// or mongodb+srv:// URI");
+  if (auto scheme = check_mongodb_scheme(text); !scheme) return std::move(scheme).error();
   init_driver();
   bson_error_t err{};
   uri_ptr uri{mongoc_uri_new_with_error(std::string(text).c_str(), &err)};

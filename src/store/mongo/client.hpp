@@ -134,10 +134,15 @@ asio::awaitable<R> run(executor& ex, F f) {
         auto h = std::make_shared<decltype(handler)>(std::move(handler));
         auto work = std::make_shared<asio::executor_work_guard<asio::associated_executor_t<decltype(handler)>>>(
             asio::get_associated_executor(*h));
+        // The guard is released on the caller's executor, after the result is delivered: released
+        // here on the store thread, it could touch an io_context the resumed caller had already
+        // finished and destroyed (the SQLite executor had that crash).
         auto deliver = [h, work](std::exception_ptr ep, std::optional<R> r) {
           auto e = asio::get_associated_executor(*h);
-          asio::post(e, [h, ep, r = std::move(r)]() mutable { std::move(*h)(ep, std::move(r)); });
-          work->reset();
+          asio::post(e, [h, work, ep, r = std::move(r)]() mutable {
+            std::move(*h)(ep, std::move(r));
+            work->reset();
+          });
         };
         ex.submit(
             [fn = std::move(fn), deliver](mongoc_client_t* c) mutable {

@@ -24,6 +24,7 @@
 #include "schema.hpp"
 
 #include "certfleet/core/object_id.hpp"
+#include "certfleet/store/job_policy.hpp"
 #include "commands.hpp"
 #include "job_document.hpp"
 
@@ -211,7 +212,7 @@ doc new_distribution_document(const distribution_record& d) {
   x.str_array("target_ids", d.target_ids).str_array("uses", uses_of(d)).boolean("canary", d.canary);
   append_double(x, "failure_tolerance", d.failure_tolerance);
   x.boolean("fail_fast", d.fail_fast).boolean("auto_execute", d.auto_execute);
-  x.str("status", "idle").i64("run_no", 0).str("mode", "").str_array("run_target_ids", {}).str_array("job_ids", {});
+  x.str("status", to_string(run_status::idle)).i64("run_no", 0).str("mode", to_string(run_mode::none)).str_array("run_target_ids", {}).str_array("job_ids", {});
   x.str("error", "").i64("fan_out_total", 0).i64("fan_out_succeeded", 0).i64("fan_out_failed", 0);
   x.i64("fan_out_partial", 0).i64("fan_out_cancelled", 0).i64("fan_out_retrying", 0).i64("fan_out_retry_wave", 0);
   x.boolean("fail_fast_fired", false).boolean("cancel_requested", false).i64("run_started_at", 0);
@@ -694,7 +695,7 @@ class reads : public Base {
   result<std::vector<distribution_record>> auto_execute_distributions(int limit) override {
     if (limit_is_zero(limit)) return std::vector<distribution_record>{};
     doc f;
-    f.boolean("auto_execute", true).sub("status", one("$ne", "running"));
+    f.boolean("auto_execute", true).sub("status", one("$ne", to_string(run_status::running)));
     doc sort;
     sort.i32("updated_at", 1).i32("_id", 1);
     return distributions(f, &sort, mongo_limit(limit), "auto-execute distributions");
@@ -716,13 +717,7 @@ class reads : public Base {
   result<std::vector<target_result>> run_outcomes(std::string_view distribution_id, std::int64_t run_no) override {
     auto all = run_results(distribution_id, run_no);
     if (!all) return all;
-    std::vector<target_result> out;
-    for (auto& r : *all) {
-      // Ordered by (target, retry_attempt, fence): the last row of a target is its outcome.
-      if (!out.empty() && out.back().target_id == r.target_id) out.back() = std::move(r);
-      else out.push_back(std::move(r));
-    }
-    return out;
+    return target_outcomes(std::move(*all));
   }
 
   result<std::vector<finalized_child>> finalized_children(std::string_view distribution_id,
@@ -743,7 +738,7 @@ class reads : public Base {
 
   result<std::int64_t> last_files_run(std::string_view distribution_id, std::string_view target_id) override {
     doc f;
-    f.str("distribution_id", distribution_id).str("target_id", target_id).str("status", "succeeded");
+    f.str("distribution_id", distribution_id).str("target_id", target_id).str("status", to_string(target_status::succeeded));
     doc sort;
     sort.i32("files_from_run", -1);
     doc projection;
@@ -996,7 +991,7 @@ class tx_impl final : public reads<catalog_tx> {
       }
       return keep(*fail, "insert distribution");
     }
-    d.status = "idle";
+    d.status = to_string(run_status::idle);
     d.updated_at = d.created_at;
     return d;
   }

@@ -3,6 +3,7 @@
 // its fence; transitions that run a terminal hook run in a transaction with it.
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/store/catalog.hpp"
+#include "certfleet/store/job_policy.hpp"
 #include "certfleet/store/mongodb.hpp"
 #include "client.hpp"
 #include "commands.hpp"
@@ -240,6 +241,49 @@ class mongo_queue final : public job_queue {
     return read_job(v->get());
   }
 
+  // The findAndModify of an expired lease's transition (reap_transition_of, for `j` as read),
+  // applied only where `j` still holds attempt `j.fence`. Back in pending, the job is in its
+  // lane's queue again (q); an ending one leaves it.
+  doc lost_worker_command(const job_record& j, time_ms now, bool in_transaction) const {
+    const auto t = reap_transition_of(j, now);
+    doc q;
+    q.str("_id", j.id).i64("fence", j.fence).str("status", "active");
+    doc set;
+    doc unset;
+    set.str("status", to_string(t.status)).str("error", t.error);
+    if (t.returns_to_pending()) {
+      set.str("q", j.lane);
+      unset.str("locked_by", "").str("locked_until", "");
+    } else {
+      set.i64("completed_at", t.completed_at);
+      unset.str("locked_until", "").str("q", "");
+    }
+    doc update;
+    update.sub("$set", set).sub("$unset", unset);
+    doc cmd;
+    cmd.str("findAndModify", "jobs").sub("query", q).sub("update", update).boolean("new", true);
+    if (!in_transaction) cmd.sub("writeConcern", write_concern(*c_));
+    cmd.i32("maxTimeMS", c_->max_time_ms());
+    return cmd;
+  }
+
+  std::optional<failure> release_lost(mongoc_client_t* client, mongoc_client_session_t* s, const job_record& j,
+                                      time_ms now, bool& changed) override {
+    changed = false;
+    doc r;
+    if (auto fail = c_->command(client, lost_worker_command(j, now, true), r, s)) return fail;
+    auto v = find_and_modify_value(r);
+    if (!v) return std::nullopt;
+    changed = true;
+    auto rec = read_job(v->get());
+    if (is_terminal(rec.status) && hook_.wants(rec.type, rec.status)) {
+      mongo_job_tx tx(*c_, client, s, &catalog_factory_);
+      hook_.fn(tx, rec);
+      if (tx.failed) return tx.failed;
+    }
+    return std::nullopt;
+  }
+
   task<int> reap_expired(time_ms now, int limit) override {
     return run<result<int>>(ex_, [this, now, limit](mongoc_client_t* client) -> result<int> {
       doc lte;
@@ -254,51 +298,17 @@ class mongo_queue final : public job_queue {
       int n = 0;
       for (const auto& d : first_batch(reply)) {
         auto j = read_job(d.get());
-        doc q;
-        q.str("_id", j.id).i64("fence", j.fence).str("status", "active");
-        doc set;
-        doc unset;
-        const bool back = j.attempts < j.max_attempts && !j.cancel_requested;
-        if (back) {
-          // Attempts left: back to pending; the lost attempt stays counted, the fence is kept,
-          // ready_at keeps the lease's end (its place in line).
-          set.str("status", "pending").str("error", "lease expired: worker lost; returned to pending").str("q", j.lane);
-          unset.str("locked_by", "").str("locked_until", "");
-        } else {
-          set.str("status", j.cancel_requested ? "cancelled" : "dead");
-          set.str("error", j.cancel_requested ? "cancelled on request (worker lost)" : "lease expired: worker lost");
-          set.i64("completed_at", now);
-          unset.str("locked_until", "").str("q", "");
-        }
-        doc update;
-        update.sub("$set", set).sub("$unset", unset);
-        doc cmd;
-        cmd.str("findAndModify", "jobs").sub("query", q).sub("update", update).boolean("new", true);
-        const bool hooked = !back && hook_.fn;
-        if (!hooked) cmd.sub("writeConcern", write_concern(*c_));
-        cmd.i32("maxTimeMS", c_->max_time_ms());
-        if (!hooked) {
+        // Only an ending job with a hook needs a transaction (the transition and the hook commit
+        // together); the rest is one findAndModify.
+        if (reap_transition_of(j, now).returns_to_pending() || !hook_.fn) {
           doc r;
-          if (auto f = c_->command(client, cmd, r)) return to_error(*f, "reap expired leases");
+          if (auto f = c_->command(client, lost_worker_command(j, now, false), r)) return to_error(*f, "reap expired leases");
           if (find_and_modify_value(r)) ++n;
           continue;
         }
         bool changed = false;
-        auto f = c_->transaction(client, [&](mongoc_client_session_t* s) -> std::optional<failure> {
-          changed = false;
-          doc r;
-          if (auto fail = c_->command(client, cmd, r, s)) return fail;
-          auto v = find_and_modify_value(r);
-          if (!v) return std::nullopt;
-          changed = true;
-          auto rec = read_job(v->get());
-          if (hook_.wants(rec.type, rec.status)) {
-            mongo_job_tx tx(*c_, client, s, &catalog_factory_);
-            hook_.fn(tx, rec);
-            if (tx.failed) return tx.failed;
-          }
-          return std::nullopt;
-        });
+        auto f = c_->transaction(
+            client, [&](mongoc_client_session_t* s) { return release_lost(client, s, j, now, changed); });
         if (f) return to_error(*f, "reap expired leases");
         if (changed) ++n;
       }
@@ -456,18 +466,7 @@ class mongo_queue final : public job_queue {
                 auto j = find_job(client, p, id, f, s);
                 if (f) return to_error(*f, "retry");
                 if (!j) return job_not_found(id);
-                if (j->status != job_status::failed && j->status != job_status::dead)
-                  return make_error(errc::conflict,
-                                    fmt::format("job {} is {}; only failed or dead jobs can be retried", id,
-                                                to_string(j->status)),
-                                    "status");
-                if (is_distribution_child(*j))
-                  return make_error(errc::conflict,
-                                    fmt::format("job {} is a fan-out child of distribution {}: use the distribution's "
-                                                "retry-failed instead",
-                                                id, j->distribution_id),
-                                    "id");
-                const std::int64_t window = now / 60'000;
+                if (auto refused = retry_refusal(*j)) return std::move(*refused);
                 const auto key = p + ":job_retry";
                 {
                   doc wf;
@@ -476,18 +475,18 @@ class mongo_queue final : public job_queue {
                   if ((f = c_->command(client, find_in_txn("rate_windows", wf, 1, c_->max_time_ms()), reply, s)))
                     return to_error(*f, "retry");
                   auto batch = first_batch(reply);
+                  std::optional<rate_window> stored;
                   if (!batch.empty()) {
                     view w(batch.front().get());
-                    if (w.i64("window") == window && w.i64("count") >= per_minute) {
-                      auto e = make_error(errc::rate_limited,
-                                          fmt::format("more than {} job retries this minute in this project", per_minute));
-                      e.retry_after_s = std::max<std::int64_t>(1, ((window + 1) * 60'000 - now + 999) / 1000);
-                      return e;
-                    }
+                    stored = rate_window{w.i64("window"), w.i64("count")};
+                  }
+                  auto counted = count_retry(stored, now, per_minute);
+                  if (!counted) return std::move(counted).error();
+                  if (stored) {
                     doc q;
                     q.str("_id", key);
                     doc set;
-                    set.i64("window", window).i64("count", w.i64("window") == window ? w.i64("count") + 1 : 1);
+                    set.i64("window", counted->window).i64("count", counted->count);
                     doc update;
                     update.sub("$set", set);
                     doc stmt;
@@ -497,7 +496,8 @@ class mongo_queue final : public job_queue {
                     if ((f = c_->command(client, cmd, reply, s))) return to_error(*f, "retry");
                   } else {
                     doc w;
-                    w.str("_id", key).str("project_id", p).str("name", "job_retry").i64("window", window).i64("count", 1);
+                    w.str("_id", key).str("project_id", p).str("name", "job_retry").i64("window", counted->window);
+                    w.i64("count", counted->count);
                     doc cmd;
                     cmd.str("insert", "rate_windows").array("documents", {w}).i32("maxTimeMS", c_->max_time_ms());
                     if ((f = c_->command(client, cmd, reply, s))) return to_error(*f, "retry");
@@ -601,6 +601,37 @@ class mongo_queue final : public job_queue {
         page.next_cursor = page.lines.back().seq;
       }
       return page;
+    });
+  }
+
+  // Two counts for the dist lane's fair share (issue 34): waiting (claimable by the claim's own
+  // index, {q, ready_at}) and running (active jobs of the lane).
+  task<lane_load> load_of_lane(std::string lane, time_ms now) override {
+    return run<result<lane_load>>(ex_, [this, lane = std::move(lane), now](mongoc_client_t* client) -> result<lane_load> {
+      lane_load out;
+      doc reply;
+      {
+        doc statuses;
+        statuses.str_array("$in", {"pending", "failed"});
+        doc lte;
+        lte.i64("$lte", now);
+        doc query;
+        query.str("q", lane).sub("ready_at", lte).sub("status", statuses);
+        doc cmd;
+        cmd.str("count", "jobs").sub("query", query).i32("maxTimeMS", c_->max_time_ms());
+        if (auto f = c_->command(client, cmd, reply)) return to_error(*f, "lane load: waiting");
+        out.waiting = view(reply.get()).i64("n");
+      }
+      {
+        doc query;
+        query.str("status", "active").str("lane", lane);
+        doc cmd;
+        cmd.str("count", "jobs").sub("query", query).i32("maxTimeMS", c_->max_time_ms());
+        doc running;
+        if (auto f = c_->command(client, cmd, running)) return to_error(*f, "lane load: running");
+        out.running = view(running.get()).i64("n");
+      }
+      return out;
     });
   }
 

@@ -1,7 +1,8 @@
 // The whole store on MongoDB (DESIGN §10): one connection (client pool), one set of store
 // threads, and the pieces over them — the job queue, the catalog (bound to the queue's terminal
 // hooks so a transition and what its hook writes commit together), auth, observe, leases,
-// maintenance, session slots — plus the change-stream watcher that wakes workers.
+// maintenance, session slots, the worker registry — plus the change-stream watcher that wakes
+// workers.
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/store/maintenance.hpp"
@@ -34,8 +35,9 @@ class mongo_store final : public store {
         observe_(make_observe_store(*c_, ex_)),
         leases_(make_lease_store(*c_, ex_)),
         maintenance_(make_maintenance_store(*c_, ex_)),
-        slots_(make_session_slot_store(*c_, ex_)) {
-    if (!catalog_ || !auth_ || !observe_ || !leases_ || !maintenance_ || !slots_)
+        slots_(make_session_slot_store(*c_, ex_)),
+        workers_(make_worker_store(*c_, ex_, *queue_)) {
+    if (!catalog_ || !auth_ || !observe_ || !leases_ || !maintenance_ || !slots_ || !workers_)
       throw std::logic_error("a part of the MongoDB store is not built");
   }
   ~mongo_store() override { close(); }
@@ -48,6 +50,7 @@ class mongo_store final : public store {
   maintenance_store& maintenance() override { return *maintenance_; }
   catalog_store& catalog() override { return *catalog_; }
   session_slot_store& session_slots() override { return *slots_; }
+  worker_store& workers() override { return *workers_; }
   task<void> ping() override { return queue_->ping(); }
 
   void watch_claimable(std::function<void(std::string_view lane)> on_claimable) override {
@@ -71,6 +74,7 @@ class mongo_store final : public store {
   std::unique_ptr<lease_store> leases_;
   std::unique_ptr<maintenance_store> maintenance_;
   std::unique_ptr<session_slot_store> slots_;
+  std::unique_ptr<worker_store> workers_;
   std::unique_ptr<claimable_watcher> watcher_;
 };
 

@@ -87,10 +87,16 @@ class reader_pool {
 
 namespace detail {
 
-template <class R, class Handler>
-void deliver(Handler&& h, std::exception_ptr ep, std::optional<R>&& r) {
+// The work guard travels with the completion and ends on the caller's executor: released on the
+// store thread (when the op is destroyed there), it could touch an io_context that the resumed
+// caller had already finished and destroyed.
+template <class R, class Handler, class Work>
+void deliver(Handler&& h, Work&& work, std::exception_ptr ep, std::optional<R>&& r) {
   auto ex = asio::get_associated_executor(h);
-  asio::post(ex, [h = std::move(h), ep, r = std::move(r)]() mutable { std::move(h)(ep, std::move(r)); });
+  asio::post(ex, [h = std::move(h), w = std::move(work), ep, r = std::move(r)]() mutable {
+    std::move(h)(ep, std::move(r));
+    w.reset();
+  });
 }
 
 // R is result<T>: an error converts into it.
@@ -126,7 +132,7 @@ class write_op final : public write_task {
   void complete(const std::optional<error>& txn_failure) override {
     if (txn_failure && !ep_) r_.emplace(*txn_failure);
     if (!r_ && !ep_) r_.emplace(make_error(errc::shutting_down, "the store is closed"));
-    deliver<R>(std::move(h_), ep_, std::move(r_));
+    deliver<R>(std::move(h_), std::move(work_), ep_, std::move(r_));
   }
 
  private:
@@ -151,10 +157,10 @@ class read_op final : public read_task {
     } catch (...) {
       ep = std::current_exception();
     }
-    deliver<R>(std::move(h_), ep, std::move(r));
+    deliver<R>(std::move(h_), std::move(work_), ep, std::move(r));
   }
   void abandon() override {
-    deliver<R>(std::move(h_), nullptr, std::optional<R>(make_error(errc::shutting_down, "the store is closed")));
+    deliver<R>(std::move(h_), std::move(work_), nullptr, std::optional<R>(make_error(errc::shutting_down, "the store is closed")));
   }
 
  private:

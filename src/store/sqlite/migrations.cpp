@@ -10,7 +10,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 11> migrations{{
+constexpr std::array<const char*, 12> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -329,6 +329,25 @@ CREATE TABLE acme_dns_records (
 );
 CREATE INDEX acme_dns_records_left ON acme_dns_records (presented_at, id) WHERE removed_at IS NULL;
 CREATE INDEX acme_dns_records_attempt ON acme_dns_records (job_id, fence);
+)sql",
+    // 12: the worker registry (issue 34): one row per worker process, its heartbeat, and the
+    // verdict once it is declared dead (its jobs then released at once, not at lease expiry).
+    R"sql(
+CREATE TABLE workers (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  host_key TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  proc_start TEXT NOT NULL,
+  version TEXT NOT NULL,
+  lanes TEXT NOT NULL,
+  started_at INTEGER NOT NULL,
+  running INTEGER NOT NULL DEFAULT 0,
+  last_seen INTEGER NOT NULL,
+  dead_at INTEGER,
+  dead_reason TEXT,
+  released_jobs INTEGER NOT NULL DEFAULT 0
+);
 )sql",
 }};
 #undef BLOCK_OF

@@ -3,6 +3,7 @@
 #include "job_row.hpp"
 
 #include "certfleet/core/object_id.hpp"
+#include "certfleet/store/job_policy.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -347,9 +348,9 @@ class reads : public Base {
 
   result<std::vector<distribution_record>> auto_execute_distributions(int limit) override {
     std::vector<distribution_record> out;
-    auto s = d_.prepare("SELECT " DIST_COLS " FROM distributions WHERE auto_execute = 1 AND status <> 'running' "
+    auto s = d_.prepare("SELECT " DIST_COLS " FROM distributions WHERE auto_execute = 1 AND status <> ?2 "
                         "ORDER BY updated_at LIMIT ?1");
-    s->bind(1, limit);
+    s->bind(1, limit).bind(2, to_string(run_status::running));
     while (s->step()) out.push_back(read_distribution(*s));
     return out;
   }
@@ -376,13 +377,7 @@ class reads : public Base {
   result<std::vector<target_result>> run_outcomes(std::string_view distribution_id, std::int64_t run_no) override {
     auto all = run_results(distribution_id, run_no);
     if (!all) return all;
-    std::vector<target_result> out;
-    for (auto& r : *all) {
-      // Ordered by (target, retry_attempt, fence): the last row of a target is its outcome.
-      if (!out.empty() && out.back().target_id == r.target_id) out.back() = std::move(r);
-      else out.push_back(std::move(r));
-    }
-    return out;
+    return target_outcomes(std::move(*all));
   }
 
   result<std::vector<finalized_child>> finalized_children(std::string_view distribution_id,
@@ -397,8 +392,8 @@ class reads : public Base {
 
   result<std::int64_t> last_files_run(std::string_view distribution_id, std::string_view target_id) override {
     auto s = d_.prepare("SELECT coalesce(max(files_from_run), 0) FROM target_results WHERE distribution_id = ?1 "
-                        "AND target_id = ?2 AND status = 'succeeded'");
-    s->bind(1, distribution_id).bind(2, target_id);
+                        "AND target_id = ?2 AND status = ?3");
+    s->bind(1, distribution_id).bind(2, target_id).bind(3, to_string(target_status::succeeded));
     return s->step() ? s->int64(0) : 0;
   }
 
@@ -546,11 +541,11 @@ class tx_impl final : public reads<catalog_tx> {
     auto s = d_.prepare(
         "INSERT INTO distributions (id, project_id, name, certificate_id, target_ids, canary, failure_tolerance, "
         "fail_fast, status, run_no, run_target_ids, job_ids, created_at, updated_at, auto_execute) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'idle', 0, '[]', '[]', ?9, ?9, ?10) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?11, 0, '[]', '[]', ?9, ?9, ?10) "
         "ON CONFLICT (project_id, name) DO NOTHING");
     s->bind(1, d.id).bind(2, d.project_id).bind(3, d.name).bind(4, d.certificate_id).bind(5, ids_to_json(d.target_ids));
     s->bind(6, d.canary ? 1 : 0).bind_real(7, d.failure_tolerance).bind(8, d.fail_fast ? 1 : 0).bind(9, d.created_at);
-    s->bind(10, d.auto_execute ? 1 : 0);
+    s->bind(10, d.auto_execute ? 1 : 0).bind(11, to_string(run_status::idle));
     s->run();
     if (d_.changes() == 0)
       return make_error(errc::conflict, fmt::format("a distribution named \"{}\" already exists in this project", d.name),
@@ -563,7 +558,7 @@ class tx_impl final : public reads<catalog_tx> {
     };
     add(d.certificate_id);
     for (const auto& t : d.target_ids) add(t);
-    d.status = "idle";
+    d.status = to_string(run_status::idle);
     d.updated_at = d.created_at;
     return d;
   }

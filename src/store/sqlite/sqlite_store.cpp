@@ -1,6 +1,8 @@
 // The embedded store: SQLite in WAL mode, one writer thread (group commit), reader threads.
 #include "certfleet/core/object_id.hpp"
+#include "certfleet/store/job_policy.hpp"
 #include "certfleet/store/store.hpp"
+#include "certfleet/store/workers.hpp"
 #include "executor.hpp"
 #include "job_row.hpp"
 #include "migrations.hpp"
@@ -156,7 +158,7 @@ class tx_impl final : public job_tx {
   std::unique_ptr<catalog_tx> catalog_;
 };
 
-class sqlite_store final : public store, public job_store, public project_store {
+class sqlite_store final : public store, public job_store, public project_store, public worker_store {
  public:
   explicit sqlite_store(const sqlite_options& o)
       : writer_(o.path, o.busy_timeout_ms, o.synchronous_full, [](db& d) { migrate(d); }),
@@ -177,6 +179,7 @@ class sqlite_store final : public store, public job_store, public project_store 
   maintenance_store& maintenance() override { return maintenance_->maintenance(); }
   catalog_store& catalog() override { return *catalog_; }
   session_slot_store& session_slots() override { return *slots_; }
+  worker_store& workers() override { return *this; }
   void close() override {
     writer_.close();
     readers_.close();
@@ -413,29 +416,121 @@ class sqlite_store final : public store, public job_store, public project_store 
         s->bind(1, now).bind(2, limit);
         while (s->step()) expired.push_back(read_job(*s));
       }
+      return reap_jobs(d, expired, now);
+    });
+  }
+
+  // worker_store
+  task<void> beat(worker_presence w, time_ms now) override {
+    return run_write<result<void>>(writer_, [w = std::move(w), now](db& d) -> result<void> {
+      auto s = d.prepare(
+          "INSERT INTO workers (id, host, host_key, pid, proc_start, version, lanes, started_at, running, last_seen) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
+          "ON CONFLICT (id) DO UPDATE SET running = excluded.running, last_seen = excluded.last_seen "
+          "WHERE workers.dead_at IS NULL");
+      s->bind(1, w.id).bind(2, w.host).bind(3, w.host_key).bind(4, w.pid).bind(5, w.proc_start).bind(6, w.version);
+      s->bind(7, w.lanes).bind(8, w.started_at).bind(9, w.running).bind(10, now);
+      s->run();
+      if (d.changes() == 0)
+        return make_error(errc::lease_lost,
+                          fmt::format("worker {} was declared dead and its jobs were given to others", w.id), "worker");
+      return {};
+    });
+  }
+
+  task<std::vector<worker_presence>> list_workers(time_ms now) override {
+    return run_read<result<std::vector<worker_presence>>>(readers_, [now](db& d) {
+      std::vector<worker_presence> out;
+      auto s = d.prepare(
+          "SELECT id, host, host_key, pid, proc_start, version, lanes, started_at, running, last_seen, "
+          "coalesce(dead_at, 0), coalesce(dead_reason, ''), released_jobs FROM workers "
+          "ORDER BY dead_at IS NOT NULL, last_seen DESC, id");
+      while (s->step()) {
+        worker_presence w;
+        w.id = s->text(0);
+        w.host = s->text(1);
+        w.host_key = s->text(2);
+        w.pid = s->int64(3);
+        w.proc_start = s->text(4);
+        w.version = s->text(5);
+        w.lanes = s->text(6);
+        w.started_at = s->int64(7);
+        w.running = s->int64(8);
+        w.last_seen = s->int64(9);
+        w.age_ms = std::max<time_ms>(now - w.last_seen, 0);
+        w.dead_at = s->int64(10);
+        w.dead_reason = s->text(11);
+        w.released_jobs = s->int64(12);
+        out.push_back(std::move(w));
+      }
+      return result<std::vector<worker_presence>>(std::move(out));
+    });
+  }
+
+  task<std::int64_t> declare_dead(std::string worker_id, std::string reason, time_ms min_age_ms, time_ms now) override {
+    return run_write<result<std::int64_t>>(
+        writer_, [this, worker_id = std::move(worker_id), reason = std::move(reason), min_age_ms, now](db& d)
+                     -> result<std::int64_t> {
+          {
+            auto s = d.prepare("UPDATE workers SET dead_at = ?2, dead_reason = ?3 "
+                               "WHERE id = ?1 AND dead_at IS NULL AND last_seen <= ?2 - ?4");
+            s->bind(1, worker_id).bind(2, now).bind(3, reason).bind(4, min_age_ms);
+            s->run();
+            if (d.changes() == 0)
+              return make_error(errc::conflict,
+                                fmt::format("worker {} is not registered, already declared dead, or beat again", worker_id),
+                                "worker");
+          }
+          // Its jobs' leases end now and take the transitions of an expired lease: none stays
+          // active under it, so a late heartbeat, log line or finish of that worker (filtered on
+          // locked_by, status and fence) is refused; the next claim raises the fence.
+          std::vector<job_record> held;
+          {
+            auto s = d.prepare("UPDATE jobs SET locked_until = ?2, ready_at = ?2 "
+                               "WHERE status = 'active' AND locked_by = ?1 RETURNING " JOB_COLS);
+            s->bind(1, worker_id).bind(2, now);
+            while (s->step()) held.push_back(read_job(*s));
+          }
+          const auto n = reap_jobs(d, held, now);
+          auto u = d.prepare("UPDATE workers SET released_jobs = ?2 WHERE id = ?1");
+          u->bind(1, worker_id).bind(2, n);
+          u->run();
+          return static_cast<std::int64_t>(n);
+        });
+  }
+
+  task<std::int64_t> prune_workers(time_ms before) override {
+    return run_write<result<std::int64_t>>(writer_, [before](db& d) -> result<std::int64_t> {
+      auto s = d.prepare("DELETE FROM workers WHERE dead_at IS NOT NULL AND dead_at < ?1");
+      s->bind(1, before);
+      s->run();
+      return static_cast<std::int64_t>(d.changes());
+    });
+  }
+
+  // An expired lease's transitions (reap_transition_of), for jobs read inside this write
+  // transaction, so each one's cancel request is the stored one: an ending job runs the terminal
+  // hook.
+  int reap_jobs(db& d, const std::vector<job_record>& expired, time_ms now) {
       int n = 0;
       for (const auto& j : expired) {
-        if (j.attempts < j.max_attempts && !j.cancel_requested) {
-          // Attempts left: back to pending, so the job list shows a waiting job rather than a
-          // dead worker's "active" one. The lost attempt stays counted and the fence is kept
-          // (the next claim raises both); ready_at keeps the lease's end, the place in line a
-          // claim of the expired lease would have given it. locked_by is cleared: the lost
-          // worker's heartbeat and finish are refused.
+        const auto t = reap_transition_of(j, now);
+        if (t.returns_to_pending()) {
+          // Back to pending, so the job list shows a waiting job rather than a dead worker's
+          // "active" one (the next claim raises attempts and fence). locked_by is cleared: the
+          // lost worker's heartbeat and finish are refused.
           auto p = d.prepare(
-              "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
-              "error = 'lease expired: worker lost; returned to pending' "
+              "UPDATE jobs SET status = ?3, locked_by = NULL, locked_until = NULL, error = ?4 "
               "WHERE id = ?1 AND fence = ?2 AND status = 'active'");
-          p->bind(1, j.id).bind(2, j.fence);
+          p->bind(1, j.id).bind(2, j.fence).bind(3, to_string(t.status)).bind(4, t.error);
           p->run();
           if (d.changes() > 0) ++n;
           continue;
         }
         auto s = d.prepare(
-            "UPDATE jobs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'dead' END, "
-            "error = CASE WHEN cancel_requested = 1 THEN 'cancelled on request (worker lost)' "
-            "ELSE 'lease expired: worker lost' END, completed_at = ?1, locked_until = NULL "
+            "UPDATE jobs SET status = ?4, error = ?5, completed_at = ?1, locked_until = NULL "
             "WHERE id = ?2 AND fence = ?3 AND status = 'active' RETURNING " JOB_COLS);
-        s->bind(1, now).bind(2, j.id).bind(3, j.fence);
+        s->bind(1, t.completed_at).bind(2, j.id).bind(3, j.fence).bind(4, to_string(t.status)).bind(5, t.error);
         if (!s->step()) continue;
         auto done = read_job(*s);
         s->run();
@@ -443,7 +538,6 @@ class sqlite_store final : public store, public job_store, public project_store 
         ++n;
       }
       return n;
-    });
   }
 
   task<job_record> get(std::string project_id, std::string id) override {
@@ -576,33 +670,20 @@ class sqlite_store final : public store, public job_store, public project_store 
         writer_, [p = std::move(project_id), id = std::move(id), now, per_minute](db& d) -> result<job_record> {
           auto j = find_job(d, p, id);
           if (!j) return job_not_found(id);
-          if (j->status != job_status::failed && j->status != job_status::dead)
-            return make_error(errc::conflict,
-                              fmt::format("job {} is {}; only failed or dead jobs can be retried", id, to_string(j->status)),
-                              "status");
-          if (is_distribution_child(*j))
-            return make_error(errc::conflict,
-                              fmt::format("job {} is a fan-out child of distribution {}: use the distribution's "
-                                          "retry-failed instead",
-                                          id, j->distribution_id),
-                              "id");
-          std::int64_t window = now / 60'000;
+          if (auto refused = retry_refusal(*j)) return std::move(*refused);
+          std::optional<rate_window> stored;
           {
             auto s = d.prepare("SELECT window, count FROM rate_windows WHERE project_id = ?1 AND name = 'job_retry'");
             s->bind(1, p);
-            if (s->step() && s->int64(0) == window && s->int64(1) >= per_minute) {
-              auto e = make_error(errc::rate_limited,
-                                  fmt::format("more than {} job retries this minute in this project", per_minute));
-              e.retry_after_s = std::max<std::int64_t>(1, ((window + 1) * 60'000 - now + 999) / 1000);
-              return e;
-            }
+            if (s->step()) stored = rate_window{s->int64(0), s->int64(1)};
           }
+          auto counted = count_retry(stored, now, per_minute);
+          if (!counted) return std::move(counted).error();
           {
             auto s = d.prepare(
-                "INSERT INTO rate_windows (project_id, name, window, count) VALUES (?1, 'job_retry', ?2, 1) "
-                "ON CONFLICT (project_id, name) DO UPDATE SET count = CASE WHEN window = ?2 THEN count + 1 ELSE 1 END, "
-                "window = ?2");
-            s->bind(1, p).bind(2, window).run();
+                "INSERT INTO rate_windows (project_id, name, window, count) VALUES (?1, 'job_retry', ?2, ?3) "
+                "ON CONFLICT (project_id, name) DO UPDATE SET window = ?2, count = ?3");
+            s->bind(1, p).bind(2, counted->window).bind(3, counted->count).run();
           }
           auto s = d.prepare(
               "UPDATE jobs SET status = 'pending', error = NULL, ready_at = ?1, attempts = 0, locked_by = NULL, "
@@ -660,6 +741,24 @@ class sqlite_store final : public store, public job_store, public project_store 
         page.next_cursor = page.lines.back().seq;
       }
       return page;
+    });
+  }
+
+  task<lane_load> load_of_lane(std::string lane, time_ms now) override {
+    return run_read<result<lane_load>>(readers_, [lane = std::move(lane), now](db& d) {
+      lane_load l;
+      read_snapshot snapshot(d);
+      {
+        auto s = d.prepare("SELECT count(*) FROM jobs WHERE lane = ?1 AND " CLAIMABLE " AND ready_at <= ?2");
+        s->bind(1, lane).bind(2, now);
+        if (s->step()) l.waiting = s->int64(0);
+      }
+      {
+        auto s = d.prepare("SELECT count(*) FROM jobs WHERE status = 'active' AND lane = ?1");
+        s->bind(1, lane);
+        if (s->step()) l.running = s->int64(0);
+      }
+      return result<lane_load>(l);
     });
   }
 
