@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # ACME issuance benchmark (issue 15): N certificates of one name each from one pebble whose
-# DNS-01 validation asks one knot, which both clients update with TSIG (RFC 2136):
+# DNS-01 validation asks one knot, which both clients update with TSIG (RFC 2136) (or one
+# PowerDNS, which both update through its HTTP API: --dns pdns):
 #   certfleet: one `certfleet serve --mode all` per run (fresh data dir, account and provider
 #              created before the clock starts), N `POST …/certificates/issue` at once, then
 #              polled until every issue_certificate job has ended;
-#   lego:      N `lego … --dns rfc2136 run` one after the other (Debian lego 4.9), sharing one
+#   lego:      N `lego … --dns rfc2136|pdns run` one after the other (Debian lego 4.9), sharing one
 #              account registered by a warm-up issuance before the first run.
 #
 #   bench/acme_bench.sh [--bin build/certfleet] [--runs 3] [--counts "1 50"]
 #                       [--tools "certfleet lego"] [--set KEY=VALUE]... [--cf-trust bundle|env]
-#                       [--va-sleep]
+#                       [--va-sleep] [--dns knot|pdns]
 #
 # --set is passed to `certfleet serve` (process settings such as worker_main_concurrency).
 # --cf-trust: how certfleet trusts pebble's HTTPS certificate. `bundle` (default): the account's
@@ -18,8 +19,15 @@
 # is in the system store) takes.
 # --va-sleep: pebble without PEBBLE_VA_NOSLEEP, so its validation authority waits a random time
 # (pebble's own simulation of a real CA's multi-vantage validation) before each check.
+# --dns pdns: PowerDNS Authoritative 4.7 (sqlite3 backend, the zone created through its API, no
+# caches) instead of knot. certfleet writes through a `powerdns` provider and, as it talks no DNS
+# to such a provider, finds the zone's NS through acme_dns_resolver = pdns itself; lego runs
+# `--dns pdns` with the same --dns.resolvers (pdns) and --dns.disable-cp as for rfc2136, and
+# PDNS_POLLING_INTERVAL=2/PDNS_PROPAGATION_TIMEOUT=60 pin its rfc2136 defaults (lego sleeps one
+# polling interval before its propagation check, in both modes).
 # Needs pebble, knot (knotd), lego, dig, jq, curl, openssl, GNU time (Debian packages;
-# lego is installed with apt-get when missing). Everything listens on 127.0.0.1 only and is
+# lego is installed with apt-get when missing, and with --dns pdns pdns-server,
+# pdns-backend-sqlite3 and sqlite3 instead of knot). Everything listens on 127.0.0.1 only and is
 # stopped by its PID on exit (ACME_BENCH_KEEP=1 keeps the temporary directory: logs, job store).
 # Prints one line per (tool, N, run), then the medians.
 set -euo pipefail
@@ -31,6 +39,7 @@ tools="certfleet lego"
 sets=()
 cf_trust=bundle
 va_env=(PEBBLE_VA_NOSLEEP=1)
+dns=knot
 while (($#)); do
   case $1 in
     --bin) bin=$2; shift 2 ;;
@@ -40,14 +49,35 @@ while (($#)); do
     --set) sets+=(--set "$2"); shift 2 ;;
     --cf-trust) cf_trust=$2; shift 2 ;;
     --va-sleep) va_env=(); shift ;;
+    --dns) dns=$2; shift 2 ;;
     *) echo "acme_bench: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+[[ $dns == knot || $dns == pdns ]] || { echo "acme_bench: --dns is knot or pdns, not $dns" >&2; exit 2; }
 [[ -x $bin ]] || { echo "acme_bench: no certfleet binary at $bin (give --bin PATH)" >&2; exit 1; }
 bin=$(realpath "$bin")
-for c in pebble knotd dig jq curl openssl; do
+dns_tools=(knotd)
+[[ $dns == knot ]] || dns_tools=()
+for c in pebble "${dns_tools[@]}" dig jq curl openssl; do
   command -v "$c" >/dev/null || [[ -x /usr/sbin/$c ]] || { echo "acme_bench: install $c" >&2; exit 1; }
 done
+if [[ $dns == pdns ]]; then
+  # The backend's schema: the package's own copy, else the doc directory's link to it (gzipped on
+  # some images; gone where /usr/share/doc is dropped).
+  pdns_schema=
+  find_schema() {
+    local f
+    for f in /usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql \
+      /usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql{,.gz}; do
+      [[ -f $f ]] && { pdns_schema=$f; return 0; }
+    done
+    return 1
+  }
+  if [[ ! -x /usr/sbin/pdns_server ]] || ! command -v sqlite3 >/dev/null || ! find_schema; then
+    apt-get install -y pdns-server pdns-backend-sqlite3 sqlite3 >/dev/null
+    find_schema || { echo "acme_bench: pdns-backend-sqlite3 has no schema.sqlite3.sql" >&2; exit 1; }
+  fi
+fi
 if [[ " $tools " == *" lego "* ]]; then
   command -v lego >/dev/null || apt-get install -y lego >/dev/null
   [[ -x /usr/bin/time ]] || apt-get install -y time >/dev/null
@@ -156,7 +186,77 @@ EOF
   exit 1
 }
 
-# ---- pebble: its own TLS identity, DNS-01 against knot ---------------------------------------
+# ---- pdns (--dns pdns): authoritative for bench.test, records written through its HTTP API -----
+# pdns_api METHOD PATH [JSON]: prints the HTTP status; the answer's body is in $work/pdns/api.out.
+pdns_api() {
+  local body=()
+  (($# > 2)) && body=(--data-binary "$3")
+  curl -sS --max-time 10 -o "$work/pdns/api.out" -w '%{http_code}' -X "$1" -H "X-API-Key: $pdns_key" \
+    -H 'Content-Type: application/json' "${body[@]}" "http://127.0.0.1:$pdns_web_port$2"
+}
+# Our key is accepted: a server that took the port first would answer 401 to it.
+pdns_ready() { [[ $(pdns_api GET /api/v1/servers/localhost 2>/dev/null) == 200 ]]; }
+pdns_answers() {
+  dig @127.0.0.1 -p "$pdns_port" +norec +time=1 +tries=1 +short "ns1.$zone" A 2>/dev/null | grep -qx 127.0.0.1
+}
+
+start_pdns() {
+  local d=$work/pdns started=
+  mkdir -p "$d"
+  pdns_key=$(openssl rand -hex 16)
+  for _ in 1 2 3 4 5; do
+    pdns_port=$(free_port)
+    pdns_web_port=$(free_port)
+    [[ $pdns_web_port == "$pdns_port" ]] && continue
+    rm -f "$d/pdns.sqlite3"
+    if [[ $pdns_schema == *.gz ]]; then zcat "$pdns_schema"; else cat "$pdns_schema"; fi | sqlite3 "$d/pdns.sqlite3"
+    # security-poll-suffix=: no query for pdns's security status through the system resolver.
+    # No caches: the API purges what it changes, but none at all means no run races one.
+    # synchronous=0: the benchmark's database need not survive a power cut, and an fsync per
+    # API write would time the disk rather than the clients.
+    cat >"$d/pdns.conf" <<EOF
+launch=gsqlite3
+gsqlite3-database=$d/pdns.sqlite3
+gsqlite3-pragma-synchronous=0
+local-address=127.0.0.1
+local-port=$pdns_port
+api=yes
+api-key=$pdns_key
+webserver=yes
+webserver-address=127.0.0.1
+webserver-port=$pdns_web_port
+webserver-allow-from=127.0.0.0/8
+socket-dir=$d
+guardian=no
+daemon=no
+disable-syslog=yes
+setuid=
+setgid=
+security-poll-suffix=
+cache-ttl=0
+negquery-cache-ttl=0
+query-cache-ttl=0
+default-soa-content=ns1.@ hostmaster.@ 0 10800 3600 604800 3600
+EOF
+    /usr/sbin/pdns_server --config-dir="$d" >"$d/pdns.log" 2>&1 &
+    pdns_pid=$!
+    keep_when_ready "$pdns_pid" pdns_ready && { started=1; break; }
+  done
+  [[ -n $started ]] || { echo "acme_bench: pdns_server did not start:" >&2; cat "$d/pdns.log" >&2; exit 1; }
+  local st
+  st=$(pdns_api POST /api/v1/servers/localhost/zones "$(jq -nc --arg z "$zone." \
+    '{name: $z, kind: "Native", nameservers: ["ns1." + $z]}')")
+  [[ $st == 201 ]] || { echo "acme_bench: pdns: creating zone $zone: HTTP $st $(cat "$d/api.out")" >&2; exit 1; }
+  st=$(pdns_api PATCH "/api/v1/servers/localhost/zones/$zone." "$(jq -nc --arg n "ns1.$zone." \
+    '{rrsets: [{name: $n, type: "A", ttl: 300, changetype: "REPLACE", records: [{content: "127.0.0.1", disabled: false}]}]}')")
+  [[ $st == 204 ]] || { echo "acme_bench: pdns: adding ns1.$zone: HTTP $st $(cat "$d/api.out")" >&2; exit 1; }
+  for _ in $(seq 100); do pdns_answers && return; sleep 0.1; done
+  echo "acme_bench: pdns does not answer ns1.$zone over DNS at 127.0.0.1:$pdns_port:" >&2
+  cat "$d/pdns.log" >&2
+  exit 1
+}
+
+# ---- pebble: its own TLS identity, DNS-01 against knot or pdns --------------------------------
 start_pebble() {
   local d=$work/pebble
   mkdir -p "$d"
@@ -178,7 +278,7 @@ start_pebble() {
   "certificate": "$d/tls.crt", "privateKey": "$d/tls.key", "httpPort": 5002, "tlsPort": 5001,
   "ocspResponderURL": "", "externalAccountBindingRequired": false}}
 EOF
-    env "${va_env[@]}" pebble -config "$d/pebble.json" -dnsserver "127.0.0.1:$knot_port" >"$d/pebble.log" 2>&1 &
+    env "${va_env[@]}" pebble -config "$d/pebble.json" -dnsserver "127.0.0.1:$dns_port" >"$d/pebble.log" 2>&1 &
     directory=https://127.0.0.1:$pebble_port/dir
     pebble_pid=$!
     keep_when_ready "$pebble_pid" curl -sf -o /dev/null --cacert "$pebble_ca" "$directory" && return
@@ -207,19 +307,32 @@ certfleet_run() {
   token=$(tr -d '\r\n' <"$d/var/owner-token")
   api=http://127.0.0.1:$port/api/v1
   call() { curl -sS -H "Authorization: Bearer $token" -H 'Content-Type: application/json' "$@"; }
-  # The zone's NS (ns1.bench.test → 127.0.0.1) answers at knot's port, not 53.
-  # pebble and knot listen on 127.0.0.1, which acme_allow_list reaches only when listed.
-  call -X PUT "$api/settings" -d "{\"acme_dns_nameserver_port\": $knot_port, \"acme_allow_list\": \"127.0.0.1\"}" -o /dev/null -w '%{http_code}' | grep -q 200 ||
+  # The zone's NS (ns1.bench.test → 127.0.0.1) answers at knot's (pdns's) port, not 53.
+  # pebble and knot (pdns, its API too) listen on 127.0.0.1, which acme_allow_list reaches only
+  # when listed. certfleet talks no DNS to a powerdns provider: it finds the zone and its NS
+  # through acme_dns_resolver, here pdns itself (authoritative for the zone, no recursion needed).
+  # Every kind asks acme_dns_resolver for a CNAME at _acme-challenge.<name> (delegation) before
+  # presenting: it is the bench's own DNS server in both modes, never the host's resolver.
+  local settings
+  settings=$(jq -nc --argjson p "$dns_port" '{acme_dns_nameserver_port: $p, acme_allow_list: "127.0.0.1",
+    acme_dns_resolver: "127.0.0.1:\($p)"}')
+  call -X PUT "$api/settings" -d "$settings" -o /dev/null -w '%{http_code}' | grep -q 200 ||
     { echo "acme_bench: PUT settings failed" >&2; exit 1; }
-  local account provider
+  local account provider provider_body
   account=$(call -X POST "$api/projects/default/acme-accounts" -d "$(jq -n --arg u "$directory" --rawfile ca "$pebble_ca" --arg t "$cf_trust" \
     '{name: "pebble", directory_url: $u, contact_email: "bench@example.org", terms_agreed: true}
      + if $t == "bundle" then {ca_bundle_pem: $ca} else {} end')" | jq -r .id)
-  provider=$(call -X POST "$api/projects/default/dns-providers" -d "$(jq -n --arg s "127.0.0.1:$knot_port" --arg z "$zone" \
-    --arg k "$key_name" --arg sec "$secret" \
-    '{name: "knot", kind: "rfc2136", rfc2136: {server: $s, zone: $z, tsig_key_name: $k, tsig_algorithm: "hmac-sha256", tsig_secret: $sec}}')" | jq -r .id)
+  if [[ $dns == pdns ]]; then
+    provider_body=$(jq -n --arg u "http://127.0.0.1:$pdns_web_port" --arg k "$pdns_key" --arg z "$zone" \
+      '{name: "pdns", kind: "powerdns", powerdns: {api_url: $u, api_key: $k, allow_plain_http: true, zone: $z}}')
+  else
+    provider_body=$(jq -n --arg s "127.0.0.1:$knot_port" --arg z "$zone" --arg k "$key_name" --arg sec "$secret" \
+      '{name: "knot", kind: "rfc2136", rfc2136: {server: $s, zone: $z, tsig_key_name: $k, tsig_algorithm: "hmac-sha256", tsig_secret: $sec}}')
+  fi
+  call -X POST "$api/projects/default/dns-providers" -d "$provider_body" -o "$d/provider.json" || true
+  provider=$(jq -r .id "$d/provider.json" 2>/dev/null || true)
   [[ $account =~ ^[0-9a-f]{24}$ && $provider =~ ^[0-9a-f]{24}$ ]] ||
-    { echo "acme_bench: account ($account) or provider ($provider) not created" >&2; exit 1; }
+    { echo "acme_bench: account ($account) or provider ($(cat "$d/provider.json")) not created" >&2; exit 1; }
   local i
   for i in $(seq "$n"); do
     jq -nc --arg name "$prefix-$i" --arg dom "$prefix-$i.$zone" --arg a "$account" --arg p "$provider" \
@@ -267,10 +380,19 @@ certfleet_run() {
 
 # ---- lego: N runs one after the other ---------------------------------------------------------
 lego_one() {  # lego_one DOMAIN TIMEFILE
-  env RFC2136_NAMESERVER="127.0.0.1:$knot_port" RFC2136_TSIG_KEY="$key_name" RFC2136_TSIG_SECRET="$secret" \
-    RFC2136_TSIG_ALGORITHM=hmac-sha256. LEGO_CA_CERTIFICATES="$pebble_ca" /usr/bin/time -f "%e %U %S %M" -o "$2" \
+  local provider provider_env
+  if [[ $dns == pdns ]]; then
+    # The polling interval (slept once before the propagation check) and the timeout are lego's
+    # rfc2136 defaults, which the knot runs use (pdns's own timeout default is 120 s).
+    provider=pdns provider_env=(PDNS_API_URL="http://127.0.0.1:$pdns_web_port" PDNS_API_KEY="$pdns_key"
+      PDNS_POLLING_INTERVAL=2 PDNS_PROPAGATION_TIMEOUT=60)
+  else
+    provider=rfc2136 provider_env=(RFC2136_NAMESERVER="127.0.0.1:$dns_port" RFC2136_TSIG_KEY="$key_name"
+      RFC2136_TSIG_SECRET="$secret" RFC2136_TSIG_ALGORITHM=hmac-sha256.)
+  fi
+  env "${provider_env[@]}" LEGO_CA_CERTIFICATES="$pebble_ca" /usr/bin/time -f "%e %U %S %M" -o "$2" \
     lego --path "$work/lego" --server "$directory" --email bench@example.org --accept-tos \
-    --dns rfc2136 --dns.resolvers "127.0.0.1:$knot_port" --dns.disable-cp --domains "$1" run \
+    --dns "$provider" --dns.resolvers "127.0.0.1:$dns_port" --dns.disable-cp --domains "$1" run \
     >>"$work/lego.log" 2>&1 || { echo "acme_bench: lego failed for $1:" >&2; tail -20 "$work/lego.log" >&2; exit 1; }
 }
 lego_run() {
@@ -288,9 +410,17 @@ lego_run() {
   res=$(awk -v w=$((t1 - t0)) -v c="$cpu" -v r="$rss" 'BEGIN {printf "%.2f %.2f %.1f", w / 1000, c, r / 1024}')
 }
 
-start_knot
+if [[ $dns == pdns ]]; then
+  start_pdns
+  dns_port=$pdns_port dns_pid=$pdns_pid
+  dns_where="pdns 127.0.0.1:$pdns_port (API http://127.0.0.1:$pdns_web_port)"
+else
+  start_knot
+  dns_port=$knot_port dns_pid=$knot_pid
+  dns_where="knot 127.0.0.1:$knot_port"
+fi
 start_pebble
-echo "acme_bench: knot 127.0.0.1:$knot_port (zone $zone), pebble $directory; certfleet $bin ${sets[*]} (trust: $cf_trust)"
+echo "acme_bench: $dns_where (zone $zone), pebble $directory; certfleet $bin ${sets[*]} (trust: $cf_trust)"
 echo "acme_bench: load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
 # lego's account is registered once, by a warm-up issuance outside the measurements (certfleet
 # registers its account before the clock starts, too).
@@ -303,14 +433,14 @@ for run in $(seq "$runs"); do
   for n in $counts; do
     for tool in $tools; do
       prefix=${tool:0:1}r${run}n$n
-      # pebble's and knot's CPU over the whole run (setup included): the servers' share, not the client's.
-      srv0=$(($(cpu_ticks "$pebble_pid") + $(cpu_ticks "$knot_pid")))
+      # pebble's and knot's (pdns's) CPU over the whole run (setup included): the servers' share, not the client's.
+      srv0=$(($(cpu_ticks "$pebble_pid") + $(cpu_ticks "$dns_pid")))
       if [[ $tool == certfleet ]]; then certfleet_run "$n" "$prefix"; else lego_run "$n" "$prefix"; fi
-      srv=$(awk -v d=$(($(cpu_ticks "$pebble_pid") + $(cpu_ticks "$knot_pid") - srv0)) -v t="$clk_tck" 'BEGIN {printf "%.2f", d / t}')
+      srv=$(awk -v d=$(($(cpu_ticks "$pebble_pid") + $(cpu_ticks "$dns_pid") - srv0)) -v t="$clk_tck" 'BEGIN {printf "%.2f", d / t}')
       read -r wall cpu rss <<<"$res"
       results[$tool,$n]+="$res;"
-      printf 'acme_bench: %-9s N=%-3s run %s: wall %6.2f s, %6.3f s/cert, client CPU %6.2f s, peak RSS %6.1f MiB; pebble+knot CPU %5.2f s (load %s)\n' \
-        "$tool" "$n" "$run" "$wall" "$(awk -v w="$wall" -v n="$n" 'BEGIN {print w / n}')" "$cpu" "$rss" "$srv" "$(cut -d' ' -f1 /proc/loadavg)"
+      printf 'acme_bench: %-9s N=%-3s run %s: wall %6.2f s, %6.3f s/cert, client CPU %6.2f s, peak RSS %6.1f MiB; pebble+%s CPU %5.2f s (load %s)\n' \
+        "$tool" "$n" "$run" "$wall" "$(awk -v w="$wall" -v n="$n" 'BEGIN {print w / n}')" "$cpu" "$rss" "$dns" "$srv" "$(cut -d' ' -f1 /proc/loadavg)"
     done
   done
 done

@@ -45,8 +45,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       o.doc = dns_provider_doc_json(p->spec);
       auto back = parse_dns_provider_doc(o);
       if (!back || back->kind != p->spec.kind || back->server != p->spec.server || back->zone != p->spec.zone ||
-          back->tsig_key_name != p->spec.tsig_key_name || back->check_server != p->spec.check_server)
+          back->tsig_key_name != p->spec.tsig_key_name || back->check_server != p->spec.check_server ||
+          back->program != p->spec.program || back->env_names != p->spec.env_names ||
+          back->endpoint != p->spec.endpoint || back->username != p->spec.username || back->api_url != p->spec.api_url ||
+          (back->through_api() && (back->timeout_s != p->spec.timeout_s ||
+                                   back->check_propagation != p->spec.check_propagation)))
         std::abort();
+      // A secret never reaches the stored document.
+      for (const auto& [k, v] : p->secrets)
+        if (v.size() >= 8 && o.doc.find(v) != std::string::npos) std::abort();
       break;
     }
     case 2: {

@@ -25,6 +25,8 @@ test_pkgs=(
   # DNS-01 tests: an authoritative server taking TSIG-signed RFC 2136 updates (knotd), and dig
   # and nsupdate as the independent client.
   knot bind9-dnsutils
+  # PowerDNS Authoritative with its HTTP API (tests/testbed/pdns.*), for the pdns DNS-01 provider
+  pdns-server pdns-backend-sqlite3
   pebble  # ACME tests: pebble and pebble-challtestsrv (tests/testbed/pebble.*)
   systemd binutils
 )

@@ -11,7 +11,7 @@ import * as session from './session.js';
 
 /**
  * @typedef {{fqdn: string, value: string, status: string}} ManualChallenge
- * @typedef {{fqdn: string, provider: string, at: string, removed_at?: string | null}} PresentedRecord
+ * @typedef {{fqdn: string, provider: string, provider_kind?: string, at: string, removed_at?: string | null}} PresentedRecord
  * @typedef {{kind: string, step: string, steps: string[], failed_step?: string | null, skipped_steps: string[],
  *            manual_challenges: ManualChallenge[], presented_records: PresentedRecord[]}} AcmeWorkflow
  * @typedef {(text: string, what: string) => HTMLButtonElement} CopyButton a "Copy" button named "Copy <what>"
@@ -143,7 +143,7 @@ export function acmePanels({ project, jobId, copyButton }) {
       h('thead', null, h('tr', null, ['FQDN', 'Provider', 'Presented', 'Removed'].map((t) => h('th', { scope: 'col', text: t })))),
       h('tbody', null, list.map((r) => h('tr', { 'data-fqdn': String(r.fqdn ?? '') },
         h('td', null, h('code', { class: 'break', text: String(r.fqdn ?? '') })),
-        h('td', { text: String(r.provider ?? '') }),
+        h('td', { text: r.provider_kind ? `${r.provider ?? ''} (${r.provider_kind})` : String(r.provider ?? '') }),
         h('td', { class: 'nowrap' }, fmt.timeEl(r.at) || '—'),
         h('td', { class: 'nowrap' }, fmt.timeEl(r.removed_at) || '—'))))));
   }

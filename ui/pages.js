@@ -10,6 +10,7 @@ import { renderCertificateDetail } from './certificate_detail.js';
 import { renderSettings } from './settings.js';
 import { renderNotifications } from './notifications.js';
 import { renderDomains } from './domains.js';
+import { renderDnsProviders } from './dns_providers.js';
 import { renderDiscoverySources, renderDiscoveredCertificates } from './discovery.js';
 import { renderLogin } from './login.js';
 
@@ -30,6 +31,7 @@ export const pages = [
   { name: 'certificates', path: '/certificates', title: 'Certificates', render: renderCertificates, section: 'certificates', nav: 'Certificates' },
   { name: 'certificate', path: '/certificates/:id', title: 'Certificate', render: renderCertificateDetail, section: 'certificates' },
   { name: 'domains', path: '/domains', title: 'Domains', render: renderDomains, section: 'domains', nav: 'Domains' },
+  { name: 'dns-providers', path: '/dns-providers', title: 'DNS Providers', render: renderDnsProviders, section: 'dns-providers', nav: 'DNS Providers' },
   { name: 'discovery', path: '/discovery', title: 'Discovery', render: renderDiscoverySources, section: 'discovery', nav: 'Discovery' },
   { name: 'discovery-certificates', path: '/discovery/certificates', title: 'Discovered certificates', render: renderDiscoveredCertificates, section: 'discovery' },
   { name: 'notifications', path: '/notifications', title: 'Notifications', render: renderNotifications, section: 'notifications', nav: 'Notifications' },

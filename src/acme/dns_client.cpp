@@ -621,4 +621,43 @@ awaitable<result<txt_answer>> txt_lookup(std::string server_text, std::string fq
   co_return out;
 }
 
+awaitable<result<std::string>> follow_cname(std::string server_text, std::string fqdn_text, client_options o) {
+  auto server = parse_server(server_text);
+  if (!server) co_return std::move(server).error();
+  auto name = domain_name::parse(fqdn_text, "fqdn");
+  if (!name) co_return std::move(name).error();
+  auto p = co_await resolve_peer(*server, o, steady::now() + o.timeout);
+  if (!p) co_return std::move(p).error();
+  domain_name current = *name;
+  std::size_t hops = 0;
+  while (true) {
+    auto m = co_await query(*p, current, rr_type::cname, o, o.timeout);
+    if (!m) co_return std::move(m).error();
+    const auto rc = static_cast<rcode>(m->header.rcode);
+    if (rc == rcode::nxdomain) break;
+    if (rc != rcode::noerror) co_return query_refusal(*p, "CNAME query for " + current.text(), current.text(), m->header.rcode);
+    // A resolver answers the whole chain at once, an authoritative server one hop: follow what
+    // the answer holds, then ask again for the last name.
+    bool moved = false;
+    for (bool again = true; again;) {
+      again = false;
+      for (const auto& rr : m->answers)
+        if (rr.type == rr_type::cname && rr.owner == current)
+          if (const auto* c = std::get_if<name_data>(&rr.data)) {
+            if (++hops > max_cname_hops || c->name == *name)
+              co_return dns_error(dns_errc::malformed_answer, "the CNAME chain at " + name->text() + " is longer than " +
+                                                                  std::to_string(max_cname_hops) + " names or loops (asked " +
+                                                                  p->where + ")");
+            current = c->name;
+            moved = again = true;
+            break;
+          }
+    }
+    if (!moved) break;
+  }
+  std::string out = current.text();
+  for (auto& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  co_return out;
+}
+
 }  // namespace certfleet::acme::dns

@@ -2,6 +2,7 @@
 // public coroutines only hop onto the caller's pool and back; the steps themselves are plain
 // functions returning a failure value.
 #include "certfleet/delivery/file.hpp"
+#include "certfleet/delivery/local_command.hpp"
 #include "certfleet/delivery/pem.hpp"
 #include "certfleet/delivery/redact.hpp"
 #include "certfleet/delivery/ssh_target.hpp"  // valid_run_id, check_remote_path, parse_mode
@@ -9,9 +10,7 @@
 
 #include <fcntl.h>
 #include <openssl/crypto.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,7 +44,7 @@ namespace {
 constexpr std::size_t max_read = 4 * 1024 * 1024;  // larger files are "different", never loaded
 constexpr std::size_t max_output = 4096;            // post command output kept for the job log
 constexpr std::size_t max_output_in_error = 512;    // of that, what a result's error message carries
-constexpr const char* command_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+constexpr const char* command_path = local_command_path;
 
 using detail::failure;
 using detail::recorder;
@@ -199,30 +198,11 @@ std::vector<std::string> target_paths(const file_target& t) {
   return v;
 }
 
-// The post command: its words (split_post_command) executed directly, in its own process group,
-// stdin /dev/null, stdout and stderr captured, a minimal environment (certfleet's own may hold
-// secrets), killed with its group at the timeout.
-struct command_result {
-  int exit_status = -1;  // -1: killed by a signal
-  bool timed_out = false;
-  int spawn_errno = 0;
+// The post command: its words (split_post_command) run by run_local_command with a minimal
+// environment (certfleet's own may hold secrets).
+struct command_result : local_command_result {
   std::string program;  // as resolved
-  std::string output;
 };
-
-// A bare program name is looked up in the fixed PATH, never in certfleet's own environment.
-std::string find_program(const std::string& word) {
-  if (word.find('/') != std::string::npos) return word;
-  std::string_view dirs = command_path;
-  while (!dirs.empty()) {
-    auto colon = dirs.find(':');
-    std::string candidate = std::string(dirs.substr(0, colon)) + "/" + word;
-    struct stat st{};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
-    dirs = colon == std::string_view::npos ? std::string_view{} : dirs.substr(colon + 1);
-  }
-  return {};
-}
 
 command_result run_command(const std::string& command, const file_target& t, const std::string& run_id) {
   command_result r;
@@ -231,104 +211,20 @@ command_result run_command(const std::string& command, const file_target& t, con
     r.spawn_errno = EINVAL;
     return r;
   }
-  r.program = find_program(words->front());
+  r.program = find_local_program(words->front());
   if (r.program.empty()) {
     r.program = words->front();
     r.spawn_errno = ENOENT;
     return r;
   }
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    r.spawn_errno = errno;
-    return r;
-  }
-  fd_guard rd{fds[0]}, wr{fds[1]};
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, wr.fd, 1);
-  posix_spawn_file_actions_adddup2(&fa, wr.fd, 2);
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-  posix_spawn_file_actions_addclosefrom_np(&fa, 3);  // sockets, the database: not the command's business
-#endif
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);  // a server ignores SIGPIPE; the command should not inherit that
-  sigaddset(&defaults, SIGTERM);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGHUP);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-
-  std::vector<std::string> env{std::string("PATH=") + command_path, "LC_ALL=C",
-                               "CERTFLEET_CERT_PATH=" + t.cert_path, "CERTFLEET_KEY_PATH=" + t.key_path,
-                               "CERTFLEET_CHAIN_PATH=" + t.chain_path, "CERTFLEET_RUN_ID=" + run_id};
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<char*> argv;
-  for (auto& w : *words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  // posix_spawn, not posix_spawnp: the program was resolved above against the fixed PATH.
-  int rc = ::posix_spawn(&pid, r.program.c_str(), &fa, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  ::close(wr.fd);
-  wr.fd = -1;
-  if (rc != 0) {
-    r.spawn_errno = rc;
-    return r;
-  }
-  (void)::fcntl(rd.fd, F_SETFL, O_NONBLOCK);
-  const auto deadline = steady::now() + t.post_command_timeout;
-  bool eof = false;
-  auto drain = [&] {
-    char buf[4096];
-    for (;;) {
-      ssize_t n = ::read(rd.fd, buf, sizeof buf);
-      if (n > 0) {
-        r.output.append(buf, static_cast<std::size_t>(n));
-        if (r.output.size() > 2 * max_output) r.output.erase(0, r.output.size() - max_output);
-        continue;
-      }
-      if (n == 0) eof = true;
-      break;  // EAGAIN, EOF or an error: nothing more now
-    }
-  };
-  for (;;) {
-    int status = 0;
-    pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) {
-      drain();
-      r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      break;
-    }
-    auto now = steady::now();
-    if (now >= deadline) {
-      ::kill(-pid, SIGKILL);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-      drain();
-      r.timed_out = true;
-      r.exit_status = -1;
-      break;
-    }
-    // A command whose children keep the pipe open must not keep us after it exits: poll in
-    // short slices and check the exit each time.
-    if (eof) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    } else {
-      pollfd p{rd.fd, POLLIN, 0};
-      (void)::poll(&p, 1, 50);
-      drain();
-    }
-  }
-  if (r.output.size() > max_output) r.output.erase(0, r.output.size() - max_output);
+  local_command c;
+  c.program = r.program;
+  c.argv = std::move(*words);
+  c.env = {std::string("PATH=") + command_path, "LC_ALL=C", "CERTFLEET_CERT_PATH=" + t.cert_path,
+           "CERTFLEET_KEY_PATH=" + t.key_path, "CERTFLEET_CHAIN_PATH=" + t.chain_path, "CERTFLEET_RUN_ID=" + run_id};
+  c.timeout = t.post_command_timeout;
+  c.max_output = max_output;
+  static_cast<local_command_result&>(r) = run_local_command(c);
   return r;
 }
 

@@ -227,18 +227,225 @@ result<acme_account_secret> open_acme_account_secret(const kek& key, const store
 
 // ---- DNS providers ------------------------------------------------------------------------
 
+namespace {
+
+// A provider body has exactly its kind's section.
+result<void> only_section(const certfleet::json::object_reader& r, std::string_view kind) {
+  for (auto k : dns_provider_kinds)
+    if (k != kind && r.has(k)) return bad(std::string(k), fmt::format("{} is only for kind \"{}\"", k, k));
+  return {};
+}
+
+// timeout_s (min..max) and check_propagation, shared by the kinds that present through a
+// program or an HTTP API.
+result<void> read_call_limits(const certfleet::json::object_reader& o, std::string_view section, std::int64_t min_s,
+                              std::int64_t max_s, std::int64_t default_s, dns_provider_spec& spec) {
+  auto timeout = o.optional_int("timeout_s");
+  if (!timeout) return nested(std::move(timeout).error(), section);
+  spec.timeout_s = timeout->value_or(default_s);
+  if (spec.timeout_s < min_s || spec.timeout_s > max_s)
+    return bad(fmt::format("{}.timeout_s", section), fmt::format("{}.timeout_s must be {} to {} seconds", section, min_s, max_s));
+  auto check = o.optional_bool("check_propagation");
+  if (!check) return nested(std::move(check).error(), section);
+  spec.check_propagation = check->value_or(true);
+  return {};
+}
+
+// An API's base URL: http(s)://host[:port][/path], https unless allow_plain_http; no query.
+result<std::string> read_base_url(const certfleet::json::object_reader& o, std::string_view section, std::string_view key,
+                                  bool allow_plain_http) {
+  const std::string field = fmt::format("{}.{}", section, key);
+  auto url = o.required_string(key);
+  if (!url) return nested(std::move(url).error(), section);
+  std::string u = *url;
+  while (u.size() > 1 && u.back() == '/') u.pop_back();
+  const bool https = u.rfind("https://", 0) == 0, http = u.rfind("http://", 0) == 0;
+  if ((!https && !http) || u.size() > 2048 || !printable(u) || u.find('?') != std::string::npos ||
+      u.find('#') != std::string::npos || u.find('@') != std::string::npos)
+    return bad(field, fmt::format("{} must be an https:// URL without a query, user or fragment (e.g. "
+                                  "https://dns-api.example.com/acme)",
+                                  field));
+  if (http && !allow_plain_http)
+    return bad(field, fmt::format("{} must be https:// (the requests carry a secret); set {}.allow_plain_http for an "
+                                  "API on a trusted host",
+                                  field, section));
+  return u;
+}
+
+result<void> read_tls_options(const certfleet::json::object_reader& o, std::string_view section, dns_provider_spec& spec) {
+  auto plain = o.optional_bool("allow_plain_http");
+  if (!plain) return nested(std::move(plain).error(), section);
+  spec.allow_plain_http = plain->value_or(false);
+  auto ca = o.optional_string("ca_bundle_pem");
+  if (!ca) return nested(std::move(ca).error(), section);
+  if (*ca && !(*ca)->empty()) {
+    if ((*ca)->find("-----BEGIN CERTIFICATE-----") == std::string::npos || (*ca)->size() > 256 * 1024)
+      return bad(fmt::format("{}.ca_bundle_pem", section),
+                 fmt::format("{}.ca_bundle_pem must be PEM certificates (the API's private CA), at most 256 KiB", section));
+    spec.ca_bundle_pem = std::move(**ca);
+  }
+  return {};
+}
+
+result<certfleet::json::object_reader> section_of(const certfleet::json::object_reader& r, std::string_view kind,
+                                                  std::string_view fields) {
+  auto raw = r.optional_raw(kind, true);
+  if (!raw) return std::move(raw).error();
+  if (!*raw) return bad(std::string(kind), fmt::format("{} is required: {{{}}}", kind, fields));
+  auto o = certfleet::json::object_reader::parse(**raw, kind);
+  if (!o) return nested(std::move(o).error(), kind);
+  return o;
+}
+
+// {program, timeout_s?, env?, check_propagation?} of kind "exec".
+result<new_dns_provider> parse_exec_provider(const certfleet::json::object_reader& r, new_dns_provider p) {
+  auto o = section_of(r, "exec", "program, timeout_s?, env?, check_propagation?");
+  if (!o) return std::move(o).error();
+  if (auto ok = o->only({"program", "timeout_s", "env", "check_propagation"}); !ok) return nested(std::move(ok).error(), "exec");
+  auto program = o->required_string("program");
+  if (!program) return nested(std::move(program).error(), "exec");
+  // An absolute path without "." / ".." segments or odd bytes: the program certfleet runs is the
+  // one the system admin named, nothing resolved from a PATH.
+  const std::string& prog = *program;
+  bool clean = prog.size() > 1 && prog.size() <= 1024 && prog.front() == '/' && printable(prog) &&
+               prog.find("/./") == std::string::npos && prog.find("/../") == std::string::npos && prog.back() != '/' &&
+               !prog.ends_with("/.") && !prog.ends_with("/..") && prog.find("//") == std::string::npos;
+  if (!clean)
+    return bad("exec.program", "exec.program must be an absolute path to the program, like /usr/local/bin/dns-hook "
+                               "(no spaces, no . or .. segments; it is run directly, never through a shell)");
+  p.spec.program = prog;
+  if (auto ok = read_call_limits(*o, "exec", exec_timeout_min_s, exec_timeout_max_s, exec_timeout_default_s, p.spec); !ok)
+    return std::move(ok).error();
+  auto env = o->optional_raw("env", true);
+  if (!env) return nested(std::move(env).error(), "exec");
+  if (*env) {
+    auto v = json::parse(**env);
+    for (const auto& [k, val] : v.as_object()) {
+      std::string name(k), field = fmt::format("exec.env.{}", std::string_view(k));
+      bool ok_name = !name.empty() && name.size() <= 64 && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                     std::all_of(name.begin(), name.end(), [](char c) {
+                       return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+                     });
+      if (!ok_name) return bad("exec.env", "exec.env names must be letters, digits and _, not starting with a digit");
+      // The program's PATH and locale are certfleet's fixed ones; a loader variable would run
+      // other code inside it.
+      if (name == "PATH" || name == "LC_ALL" || name.starts_with("LD_") || name.starts_with("CERTFLEET_"))
+        return bad(field, fmt::format("{} is set by certfleet or would change which code runs; choose another name", field));
+      if (!val.is_string()) return bad(field, fmt::format("{} must be a string", field));
+      const auto& str_value = val.as_string();
+      if (str_value.size() > exec_env_value_max || str_value.find('\0') != json::string::npos)
+        return bad(field, fmt::format("{} must be at most {} bytes, without NUL", field, exec_env_value_max));
+      if (p.secrets.size() == exec_env_max)
+        return bad("exec.env", fmt::format("exec.env has more than {} variables", exec_env_max));
+      p.secrets.emplace_back(name, std::string(str_value));
+      p.spec.env_names.push_back(name);
+    }
+  }
+  return p;
+}
+
+// {endpoint, username?, password?, allow_plain_http?, ca_bundle_pem?, timeout_s?,
+// check_propagation?} of kind "httpreq".
+result<new_dns_provider> parse_httpreq_provider(const certfleet::json::object_reader& r, new_dns_provider p) {
+  auto o = section_of(r, "httpreq", "endpoint, username?, password?, allow_plain_http?, ca_bundle_pem?, timeout_s?");
+  if (!o) return std::move(o).error();
+  if (auto ok = o->only({"endpoint", "username", "password", "allow_plain_http", "ca_bundle_pem", "timeout_s",
+                         "check_propagation"});
+      !ok)
+    return nested(std::move(ok).error(), "httpreq");
+  if (auto ok = read_tls_options(*o, "httpreq", p.spec); !ok) return std::move(ok).error();
+  auto url = read_base_url(*o, "httpreq", "endpoint", p.spec.allow_plain_http);
+  if (!url) return std::move(url).error();
+  p.spec.endpoint = std::move(*url);
+  auto user = o->optional_string("username");
+  if (!user) return nested(std::move(user).error(), "httpreq");
+  auto password = o->optional_string("password");
+  if (!password) return nested(std::move(password).error(), "httpreq");
+  if (*user && !(*user)->empty()) {
+    if ((*user)->find(':') != std::string::npos || (*user)->size() > 256 || !printable(**user))
+      return bad("httpreq.username", "httpreq.username must be at most 256 printable characters without ':'");
+    p.spec.username = std::move(**user);
+  }
+  if (*password && !(*password)->empty()) {
+    if (p.spec.username.empty()) return bad("httpreq.password", "httpreq.password needs httpreq.username (HTTP basic auth)");
+    if ((*password)->size() > 1024) return bad("httpreq.password", "httpreq.password must be at most 1024 bytes");
+    p.secrets.emplace_back("password", std::move(**password));
+  } else if (!p.spec.username.empty()) {
+    return bad("httpreq.password", "httpreq.password is required with httpreq.username (HTTP basic auth)");
+  }
+  if (auto ok = read_call_limits(*o, "httpreq", http_provider_timeout_min_s, http_provider_timeout_max_s,
+                                 http_provider_timeout_default_s, p.spec);
+      !ok)
+    return std::move(ok).error();
+  return p;
+}
+
+// {api_url, api_key, server_id?, zone?, allow_plain_http?, ca_bundle_pem?, timeout_s?,
+// check_propagation?} of kind "powerdns".
+result<new_dns_provider> parse_powerdns_provider(const certfleet::json::object_reader& r, new_dns_provider p) {
+  auto o = section_of(r, "powerdns", "api_url, api_key, server_id?, zone?, allow_plain_http?, ca_bundle_pem?, timeout_s?");
+  if (!o) return std::move(o).error();
+  if (auto ok = o->only({"api_url", "api_key", "server_id", "zone", "allow_plain_http", "ca_bundle_pem", "timeout_s",
+                         "check_propagation"});
+      !ok)
+    return nested(std::move(ok).error(), "powerdns");
+  if (auto ok = read_tls_options(*o, "powerdns", p.spec); !ok) return std::move(ok).error();
+  auto url = read_base_url(*o, "powerdns", "api_url", p.spec.allow_plain_http);
+  if (!url) return std::move(url).error();
+  // The base is the server's own URL ("http://127.0.0.1:8081"): certfleet adds /api/v1/….
+  if (url->ends_with("/api/v1")) url->resize(url->size() - 7);
+  p.spec.api_url = std::move(*url);
+  auto key = o->required_string("api_key");
+  if (!key) return nested(std::move(key).error(), "powerdns");
+  if (key->empty() || key->size() > 1024 || !printable(*key))
+    return bad("powerdns.api_key", "powerdns.api_key must be the server's api-key (1-1024 printable characters)");
+  p.secrets.emplace_back("api_key", std::move(*key));
+  auto sid = o->optional_string("server_id");
+  if (!sid) return nested(std::move(sid).error(), "powerdns");
+  if (*sid && !(*sid)->empty()) {
+    const auto& v = **sid;
+    if (v.size() > 64 || !std::all_of(v.begin(), v.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+        }))
+      return bad("powerdns.server_id", "powerdns.server_id must be letters, digits, '-', '_' or '.' (PowerDNS's is localhost)");
+    p.spec.server_id = v;
+  }
+  auto zone = o->optional_string("zone");
+  if (!zone) return nested(std::move(zone).error(), "powerdns");
+  if (*zone && !(*zone)->empty()) {
+    std::string z = **zone;
+    if (z.size() > 1 && z.back() == '.') z.pop_back();
+    if (!valid_dns_name(z)) return bad("powerdns.zone", "powerdns.zone must be a DNS name (example.com)");
+    p.spec.zone = std::move(z);
+  }
+  if (auto ok = read_call_limits(*o, "powerdns", http_provider_timeout_min_s, http_provider_timeout_max_s,
+                                 http_provider_timeout_default_s, p.spec);
+      !ok)
+    return std::move(ok).error();
+  return p;
+}
+
+}  // namespace
+
 result<new_dns_provider> parse_dns_provider_request(std::string_view body) {
   auto r = certfleet::json::object_reader::parse(body, "body");
   if (!r) return std::move(r).error();
-  if (auto ok = r->only({"name", "kind", "rfc2136", "manual"}); !ok) return std::move(ok).error();
+  if (auto ok = r->only({"name", "kind", "rfc2136", "manual", "exec", "httpreq", "powerdns"}); !ok)
+    return std::move(ok).error();
   new_dns_provider p;
   auto name = name_field(*r);
   if (!name) return std::move(name).error();
   p.name = std::move(*name);
   auto kind = r->required_string("kind");
   if (!kind) return std::move(kind).error();
+  if (std::find(std::begin(dns_provider_kinds), std::end(dns_provider_kinds), *kind) == std::end(dns_provider_kinds))
+    return bad("kind", "kind must be one of rfc2136, manual, exec, httpreq, powerdns");
+  if (auto ok = only_section(*r, *kind); !ok) return std::move(ok).error();
+  p.spec.kind = *kind;
+  if (*kind == "exec") return parse_exec_provider(*r, std::move(p));
+  if (*kind == "httpreq") return parse_httpreq_provider(*r, std::move(p));
+  if (*kind == "powerdns") return parse_powerdns_provider(*r, std::move(p));
   if (*kind == "manual") {
-    if (r->has("rfc2136")) return bad("rfc2136", "rfc2136 is only for kind \"rfc2136\"");
     p.spec.kind = "manual";
     auto raw = r->optional_raw("manual", true);
     if (!raw) return std::move(raw).error();
@@ -254,8 +461,6 @@ result<new_dns_provider> parse_dns_provider_request(std::string_view body) {
     }
     return p;
   }
-  if (*kind != "rfc2136") return bad("kind", "kind must be \"rfc2136\" or \"manual\"");
-  if (r->has("manual")) return bad("manual", "manual is only for kind \"manual\"");
   auto raw = r->optional_raw("rfc2136", true);
   if (!raw) return std::move(raw).error();
   if (!*raw) return bad("rfc2136", "rfc2136 is required: {server, zone?, tsig_key_name, tsig_algorithm, tsig_secret}");
@@ -294,9 +499,45 @@ result<new_dns_provider> parse_dns_provider_request(std::string_view body) {
   return p;
 }
 
+std::string dns_provider_spec::where() const {
+  if (exec()) return "exec " + program;
+  if (httpreq()) return "httpreq " + endpoint;
+  if (powerdns()) return "powerdns " + api_url;
+  if (manual()) return check_server.empty() ? std::string("no check_server: the zone's servers") : check_server;
+  return server;
+}
+
 std::string dns_provider_doc_json(const dns_provider_spec& p) {
   if (p.manual())
     return json::serialize(json::object{{"kind", p.kind}, {"manual", json::object{{"check_server", p.check_server}}}});
+  if (p.exec()) {
+    json::array names;
+    for (const auto& n : p.env_names) names.emplace_back(n);
+    json::object o{{"kind", p.kind},
+                   {"exec", json::object{{"program", p.program},
+                                         {"timeout_s", p.timeout_s},
+                                         {"env_names", std::move(names)},
+                                         {"check_propagation", p.check_propagation}}}};
+    if (!p.created_by_system_admin.empty()) o["created_by_system_admin"] = p.created_by_system_admin;
+    return json::serialize(o);
+  }
+  if (p.httpreq())
+    return json::serialize(json::object{{"kind", p.kind},
+                                        {"httpreq", json::object{{"endpoint", p.endpoint},
+                                                                 {"username", p.username},
+                                                                 {"allow_plain_http", p.allow_plain_http},
+                                                                 {"ca_bundle_pem", p.ca_bundle_pem},
+                                                                 {"timeout_s", p.timeout_s},
+                                                                 {"check_propagation", p.check_propagation}}}});
+  if (p.powerdns())
+    return json::serialize(json::object{{"kind", p.kind},
+                                        {"powerdns", json::object{{"api_url", p.api_url},
+                                                                  {"server_id", p.server_id},
+                                                                  {"zone", p.zone},
+                                                                  {"allow_plain_http", p.allow_plain_http},
+                                                                  {"ca_bundle_pem", p.ca_bundle_pem},
+                                                                  {"timeout_s", p.timeout_s},
+                                                                  {"check_propagation", p.check_propagation}}}});
   return json::serialize(json::object{{"kind", p.kind},
                                       {"rfc2136", json::object{{"server", p.server},
                                                                {"zone", p.zone},
@@ -304,12 +545,47 @@ std::string dns_provider_doc_json(const dns_provider_spec& p) {
                                                                {"tsig_algorithm", p.tsig_algorithm}}}});
 }
 
+namespace {
+// The members every API-backed kind stores the same way.
+void read_call_doc(const json::object& o, dns_provider_spec& p) {
+  if (auto* t = o.if_contains("timeout_s"); t && t->is_int64()) p.timeout_s = t->as_int64();
+  if (auto* c = o.if_contains("check_propagation"); c && c->is_bool()) p.check_propagation = c->as_bool();
+  if (auto* a = o.if_contains("allow_plain_http"); a && a->is_bool()) p.allow_plain_http = a->as_bool();
+  p.ca_bundle_pem = str(o, "ca_bundle_pem");
+}
+}  // namespace
+
 result<dns_provider_spec> parse_dns_provider_doc(const store::catalog_object& o) {
   auto d = parse_doc(o);
   dns_provider_spec p;
   p.kind = str(d, "kind");
   if (p.kind == "manual") {
     if (auto* m = d.if_contains("manual"); m && m->is_object()) p.check_server = str(m->as_object(), "check_server");
+    return p;
+  }
+  if (p.through_api()) {
+    auto* e = d.if_contains(p.kind);
+    if (!e || !e->is_object())
+      return make_error(errc::store_failure, fmt::format("dns_provider {} is a {} provider without its {} section", o.id,
+                                                         p.kind, p.kind),
+                        "dns_provider_id");
+    const auto& eo = e->as_object();
+    read_call_doc(eo, p);
+    if (p.exec()) {
+      p.program = str(eo, "program");
+      if (auto* n = eo.if_contains("env_names"); n && n->is_array())
+        for (const auto& v : n->as_array())
+          if (v.is_string()) p.env_names.emplace_back(v.as_string());
+      p.created_by_system_admin = str(d, "created_by_system_admin");
+    } else if (p.httpreq()) {
+      p.endpoint = str(eo, "endpoint");
+      p.username = str(eo, "username");
+    } else {
+      p.api_url = str(eo, "api_url");
+      p.server_id = str(eo, "server_id");
+      if (p.server_id.empty()) p.server_id = "localhost";
+      p.zone = str(eo, "zone");
+    }
     return p;
   }
   auto* r = d.if_contains("rfc2136");
@@ -333,7 +609,13 @@ result<store::catalog_object> make_dns_provider_object(const new_dns_provider& p
   o.doc = dns_provider_doc_json(p.spec);
   o.created_at = now;
   if (p.spec.manual()) return o;  // nothing secret
-  auto sealed = seal(key, p.tsig_secret, aad_for(o));
+  std::string secret = p.tsig_secret;
+  if (p.spec.through_api()) {
+    json::object fields;
+    for (const auto& [k, v] : p.secrets) fields[k] = v;
+    secret = json::serialize(fields);
+  }
+  auto sealed = seal(key, secret, aad_for(o));
   if (!sealed) return std::move(sealed).error();
   o.sealed = std::move(*sealed);
   return o;
@@ -341,6 +623,17 @@ result<store::catalog_object> make_dns_provider_object(const new_dns_provider& p
 
 result<std::string> open_dns_provider_secret(const kek& key, const store::catalog_object& o) {
   return open_sealed(key, o.sealed, aad_for(o));
+}
+
+result<std::vector<std::pair<std::string, std::string>>> parse_provider_secrets(std::string_view sealed_json) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (sealed_json.empty()) return out;
+  boost::system::error_code ec;
+  auto v = json::parse(sealed_json, ec);
+  if (ec || !v.is_object()) return make_error(errc::store_failure, "the provider's sealed secret does not parse", "dns_provider_id");
+  for (const auto& [k, val] : v.as_object())
+    if (val.is_string()) out.emplace_back(std::string(k), std::string(val.as_string()));
+  return out;
 }
 
 // ---- ACME certificates --------------------------------------------------------------------

@@ -1,5 +1,5 @@
-// issue_certificate / renew_certificate: one RFC 8555 order with DNS-01 through an RFC 2136
-// provider, the certificate stored as its next version (which opens its auto_execute
+// issue_certificate / renew_certificate: one RFC 8555 order with DNS-01 through a DNS provider
+// (rfc2136, exec, or manual: dns_providers.hpp), the certificate stored as its next version (which opens its auto_execute
 // distributions' runs in the same transaction), and the TXT records removed whatever happened.
 // revoke_certificate: revokeCert at the CA, the certificate marked revoked.
 #include "certfleet/distribution/acme_jobs.hpp"
@@ -16,6 +16,7 @@
 #include "certfleet/delivery/pem.hpp"
 #include "certfleet/distribution/acme_workflow.hpp"
 #include "certfleet/distribution/certificates.hpp"
+#include "certfleet/distribution/dns_providers.hpp"
 #include "certfleet/distribution/events.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/distribution/runs.hpp"
@@ -151,7 +152,7 @@ class acme_job {
   // Everything from the directory to the stored version; records what it presented in presented_.
   // A manual provider's order stops at awaiting_validation instead (hand_to_operator).
   asio::awaitable<queue::outcome> order_and_store(const job_inputs& in, const acme::account_key& akey,
-                                                  const acme::dns::tsig_key* tsig);
+                                                  const dns_provider_handle* provider);
   // From a ready order to the stored version: finalize with a new key, download, store.
   asio::awaitable<queue::outcome> finish_order(const job_inputs& in, acme::client& client, const std::string& order_url);
   asio::awaitable<queue::outcome> hand_to_operator(const job_inputs& in, const std::string& order_url,
@@ -162,8 +163,17 @@ class acme_job {
                                                   const std::string& order_job_id);
   asio::awaitable<result<void>> save_manual_statuses(const job_inputs& in, const manual_order& m);
   asio::awaitable<result<std::vector<std::string>>> manual_check_targets(const job_inputs& in, const std::string& fqdn);
+  // The addresses of the authoritative servers of the zone holding `fqdn`, found through the
+  // system's resolver (acme_dns_resolver or /etc/resolv.conf); `who` prefixes the log lines.
+  asio::awaitable<result<std::vector<std::string>>> zone_servers(const std::string& fqdn, std::string_view who);
+  // The system's resolver: acme_dns_resolver, else the first nameserver of /etc/resolv.conf.
+  asio::awaitable<result<std::string>> system_resolver();
+  // Where the challenge record of `fqdn` goes: the end of a CNAME chain at it (DNS-01
+  // delegation), else `fqdn`. A lookup that fails is logged and the name kept.
+  asio::awaitable<std::string> delegated_name(const std::string& fqdn);
+  dns_call_options call_options();
   asio::awaitable<result<void>> wait_for_propagation(const job_inputs& in);
-  asio::awaitable<void> remove_records(const job_inputs& in, const acme::dns::tsig_key& tsig);
+  asio::awaitable<void> remove_records(const job_inputs& in, const dns_provider_handle& provider);
   asio::awaitable<result<void>> record_presented(const job_inputs& in, const presented_record& r);
   asio::awaitable<void> record_failure(const job_inputs& in, const queue::outcome& o);
   queue::outcome dns_failure(const job_inputs& in, const error& e);
@@ -230,40 +240,55 @@ asio::awaitable<result<job_inputs>> acme_job::load(std::string certificate_id) {
 }
 
 queue::outcome acme_job::dns_failure(const job_inputs& in, const error& e) {
-  const std::string server = !in.provider_spec.manual()              ? in.provider_spec.server
-                             : in.provider_spec.check_server.empty() ? std::string("no check_server: the zone's servers")
-                                                                     : in.provider_spec.check_server;
-  auto msg = fmt::format("DNS provider {} ({}): {}", in.provider.name, server, e.message);
+  auto msg = fmt::format("DNS provider {} ({}): {}", in.provider.name, in.provider_spec.where(), e.message);
   if (acme::dns::dns_permanent(e)) return queue::outcome::permanent_failure(std::move(msg));
   return queue::outcome::failure(std::move(msg));
 }
 
 asio::awaitable<result<void>> acme_job::wait_for_propagation(const job_inputs& in) {
-  // The provider's server first, then every NS address of the zone it knows.
-  std::string server = in.provider_spec.server, zone = zone_;
-  auto ns = co_await acme::dns::authoritative_servers(server, zone, dns_opts_);
-  if (!ns) co_return std::move(ns).error();
-  for (const auto& n : *ns)
-    if (!n.error.empty())
-      co_await ctx_.log("warn", fmt::format("DNS: NS {} of zone {} skipped in the propagation check: {}", n.name, zone, n.error));
-  auto targets = acme::dns::propagation_targets(server, *ns);
+  // Where each record is checked. rfc2136: the provider's server first, then every NS address of
+  // the zone it knows. exec, httpreq, powerdns: the authoritative servers of the record's own
+  // zone as the system's resolver names them (certfleet does not talk DNS to those providers).
+  std::vector<std::vector<std::string>> targets_of(presented_.size());
+  std::string zone = zone_;
+  if (in.provider_spec.through_api()) {
+    const auto who = fmt::format("DNS ({})", in.provider_spec.kind);
+    for (std::size_t i = 0; i < presented_.size(); ++i) {
+      auto servers = co_await zone_servers(presented_[i].fqdn, who);
+      if (!servers) co_return std::move(servers).error();
+      targets_of[i] = std::move(*servers);
+    }
+    zone = "(each record's own)";
+  } else {
+    std::string server = in.provider_spec.server;
+    auto ns = co_await acme::dns::authoritative_servers(server, zone, dns_opts_);
+    if (!ns) co_return std::move(ns).error();
+    for (const auto& n : *ns)
+      if (!n.error.empty())
+        co_await ctx_.log("warn", fmt::format("DNS: NS {} of zone {} skipped in the propagation check: {}", n.name, zone, n.error));
+    auto all = acme::dns::propagation_targets(server, *ns);
+    for (auto& t : targets_of) t = all;
+  }
+  std::set<std::string> servers;
+  for (const auto& t : targets_of) servers.insert(t.begin(), t.end());
   co_await ctx_.log("info", fmt::format("DNS: waiting for {} record(s) at {} server(s) ({}), at most {} s",
-                                        presented_.size(), targets.size(), fmt::join(targets, ", "),
+                                        presented_.size(), servers.size(), fmt::join(servers, ", "),
                                         propagation_timeout_.count()));
   auto started = std::chrono::steady_clock::now();
   auto deadline = started + propagation_timeout_;
-  std::set<std::pair<std::string, std::string>> seen;  // (server, fqdn + value)
+  std::set<std::pair<std::string, std::size_t>> seen;  // (server, record)
   std::string missing;
   while (true) {
     missing.clear();
-    for (const auto& t : targets)
-      for (const auto& r : presented_) {
-        if (seen.count({t, r.fqdn + " " + r.value})) continue;
+    for (std::size_t i = 0; i < presented_.size(); ++i)
+      for (const auto& t : targets_of[i]) {
+        const auto& r = presented_[i];
+        if (seen.count({t, i})) continue;
         std::string target = t, fqdn = r.fqdn;
         auto a = co_await acme::dns::txt_lookup(target, fqdn, dns_opts_);
         if (!a) co_return std::move(a).error();
         if (std::find(a->values.begin(), a->values.end(), r.value) != a->values.end())
-          seen.insert({t, r.fqdn + " " + r.value});
+          seen.insert({t, i});
         else if (missing.empty())
           missing = fmt::format("{} at {}", r.fqdn, t);
       }
@@ -296,14 +321,14 @@ asio::awaitable<result<void>> acme_job::record_presented(const job_inputs& in, c
   co_return co_await ctx_.store().catalog().transact(std::move(write));
 }
 
-asio::awaitable<void> acme_job::remove_records(const job_inputs& in, const acme::dns::tsig_key& tsig) {
+asio::awaitable<void> acme_job::remove_records(const job_inputs& in, const dns_provider_handle& provider) {
   std::size_t left = 0;
+  const auto call = call_options();
   for (const auto& r : presented_) {
     // zone_ is empty when the record's own update failed before answering: the provider's zone
     // (or the SOA walk) then.
-    std::string server = in.provider_spec.server, zone = zone_.empty() ? in.provider_spec.zone : zone_, fqdn = r.fqdn,
-                value = r.value;
-    auto removed = co_await acme::dns::remove_txt(server, zone, tsig, fqdn, value, dns_opts_);
+    std::string zone = zone_.empty() ? in.provider_spec.zone : zone_, fqdn = r.fqdn, value = r.value;
+    auto removed = co_await remove_dns_record(provider, zone, fqdn, value, call);
     // Tests make this removal fail (CERTFLEET_FAIL_AT) to follow the cleanup_dns job it leaves.
     if (removed && fault_point("acme_dns_remove"))
       removed = make_error(errc::timeout, "removal failed on purpose (CERTFLEET_FAIL_AT=acme_dns_remove)", "server");
@@ -360,7 +385,7 @@ asio::awaitable<std::optional<queue::outcome>> acme_job::open_account(acme::clie
 }
 
 asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, const acme::account_key& akey,
-                                                          const acme::dns::tsig_key* tsig) {
+                                                          const dns_provider_handle* provider) {
   const auto& acme_doc = *in.doc.acme;
   acme::client client(client_options_for(in.account_spec, opt_, ctx_, allow_), akey);
   acme::directory directory;
@@ -395,6 +420,9 @@ asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, 
           "the CA offers no dns-01 challenge for {}: certfleet answers only DNS-01", z->authorization.ident.value));
     presented_record rec{new_object_id(), acme::dns01_record_name(z->authorization.ident.value),
                          acme::dns01_txt_value(acme::key_authorization(ch->token, akey.thumbprint()))};
+    // A delegated challenge (a CNAME at _acme-challenge.<name>) is presented, checked and
+    // removed at the CNAME's target; the CA follows the CNAME when it validates.
+    if (!manual) rec.fqdn = co_await delegated_name(rec.fqdn);
     if (manual) {
       manual_challenge c;
       c.fqdn = rec.fqdn;
@@ -404,16 +432,24 @@ asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, 
       for_operator.push_back(std::move(c));
       continue;
     }
-    std::string server = in.provider_spec.server, zone = in.provider_spec.zone, fqdn = rec.fqdn, value = rec.value;
+    std::string zone = in.provider_spec.zone, fqdn = rec.fqdn, value = rec.value;
     // Recorded in the store and listed before the update: a TXT the server took but whose answer
     // was lost is removed too, by this job or, after a crash, by the DNS cleanup sweep.
     if (auto recorded = co_await record_presented(in, rec); !recorded)
       co_return queue::outcome::failure(fmt::format("recording the challenge record {}: {}", rec.fqdn, recorded.error().message));
     presented_.push_back(rec);
-    auto put = co_await acme::dns::present_txt(server, zone, *tsig, fqdn, value, challenge_ttl, dns_opts_);
+    // A local, not a temporary argument: GCC 12 destroys a temporary of a co_await's full
+    // expression twice (the std::function inside it then frees twice).
+    const auto call = call_options();
+    auto put = co_await present_dns_record(*provider, zone, fqdn, value, challenge_ttl, call);
     if (!put) co_return dns_failure(in, put.error());
-    zone_ = *put;
-    co_await ctx_.log("info", fmt::format("DNS: presented TXT {} in zone {} at {}", rec.fqdn, zone_, server));
+    std::string in_zone;  // a local, not a ?: temporary inside the co_await (GCC 12 destroys those twice)
+    if (!put->empty()) {
+      zone_ = *put;
+      in_zone = " in zone " + *put;
+    }
+    auto presented_line = fmt::format("DNS: presented TXT {}{} at {}", rec.fqdn, in_zone, in.provider_spec.where());
+    co_await ctx_.log("info", std::move(presented_line));
     crash_point("acme_dns_presented");
     to_answer.emplace_back(url, ch->url);
   }
@@ -421,7 +457,11 @@ asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, 
 
   if (!to_answer.empty()) {
     co_await step("dns_propagating");
-    if (auto p = co_await wait_for_propagation(in); !p) {
+    if (in.provider_spec.through_api() && !in.provider_spec.check_propagation) {
+      co_await ctx_.log("info", fmt::format("DNS: {}.check_propagation is off: the provider's answer is taken as the "
+                                            "records being served",
+                                            in.provider_spec.kind));
+    } else if (auto p = co_await wait_for_propagation(in); !p) {
       if (p.error().is(errc::timeout)) co_return queue::outcome::failure(p.error().message);
       co_return dns_failure(in, p.error());
     }
@@ -435,7 +475,7 @@ asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, 
       if (!z) co_return from_failure(z.failure());
     }
   }
-  if (!presented_.empty()) co_await remove_records(in, *tsig);
+  if (!presented_.empty()) co_await remove_records(in, *provider);
   co_return co_await finish_order(in, client, order->url);
 }
 
@@ -608,22 +648,54 @@ asio::awaitable<queue::outcome> acme_job::hand_to_operator(const job_inputs& in,
 asio::awaitable<result<std::vector<std::string>>> acme_job::manual_check_targets(const job_inputs& in,
                                                                                  const std::string& fqdn) {
   if (!in.provider_spec.check_server.empty()) co_return std::vector<std::string>{in.provider_spec.check_server};
-  std::string resolver = resolver_;
-  if (resolver.empty()) {
-    // A file read: on the cpu pool, not the event loop.
-    auto found = co_await on_cpu<std::optional<std::string>>(opt_.cpu, [] {
-      std::ifstream conf("/etc/resolv.conf");
-      std::stringstream text;
-      text << conf.rdbuf();
-      return acme::dns::resolv_conf_nameserver(text.str());
-    });
-    if (!found)
-      co_return make_error(errc::invalid_argument,
-                           "no resolver to find the zone's authoritative servers: /etc/resolv.conf names no nameserver; "
-                           "set the system setting acme_dns_resolver or the provider's manual.check_server",
-                           "acme_dns_resolver");
-    resolver = *found;
+  co_return co_await zone_servers(fqdn, "DNS (manual)");
+}
+
+asio::awaitable<result<std::string>> acme_job::system_resolver() {
+  if (!resolver_.empty()) co_return resolver_;
+  // A file read: on the cpu pool, not the event loop.
+  auto found = co_await on_cpu<std::optional<std::string>>(opt_.cpu, [] {
+    std::ifstream conf("/etc/resolv.conf");
+    std::stringstream text;
+    text << conf.rdbuf();
+    return acme::dns::resolv_conf_nameserver(text.str());
+  });
+  if (!found)
+    co_return make_error(errc::invalid_argument,
+                         "no resolver to find the zone's authoritative servers: /etc/resolv.conf names no nameserver; "
+                         "set the system setting acme_dns_resolver (a manual provider: or its manual.check_server)",
+                         "acme_dns_resolver");
+  co_return *found;
+}
+
+asio::awaitable<std::string> acme_job::delegated_name(const std::string& fqdn) {
+  auto resolver = co_await system_resolver();
+  if (!resolver) {
+    co_await ctx_.log("warn", fmt::format("DNS: a CNAME at {} was not looked for: {}", fqdn, resolver.error().message));
+    co_return fqdn;
   }
+  auto recursive = dns_opts_;
+  recursive.recursion_desired = true;
+  recursive.egress = nullptr;  // the system's resolver, as in zone_servers
+  auto target = co_await acme::dns::follow_cname(*resolver, fqdn, recursive);
+  if (!target) {
+    co_await ctx_.log("warn", fmt::format("DNS: a CNAME at {} was not looked for ({}): the record goes to the name itself",
+                                          fqdn, target.error().message));
+    co_return fqdn;
+  }
+  std::string name = fqdn;
+  if (!name.empty() && name.back() == '.') name.pop_back();
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (*target == name) co_return fqdn;
+  co_await ctx_.log("info", fmt::format("DNS: {} is a CNAME to {} (found through {}): the challenge record goes there",
+                                        fqdn, *target, *resolver));
+  co_return *target;
+}
+
+asio::awaitable<result<std::vector<std::string>>> acme_job::zone_servers(const std::string& fqdn, std::string_view who) {
+  auto found = co_await system_resolver();
+  if (!found) co_return std::move(found).error();
+  std::string resolver = *found;
   auto recursive = dns_opts_;
   recursive.recursion_desired = true;
   // The resolver is the system's (acme_dns_resolver, /etc/resolv.conf: often 127.0.0.53), not a
@@ -637,7 +709,7 @@ asio::awaitable<result<std::vector<std::string>>> acme_job::manual_check_targets
   if (!ns) co_return std::move(ns).error();
   std::vector<std::string> out;
   for (const auto& n : *ns) {
-    if (!n.error.empty()) co_await ctx_.log("warn", fmt::format("DNS (manual): NS {} of zone {} skipped: {}", n.name, zone_name, n.error));
+    if (!n.error.empty()) co_await ctx_.log("warn", fmt::format("{}: NS {} of zone {} skipped: {}", who, n.name, zone_name, n.error));
     for (const auto& a : n.addresses)
       if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
   }
@@ -647,9 +719,19 @@ asio::awaitable<result<std::vector<std::string>>> acme_job::manual_check_targets
                                      "provider's manual.check_server",
                                      zone_name, resolver),
                          "check_server");
-  co_await ctx_.log("info", fmt::format("DNS (manual): zone {} (found through {}): asking {}", zone_name, resolver,
+  co_await ctx_.log("info", fmt::format("{}: zone {} (found through {}): asking {}", who, zone_name, resolver,
                                         fmt::join(out, ", ")));
   co_return out;
+}
+
+dns_call_options acme_job::call_options() {
+  dns_call_options o;
+  o.dns = dns_opts_;
+  o.cpu = opt_.cpu;
+  o.log = [this](std::string level, std::string message) -> asio::awaitable<void> {
+    co_await ctx_.log(std::move(level), std::move(message));
+  };
+  return o;
 }
 
 asio::awaitable<result<void>> acme_job::save_manual_statuses(const job_inputs& in, const manual_order& m) {
@@ -830,20 +912,17 @@ asio::awaitable<queue::outcome> acme_job::run() {
                                                                        : "issuance",
                                         in->cert.name, *cert_id,
                                         fmt::join(in->doc.acme->domains, ", "), in->account.name,
-                                        in->account_spec.directory_url, in->provider.name, in->provider_spec.server));
+                                        in->account_spec.directory_url, in->provider.name, in->provider_spec.where()));
 
   auto secret = open_acme_account_secret(*opt_.key, in->account);
   if (!secret) co_return queue::outcome::permanent_failure(fmt::format("ACME account {}: {}", in->account.name, secret.error().message));
   auto akey = acme::account_key::from_pem(secret->account_key_pem);
   if (!akey) co_return queue::outcome::permanent_failure(fmt::format("ACME account {}: {}", in->account.name, akey.error().message));
-  std::optional<acme::dns::tsig_key> tsig;
+  std::optional<dns_provider_handle> provider;
   if (!in->provider_spec.manual()) {
-    auto tsig_secret = open_dns_provider_secret(*opt_.key, in->provider);
-    if (!tsig_secret)
-      co_return queue::outcome::permanent_failure(fmt::format("DNS provider {}: {}", in->provider.name, tsig_secret.error().message));
-    auto k = acme::dns::make_tsig_key(in->provider_spec.tsig_key_name, in->provider_spec.tsig_algorithm, *tsig_secret);
-    if (!k) co_return queue::outcome::permanent_failure(fmt::format("DNS provider {}: {}", in->provider.name, k.error().message));
-    tsig = std::move(*k);
+    auto h = open_dns_provider(*opt_.key, in->provider, in->provider_spec);
+    if (!h) co_return queue::outcome::permanent_failure(h.error().message);
+    provider = std::move(*h);
   }
 
   auto settings = co_await store::read_settings(ctx_.store());
@@ -863,11 +942,11 @@ asio::awaitable<queue::outcome> acme_job::run() {
     if (mode_ == mode::validate_manual)
       out = co_await validate_manual(*in, *akey, order_job_id);
     else
-      out = co_await order_and_store(*in, *akey, tsig ? &*tsig : nullptr);
+      out = co_await order_and_store(*in, *akey, provider ? &*provider : nullptr);
   } catch (const queue::job_interrupted&) {
     interrupted = std::current_exception();
   }
-  if (!presented_.empty() && tsig) co_await remove_records(*in, *tsig);
+  if (!presented_.empty() && provider) co_await remove_records(*in, *provider);
   if (interrupted) std::rethrow_exception(interrupted);
   if (out.k == queue::outcome::kind::failed || out.k == queue::outcome::kind::failed_permanently) {
     co_await ctx_.log("error", out.error);
@@ -1058,6 +1137,12 @@ asio::awaitable<queue::outcome> run_cleanup(queue::job_context& ctx, const acme_
   dns_opts.nameserver_port = static_cast<std::uint16_t>(settings.integer("acme_dns_nameserver_port"));
   const auto allow = acme_allow_list_of(settings);
   dns_opts.egress = &allow;
+  dns_call_options call;
+  call.dns = dns_opts;
+  call.cpu = opt.cpu;
+  call.log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
+    co_await ctx.log(std::move(level), std::move(message));
+  };
 
   std::vector<std::string> failures;
   bool retry_can_help = false;
@@ -1076,21 +1161,16 @@ asio::awaitable<queue::outcome> run_cleanup(queue::job_context& ctx, const acme_
       failures.push_back(fmt::format("TXT {} in zone {} (provider {}): {}", r.fqdn, zone_text, provider.name, spec.error().message));
       continue;
     }
-    auto secret = open_dns_provider_secret(*opt.key, provider);
-    if (!secret) {
-      failures.push_back(fmt::format("TXT {} in zone {} (provider {}): {}", r.fqdn, zone_text, provider.name, secret.error().message));
+    auto handle = open_dns_provider(*opt.key, provider, *spec);
+    if (!handle) {
+      failures.push_back(fmt::format("TXT {} in zone {} (provider {}): {}", r.fqdn, zone_text, provider.name, handle.error().message));
       continue;
     }
-    auto tsig = acme::dns::make_tsig_key(spec->tsig_key_name, spec->tsig_algorithm, *secret);
-    if (!tsig) {
-      failures.push_back(fmt::format("TXT {} in zone {} (provider {}): {}", r.fqdn, zone_text, provider.name, tsig.error().message));
-      continue;
-    }
-    std::string server = spec->server, zone = r.zone, fqdn = r.fqdn, value = r.value;
-    auto removed = co_await acme::dns::remove_txt(server, zone, *tsig, fqdn, value, dns_opts);
+    std::string zone = r.zone, fqdn = r.fqdn, value = r.value;
+    auto removed = co_await remove_dns_record(*handle, zone, fqdn, value, call);
     if (!removed) {
       retry_can_help = retry_can_help || !acme::dns::dns_permanent(removed.error());
-      failures.push_back(fmt::format("TXT {} in zone {} at {} (provider {}): {}", r.fqdn, zone_text, spec->server,
+      failures.push_back(fmt::format("TXT {} in zone {} at {} (provider {}): {}", r.fqdn, zone_text, spec->where(),
                                      provider.name, removed.error().message));
       continue;
     }
@@ -1100,7 +1180,8 @@ asio::awaitable<queue::outcome> run_cleanup(queue::job_context& ctx, const acme_
     if (auto m = co_await ctx.store().catalog().transact(std::move(mark)); !m)
       co_return queue::outcome::failure(fmt::format("TXT {} removed, but recording it failed: {}", r.fqdn, m.error().message));
     auto line = fmt::format("DNS: removed TXT {} in zone {} at {} (provider {}), presented by job {} at {}", r.fqdn,
-                            *removed, spec->server, provider.name, r.job_id, format_iso8601(r.presented_at));
+                            removed->empty() ? zone_text : *removed, spec->where(), provider.name, r.job_id,
+                            format_iso8601(r.presented_at));
     co_await ctx.log("info", std::move(line));
   }
   if (failures.empty()) {

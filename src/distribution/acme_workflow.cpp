@@ -81,16 +81,20 @@ result<json::object> acme_workflow_view(store::catalog_read& rd, const store::jo
   w["skipped_steps"] = json::array{json::value(manual_provider ? "dns_presenting" : "awaiting_validation")};
 
   json::array presented;
-  std::map<std::string, std::string> provider_names;
+  std::map<std::string, std::pair<std::string, std::string>> providers;  // id → (name, kind)
   for (std::int64_t fence = 1; fence <= std::min(j.fence, max_fences_listed); ++fence) {
     auto recs = rd.dns_records_of(j.id, fence);
     if (!recs) return std::move(recs).error();
     for (const auto& r : *recs) {
-      auto [it, fresh] = provider_names.try_emplace(r.provider_id, r.provider_id);
+      auto [it, fresh] = providers.try_emplace(r.provider_id, r.provider_id, "");
       if (fresh)
-        if (auto p = rd.get_object(r.project_id, store::kind_dns_provider, r.provider_id)) it->second = p->name;
+        if (auto p = rd.get_object(r.project_id, store::kind_dns_provider, r.provider_id)) {
+          it->second.first = p->name;
+          if (auto spec = parse_dns_provider_doc(*p)) it->second.second = spec->kind;
+        }
       presented.emplace_back(json::object{{"fqdn", r.fqdn},
-                                          {"provider", it->second},
+                                          {"provider", it->second.first},
+                                          {"provider_kind", it->second.second},
                                           {"at", certfleet::json::time_value(r.presented_at)},
                                           {"removed_at", certfleet::json::time_value(r.removed_at)}});
     }

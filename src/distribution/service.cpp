@@ -175,6 +175,14 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
     if (!key_) co_return no_key();
     auto p = parse_dns_provider_request(body);
     if (!p) co_return std::move(p).error();
+    if (p->spec.exec()) {
+      if (!who.system_admin)
+        co_return make_error(errc::forbidden,
+                             "exec DNS providers run a program on the worker host as certfleet's user: only a "
+                             "system-admin token may create one",
+                             "kind");
+      p->spec.created_by_system_admin = who.actor.empty() ? std::string("system") : who.actor;
+    }
     auto o = make_dns_provider_object(*p, *key_, id, project_id, now);
     if (!o) co_return std::move(o).error();
     *obj = std::move(*o);

@@ -67,7 +67,9 @@ constexpr std::array<row, 18> rows{{
     {{"dns_provider",
       "The DNS-01 step failed at the DNS provider's server; the error names the server, the zone and what it answered. "
       "Check the provider's server address, zone and TSIG key (name, hmac-sha256, secret) against the DNS server's "
-      "configuration, and that its authoritative servers are reachable from this worker (docs/acme-dns.md)."},
+      "configuration, and that its authoritative servers are reachable from this worker. An exec provider: the job log "
+      "shows its program's output tail; run the program by hand as certfleet's user with the same arguments "
+      "(docs/acme-dns.md)."},
      "", {"tsig", "(notauth)", "(notzone)", "_acme-challenge", "dns provider", ""}},
     {{"acme_ca",
       "The certificate authority refused the request; its problem type and detail are in the error. rateLimited: wait "

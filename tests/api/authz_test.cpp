@@ -434,6 +434,43 @@ TEST_F(api_authz, file_targets_are_for_system_admins_only) {
   }
 }
 
+// Issue 33: an exec DNS provider runs a program on the worker host, like a file target: a project
+// admin or owner is refused (403 naming kind) and nothing is stored; the system admin's is stored
+// with its grant, and its view names the variables, never their values. The grant cannot be
+// forged in a body.
+TEST_F(api_authz, exec_dns_providers_are_for_system_admins_only) {
+  start();
+  auto c = client();
+  const std::string providers = "/api/v1/projects/default/dns-providers";
+  const auto body = boost::json::serialize(boost::json::object{
+      {"name", "hook"}, {"kind", "exec"},
+      {"exec", boost::json::object{{"program", "/usr/local/bin/dns-hook"},
+                                   {"env", boost::json::object{{"API_TOKEN", "tok-0123456789"}}}}}});
+  for (const char* who : {"admin", "owner"}) {
+    auto r = c.post(providers, body, tok[who]);
+    EXPECT_EQ(r.status, 403) << who << ": " << r.body;
+    EXPECT_EQ(error_code_of(r), "forbidden");
+    EXPECT_EQ(error_field_of(r), "kind");
+  }
+  EXPECT_EQ(c.get(providers, tok["owner"]).json().at("total").as_int64(), 0);
+  auto forged = boost::json::serialize(boost::json::object{
+      {"name", "forged"}, {"kind", "exec"}, {"created_by_system_admin", "token:x"},
+      {"exec", boost::json::object{{"program", "/usr/local/bin/dns-hook"}}}});
+  EXPECT_EQ(c.post(providers, forged, tok["system"]).status, 400);
+  auto ok = c.post(providers, body, tok["system"]);
+  ASSERT_EQ(ok.status, 201) << ok.body;
+  EXPECT_EQ(ok.body.find("tok-0123456789"), std::string::npos) << ok.body;
+  EXPECT_EQ(ok.json().at("created_by_system_admin"), "token:" + token_ids["system"]);
+  EXPECT_EQ(ok.json().at("exec").at("env_names").as_array().at(0), "API_TOKEN");
+  // Other kinds stay a project admin's.
+  auto pdns = boost::json::serialize(boost::json::object{
+      {"name", "pdns"}, {"kind", "powerdns"},
+      {"powerdns", boost::json::object{{"api_url", "https://pdns.example.com:8081"}, {"api_key", "k-0123456789"}}}});
+  auto r = c.post(providers, pdns, tok["admin"]);
+  EXPECT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(r.body.find("k-0123456789"), std::string::npos) << r.body;
+}
+
 // Issue 28: the certificate the listener serves (tls_certificate) is the process's HTTPS identity.
 // A project admin may read it but not change it (a version with their own key, revocation,
 // renewal, deletion); the refusal is audited; a system admin may; other certificates are as before.

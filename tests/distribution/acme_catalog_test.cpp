@@ -3,6 +3,7 @@
 #include "certfleet/distribution/acme_catalog.hpp"
 #include "certfleet/distribution/acme_jobs.hpp"
 #include "certfleet/distribution/catalog.hpp"
+#include "certfleet/distribution/dns_providers.hpp"
 #include "certfleet/core/clock.hpp"
 
 #include <boost/json.hpp>
@@ -91,6 +92,182 @@ TEST(acme_catalog, bad_bodies_name_their_field) {
     ASSERT_FALSE(r) << t.body;
     EXPECT_EQ(r.error().field, t.field) << t.body << " -> " << r.error().message;
   }
+}
+
+// The exec provider (issue 33): every bad body names its field and quotes no value of exec.env;
+// a good one keeps only the variables' names in its document and reads back the same.
+TEST(acme_catalog, an_exec_provider_body_is_checked_field_by_field_and_its_env_values_stay_secret) {
+  struct tc {
+    std::string body, field;
+  };
+  auto exec = [](std::string inner) { return std::string(R"({"name":"hook","kind":"exec","exec":)") + inner + "}"; };
+  const std::vector<tc> bad = {
+      {R"({"name":"hook","kind":"exec"})", "exec"},
+      {exec("{}"), "exec.program"},
+      {exec(R"({"program":"dns-hook"})"), "exec.program"},
+      {exec(R"({"program":"/usr/local/bin/../../bin/sh"})"), "exec.program"},
+      {exec(R"({"program":"/usr/bin/dns hook"})"), "exec.program"},
+      {exec(R"({"program":"/usr/bin/hook","timeout_s":0})"), "exec.timeout_s"},
+      {exec(R"({"program":"/usr/bin/hook","timeout_s":601})"), "exec.timeout_s"},
+      {exec(R"({"program":"/usr/bin/hook","timeout_s":"60"})"), "exec.timeout_s"},
+      {exec(R"({"program":"/usr/bin/hook","args":["-v"]})"), "exec.args"},
+      {exec(R"({"program":"/usr/bin/hook","env":{"LD_PRELOAD":"/tmp/x.so"}})"), "exec.env.LD_PRELOAD"},
+      {exec(R"({"program":"/usr/bin/hook","env":{"PATH":"/tmp"}})"), "exec.env.PATH"},
+      {exec(R"({"program":"/usr/bin/hook","env":{"1ST":"s3cr3t-value"}})"), "exec.env"},
+      {exec(R"({"program":"/usr/bin/hook","env":{"API_TOKEN":42}})"), "exec.env.API_TOKEN"},
+      {exec(R"({"program":"/usr/bin/hook","env":["API_TOKEN"]})"), "exec.env"},
+      {exec(R"({"program":"/usr/bin/hook","check_propagation":"no"})"), "exec.check_propagation"},
+      {R"({"name":"hook","kind":"exec","exec":{"program":"/usr/bin/hook"},"rfc2136":{}})", "rfc2136"},
+      {R"({"name":"hook","kind":"rfc2136","exec":{"program":"/usr/bin/hook"}})", "exec"},
+  };
+  for (const auto& t : bad) {
+    auto r = parse_dns_provider_request(t.body);
+    ASSERT_FALSE(r) << t.body;
+    EXPECT_EQ(r.error().field, t.field) << t.body << " -> " << r.error().message;
+    EXPECT_EQ(r.error().message.find("s3cr3t-value"), std::string::npos) << r.error().message;
+  }
+  auto good = parse_dns_provider_request(
+      exec(R"({"program":"/usr/local/bin/dns-hook","timeout_s":5,"env":{"API_TOKEN":"s3cr3t-value","ZONE":"example.test"},
+               "check_propagation":false})"));
+  ASSERT_TRUE(good) << good.error().message;
+  EXPECT_TRUE(good->spec.exec());
+  EXPECT_EQ(good->spec.timeout_s, 5);
+  EXPECT_FALSE(good->spec.check_propagation);
+  good->spec.created_by_system_admin = "token:abc";
+  auto doc = dns_provider_doc_json(good->spec);
+  EXPECT_EQ(doc.find("s3cr3t-value"), std::string::npos) << doc;
+  store::catalog_object o;
+  o.doc = doc;
+  auto back = parse_dns_provider_doc(o);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->program, "/usr/local/bin/dns-hook");
+  EXPECT_EQ(back->env_names, (std::vector<std::string>{"API_TOKEN", "ZONE"}));
+  EXPECT_EQ(back->created_by_system_admin, "token:abc");
+  EXPECT_FALSE(back->check_propagation);
+  EXPECT_EQ(back->where(), "exec /usr/local/bin/dns-hook");
+  auto defaults = parse_dns_provider_request(exec(R"({"program":"/usr/local/bin/dns-hook"})"));
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->spec.timeout_s, exec_timeout_default_s);
+  EXPECT_TRUE(defaults->spec.check_propagation);
+}
+
+// lego's interface: `PROGRAM present|cleanup FQDN. VALUE`, the environment only PATH, LC_ALL
+// and the provider's variables; the output a viewer sees has every secret value replaced.
+TEST(acme_catalog, an_exec_call_is_legos_interface_and_its_output_is_redacted) {
+  dns_provider_spec spec;
+  spec.kind = "exec";
+  spec.program = "/usr/local/bin/dns-hook";
+  std::vector<std::pair<std::string, std::string>> env{{"API_TOKEN", "s3cr3t-value"}, {"DEBUG", "1"}};
+  auto c = make_exec_call(spec, env, "present", "_acme-challenge.www.example.test", "abc-def");
+  EXPECT_EQ(c.argv, (std::vector<std::string>{"/usr/local/bin/dns-hook", "present", "_acme-challenge.www.example.test.",
+                                              "abc-def"}));
+  ASSERT_EQ(c.env.size(), 4u);
+  EXPECT_EQ(c.env[0].rfind("PATH=", 0), 0u);
+  EXPECT_EQ(c.env[1], "LC_ALL=C");
+  EXPECT_EQ(c.env[2], "API_TOKEN=s3cr3t-value");
+  auto same = make_exec_call(spec, env, "cleanup", "_acme-challenge.www.example.test.", "abc-def");
+  EXPECT_EQ(same.argv[2], "_acme-challenge.www.example.test.");  // one trailing dot, never two
+  auto out = redact_provider_output("curl -H 'Authorization: s3cr3t-value' failed (1)\n-----BEGIN PRIVATE KEY-----\nMIIB\n"
+                                "-----END PRIVATE KEY-----\n",
+                                env);
+  EXPECT_EQ(out.find("s3cr3t-value"), std::string::npos) << out;
+  EXPECT_EQ(out.find("MIIB"), std::string::npos) << out;
+  EXPECT_NE(out.find("failed (1)"), std::string::npos) << out;  // "1" is too short to be a secret worth hiding
+}
+
+// httpreq and powerdns bodies (issue 33): each refusal names its field and never quotes the
+// password or the API key; https unless allow_plain_http; the secrets are sealed, not in the doc.
+TEST(acme_catalog, httpreq_and_powerdns_bodies_name_their_field_and_keep_their_secret_sealed) {
+  struct tc {
+    std::string body, field;
+  };
+  auto httpreq = [](std::string inner) { return std::string(R"({"name":"api","kind":"httpreq","httpreq":)") + inner + "}"; };
+  auto pdns = [](std::string inner) { return std::string(R"({"name":"pdns","kind":"powerdns","powerdns":)") + inner + "}"; };
+  const std::vector<tc> bad = {
+      {R"({"name":"api","kind":"httpreq"})", "httpreq"},
+      {httpreq("{}"), "httpreq.endpoint"},
+      {httpreq(R"({"endpoint":"ftp://dns.example/acme"})"), "httpreq.endpoint"},
+      {httpreq(R"({"endpoint":"http://dns.example/acme"})"), "httpreq.endpoint"},
+      {httpreq(R"({"endpoint":"https://user:s3cr3t-pass@dns.example/acme"})"), "httpreq.endpoint"},
+      {httpreq(R"({"endpoint":"https://dns.example/acme?token=1"})"), "httpreq.endpoint"},
+      {httpreq(R"({"endpoint":"https://dns.example/acme","username":"u"})"), "httpreq.password"},
+      {httpreq(R"({"endpoint":"https://dns.example/acme","password":"s3cr3t-pass"})"), "httpreq.password"},
+      {httpreq(R"({"endpoint":"https://dns.example/acme","username":"a:b","password":"s3cr3t-pass"})"), "httpreq.username"},
+      {httpreq(R"({"endpoint":"https://dns.example/acme","timeout_s":121})"), "httpreq.timeout_s"},
+      {httpreq(R"({"endpoint":"https://dns.example/acme","ca_bundle_pem":"nope"})"), "httpreq.ca_bundle_pem"},
+      {httpreq(R"({"endpoint":"https://dns.example/acme","mode":"RAW"})"), "httpreq.mode"},
+      {R"({"name":"pdns","kind":"powerdns"})", "powerdns"},
+      {pdns(R"({"api_key":"s3cr3t-pass"})"), "powerdns.api_url"},
+      {pdns(R"({"api_url":"https://pdns.example:8081"})"), "powerdns.api_key"},
+      {pdns(R"({"api_url":"http://127.0.0.1:8081","api_key":"s3cr3t-pass"})"), "powerdns.api_url"},
+      {pdns(R"({"api_url":"https://pdns.example:8081","api_key":"s3cr3t-pass","zone":"bad zone"})"), "powerdns.zone"},
+      {pdns(R"({"api_url":"https://pdns.example:8081","api_key":"s3cr3t-pass","server_id":"../x"})"), "powerdns.server_id"},
+      {pdns(R"({"api_url":"https://pdns.example:8081","api_key":"s3cr3t-pass","timeout_s":0})"), "powerdns.timeout_s"},
+      {R"({"name":"pdns","kind":"powerdns","powerdns":{"api_url":"https://p.example","api_key":"k"},"httpreq":{}})", "httpreq"},
+  };
+  for (const auto& t : bad) {
+    auto r = parse_dns_provider_request(t.body);
+    ASSERT_FALSE(r) << t.body;
+    EXPECT_EQ(r.error().field, t.field) << t.body << " -> " << r.error().message;
+    EXPECT_EQ(r.error().message.find("s3cr3t-pass"), std::string::npos) << r.error().message;
+  }
+  auto h = parse_dns_provider_request(httpreq(R"({"endpoint":"http://127.0.0.1:9000/acme/","allow_plain_http":true,
+                                                  "username":"acme","password":"s3cr3t-pass"})"));
+  ASSERT_TRUE(h) << h.error().message;
+  EXPECT_EQ(h->spec.endpoint, "http://127.0.0.1:9000/acme");  // the trailing slash dropped: {endpoint}/present
+  EXPECT_EQ(h->spec.timeout_s, http_provider_timeout_default_s);
+  EXPECT_EQ(h->spec.where(), "httpreq http://127.0.0.1:9000/acme");
+  EXPECT_EQ(dns_provider_doc_json(h->spec).find("s3cr3t-pass"), std::string::npos);
+  auto d = parse_dns_provider_request(pdns(R"({"api_url":"https://pdns.example:8081/api/v1","api_key":"s3cr3t-pass",
+                                               "zone":"example.test."})"));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->spec.api_url, "https://pdns.example:8081");
+  EXPECT_EQ(d->spec.zone, "example.test");
+  EXPECT_EQ(d->spec.server_id, "localhost");
+  auto doc = dns_provider_doc_json(d->spec);
+  EXPECT_EQ(doc.find("s3cr3t-pass"), std::string::npos) << doc;
+  store::catalog_object o;
+  o.doc = doc;
+  auto back = parse_dns_provider_doc(o);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_TRUE(back->powerdns());
+  EXPECT_EQ(back->api_url, "https://pdns.example:8081");
+  EXPECT_EQ(back->zone, "example.test");
+}
+
+// PowerDNS's documents, read without I/O: the longest zone containing the name, the TXT values
+// already at the name (kept when one is added), and the PATCH that replaces or deletes the RRset.
+TEST(acme_catalog, powerdns_zone_choice_rrset_reading_and_patch_bodies) {
+  const std::string zones =
+      R"([{"id":"example.test.","name":"example.test."},{"id":"sub.example.test.","name":"sub.example.test."},
+          {"id":"other.test.","name":"other.test."},{"name":42}])";
+  auto z = powerdns_zone_for(zones, "_acme-challenge.www.sub.example.test");
+  ASSERT_TRUE(z);
+  EXPECT_EQ(z->name, "sub.example.test.");
+  EXPECT_EQ(powerdns_zone_for(zones, "_acme-challenge.example.test.")->name, "example.test.");
+  EXPECT_FALSE(powerdns_zone_for(zones, "_acme-challenge.notexample.test"));
+  EXPECT_FALSE(powerdns_zone_for("not json", "x.example.test"));
+  EXPECT_FALSE(powerdns_zone_for(R"({"error":"Unauthorized"})", "x.example.test"));
+
+  const std::string zone = R"({"name":"example.test.","rrsets":[
+      {"name":"_acme-challenge.example.test.","type":"TXT","ttl":120,"records":[{"content":"\"first\"","disabled":false}]},
+      {"name":"_acme-challenge.example.test.","type":"A","ttl":60,"records":[{"content":"127.0.0.1"}]},
+      {"name":"www.example.test.","type":"TXT","ttl":60,"records":[{"content":"\"other\""}]}]})";
+  auto rr = powerdns_txt_of(zone, "_ACME-challenge.example.test");
+  EXPECT_TRUE(rr.found);
+  EXPECT_EQ(rr.ttl, 120u);
+  EXPECT_EQ(rr.contents, (std::vector<std::string>{"\"first\""}));
+  EXPECT_FALSE(powerdns_txt_of(zone, "_acme-challenge.www.example.test").found);
+  EXPECT_FALSE(powerdns_txt_of("[", "x").found);
+
+  auto replace = boost::json::parse(powerdns_patch_body("_acme-challenge.example.test", {"\"first\"", "\"second\""}, 120));
+  const auto& set = replace.at("rrsets").as_array().at(0).as_object();
+  EXPECT_EQ(set.at("name"), "_acme-challenge.example.test.");
+  EXPECT_EQ(set.at("changetype"), "REPLACE");
+  EXPECT_EQ(set.at("ttl").as_int64(), 120);
+  EXPECT_EQ(set.at("records").as_array().size(), 2u);
+  auto del = boost::json::parse(powerdns_patch_body("_acme-challenge.example.test.", {}, 60));
+  EXPECT_EQ(del.at("rrsets").as_array().at(0).at("changetype"), "DELETE");
 }
 
 TEST(acme_catalog, an_issue_body_becomes_an_unissued_acme_certificate) {

@@ -7,9 +7,12 @@
 #include "dist_fixture.hpp"
 #include "certfleet/acme/client.hpp"
 #include "certfleet/acme/renewal_info.hpp"
+#include "certfleet/distribution/dns_providers.hpp"
 #include "certfleet/core/clock.hpp"
 #include "knot.hpp"
+#include "pdns.hpp"
 #include "pebble.hpp"
+#include "temp_dir.hpp"
 #include "run_sync.hpp"
 
 #include <fmt/ranges.h>
@@ -52,10 +55,10 @@ bool chains_to(const std::string& leaf, const std::string& chain, const std::str
 class acme_env {
  public:
   explicit acme_env(testbed::pebble_options po = {}, std::vector<std::string> sets = {},
-                    std::map<std::string, std::string> environment = {})
+                    std::map<std::string, std::string> environment = {}, testbed::knot_options ko = {})
       : env(1) {
-    knot = std::make_unique<testbed::knot>(env.dir.path() / "knot");
-    po.dns_server = knot->server();
+    knot = std::make_unique<testbed::knot>(env.dir.path() / "knot", std::move(ko));
+    if (po.dns_server.empty()) po.dns_server = knot->server();  // a test may have pebble ask another server
     ca = std::make_unique<testbed::pebble>(env.dir.path() / "pebble", std::move(po));
     env.start("all", std::move(sets), std::move(environment));
     // The zone's NS (ns1.example.test → 127.0.0.1) answers on knot's port, not 53. A manual
@@ -773,6 +776,268 @@ TEST(acme_jobs, a_record_the_job_could_not_remove_is_removed_by_the_cleanup_dns_
   const auto detail = a.env.ok("GET", "jobs/" + job);
   const auto& rec = detail.at("workflow").at("presented_records").as_array().at(0);
   EXPECT_GT(time_of(rec, "removed_at"), 0) << json::serialize(rec);
+}
+
+// The exec provider (issue 33): a program run as lego's exec provider is, `PROGRAM present|cleanup
+// FQDN. VALUE`, with the provider's sealed variables as its environment. Here a shell script an
+// operator would write updates knot with nsupdate; pebble validates through knot. Two names in one
+// zone: two presents, two cleanups, one certificate; nothing is left in DNS; the script printed
+// the TSIG secret and the job log shows "[redacted]" instead. A second provider whose program hangs
+// is killed at its timeout_s and the attempt fails with class dns_provider.
+TEST(acme_jobs, an_exec_provider_runs_the_operators_script_for_present_and_cleanup) {
+  acme_env a;
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  const auto hook = a.env.dir.path() / "dns-hook.sh";
+  const auto calls = a.env.dir.path() / "hook-calls.txt";
+  {
+    std::ofstream f(hook);
+    f << "#!/bin/sh\n"
+         "# lego's exec interface: $1 present|cleanup, $2 the FQDN with its dot, $3 the TXT value\n"
+         "case \"$1\" in present) op=add ;; cleanup) op=delete ;; *) echo \"unknown action $1\" >&2; exit 2 ;; esac\n"
+         "echo \"$1 $2 $3\" >> \"$CALLS\"\n"
+         "echo \"updating with key $TSIG_NAME:$TSIG_SECRET\"\n"
+         "printf 'server 127.0.0.1 %s\\nupdate %s %s 60 TXT \"%s\"\\nsend\\n' \"$DNS_PORT\" \"$op\" \"$2\" \"$3\" |\n"
+         "  nsupdate -t 10 -y \"hmac-sha256:$TSIG_NAME:$TSIG_SECRET\"\n";
+  }
+  fs::permissions(hook, fs::perms::owner_all);
+  auto provider = a.create("dns-providers",
+                           json::object{{"name", "hook"},
+                                        {"kind", "exec"},
+                                        {"exec", json::object{{"program", hook.string()},
+                                                              {"timeout_s", 20},
+                                                              {"env", json::object{{"TSIG_NAME", a.knot->key_name()},
+                                                                                   {"TSIG_SECRET", a.knot->secret_base64()},
+                                                                                   {"DNS_PORT", std::to_string(a.knot->port())},
+                                                                                   {"CALLS", calls.string()}}}}}});
+  auto view = a.env.ok("GET", "dns-providers/" + provider);
+  EXPECT_EQ(json::serialize(view).find(a.knot->secret_base64()), std::string::npos) << json::serialize(view);
+
+  const std::string base = "exec." + label() + "." + a.knot->zone();
+  const std::vector<std::string> domains{base, "www." + base};
+  auto [cert, job] = a.issue("exec", domains, account, provider);
+  auto done = a.wait_job(job);
+  ASSERT_EQ(str(done, "status"), "completed") << a.log_text(job);
+  EXPECT_EQ(num(a.env.ok("GET", "certificates/" + cert), "version"), 1);
+  auto log = a.log_text(job);
+  EXPECT_EQ(log.find(a.knot->secret_base64()), std::string::npos) << log;
+  EXPECT_NE(log.find("[redacted]"), std::string::npos) << log;
+  EXPECT_NE(log.find("DNS (exec): zone " + a.knot->zone()), std::string::npos) << log;
+  for (const auto& d : domains) EXPECT_TRUE(a.knot->dig_txt("_acme-challenge." + d).empty()) << d;
+  std::string called = slurp(calls);
+  for (const char* action : {"present", "cleanup"})
+    for (const auto& d : domains)
+      EXPECT_NE(called.find(std::string(action) + " _acme-challenge." + d + ". "), std::string::npos) << action << " " << d << "\n" << called;
+  const auto& recs = done.at("workflow").at("presented_records").as_array();
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(str(recs.at(0), "provider_kind"), "exec");
+  EXPECT_GT(time_of(recs.at(0), "removed_at"), 0);
+
+  // A program that hangs: killed at its timeout, the attempt fails as the provider's fault.
+  const auto stuck = a.env.dir.path() / "stuck.sh";
+  {
+    std::ofstream f(stuck);
+    f << "#!/bin/sh\necho \"waiting for $API_TOKEN\"\nsleep 60\n";
+  }
+  fs::permissions(stuck, fs::perms::owner_all);
+  auto hanging = a.create("dns-providers",
+                          json::object{{"name", "stuck"},
+                                       {"kind", "exec"},
+                                       {"exec", json::object{{"program", stuck.string()},
+                                                             {"timeout_s", 1},
+                                                             {"env", json::object{{"API_TOKEN", "tok-0123456789"}}}}}});
+  auto [cert2, job2] = a.issue("stuck", {"stuck." + label() + "." + a.knot->zone()}, account, hanging);
+  json::value j;
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < 300; ++i) {
+    j = a.env.call("GET", "jobs/" + job2).json();
+    if (str(j, "status") == "failed" || str(j, "status") == "dead") break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(str(j, "status"), "failed") << json::serialize(j) << "\n" << a.log_text(job2);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 25s);
+  EXPECT_NE(str(j, "error").find("did not finish within exec.timeout_s = 1 s"), std::string::npos) << str(j, "error");
+  EXPECT_EQ(str(j, "error_class"), "dns_provider");
+  auto log2 = a.log_text(job2);
+  EXPECT_EQ(log2.find("tok-0123456789"), std::string::npos) << log2;
+  EXPECT_NE(log2.find("waiting for [redacted]"), std::string::npos) << log2;
+}
+
+// A small HTTP API in front of the zone (tests/testbed/httpreq_server.py, which applies each
+// request to knot with nsupdate), reached as lego's httpreq provider: POST {endpoint}/present and
+// /cleanup with {"fqdn", "value"} and basic auth. Two names, one certificate, nothing left in
+// DNS, the password never in the log. An API answering 500 fails the attempt for a retry; one
+// answering 400 ends the job at once with the API's own words.
+class httpreq_api {
+ public:
+  httpreq_api(const fs::path& dir, const testbed::knot& k, std::vector<std::string> extra = {}) {
+    fs::create_directories(dir);
+    log_ = dir / "requests.jsonl";
+    std::vector<std::string> argv{"/usr/bin/python3", std::string(CERTFLEET_SOURCE_DIR) + "/tests/testbed/httpreq_server.py",
+                                  "--knot-port", std::to_string(k.port()), "--tsig", k.tsig_arg(),
+                                  "--user", "acme", "--password", "pw-0123456789", "--log", log_.string()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    proc_ = std::make_unique<testbed::process>(argv, std::map<std::string, std::string>{{"PYTHONDONTWRITEBYTECODE", "1"}},
+                                               (dir / "httpreq").string());
+    auto line = proc_->wait_for_stdout("listening 127.0.0.1:", std::chrono::seconds(30));
+    if (line.empty()) throw std::runtime_error("httpreq_server did not start: " + proc_->stderr_text());
+    port_ = std::stoi(line.substr(line.rfind(':') + 1));
+  }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string requests() const { return slurp(log_); }
+  json::object provider(const std::string& name) const {
+    return json::object{{"name", name},
+                        {"kind", "httpreq"},
+                        {"httpreq", json::object{{"endpoint", endpoint()},
+                                                 {"allow_plain_http", true},
+                                                 {"username", "acme"},
+                                                 {"password", "pw-0123456789"},
+                                                 {"timeout_s", 20}}}};
+  }
+
+ private:
+  fs::path log_;
+  std::unique_ptr<testbed::process> proc_;
+  int port_ = 0;
+};
+
+TEST(acme_jobs, an_httpreq_provider_presents_through_the_operators_api) {
+  acme_env a;
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  httpreq_api api(a.env.dir.path() / "api", *a.knot);
+  auto provider = a.create("dns-providers", api.provider("api"));
+  EXPECT_EQ(json::serialize(a.env.ok("GET", "dns-providers/" + provider)).find("pw-0123456789"), std::string::npos);
+  const std::string base = "httpreq." + label() + "." + a.knot->zone();
+  const std::vector<std::string> domains{base, "*." + base};  // two values at one name
+  auto [cert, job] = a.issue("httpreq", domains, account, provider);
+  auto done = a.wait_job(job);
+  ASSERT_EQ(str(done, "status"), "completed") << a.log_text(job) << "\n" << api.requests();
+  EXPECT_EQ(num(a.env.ok("GET", "certificates/" + cert), "version"), 1);
+  EXPECT_TRUE(a.knot->dig_txt("_acme-challenge." + base).empty());
+  auto seen = api.requests();
+  EXPECT_NE(seen.find("\"path\": \"/present\""), std::string::npos) << seen;
+  EXPECT_NE(seen.find("\"path\": \"/cleanup\""), std::string::npos) << seen;
+  EXPECT_NE(seen.find("_acme-challenge." + base + "."), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("\"authorized\": false"), std::string::npos) << seen;
+  auto log = a.log_text(job);
+  EXPECT_EQ(log.find("pw-0123456789"), std::string::npos) << log;
+  EXPECT_NE(log.find("DNS (httpreq): zone " + a.knot->zone()), std::string::npos) << log;
+
+  // 500: the attempt fails and waits for its retry (the job is not dead).
+  httpreq_api failing(a.env.dir.path() / "api-500", *a.knot, {"--fail-status", "500", "--fail-count", "1000"});
+  auto p500 = a.create("dns-providers", failing.provider("api-500"));
+  auto [c500, j500] = a.issue("httpreq-500", {"h500." + label() + "." + a.knot->zone()}, account, p500);
+  // 400: the request itself is wrong; retrying cannot help.
+  httpreq_api refusing(a.env.dir.path() / "api-400", *a.knot, {"--fail-status", "400", "--fail-count", "1000"});
+  auto p400 = a.create("dns-providers", refusing.provider("api-400"));
+  auto [c400, j400] = a.issue("httpreq-400", {"h400." + label() + "." + a.knot->zone()}, account, p400);
+  auto settle = [&](const std::string& id) {
+    json::value j;
+    for (int i = 0; i < 300; ++i) {
+      j = a.env.call("GET", "jobs/" + id).json();
+      if (str(j, "status") == "failed" || str(j, "status") == "dead") break;
+      std::this_thread::sleep_for(100ms);
+    }
+    return j;
+  };
+  auto j5 = settle(j500);
+  EXPECT_EQ(str(j5, "status"), "failed") << json::serialize(j5);
+  EXPECT_NE(str(j5, "error").find("HTTP 500"), std::string::npos) << str(j5, "error");
+  EXPECT_EQ(str(j5, "error_class"), "dns_provider");
+  auto j4 = settle(j400);
+  EXPECT_EQ(str(j4, "status"), "dead") << json::serialize(j4);
+  EXPECT_NE(str(j4, "error").find("HTTP 400"), std::string::npos) << str(j4, "error");
+  EXPECT_EQ(str(j4, "error_class"), "dns_provider");
+}
+
+// PowerDNS (issue 33): a real pdns_server (sqlite3 backend) that pebble validates against, reached
+// through its HTTP API. A value already at the challenge name stays; a wildcard and its apex (two
+// values at one name) and a second certificate of the same zone issued at the same time all
+// complete; afterwards only the value that was there before is left. A wrong API key ends the job
+// at once with the advice; a zone the server does not have, with PowerDNS's own words.
+TEST(acme_jobs, a_powerdns_provider_patches_the_rrset_and_keeps_the_values_already_there) {
+  testbed::temp_dir pdir("certfleet-pdns");
+  testbed::pdns pdns(pdir.path() / "pdns");
+  testbed::pebble_options po;
+  po.dns_server = pdns.server();
+  acme_env a(po);
+  a.env.set_settings(json::object{{"acme_dns_nameserver_port", pdns.port()}, {"acme_dns_resolver", pdns.server()}});
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  auto body = [&](const std::string& name, const std::string& key, const std::string& zone) {
+    json::object section{{"api_url", pdns.api_url()}, {"api_key", key}, {"allow_plain_http", true}, {"timeout_s", 20}};
+    if (!zone.empty()) section["zone"] = zone;
+    return json::object{{"name", name}, {"kind", "powerdns"}, {"powerdns", std::move(section)}};
+  };
+  auto provider = a.create("dns-providers", body("pdns", pdns.api_key(), ""));
+  EXPECT_EQ(json::serialize(a.env.ok("GET", "dns-providers/" + provider)).find(pdns.api_key()), std::string::npos);
+
+  const std::string base = "pdns-" + label() + "." + pdns.zone();
+  const std::string other = "other-" + label() + "." + pdns.zone();
+  // Somebody else's value at the name, which must survive.
+  auto [st, answer] = pdns.api("PATCH", "/api/v1/servers/localhost/zones/" + pdns.zone() + ".",
+                               certfleet::distribution::powerdns_patch_body("_acme-challenge." + base, {"\"keep-me\""}, 60));
+  ASSERT_EQ(st, 204) << answer;
+  auto [cert, job] = a.issue("pdns", {base, "*." + base}, account, provider);
+  auto [cert2, job2] = a.issue("pdns-other", {other}, account, provider);
+  for (const auto& id : {job, job2}) {
+    auto done = a.wait_job(id);
+    ASSERT_EQ(str(done, "status"), "completed") << a.log_text(id) << "\n" << pdns.log();
+    const auto& recs = done.at("workflow").at("presented_records").as_array();
+    ASSERT_FALSE(recs.empty());
+    EXPECT_EQ(str(recs.at(0), "provider_kind"), "powerdns");
+    for (const auto& r : recs) EXPECT_GT(time_of(r, "removed_at"), 0) << json::serialize(r);
+  }
+  EXPECT_EQ(num(a.env.ok("GET", "certificates/" + cert), "version"), 1);
+  EXPECT_EQ(num(a.env.ok("GET", "certificates/" + cert2), "version"), 1);
+  EXPECT_EQ(pdns.dig_txt("_acme-challenge." + base), (std::vector<std::string>{"keep-me"}));
+  EXPECT_TRUE(pdns.dig_txt("_acme-challenge." + other).empty());
+  auto log = a.log_text(job);
+  EXPECT_EQ(log.find(pdns.api_key()), std::string::npos) << log;
+  EXPECT_NE(log.find("DNS (powerdns): zone " + pdns.zone()), std::string::npos) << log;
+
+  auto settle = [&](const std::string& id) {
+    json::value j;
+    for (int i = 0; i < 300; ++i) {
+      j = a.env.call("GET", "jobs/" + id).json();
+      if (str(j, "status") == "failed" || str(j, "status") == "dead") break;
+      std::this_thread::sleep_for(100ms);
+    }
+    return j;
+  };
+  auto wrong_key = a.create("dns-providers", body("wrong-key", "not-the-key", ""));
+  auto [c1, j1] = a.issue("pdns-key", {"key-" + label() + "." + pdns.zone()}, account, wrong_key);
+  auto k = settle(j1);
+  EXPECT_EQ(str(k, "status"), "dead") << json::serialize(k);
+  EXPECT_NE(str(k, "error").find("HTTP 401"), std::string::npos) << str(k, "error");
+  EXPECT_NE(str(k, "error").find("check powerdns.api_key"), std::string::npos) << str(k, "error");
+  EXPECT_EQ(str(k, "error_class"), "dns_provider");
+  auto no_zone = a.create("dns-providers", body("no-zone", pdns.api_key(), "missing.test"));
+  auto [c2, j2] = a.issue("pdns-zone", {"www.missing.test"}, account, no_zone);
+  auto z = settle(j2);
+  EXPECT_EQ(str(z, "status"), "dead") << json::serialize(z);
+  EXPECT_NE(str(z, "error").find("zone missing.test."), std::string::npos) << str(z, "error");
+  EXPECT_NE(str(z, "error").find("HTTP 4"), std::string::npos) << str(z, "error");  // PowerDNS's 404/422 and its words
+}
+
+// CNAME delegation (issue 33): `_acme-challenge.<name>` is a CNAME to a name certfleet can update;
+// the record is presented, checked and removed there, and pebble validates through the CNAME.
+TEST(acme_jobs, a_cname_delegated_challenge_is_presented_at_the_cnames_target) {
+  testbed::knot_options ko;
+  ko.extra_records = {{"example.test", "_acme-challenge.delegated 60 CNAME challenges.delegation-target.example.test."}};
+  acme_env a({}, {}, {}, ko);
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  auto provider = a.create("dns-providers", a.provider_body("knot"));
+  const std::string domain = "delegated." + a.knot->zone();
+  const std::string target = "challenges.delegation-target." + a.knot->zone();
+  auto [cert, job] = a.issue("delegated", {domain}, account, provider);
+  auto done = a.wait_job(job);
+  ASSERT_EQ(str(done, "status"), "completed") << a.log_text(job);
+  auto log = a.log_text(job);
+  EXPECT_NE(log.find("_acme-challenge." + domain + " is a CNAME to " + target), std::string::npos) << log;
+  const auto& recs = done.at("workflow").at("presented_records").as_array();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(str(recs.at(0), "fqdn"), target);
+  EXPECT_GT(time_of(recs.at(0), "removed_at"), 0);
+  EXPECT_TRUE(a.knot->dig_txt(target).empty());
 }
 
 // A manual provider without check_server (DESIGN §9's default): validate_manual_dns finds the

@@ -100,8 +100,10 @@ TEST(dead_worker, the_worker_holding_every_child_is_killed_and_the_run_finishes_
   const auto took_s = std::chrono::duration<double>(took).count();
   std::cerr << "run finished " << took_s << " s after the kill (lease_ms 300000)\n";
   EXPECT_EQ(str(d, "status"), "success") << json::serialize(d);
-  // Seconds, not the five-minute lease. Sanitized builds run several times slower on 2 cores.
-  EXPECT_LT(took_s, CERTFLEET_TEST_SANITIZED ? 120.0 : 30.0);
+  // Seconds, not the five-minute lease: dead after 20 s without a heartbeat, then the reap and
+  // the waves. A loaded 2-core machine (a build beside the tests) took 40 s once; sanitized
+  // builds run several times slower.
+  EXPECT_LT(took_s, CERTFLEET_TEST_SANITIZED ? 120.0 : 60.0);
   expect_every_target_delivered_once(env, run.dist);
 
   // Counters: the 12 batches finalized; the waves took the lost targets.

@@ -161,6 +161,13 @@ struct txt_answer {
 // A CNAME at the name is followed inside the answer.
 boost::asio::awaitable<result<txt_answer>> txt_lookup(std::string server, std::string fqdn, client_options opts = {});
 
+// Where a CNAME at `fqdn` leads, as `server` answers (a resolver: set recursion_desired): the
+// last name of the chain (at most 8 hops), lower-case without the trailing dot; `fqdn` itself
+// when there is no CNAME (NXDOMAIN and NODATA included). DNS-01 delegation: an operator points
+// `_acme-challenge.example.com` at a name in a zone certfleet can update. A chain longer than 8
+// hops or one that loops is malformed_answer.
+boost::asio::awaitable<result<std::string>> follow_cname(std::string server, std::string fqdn, client_options opts = {});
+
 }  // namespace certfleet::acme::dns
 
 template <>

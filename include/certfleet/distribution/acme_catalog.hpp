@@ -53,34 +53,86 @@ result<acme_account_secret> open_acme_account_secret(const kek& key, const store
 
 // ---- DNS providers ------------------------------------------------------------------------
 
+// The limits of the providers that present through a program or an HTTP API
+// (docs/acme-dns-providers.md).
+inline constexpr std::int64_t exec_timeout_min_s = 1, exec_timeout_max_s = 600, exec_timeout_default_s = 60;
+inline constexpr std::int64_t http_provider_timeout_min_s = 1, http_provider_timeout_max_s = 120,
+                              http_provider_timeout_default_s = 30;
+inline constexpr std::size_t exec_env_max = 32;
+inline constexpr std::size_t exec_env_value_max = 4096;
+
+// The kinds of DNS provider, in the order the API's enum lists them.
+inline constexpr std::string_view dns_provider_kinds[] = {"rfc2136", "manual", "exec", "httpreq", "powerdns"};
+
 struct dns_provider_spec {
-  std::string kind = "rfc2136";  // rfc2136 | manual
-  std::string server;            // "host:port" as given (checked by acme::dns::parse_server)
-  std::string zone;              // "" : found per record by the SOA walk
+  std::string kind = "rfc2136";  // one of dns_provider_kinds
+  // rfc2136
+  std::string server;  // "host:port" as given (checked by acme::dns::parse_server)
+  std::string zone;    // "" : found per record (rfc2136: the SOA walk; powerdns: the server's zone list)
   std::string tsig_key_name;
   std::string tsig_algorithm = "hmac-sha256";
   // manual: where validate_manual_dns looks for the records the operator created; "": nowhere
   // (the CA's own validation is the check).
   std::string check_server;
+  // exec: the program run as `program present|cleanup FQDN VALUE` (lego's exec interface), the
+  // names of the environment variables it gets (their values are the sealed secret), and the
+  // system admin who created it (an exec provider without one never runs).
+  std::string program;
+  std::vector<std::string> env_names;
+  std::string created_by_system_admin;
+  // httpreq: the base URL (POST {endpoint}/present and /cleanup), the basic-auth user (its
+  // password is the sealed secret). powerdns: the API's base URL and server id (its X-API-Key is
+  // the sealed secret). Both: plain http allowed, extra trust anchors for the API's TLS.
+  std::string endpoint;
+  std::string username;
+  std::string api_url;
+  std::string server_id = "localhost";
+  bool allow_plain_http = false;
+  std::string ca_bundle_pem;
+  // exec, httpreq, powerdns: the deadline of one call, and whether the job waits for the zone's
+  // authoritative servers (found through acme_dns_resolver) to answer the record afterwards.
+  std::int64_t timeout_s = exec_timeout_default_s;
+  bool check_propagation = true;
 
   bool manual() const noexcept { return kind == "manual"; }
+  bool exec() const noexcept { return kind == "exec"; }
+  bool rfc2136() const noexcept { return kind == "rfc2136"; }
+  bool httpreq() const noexcept { return kind == "httpreq"; }
+  bool powerdns() const noexcept { return kind == "powerdns"; }
+  // Providers certfleet does not talk DNS to: their records are checked at the zone's servers as
+  // the system resolver names them.
+  bool through_api() const noexcept { return exec() || httpreq() || powerdns(); }
+  // What the job log and errors name as where the records go ("127.0.0.1:53", "exec /usr/…",
+  // "httpreq https://dns-api.example/acme", "powerdns http://127.0.0.1:8081").
+  std::string where() const;
 };
 
 struct new_dns_provider {
   std::string name;
   dns_provider_spec spec;
-  std::string tsig_secret;  // base64, sealed
+  std::string tsig_secret;  // rfc2136: base64, sealed
+  // exec: the environment (NAME → value); httpreq: {password}; powerdns: {api_key}. Sealed as
+  // one JSON object.
+  std::vector<std::pair<std::string, std::string>> secrets;
 };
 
-// POST …/dns-providers {name, kind: "rfc2136", rfc2136: {server, zone?, tsig_key_name,
-// tsig_algorithm?: "hmac-sha256", tsig_secret}} or {name, kind: "manual", manual?: {check_server?}}
-// (a manual provider has no secret).
+// POST …/dns-providers, one section per kind (errors name the field, "exec.timeout_s"):
+//   {name, kind: "rfc2136", rfc2136: {server, zone?, tsig_key_name, tsig_algorithm?, tsig_secret}}
+//   {name, kind: "manual", manual?: {check_server?}}                       (no secret)
+//   {name, kind: "exec", exec: {program, timeout_s?: 60, env?: {NAME: value}, check_propagation?}}
+//       (only a system admin may create one: the caller decides and sets created_by_system_admin)
+//   {name, kind: "httpreq", httpreq: {endpoint, username?, password?, allow_plain_http?,
+//       ca_bundle_pem?, timeout_s?: 30, check_propagation?}}
+//   {name, kind: "powerdns", powerdns: {api_url, api_key, server_id?: "localhost", zone?,
+//       allow_plain_http?, ca_bundle_pem?, timeout_s?: 30, check_propagation?}}
 result<new_dns_provider> parse_dns_provider_request(std::string_view body);
 std::string dns_provider_doc_json(const dns_provider_spec& p);
 result<dns_provider_spec> parse_dns_provider_doc(const store::catalog_object& o);
 result<store::catalog_object> make_dns_provider_object(const new_dns_provider& p, const kek& key, std::string id,
                                                        std::string project_id, time_ms now);
+// rfc2136: the TSIG secret; the others: the JSON object of `secrets` (parse_provider_secrets).
 result<std::string> open_dns_provider_secret(const kek& key, const store::catalog_object& o);
+result<std::vector<std::pair<std::string, std::string>>> parse_provider_secrets(std::string_view sealed_json);
 
 // ---- ACME certificates --------------------------------------------------------------------
 
