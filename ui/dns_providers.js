@@ -242,12 +242,12 @@ export function renderDnsProviders(ctx) {
     const secret = p.kind === 'manual' ? '—' : p.kind === 'exec' ? (names.length ? `env: ${names.join(', ')}` : 'none')
       : p.kind === 'httpreq' && !section.username ? 'none' : 'sealed';
     return h('tr', { 'data-id': String(p.id), 'data-name': p.name },
-      h('td', null, h('strong', { text: p.name })),
-      h('td', null, h('span', { class: 'tag', 'data-kind': p.kind, text: p.kind })),
-      h('td', null, h('code', { class: 'break', text: providerWhere(p) })),
-      h('td', { text: secret }),
-      h('td', { class: 'nowrap' }, fmt.timeEl(p.created_at) || '—'),
-      h('td', { class: 'actions' }, canAdmin ? deleteButton(p) : ''));
+      h('td', { 'data-label': 'Name' }, h('strong', { text: p.name })),
+      h('td', { 'data-label': 'Kind' }, h('span', { class: 'tag', 'data-kind': p.kind, text: p.kind })),
+      h('td', { 'data-label': 'Where' }, h('code', { text: providerWhere(p) })),
+      h('td', { 'data-label': 'Secret', text: secret }),
+      h('td', { class: 'nowrap', 'data-label': 'Created' }, fmt.timeEl(p.created_at) || '—'),
+      h('td', { class: 'actions', 'data-label': 'Actions' }, canAdmin ? deleteButton(p) : ''));
   }
 
   async function load() {

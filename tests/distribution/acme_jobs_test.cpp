@@ -831,6 +831,11 @@ TEST(acme_jobs, an_exec_provider_runs_the_operators_script_for_present_and_clean
   ASSERT_EQ(recs.size(), 2u);
   EXPECT_EQ(str(recs.at(0), "provider_kind"), "exec");
   EXPECT_GT(time_of(recs.at(0), "removed_at"), 0);
+  {  // and a renewal through the same provider: version 2
+    auto renew = str(a.env.ok("POST", "certificates/" + cert + "/renew", "", 202), "job_id");
+    ASSERT_EQ(str(a.wait_job(renew), "status"), "completed") << a.log_text(renew);
+    EXPECT_EQ(num(a.env.ok("GET", "certificates/" + cert), "version"), 2);
+  }
 
   // A program that hangs: killed at its timeout, the attempt fails as the provider's fault.
   const auto stuck = a.env.dir.path() / "stuck.sh";
@@ -921,6 +926,11 @@ TEST(acme_jobs, an_httpreq_provider_presents_through_the_operators_api) {
   auto log = a.log_text(job);
   EXPECT_EQ(log.find("pw-0123456789"), std::string::npos) << log;
   EXPECT_NE(log.find("DNS (httpreq): zone " + a.knot->zone()), std::string::npos) << log;
+  {  // and a renewal through the same provider: version 2
+    auto renew = str(a.env.ok("POST", "certificates/" + cert + "/renew", "", 202), "job_id");
+    ASSERT_EQ(str(a.wait_job(renew), "status"), "completed") << a.log_text(renew);
+    EXPECT_EQ(num(a.env.ok("GET", "certificates/" + cert), "version"), 2);
+  }
 
   // 500: the attempt fails and waits for its retry (the job is not dead).
   httpreq_api failing(a.env.dir.path() / "api-500", *a.knot, {"--fail-status", "500", "--fail-count", "1000"});
@@ -993,6 +1003,12 @@ TEST(acme_jobs, a_powerdns_provider_patches_the_rrset_and_keeps_the_values_alrea
   auto log = a.log_text(job);
   EXPECT_EQ(log.find(pdns.api_key()), std::string::npos) << log;
   EXPECT_NE(log.find("DNS (powerdns): zone " + pdns.zone()), std::string::npos) << log;
+  {  // and a renewal through the same provider: version 2
+    auto renew = str(a.env.ok("POST", "certificates/" + cert2 + "/renew", "", 202), "job_id");
+    ASSERT_EQ(str(a.wait_job(renew), "status"), "completed") << a.log_text(renew);
+    EXPECT_EQ(num(a.env.ok("GET", "certificates/" + cert2), "version"), 2);
+  }
+  EXPECT_TRUE(pdns.dig_txt("_acme-challenge." + other).empty());
 
   auto settle = [&](const std::string& id) {
     json::value j;
@@ -1016,6 +1032,52 @@ TEST(acme_jobs, a_powerdns_provider_patches_the_rrset_and_keeps_the_values_alrea
   EXPECT_EQ(str(z, "status"), "dead") << json::serialize(z);
   EXPECT_NE(str(z, "error").find("zone missing.test."), std::string::npos) << str(z, "error");
   EXPECT_NE(str(z, "error").find("HTTP 4"), std::string::npos) << str(z, "error");  // PowerDNS's 404/422 and its words
+}
+
+// A worker killed right after PowerDNS took the record (crash point acme_dns_presented): the
+// job's next attempt issues, and the scheduler's DNS cleanup sweep removes the killed attempt's
+// value through the same API, leaving the RRset as it was.
+TEST(acme_jobs, a_powerdns_record_left_by_a_killed_worker_is_removed_by_the_dns_cleanup_sweep) {
+  testbed::temp_dir pdir("certfleet-pdns");
+  testbed::pdns pdns(pdir.path() / "pdns");
+  testbed::pebble_options po;
+  po.dns_server = pdns.server();
+  po.authz_reuse_percent = 0;  // the next attempt's record has another value: only the sweep removes this one
+  const std::vector<std::string> sets{"lease_ms=2000", "scheduler_interval_ms=1000", "scheduler_lease_ms=3000"};
+  acme_env a(po, sets, {{"CERTFLEET_CRASH_AT", "acme_dns_presented"}});
+  a.env.set_settings(json::object{{"acme_dns_nameserver_port", pdns.port()}, {"acme_dns_resolver", pdns.server()}});
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  auto provider = a.create("dns-providers",
+                           json::object{{"name", "pdns"},
+                                        {"kind", "powerdns"},
+                                        {"powerdns", json::object{{"api_url", pdns.api_url()},
+                                                                  {"api_key", pdns.api_key()},
+                                                                  {"allow_plain_http", true},
+                                                                  {"zone", pdns.zone()}}}});
+  const std::string domain = "crash-" + label() + "." + pdns.zone();
+  auto [cert, job] = a.issue("crash", {domain}, account, provider);
+  auto& first = *a.env.servers.front();
+  for (auto until = std::chrono::steady_clock::now() + 60s; first.running() && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(100ms);
+  ASSERT_FALSE(first.running()) << "the worker did not reach acme_dns_presented";
+  ASSERT_EQ(pdns.dig_txt("_acme-challenge." + domain).size(), 1u) << "the killed attempt's record is in the zone";
+  a.env.http.reset();
+  a.env.start("all", sets);
+  ASSERT_EQ(str(a.wait_job(job), "status"), "completed") << a.log_text(job);
+  json::value cleanup;
+  for (auto until = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(200ms)) {
+    auto jobs = a.env.ok("GET", "jobs?type=cleanup_dns");
+    if (num(jobs, "total") >= 1 && str(jobs.at("items").as_array()[0], "status") == "completed") {
+      cleanup = jobs.at("items").as_array()[0];
+      break;
+    }
+  }
+  ASSERT_TRUE(cleanup.is_object()) << json::serialize(a.env.ok("GET", "jobs?type=cleanup_dns"));
+  EXPECT_EQ(str(cleanup, "triggered_by"), "dns_cleanup_sweep");
+  auto log = a.log_text(str(cleanup, "id"));
+  EXPECT_NE(log.find("DNS: removed TXT _acme-challenge." + domain), std::string::npos) << log;
+  EXPECT_TRUE(pdns.dig_txt("_acme-challenge." + domain).empty());
 }
 
 // CNAME delegation (issue 33): `_acme-challenge.<name>` is a CNAME to a name certfleet can update;

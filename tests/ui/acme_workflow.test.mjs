@@ -251,7 +251,9 @@ test('a job whose DNS server is a closed port: dns presenting failed in red, its
   assert.equal(first.fqdn, '_acme-challenge.api.example.test');
   const cells = await rows.first().locator('td').allInnerTexts();
   assert.equal(cells[0], '_acme-challenge.api.example.test');
-  assert.equal(cells[1], first.provider);
+  // The provider's name and kind (issue 33: the panel names which kind presented it).
+  assert.equal(first.provider_kind, 'rfc2136');
+  assert.equal(cells[1], `${first.provider} (${first.provider_kind})`);
   assert.equal(await rows.first().locator('td:nth-child(3) time').getAttribute('datetime'), new Date(first.at).toISOString());
   if (first.removed_at) assert.equal(await rows.first().locator('td:nth-child(4) time').getAttribute('datetime'), new Date(first.removed_at).toISOString());
   else assert.equal(cells[3], '—');

@@ -155,13 +155,19 @@ test('a system token is offered exec with its own fields; a viewer sees no form 
     await page.click('#add-dns-provider button[type=submit]');
     await page.locator('#dp-exec-env-error').waitFor({ state: 'visible' });
 
-    const phone = await browser.newPage({ viewport: { width: 360, height: 780 } });
-    await signIn(phone, cf.url, cf.ownerToken);
-    await open(phone);
-    const sideways = await phone.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-    assert.ok(sideways <= 0, `the page scrolls sideways by ${sideways} px at 360 px`);
-    assert.deepEqual(await axe(phone), []);
-    await shot(phone, 'dns-providers-phone');
+    const small = await launch({ viewport: { width: 360, height: 780 } });
+    try {
+      const phone = await small.newPage();
+      await signIn(phone, cf.url, cf.ownerToken);
+      await open(phone);
+      assert.equal(await phone.evaluate(() => window.innerWidth), 360);
+      const sideways = await phone.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      assert.ok(sideways <= 0, `the page scrolls sideways by ${sideways} px at 360 px`);
+      assert.deepEqual(await axe(phone), []);
+      await shot(phone, 'dns-providers-phone');
+    } finally {
+      await small.close();
+    }
 
     const viewer = await browser.newPage();
     await signIn(viewer, cf.url, viewerToken);

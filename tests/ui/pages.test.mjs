@@ -42,13 +42,16 @@ before(async () => {
     ['certificate.renewal_failed', mail, { subject: '[certfleet] renewal of {{name}} failed in {{project}}' }],
     ['certificate.expiring', slack, undefined]]))
     await cf.api('POST', '/api/v1/projects/default/notification-rules', { event, channel_id, ...(template ? { template } : {}) });
+  await cf.api('POST', '/api/v1/projects/default/dns-providers', { name: 'primary-dns', kind: 'rfc2136',
+    rfc2136: { server: '192.0.2.53:53', zone: 'example.com', tsig_key_name: 'certfleet-key', tsig_secret: 'bwN2YRfAphUOn8x/kNYV7r4tVchwfR+++ig93ue2IqI=' } });
+  await cf.api('POST', '/api/v1/projects/default/dns-providers', { name: 'by-hand', kind: 'manual' });
   Object.assign(paths, {
     jobs: '/jobs', 'jobs-failed': '/jobs?status=failed', 'job-detail': `/jobs/${logged.id}`,
     'job-failed': `/jobs/${failed.id}`, 'job-active': `/jobs/${active.id}`,
     distributions: '/distributions', 'distribution-detail': `/distributions/${fan.distribution.id}`,
     certificates: '/certificates', 'certificate-detail': `/certificates/${cat.certificate.id}`,
     'certificate-distribution': `/certificates/${cat.certificate.id}?tab=distribution`,
-    notifications: '/notifications', settings: '/settings', 'not-found': '/no/such/page',
+    notifications: '/notifications', 'dns-providers': '/dns-providers', settings: '/settings', 'not-found': '/no/such/page',
   });
 });
 after(async () => {
