@@ -251,6 +251,20 @@ result<void> read_call_limits(const certfleet::json::object_reader& o, std::stri
   return {};
 }
 
+// `zone`, optional: a DNS name, the trailing dot dropped.
+result<void> read_zone(const certfleet::json::object_reader& o, std::string_view section, dns_provider_spec& spec) {
+  auto zone = o.optional_string("zone");
+  if (!zone) return nested(std::move(zone).error(), section);
+  if (*zone && !(*zone)->empty()) {
+    std::string z = **zone;
+    if (z.size() > 1 && z.back() == '.') z.pop_back();
+    if (!valid_dns_name(z))
+      return bad(fmt::format("{}.zone", section), fmt::format("{}.zone must be a DNS name (example.com)", section));
+    spec.zone = std::move(z);
+  }
+  return {};
+}
+
 // An API's base URL: http(s)://host[:port][/path], https unless allow_plain_http; no query.
 result<std::string> read_base_url(const certfleet::json::object_reader& o, std::string_view section, std::string_view key,
                                   bool allow_plain_http) {
@@ -410,14 +424,7 @@ result<new_dns_provider> parse_powerdns_provider(const certfleet::json::object_r
       return bad("powerdns.server_id", "powerdns.server_id must be letters, digits, '-', '_' or '.' (PowerDNS's is localhost)");
     p.spec.server_id = v;
   }
-  auto zone = o->optional_string("zone");
-  if (!zone) return nested(std::move(zone).error(), "powerdns");
-  if (*zone && !(*zone)->empty()) {
-    std::string z = **zone;
-    if (z.size() > 1 && z.back() == '.') z.pop_back();
-    if (!valid_dns_name(z)) return bad("powerdns.zone", "powerdns.zone must be a DNS name (example.com)");
-    p.spec.zone = std::move(z);
-  }
+  if (auto ok = read_zone(*o, "powerdns", p.spec); !ok) return std::move(ok).error();
   if (auto ok = read_call_limits(*o, "powerdns", http_provider_timeout_min_s, http_provider_timeout_max_s,
                                  http_provider_timeout_default_s, p.spec);
       !ok)
@@ -472,14 +479,7 @@ result<new_dns_provider> parse_dns_provider_request(std::string_view body) {
   if (!server) return nested(std::move(server).error(), "rfc2136");
   if (auto s = acme::dns::parse_server(*server, "rfc2136.server"); !s) return std::move(s).error();
   p.spec.server = std::move(*server);
-  auto zone = o->optional_string("zone");
-  if (!zone) return nested(std::move(zone).error(), "rfc2136");
-  if (*zone && !(*zone)->empty()) {
-    std::string z = **zone;
-    if (z.size() > 1 && z.back() == '.') z.pop_back();
-    if (!valid_dns_name(z)) return bad("rfc2136.zone", "rfc2136.zone must be a DNS name (example.com)");
-    p.spec.zone = std::move(z);
-  }
+  if (auto ok = read_zone(*o, "rfc2136", p.spec); !ok) return std::move(ok).error();
   auto key_name = o->required_string("tsig_key_name");
   if (!key_name) return nested(std::move(key_name).error(), "rfc2136");
   auto algorithm = o->optional_string("tsig_algorithm");

@@ -60,14 +60,19 @@ std::string secret_of(const dns_provider_handle& p, std::string_view key) {
 
 // ---- exec -----------------------------------------------------------------------------------
 
-// The program waits on the pool: it blocks for up to its timeout. The command is shared, not a
-// by-value coroutine parameter: GCC 12 destroyed such a parameter (moved into the pool's lambda)
-// twice here, and the std::vector<std::string> inside it freed garbage.
-asio::awaitable<delivery::local_command_result> run_on_pool(asio::thread_pool* cpu,
-                                                            std::shared_ptr<const delivery::local_command> c) {
-  if (!cpu) co_return delivery::run_local_command(*c);
+// Programs wait on a pool of their own: a call blocks a thread for up to its timeout (600 s at
+// most), and the worker's CPU pool (key generation, name resolution) must not be the one that
+// waits. Eight at once; more queue. Never destroyed: joining it at exit would wait for a hung
+// program's timeout. The command is shared, not a by-value coroutine parameter: GCC 12 destroyed
+// such a parameter (moved into the pool's lambda) twice here, and the worker crashed.
+asio::thread_pool& program_pool() {
+  static auto* pool = new asio::thread_pool(8);
+  return *pool;
+}
+
+asio::awaitable<delivery::local_command_result> run_on_pool(std::shared_ptr<const delivery::local_command> c) {
   auto out = co_await asio::co_spawn(
-      cpu->get_executor(),
+      program_pool().get_executor(),
       [c]() -> asio::awaitable<delivery::local_command_result> { co_return delivery::run_local_command(*c); },
       asio::use_awaitable);
   co_return out;
@@ -82,7 +87,7 @@ asio::awaitable<result<std::string>> run_exec(const dns_provider_handle& p, std:
   c->env = std::move(call.env);
   c->timeout = std::chrono::seconds(p.spec.timeout_s);
   c->max_output = exec_output_tail * 2;
-  auto r = co_await run_on_pool(o.cpu, c);
+  auto r = co_await run_on_pool(c);
   std::string output = redact_provider_output(r.output, p.secrets);
   if (output.size() > exec_output_tail) output = "…" + output.substr(output.size() - exec_output_tail);
   while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();

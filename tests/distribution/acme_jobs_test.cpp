@@ -129,6 +129,17 @@ class acme_env {
     return out;
   }
 
+  // The first cleanup_dns job once it has completed (null after a minute without one).
+  json::value completed_cleanup() {
+    for (auto until = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(200ms)) {
+      auto jobs = env.ok("GET", "jobs?type=cleanup_dns");
+      if (num(jobs, "total") >= 1 && str(jobs.at("items").as_array()[0], "status") == "completed")
+        return jobs.at("items").as_array()[0];
+    }
+    return nullptr;
+  }
+
   // A worker armed with CERTFLEET_CRASH_AT kills itself at the point; then a fresh one (without
   // it) starts on the same data. False when the worker did not get there within a minute.
   bool restart_after_crash(testbed::process& armed, const std::vector<std::string>& sets) {
@@ -1064,15 +1075,7 @@ TEST(acme_jobs, a_powerdns_record_left_by_a_killed_worker_is_removed_by_the_dns_
   a.env.http.reset();
   a.env.start("all", sets);
   ASSERT_EQ(str(a.wait_job(job), "status"), "completed") << a.log_text(job);
-  json::value cleanup;
-  for (auto until = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < until;
-       std::this_thread::sleep_for(200ms)) {
-    auto jobs = a.env.ok("GET", "jobs?type=cleanup_dns");
-    if (num(jobs, "total") >= 1 && str(jobs.at("items").as_array()[0], "status") == "completed") {
-      cleanup = jobs.at("items").as_array()[0];
-      break;
-    }
-  }
+  auto cleanup = a.completed_cleanup();
   ASSERT_TRUE(cleanup.is_object()) << json::serialize(a.env.ok("GET", "jobs?type=cleanup_dns"));
   EXPECT_EQ(str(cleanup, "triggered_by"), "dns_cleanup_sweep");
   auto log = a.log_text(str(cleanup, "id"));
@@ -1166,15 +1169,7 @@ TEST(acme_jobs, a_record_left_by_a_worker_killed_after_presenting_it_is_removed_
   a.env.start("all", sets);
   // The job's next attempt issues; the sweep's cleanup_dns removes what the killed one left.
   ASSERT_EQ(str(a.wait_job(job), "status"), "completed") << a.log_text(job);
-  json::value cleanup;
-  for (auto until = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < until;
-       std::this_thread::sleep_for(200ms)) {
-    auto jobs = a.env.ok("GET", "jobs?type=cleanup_dns");
-    if (num(jobs, "total") >= 1 && str(jobs.at("items").as_array()[0], "status") == "completed") {
-      cleanup = jobs.at("items").as_array()[0];
-      break;
-    }
-  }
+  auto cleanup = a.completed_cleanup();
   ASSERT_TRUE(cleanup.is_object()) << json::serialize(a.env.ok("GET", "jobs?type=cleanup_dns"));
   EXPECT_EQ(str(cleanup, "triggered_by"), "dns_cleanup_sweep");
   EXPECT_EQ(str(cleanup, "parent_job_id"), job);

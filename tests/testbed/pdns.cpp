@@ -185,30 +185,8 @@ std::pair<int, std::string> pdns::api(const std::string& method, const std::stri
   return {r.status, r.body};
 }
 
-std::pair<int, std::string> pdns::dig(const std::vector<std::string>& args) const {
-  std::vector<std::string> argv{"/usr/bin/dig", "@127.0.0.1", "-p", std::to_string(port_), "+norec", "+time=5", "+tries=2"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run_command(argv);
-}
+std::pair<int, std::string> pdns::dig(const std::vector<std::string>& args) const { return dig_at(port_, args); }
 
-std::vector<std::string> pdns::dig_txt(const std::string& name) const {
-  auto [rc, out] = dig({name, "TXT", "+short"});
-  if (rc != 0) throw std::runtime_error("dig failed: " + out);
-  std::vector<std::string> values;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    // "\"part one\" \"part two\"": the strings joined, as a TXT value is read.
-    std::string value;
-    bool inside = false;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-      char c = line[i];
-      if (c == '"') inside = !inside;
-      else if (inside && c == '\\' && i + 1 < line.size()) value += line[++i];
-      else if (inside) value += c;
-    }
-    if (!line.empty()) values.push_back(value);
-  }
-  return values;
-}
+std::vector<std::string> pdns::dig_txt(const std::string& name) const { return dig_txt_at(port_, name); }
 
 }  // namespace testbed

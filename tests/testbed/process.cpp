@@ -165,4 +165,30 @@ std::pair<int, std::string> run_command(std::vector<std::string> argv, std::map<
   return {status, out};
 }
 
+std::pair<int, std::string> dig_at(std::uint16_t port, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"/usr/bin/dig", "@127.0.0.1", "-p", std::to_string(port), "+norec", "+time=5", "+tries=2"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv);
+}
+
+std::vector<std::string> dig_txt_at(std::uint16_t port, const std::string& name) {
+  auto [rc, out] = dig_at(port, {name, "TXT", "+short"});
+  if (rc != 0) throw std::runtime_error("dig failed: " + out);
+  std::vector<std::string> values;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    // "\"part one\" \"part two\"": the strings joined, as a TXT value is read.
+    std::string value;
+    bool inside = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      char c = line[i];
+      if (c == '"') inside = !inside;
+      else if (inside && c == '\\' && i + 1 < line.size()) value += line[++i];
+      else if (inside) value += c;
+    }
+    if (!line.empty()) values.push_back(value);
+  }
+  return values;
+}
+
 }  // namespace testbed

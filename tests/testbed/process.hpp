@@ -2,6 +2,7 @@
 // A child process a test starts (a certfleet worker, sshd, a sink…), with its output captured to
 // files, stopped by its PID when the test ends.
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -44,5 +45,12 @@ std::vector<std::string> certfleet_command(const std::string& data_dir, std::vec
 std::pair<int, std::string> run_command(std::vector<std::string> argv,
                                         std::map<std::string, std::string> env = {},
                                         std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+// `dig @127.0.0.1 -p <port> +norec +time=5 +tries=2 ARGS…` against a test's DNS server (knot,
+// pdns): {exit status, output}.
+std::pair<int, std::string> dig_at(std::uint16_t port, const std::vector<std::string>& args);
+// The TXT values that server answers at `name` (+short; each record's strings joined, quotes
+// removed). Throws when dig fails.
+std::vector<std::string> dig_txt_at(std::uint16_t port, const std::string& name);
 
 }  // namespace testbed

@@ -8,7 +8,7 @@ const pages = ['login', 'jobs', 'jobs-failed', 'job-active', 'job-detail', 'job-
   'distribution-detail', 'certificates', 'certificate-detail', 'certificate-distribution', 'notifications', 'settings',
   'not-found', 'acme-workflow-manual', 'acme-workflow-failed', 'domains', 'domains-empty', 'certificate-revoked',
   'certificate-revocation-unchecked', 'certificates-revocation', 'discovery', 'discovery-certificates', 'discovery-empty',
-  'discovery-import'];
+  'discovery-import', 'dns-providers'];
 const dark = new Set(['login', 'jobs', 'job-active', 'distribution-detail', 'notifications', 'settings',
   'acme-workflow-manual', 'domains', 'certificate-revoked', 'discovery', 'discovery-certificates']);
 const only = process.argv.slice(2);

@@ -49,7 +49,7 @@ result<dns_provider_handle> open_dns_provider(const kek& key, const store::catal
 
 struct dns_call_options {
   acme::dns::client_options dns;  // rfc2136's exchanges (deadline, …); its egress is every kind's acme_allow_list
-  boost::asio::thread_pool* cpu = nullptr;  // where an exec program is waited for (never the loop)
+  boost::asio::thread_pool* cpu = nullptr;  // name resolution of the HTTP kinds (exec programs wait on a pool of their own)
   std::function<boost::asio::awaitable<void>(std::string level, std::string message)> log;  // may be empty
 };
 
