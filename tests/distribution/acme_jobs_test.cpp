@@ -21,6 +21,7 @@
 #include <openssl/x509_vfy.h>
 #include <unistd.h>
 
+#include <functional>
 #include <set>
 
 namespace dist_test {
@@ -795,8 +796,35 @@ TEST(acme_jobs, a_record_the_job_could_not_remove_is_removed_by_the_cleanup_dns_
 // zone: two presents, two cleanups, one certificate; nothing is left in DNS; the script printed
 // the TSIG secret and the job log shows "[redacted]" instead. A second provider whose program hangs
 // is killed at its timeout_s and the attempt fails with class dns_provider.
+// A knot whose zone delegates `_acme-challenge.<kind>-delegated` to
+// `<kind>-challenges.delegation.<zone>` with a CNAME (issue 33: CNAME delegation per kind).
+testbed::knot_options delegating_knot(const std::string& kind) {
+  testbed::knot_options ko;
+  ko.extra_records = {{"example.test", "_acme-challenge." + kind + "-delegated 60 CNAME " + kind +
+                                           "-challenges.delegation.example.test."}};
+  return ko;
+}
+
+// A certificate for `name`, whose challenge name is a CNAME to `target`, issued through
+// `provider`: the record is presented, checked and removed at `target` (`dig` reads its TXT
+// values afterwards), and the CA validated through the CNAME.
+void expect_delegated_issuance(acme_env& a, const std::string& account, const std::string& provider,
+                               const std::string& name, const std::string& target,
+                               const std::function<std::vector<std::string>(const std::string&)>& dig) {
+  auto [cert, job] = a.issue(name, {name}, account, provider);
+  auto done = a.wait_job(job);
+  ASSERT_EQ(str(done, "status"), "completed") << a.log_text(job);
+  auto log = a.log_text(job);
+  EXPECT_NE(log.find("_acme-challenge." + name + " is a CNAME to " + target), std::string::npos) << log;
+  const auto& recs = done.at("workflow").at("presented_records").as_array();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(str(recs.at(0), "fqdn"), target);
+  EXPECT_GT(time_of(recs.at(0), "removed_at"), 0);
+  EXPECT_TRUE(dig(target).empty());
+}
+
 TEST(acme_jobs, an_exec_provider_runs_the_operators_script_for_present_and_cleanup) {
-  acme_env a;
+  acme_env a({}, {}, {}, delegating_knot("exec"));
   auto account = a.create("acme-accounts", a.account_body("pebble"));
   const auto hook = a.env.dir.path() / "dns-hook.sh";
   const auto calls = a.env.dir.path() / "hook-calls.txt";
@@ -847,6 +875,8 @@ TEST(acme_jobs, an_exec_provider_runs_the_operators_script_for_present_and_clean
     ASSERT_EQ(str(a.wait_job(renew), "status"), "completed") << a.log_text(renew);
     EXPECT_EQ(num(a.env.ok("GET", "certificates/" + cert), "version"), 2);
   }
+  expect_delegated_issuance(a, account, provider, "exec-delegated." + a.knot->zone(),
+                            "exec-challenges.delegation." + a.knot->zone(), [&](const std::string& n) { return a.knot->dig_txt(n); });
 
   // A program that hangs: killed at its timeout, the attempt fails as the provider's fault.
   const auto stuck = a.env.dir.path() / "stuck.sh";
@@ -917,7 +947,7 @@ class httpreq_api {
 };
 
 TEST(acme_jobs, an_httpreq_provider_presents_through_the_operators_api) {
-  acme_env a;
+  acme_env a({}, {}, {}, delegating_knot("httpreq"));
   auto account = a.create("acme-accounts", a.account_body("pebble"));
   httpreq_api api(a.env.dir.path() / "api", *a.knot);
   auto provider = a.create("dns-providers", api.provider("api"));
@@ -942,6 +972,8 @@ TEST(acme_jobs, an_httpreq_provider_presents_through_the_operators_api) {
     ASSERT_EQ(str(a.wait_job(renew), "status"), "completed") << a.log_text(renew);
     EXPECT_EQ(num(a.env.ok("GET", "certificates/" + cert), "version"), 2);
   }
+  expect_delegated_issuance(a, account, provider, "httpreq-delegated." + a.knot->zone(),
+                            "httpreq-challenges.delegation." + a.knot->zone(), [&](const std::string& n) { return a.knot->dig_txt(n); });
 
   // 500: the attempt fails and waits for its retry (the job is not dead).
   httpreq_api failing(a.env.dir.path() / "api-500", *a.knot, {"--fail-status", "500", "--fail-count", "1000"});
@@ -1018,6 +1050,15 @@ TEST(acme_jobs, a_powerdns_provider_patches_the_rrset_and_keeps_the_values_alrea
     auto renew = str(a.env.ok("POST", "certificates/" + cert2 + "/renew", "", 202), "job_id");
     ASSERT_EQ(str(a.wait_job(renew), "status"), "completed") << a.log_text(renew);
     EXPECT_EQ(num(a.env.ok("GET", "certificates/" + cert2), "version"), 2);
+  }
+  {  // a CNAME-delegated name, the CNAME made through the API as an operator would
+    const std::string name = "pdns-delegated." + pdns.zone(), target = "pdns-challenges.delegation." + pdns.zone();
+    json::object rrset{{"name", "_acme-challenge." + name + "."}, {"type", "CNAME"}, {"ttl", 60}, {"changetype", "REPLACE"},
+                       {"records", json::array{json::object{{"content", target + "."}, {"disabled", false}}}}};
+    auto [cst, cbody] = pdns.api("PATCH", "/api/v1/servers/localhost/zones/" + pdns.zone() + ".",
+                                 json::serialize(json::object{{"rrsets", json::array{rrset}}}));
+    ASSERT_EQ(cst, 204) << cbody;
+    expect_delegated_issuance(a, account, provider, name, target, [&](const std::string& n) { return pdns.dig_txt(n); });
   }
   EXPECT_TRUE(pdns.dig_txt("_acme-challenge." + other).empty());
 
