@@ -638,6 +638,10 @@ int run_kek(const std::string& cmd, common_flags& flags, kek_args& a) {
                              fmt::format("the key file {} holds no version {} (it holds {})", path.string(), v,
                                          versions_cell(ring->versions())),
                              "version"));
+    // The primary is refused first, whatever uses it: while a rotation runs, the new primary
+    // already seals some secrets, and "wait for the rotation" would be the wrong advice.
+    auto smaller = ring->without_version(v);
+    if (!smaller) return fail(make_error(errc::conflict, smaller.error().message, "version"));
     std::int64_t using_it = 0;
     for (const auto& c : *counts)
       if (c.version == v) using_it += c.count;
@@ -647,8 +651,6 @@ int run_kek(const std::string& cmd, common_flags& flags, kek_args& a) {
                                          "(certfleet kek status), then retire it",
                                          using_it, using_it == 1 ? "" : "s", using_it == 1 ? "s" : "", v),
                              "version"));
-    auto smaller = ring->without_version(v);
-    if (!smaller) return fail(make_error(errc::conflict, smaller.error().message, "version"));
     auto written = replace_key_file(path, *smaller);
     if (!written) return fail(written.error());
     boost::json::array vs;
