@@ -115,10 +115,15 @@ boost::asio::awaitable<reply> get_metrics(server_state& s, const route_call&) {
       snap.certificates_revoked = g->certificates_revoked;
       snap.distributions_running = g->distributions_running;
       snap.distributions_running_long = g->distributions_running_long;
+      snap.certificate_series = std::move(g->certificates);
+      snap.distribution_series = std::move(g->distributions);
+      snap.target_series = std::move(g->targets);
     } else {
       snap.store_ok = false;
     }
   }
+  snap.process = read_process_stats();
+  snap.version = s.opt.version;
   snap.ws_subscribers = s.hub.subscribers();
   snap.ws_watched_jobs = s.hub.watched_jobs();
   snap.connections = s.conns.size();

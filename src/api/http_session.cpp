@@ -46,11 +46,19 @@ std::string request_id_of(const request_t& req) {
 }
 
 void log_request(const request_record& r, std::string_view internal_error) {
-  const log::fields f{.request_id = r.request_id, .route = r.route};
   if (!internal_error.empty())
-    log::write(spdlog::level::err, f, "{} {}: {}", r.method, r.target.substr(0, 200), internal_error);
-  log::write(spdlog::level::info, f, "{} {} {} {}B {:.1f}ms {}", r.method, r.target.substr(0, 200), r.status, r.bytes,
-             r.seconds * 1000, r.client);
+    log::write(spdlog::level::err, {.request_id = r.request_id, .route = r.route}, "{} {}: {}", r.method,
+               r.target.substr(0, 200), internal_error);
+  const log::fields access{.request_id = r.request_id,
+                           .route = r.route,
+                           .method = r.method,
+                           .status = static_cast<int>(r.status),
+                           .bytes = static_cast<std::int64_t>(r.bytes),
+                           .duration_ms = r.seconds * 1000,
+                           .client = r.client,
+                           .event = "access"};
+  log::write(spdlog::level::info, access, "{} {} {} {}B {:.1f}ms {}", r.method, r.target.substr(0, 200), r.status,
+             r.bytes, r.seconds * 1000, r.client);
 }
 
 credentials credentials_of(const request_t& req) {
@@ -242,15 +250,17 @@ bool is_json_media_type(std::string_view v) {
   return iequals(value, "utf-8");
 }
 
-// POST /api/v1/session takes JSON only: a cross-site <form> (urlencoded, multipart, text/plain)
-// can post without a preflight, a JSON body cannot, so the sign-in is never reachable from
-// another site's page. (Only this route so far; 415 may later cover every body.)
+// Every body is JSON, said so (415 otherwise, before anything else is read of it): a client that
+// sends a form or text learns it at once instead of from a parser's complaint, and a cross-site
+// <form> (urlencoded, multipart, text/plain posts without a preflight; a JSON body cannot) never
+// reaches a route. POST /api/v1/session needs the header even with no body: it is the sign-in.
 std::optional<reply> media_type_refusal(const request_t& req, bool health_only, std::string& route_name) {
-  if (health_only || req.method() != http::verb::post) return std::nullopt;
+  if (health_only) return std::nullopt;
   auto parts = split_target(std::string_view(req.target().data(), req.target().size()));
   if (!parts) return std::nullopt;
-  auto m = match_route("POST", parts->path);
-  if (!m || m->route->id != route_id::session_create) return std::nullopt;
+  auto m = match_route(std::string_view(req.method_string().data(), req.method_string().size()), parts->path);
+  if (!m) return std::nullopt;
+  if (req.body().empty() && m->route->id != route_id::session_create) return std::nullopt;
   auto v = req[http::field::content_type];
   if (req.count(http::field::content_type) == 1 && is_json_media_type(std::string_view(v.data(), v.size())))
     return std::nullopt;
@@ -260,7 +270,7 @@ std::optional<reply> media_type_refusal(const request_t& req, bool health_only, 
   r.body = error_body("unsupported_media_type",
                       "the body must be JSON: send Content-Type: application/json (optionally ; charset=utf-8)",
                       "content-type");
-  r.headers.emplace_back("Accept-Post", "application/json");
+  if (req.method() == http::verb::post) r.headers.emplace_back("Accept-Post", "application/json");
   return r;
 }
 

@@ -71,6 +71,53 @@ std::string api_metrics::render(const snapshot& s) const {
     out += fmt::format("certfleet_distributions_running_long {}\n", s.distributions_running_long);
   }
 
+  // Heads always: a dashboard's query names a family that exists, with or without series.
+  auto seconds = [](time_ms ms) { return fmt::format("{:.3f}", static_cast<double>(ms) / 1000.0); };
+  auto cert_labels = [](const distribution::certificate_series& c) {
+    return fmt::format("project=\"{}\",certificate=\"{}\",issuer=\"{}\"", escape_label(c.project),
+                       escape_label(c.name), escape_label(c.issuer));
+  };
+  head(out, "certfleet_certificate_not_after_timestamp_seconds", "gauge",
+       "The current version's not_after, per certificate (seconds since the epoch).");
+  for (const auto& c : s.certificate_series)
+    out += fmt::format("certfleet_certificate_not_after_timestamp_seconds{{{}}} {}\n", cert_labels(c), seconds(c.not_after));
+  head(out, "certfleet_certificate_not_before_timestamp_seconds", "gauge",
+       "The current version's not_before, per certificate (seconds since the epoch).");
+  for (const auto& c : s.certificate_series)
+    out += fmt::format("certfleet_certificate_not_before_timestamp_seconds{{{}}} {}\n", cert_labels(c), seconds(c.not_before));
+  head(out, "certfleet_certificate_renewal_due_timestamp_seconds", "gauge",
+       "When an ACME auto-renew certificate is due for renewal by its lifetime (the start of its last third); "
+       "a renewal moves it forward.");
+  for (const auto& c : s.certificate_series)
+    if (c.renewal_due > 0)
+      out += fmt::format("certfleet_certificate_renewal_due_timestamp_seconds{{{}}} {}\n", cert_labels(c),
+                         seconds(c.renewal_due));
+  head(out, "certfleet_distribution_last_run_status", "gauge",
+       "1 for the status of each distribution's current or last run, 0 for the other statuses.");
+  for (const auto& d : s.distribution_series)
+    for (auto status : store::run_status_names)
+      out += fmt::format("certfleet_distribution_last_run_status{{project=\"{}\",distribution=\"{}\",status=\"{}\"}} {}\n",
+                         escape_label(d.project), escape_label(d.name), status, d.status == status ? 1 : 0);
+  head(out, "certfleet_distribution_last_run_finished_timestamp_seconds", "gauge",
+       "When each distribution's last run finished (seconds since the epoch; 0: none finished yet).");
+  for (const auto& d : s.distribution_series)
+    out += fmt::format("certfleet_distribution_last_run_finished_timestamp_seconds{{project=\"{}\",distribution=\"{}\"}} {}\n",
+                       escape_label(d.project), escape_label(d.name), seconds(d.run_finished_at));
+  head(out, "certfleet_target_last_success_timestamp_seconds", "gauge",
+       "When a delivery to each target last succeeded, by any distribution (seconds since the epoch).");
+  for (const auto& t : s.target_series)
+    out += fmt::format("certfleet_target_last_success_timestamp_seconds{{project=\"{}\",target=\"{}\"}} {}\n",
+                       escape_label(t.project), escape_label(t.name), seconds(t.last_success));
+  head(out, "certfleet_build_info", "gauge", "Always 1: the version, commit and compiler of this build.");
+#if defined(__clang__)
+  constexpr std::string_view compiler = "clang " __clang_version__;
+#else
+  constexpr std::string_view compiler = "gcc " __VERSION__;
+#endif
+  out += fmt::format("certfleet_build_info{{version=\"{}\",commit=\"{}\",compiler=\"{}\"}} 1\n",
+                     escape_label(s.version), escape_label(build_commit()), escape_label(compiler));
+  if (s.process) out += render_process_stats(*s.process);
+
   head(out, "certfleet_jobs", "gauge", "Jobs in the store by status and type.");
   for (const auto& c : s.jobs)
     out += fmt::format("certfleet_jobs{{status=\"{}\",type=\"{}\"}} {}\n", escape_label(c.status), escape_label(c.type),

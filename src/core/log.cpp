@@ -8,6 +8,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 
 #include <chrono>
+#include <cmath>
 #include <memory>
 
 namespace certfleet::log {
@@ -48,6 +49,7 @@ class fields_flag final : public spdlog::custom_flag_formatter {
     if (payload.find(f->job_id) == std::string_view::npos) add("job_id", f->job_id);
     add("request_id", f->request_id);
     add("route", f->route);
+    add("event", f->event);
   }
   std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<fields_flag>(); }
 };
@@ -83,6 +85,14 @@ std::string json_line(std::int64_t time_ms, std::string_view level, std::string_
   if (!f.job_id.empty()) o["job_id"] = f.job_id;
   if (!f.request_id.empty()) o["request_id"] = f.request_id;
   if (!f.route.empty()) o["route"] = f.route;
+  if (!f.method.empty()) o["method"] = f.method;
+  if (f.status != 0) o["status"] = f.status;
+  if (f.bytes >= 0) o["bytes"] = f.bytes;
+  if (f.duration_ms >= 0) o["duration_ms"] = std::round(f.duration_ms * 1000) / 1000;
+  if (!f.client.empty()) o["client"] = f.client;
+  if (!f.event.empty()) o["event"] = f.event;
+  if (!f.type.empty()) o["type"] = f.type;
+  if (!f.project.empty()) o["project"] = f.project;
   return boost::json::serialize(o);
 }
 

@@ -1,5 +1,7 @@
 #include "certfleet/queue/queue_service.hpp"
 
+#include "certfleet/core/log.hpp"
+
 #include "certfleet/queue/job_types.hpp"
 
 #include <fmt/format.h>
@@ -17,10 +19,16 @@ result<store::new_job> queue_service::prepare(const enqueue_request& r, caller w
 }
 
 void queue_service::jobs_created(std::span<const store::enqueue_outcome> jobs) const {
-  if (!on_enqueued) return;
   std::set<std::string_view> lanes;
-  for (const auto& j : jobs)
-    if (j.created) lanes.insert(j.job.lane);
+  for (const auto& j : jobs) {
+    if (!j.created) continue;
+    lanes.insert(j.job.lane);
+    // Debug: sweeps enqueue every cycle, and a job's end is what an operator reads.
+    log::write(spdlog::level::debug,
+               {.job_id = j.job.id, .event = "enqueued", .type = j.job.type, .project = j.job.project_id},
+               "job {} ({}) enqueued on lane {}", j.job.id, j.job.type, j.job.lane);
+  }
+  if (!on_enqueued) return;
   for (auto lane : lanes) on_enqueued(lane);
 }
 

@@ -170,6 +170,9 @@ struct worker::impl : std::enable_shared_from_this<impl> {
     ++l.running;
     auto ctx = std::make_shared<job_context>(ex, std::move(j), opt.worker_id, st, clock, &publish);
     auto id = ctx->job().id;
+    const auto& job = ctx->job();
+    log::write(spdlog::level::debug, {.job_id = id, .event = "claimed", .type = job.type, .project = job.project_id},
+               "job {} ({}) claimed by worker {}, attempt {}", id, job.type, opt.worker_id, job.attempts);
     active.emplace(id, running_job{ctx, &l, false, claimed_at});
     // Claimed while stopping: give it straight back.
     if (stopping) ctx->interrupt(interrupt_reason::shutdown);
@@ -289,11 +292,41 @@ struct worker::impl : std::enable_shared_from_this<impl> {
     flushing = false;
   }
 
+  // One line per stored end, at a level an operator can filter on: a failed attempt that will be
+  // retried is a warning, a dead job an error.
+  // `claimed` is the job as claimed (the stored end `j` may carry only what finish changed).
+  static void log_end(const store::job_record& claimed, const store::job_record& j) {
+    auto f = [&](std::string_view event) {
+      return log::fields{.job_id = claimed.id, .event = event, .type = claimed.type, .project = claimed.project_id};
+    };
+    switch (j.status) {
+      case store::job_status::completed:
+        log::write(spdlog::level::info, f("finished"), "job {} ({}) finished: {}", claimed.id, claimed.type, j.result_status);
+        break;
+      case store::job_status::failed:
+        log::write(spdlog::level::warn, f("retried"), "job {} ({}) attempt {} of {} failed, retried: {}", claimed.id, claimed.type,
+                   j.attempts, j.max_attempts, std::string_view(j.error).substr(0, 500));
+        break;
+      case store::job_status::dead:
+        log::write(spdlog::level::err, f("dead"), "job {} ({}) dead after {} attempts: {}", claimed.id, claimed.type, j.attempts,
+                   std::string_view(j.error).substr(0, 500));
+        break;
+      case store::job_status::cancelled:
+        log::write(spdlog::level::info, f("cancelled"), "job {} ({}) cancelled", claimed.id, claimed.type);
+        break;
+      case store::job_status::pending:
+        log::write(spdlog::level::info, f("released"), "job {} ({}) released for another worker (shutdown)", claimed.id, claimed.type);
+        break;
+      case store::job_status::active: break;
+    }
+  }
+
   void account(const pending_finish& p, const result<store::job_record>& r) {
     if (!r) {
       ++stats.lost;
       log::write(spdlog::level::warn, {.job_id = p.id}, "job {}: result refused: {}", p.id, r.error().message);
     } else {
+      if (auto it = active.find(p.id); it != active.end()) log_end(it->second.ctx->job(), *r);
       switch (r->status) {
         case store::job_status::completed: ++stats.completed; break;
         case store::job_status::failed: ++stats.failed; break;

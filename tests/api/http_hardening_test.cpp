@@ -238,7 +238,8 @@ TEST_F(api_http_hardening, unknown_transfer_encoding_is_refused_and_closes) {
     raw_conn c(port);
     const std::string body = R"({"type":"noop"})";
     auto r = c.round_trip(fmt::format("POST /api/v1/projects/default/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n"
-                                      "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{}\r\n0\r\n\r\n",
+                                      "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                                      "{:x}\r\n{}\r\n0\r\n\r\n",
                                       tok["admin"], body.size(), body));
     EXPECT_EQ(r.rfind("HTTP/1.1 201", 0), 0u) << r;
   }
@@ -258,7 +259,8 @@ TEST_F(api_http_hardening, two_authorization_headers_are_refused) {
   // Also on a state-changing route, where it changes nothing.
   raw_conn p(port);
   r = p.round_trip(fmt::format("POST /api/v1/projects/default/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n"
-                               "Authorization: Bearer {}\r\nContent-Length: 15\r\nConnection: close\r\n\r\n{{\"type\":\"noop\"}}",
+                               "Authorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 15\r\n"
+                               "Connection: close\r\n\r\n{{\"type\":\"noop\"}}",
                                tok["admin"], tok["admin"]));
   EXPECT_EQ(r.rfind("HTTP/1.1 400", 0), 0u) << r;
   EXPECT_EQ(count_jobs(), 0);
@@ -527,11 +529,42 @@ TEST_F(api_http_hardening, sign_in_accepts_only_a_json_body) {
     EXPECT_EQ(r.rfind("HTTP/1.1 201", 0), 0u) << ct << r;
     EXPECT_NE(r.find("Set-Cookie: certfleet_session="), std::string::npos) << r;
   }
-  // Only the sign-in: another POST with a text/plain body is judged as before (here: 401).
-  raw_conn other(port);
-  auto r = other.round_trip("POST " + jobs_path() + " HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
-                            "Content-Length: 15\r\nConnection: close\r\n\r\n{\"type\":\"noop\"}");
-  EXPECT_EQ(r.rfind("HTTP/1.1 401", 0), 0u) << r;
+}
+
+// Issue 36: every body is JSON and says so. A body of another type (or none declared) is refused
+// with 415 naming content-type, and nothing happens; a JSON body, or no body, goes through.
+TEST_F(api_http_hardening, every_route_refuses_a_body_that_is_not_declared_json_and_changes_nothing) {
+  start();
+  auto send = [&](std::string_view method, const std::string& path, const std::string& content_type_line,
+                  const std::string& body) {
+    raw_conn c(port);
+    return c.round_trip(fmt::format("{} {} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n{}Content-Length: {}\r\n"
+                                    "Connection: close\r\n\r\n{}",
+                                    method, path, tok["admin"], content_type_line, body.size(), body));
+  };
+  const std::string job = R"({"type":"noop","idempotency_key":"media-type"})";
+  for (std::string ct : {"Content-Type: text/plain\r\n", "", "Content-Type: application/x-www-form-urlencoded\r\n",
+                         "Content-Type: application/json-patch+json\r\n"}) {
+    auto r = send("POST", jobs_path(), ct, job);
+    EXPECT_EQ(r.rfind("HTTP/1.1 415", 0), 0u) << ct << r;
+    EXPECT_EQ(code_in(r), "unsupported_media_type") << r;
+    EXPECT_EQ(field_in(r), "content-type") << r;
+    EXPECT_NE(r.find("Accept-Post: application/json"), std::string::npos) << r;
+  }
+  auto c = client();
+  auto list = c.get(jobs_path(), tok["admin"]);
+  EXPECT_EQ(boost::json::parse(list.body).at("total").as_int64(), 0) << list.body;  // nothing was enqueued
+
+  auto put = send("PUT", "/api/v1/settings", "Content-Type: text/plain\r\n", R"({"job_retry_per_minute":5})");
+  EXPECT_EQ(put.rfind("HTTP/1.1 415", 0), 0u) << put;
+  EXPECT_EQ(put.find("Accept-Post"), std::string::npos) << put;
+
+  auto ok = send("POST", jobs_path(), "Content-Type: application/json; charset=utf-8\r\n", job);
+  EXPECT_EQ(ok.rfind("HTTP/1.1 201", 0), 0u) << ok;
+  auto id = boost::json::parse(ok.substr(ok.find("\r\n\r\n") + 4)).at("id").as_string();
+  // No body, no type needed: a retry or a cancel carries nothing.
+  auto cancel = send("POST", jobs_path() + "/" + std::string(id) + "/cancel", "", "");
+  EXPECT_NE(cancel.rfind("HTTP/1.1 415", 0), 0u) << cancel;
 }
 
 // Strict-Transport-Security only over TLS (tls_test.cpp): plain HTTP never sends it.

@@ -14,6 +14,8 @@
 #include <signal.h>
 
 #include <regex>
+#include <thread>
+#include <map>
 #include <sstream>
 
 using namespace std::chrono_literals;
@@ -132,6 +134,84 @@ TEST(json_log, serve_writes_only_json_lines_and_ids_on_every_response) {
   EXPECT_TRUE(access_echoed) << p.stderr_text();
   EXPECT_TRUE(access_refused) << p.stderr_text();
   EXPECT_TRUE(shutdown_seen) << p.stderr_text();
+}
+
+// Issue 36: an access line carries method, route, status, bytes, duration_ms, client and
+// request_id as members; a job's end is one line with job_id, type and project at a level that
+// means something (finished info, a failed attempt warn, dead error).
+TEST(json_log, access_members_and_job_lifecycle_lines_one_can_query) {
+  testbed::temp_dir dir("certfleet-json-log");
+  auto data = dir.file("var");
+  auto [st, out] = testbed::run_command(testbed::certfleet_command(data, {"token", "create", "--role", "admin", "--name", "ci"}));
+  ASSERT_EQ(st, 0) << out;
+  const std::string token(boost::json::parse(out).at("token").as_string());
+  testbed::process p({CERTFLEET_BINARY, "serve", "--listen", "127.0.0.1:0", "--data", data, "--set", "log_format=json",
+                      "--set", "log_level=debug"},
+                     {}, dir.file("serve"));
+  auto line = p.wait_for_stdout("serving:", 20s);
+  ASSERT_FALSE(line.empty()) << p.stderr_text();
+  testbed::http_client c("127.0.0.1", port_of(line));
+  std::map<std::string, std::string> ids;  // what → job id
+  for (auto [what, body] : std::vector<std::pair<std::string, std::string>>{
+           {"ok", R"({"type":"noop"})"}, {"dead", R"({"type":"noop","payload":{"fail_times":5,"permanent":true}})"},
+           {"retried", R"({"type":"noop","payload":{"fail_times":1}})"}}) {
+    auto r = c.post("/api/v1/projects/default/jobs", body, token);
+    ASSERT_EQ(r.status, 201) << r.body;
+    ids[what] = std::string(boost::json::parse(r.body).at("id").as_string());
+  }
+  // event → the job's line of that event.
+  auto lines_by_event = [&] {
+    std::map<std::pair<std::string, std::string>, boost::json::object> seen;  // (job id, event)
+    for (const auto& l : lines_of(p.stderr_text())) {
+      boost::system::error_code ec;
+      auto v = boost::json::parse(l, ec);
+      if (ec || !v.is_object() || !v.as_object().contains("job_id") || !v.as_object().contains("event")) continue;
+      const auto& o = v.as_object();
+      seen[{std::string(o.at("job_id").as_string()), std::string(o.at("event").as_string())}] = o;
+    }
+    return seen;
+  };
+  std::map<std::pair<std::string, std::string>, boost::json::object> seen;
+  for (int i = 0; i < 300; ++i) {
+    seen = lines_by_event();
+    if (seen.count({ids["ok"], "finished"}) && seen.count({ids["dead"], "dead"}) && seen.count({ids["retried"], "retried"}))
+      break;
+    std::this_thread::sleep_for(100ms);
+  }
+  auto expect_line = [&](const std::string& what, const std::string& event, const std::string& level) {
+    auto it = seen.find({ids[what], event});
+    ASSERT_NE(it, seen.end()) << what << " " << event << "\n" << p.stderr_text();
+    EXPECT_EQ(it->second.at("level").as_string(), level) << boost::json::serialize(it->second);
+    EXPECT_EQ(it->second.at("type"), "noop") << boost::json::serialize(it->second);
+    EXPECT_TRUE(certfleet::is_object_id(it->second.at("project").as_string())) << boost::json::serialize(it->second);
+  };
+  expect_line("ok", "enqueued", "debug");
+  expect_line("ok", "claimed", "debug");
+  expect_line("ok", "finished", "info");
+  expect_line("retried", "retried", "warn");
+  expect_line("dead", "dead", "error");
+  EXPECT_EQ(seen.count({ids["ok"], "dead"}), 0u);
+
+  p.signal(SIGTERM);
+  ASSERT_EQ(p.wait(30s), 0) << p.stderr_text();
+  int access = 0;
+  for (const auto& l : lines_of(p.stderr_text())) {
+    auto v = boost::json::parse(l).as_object();
+    if (!v.contains("event") || v.at("event") != "access") continue;
+    ++access;
+    for (const char* member : {"method", "route", "status", "bytes", "duration_ms", "client", "request_id"})
+      EXPECT_TRUE(v.contains(member)) << member << " missing: " << l;
+    EXPECT_TRUE(v.at("status").is_int64()) << l;
+    EXPECT_TRUE(v.at("bytes").is_int64()) << l;
+    EXPECT_TRUE(v.at("duration_ms").is_number()) << l;
+    if (v.at("method") == "POST") {
+      EXPECT_EQ(v.at("route"), "/api/v1/projects/{p}/jobs") << l;
+      EXPECT_EQ(v.at("status").as_int64(), 201) << l;
+      EXPECT_GT(v.at("bytes").as_int64(), 0) << l;
+      EXPECT_EQ(std::string(v.at("client").as_string()).rfind("127.0.0.1", 0), 0u) << l;
+    }
+  }
+  EXPECT_EQ(access, 3) << p.stderr_text();
 }
 
 TEST(json_log, text_format_names_the_request_id_and_a_bad_format_is_refused) {

@@ -7,6 +7,10 @@
 #include "dist_fixture.hpp"
 #include "run_sync.hpp"
 
+#include <fstream>
+#include <optional>
+#include <sstream>
+
 namespace dist_test {
 namespace {
 
@@ -152,6 +156,100 @@ TEST(expiration_check, expired_certificates_are_marked_and_notified_once) {
   EXPECT_EQ(jobs->total, 1);
   (void)far;
   s.close();
+}
+
+// The value of the one series of /metrics whose line starts with `series` (name and labels up to
+// where the caller stops), or nullopt.
+std::optional<double> series_value(const std::string& metrics, const std::string& series) {
+  std::optional<double> found;
+  std::istringstream in(metrics);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(series, 0) != 0) continue;
+    if (found) return std::nullopt;  // more than one: the caller's prefix is not one series
+    found = std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return found;
+}
+
+// Issue 36: per-certificate, per-distribution and per-target series, as cert-manager and
+// x509-certificate-exporter publish them, with names (not ids) in the labels.
+TEST(metrics_series, each_certificate_distribution_and_target_has_its_series_with_its_values) {
+  dist_env env(0);
+  env.start();
+  const auto now = testbed::unix_now_ms();
+  const auto in5_not_after = now + 5 * day;
+  const auto in5 = testbed::make_certificate({.common_name = "in5", .not_after_ms = in5_not_after});
+  const auto in60 = testbed::make_certificate({.common_name = "in60", .not_after_ms = now + 60 * day});
+  auto c5 = env.create_certificate("web \"edge\"", in5);
+  env.create_certificate("in60", in60);
+  const auto base = env.dir.path() / "files";
+  fs::create_directories(base / "a");
+  env.set_settings(json::object{{"file_target_base_dirs", base.string()}});
+  json::object target{{"name", "local-a"}, {"module", "file"},
+                      {"file", json::object{{"cert_path", (base / "a" / "cert.pem").string()},
+                                            {"key_path", (base / "a" / "key.pem").string()}}}};
+  auto t = str(env.ok("POST", "targets", json::serialize(target), 201), "id");
+  json::object never{{"name", "never-delivered"}, {"module", "file"},
+                     {"file", json::object{{"cert_path", (base / "b" / "cert.pem").string()},
+                                           {"key_path", (base / "b" / "key.pem").string()}}}};
+  env.ok("POST", "targets", json::serialize(never), 201);
+  auto dist = env.create_distribution("edge", c5, {t});
+  env.create_distribution("idle-one", c5, {t});
+
+  auto before = env.http->get("/metrics").body;
+  EXPECT_EQ(series_value(before, "certfleet_distribution_last_run_status{project=\"default\",distribution=\"edge\",status=\"idle\"}"), 1.0)
+      << before;
+  EXPECT_EQ(before.find("certfleet_target_last_success_timestamp_seconds{"), std::string::npos) << before;
+
+  const auto started = testbed::unix_now_ms();
+  env.execute(dist);
+  EXPECT_EQ(str(env.wait_done(dist), "status"), "success");
+  const auto finished = testbed::unix_now_ms();
+  auto m = env.http->get("/metrics").body;
+
+  // The certificate's name is a label value: its quotes are escaped.
+  const std::string edge_labels = "{project=\"default\",certificate=\"web \\\"edge\\\"\",issuer=\"";
+  auto not_after = series_value(m, "certfleet_certificate_not_after_timestamp_seconds" + edge_labels);
+  ASSERT_TRUE(not_after) << m;
+  EXPECT_NEAR(*not_after, static_cast<double>(in5_not_after) / 1000, 1) << m;
+  auto not_before = series_value(m, "certfleet_certificate_not_before_timestamp_seconds" + edge_labels);
+  ASSERT_TRUE(not_before) << m;
+  EXPECT_LT(*not_before, *not_after);
+  EXPECT_TRUE(series_value(m, "certfleet_certificate_not_after_timestamp_seconds{project=\"default\",certificate=\"in60\""))
+      << m;
+  // Uploaded certificates are renewed by a person: no renewal-due series.
+  EXPECT_EQ(m.find("certfleet_certificate_renewal_due_timestamp_seconds{"), std::string::npos) << m;
+
+  for (std::string status : {"idle", "running", "success", "partial", "failed", "cancelled"})
+    EXPECT_EQ(series_value(m, "certfleet_distribution_last_run_status{project=\"default\",distribution=\"edge\",status=\"" +
+                                  status + "\"}"),
+              status == "success" ? 1.0 : 0.0)
+        << status << "\n" << m;
+  auto run_end = series_value(m, "certfleet_distribution_last_run_finished_timestamp_seconds{project=\"default\",distribution=\"edge\"}");
+  ASSERT_TRUE(run_end) << m;
+  EXPECT_GE(*run_end, static_cast<double>(started) / 1000 - 1);
+  EXPECT_LE(*run_end, static_cast<double>(finished) / 1000 + 1);
+  EXPECT_EQ(series_value(m, "certfleet_distribution_last_run_finished_timestamp_seconds{project=\"default\",distribution=\"idle-one\"}"),
+            0.0);
+  auto delivered = series_value(m, "certfleet_target_last_success_timestamp_seconds{project=\"default\",target=\"local-a\"}");
+  ASSERT_TRUE(delivered) << m;
+  EXPECT_GE(*delivered, static_cast<double>(started) / 1000 - 1);
+  EXPECT_LE(*delivered, static_cast<double>(finished) / 1000 + 1);
+  EXPECT_EQ(m.find("target=\"never-delivered\""), std::string::npos) << m;
+
+  auto rss = series_value(m, "process_resident_memory_bytes ");
+  ASSERT_TRUE(rss) << m;
+  EXPECT_GT(*rss, 1e6);
+  auto start_time = series_value(m, "process_start_time_seconds ");
+  ASSERT_TRUE(start_time) << m;
+  EXPECT_NEAR(*start_time, static_cast<double>(now) / 1000, 120);
+  EXPECT_TRUE(series_value(m, "process_open_fds ")) << m;
+  EXPECT_NE(m.find("certfleet_build_info{version=\""), std::string::npos) << m;
+  // With every family holding series, the exposition is still clean for Prometheus's own linter.
+  const auto file = (env.dir.path() / "metrics.txt").string();
+  std::ofstream(file) << m;
+  auto [rc, out] = testbed::run_command({"/bin/sh", "-c", "promtool check metrics < " + file + " 2>&1"});
+  EXPECT_EQ(rc, 0) << out;
 }
 
 TEST(scheduler_expiry, one_expiration_check_per_hour_however_many_cycles) {

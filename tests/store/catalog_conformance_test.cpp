@@ -941,6 +941,28 @@ TEST_P(catalog_conformance, last_files_run_is_the_latest_successful_delivery_of_
   EXPECT_EQ(read_value<std::int64_t>([](catalog_read& rd) { return rd.last_files_run("d2", "t1"); }), 0);
 }
 
+TEST_P(catalog_conformance, target_last_successes_are_each_targets_latest_success_across_distributions) {
+  using pairs = std::vector<std::pair<std::string, time_ms>>;
+  EXPECT_EQ(read_value<pairs>([](catalog_read& rd) { return rd.target_last_successes(10); }), pairs{});
+  auto at = [](std::string dist, std::int64_t run, std::string target, std::string status, time_ms finished) {
+    target_result r;
+    r.distribution_id = std::move(dist);
+    r.run_no = run;
+    r.target_id = std::move(target);
+    r.job_id = "j" + std::to_string(run);
+    r.fence = 1;
+    r.status = std::move(status);
+    r.finished_at = finished;
+    return r;
+  };
+  add_results({at("d1", 1, "t1", "succeeded", 1000), at("d2", 1, "t1", "succeeded", 3000),
+               at("d1", 2, "t1", "failed", 5000),  // a later failure: the success still counts
+               at("d1", 2, "t2", "succeeded", 2000), at("d1", 1, "t3", "failed", 4000)});
+  EXPECT_EQ(read_value<pairs>([](catalog_read& rd) { return rd.target_last_successes(10); }),
+            (pairs{{"t1", 3000}, {"t2", 2000}}));
+  EXPECT_EQ(read_value<pairs>([](catalog_read& rd) { return rd.target_last_successes(1); }), (pairs{{"t1", 3000}}));
+}
+
 TEST_P(catalog_conformance, a_child_is_finalized_once_per_run) {
   auto add = [&](std::int64_t run, finalized_child c) {
     std::optional<bool> added;

@@ -3,6 +3,7 @@
 // reach these calls.
 #include <spdlog/spdlog.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19,6 +20,17 @@ struct fields {
   std::string_view job_id = {};
   std::string_view request_id = {};
   std::string_view route = {};
+  // An access line (json only: the text line says them in its message).
+  std::string_view method = {};
+  int status = 0;              // 0: none
+  std::int64_t bytes = -1;     // -1: none
+  double duration_ms = -1;     // <0: none
+  std::string_view client = {};
+  // A job's lifecycle line: event (enqueued, claimed, finished, retried, dead, cancelled,
+  // released), the job's type and project id.
+  std::string_view event = {};
+  std::string_view type = {};
+  std::string_view project = {};
 };
 
 namespace detail {
@@ -46,7 +58,7 @@ void write(spdlog::level::level_enum level, const fields& f, spdlog::format_stri
   spdlog::log(level, format, std::forward<Args>(args)...);
 }
 
-// A line as a JSON object: {"time","level","message", job_id?, request_id?, route?} (the json
+// A line as a JSON object: {"time","level","message", and each field that is set} (the json
 // format's line, without the newline). `time_ms`: milliseconds since the epoch, written as RFC 3339
 // UTC with milliseconds.
 std::string json_line(std::int64_t time_ms, std::string_view level, std::string_view message, const fields& f);

@@ -230,6 +230,10 @@ class catalog_read {
   // The latest run of this distribution whose successful delivery put files on the target
   // (0: none): a hash-skipped target records it, so rollback knows which backup to restore.
   virtual result<std::int64_t> last_files_run(std::string_view distribution_id, std::string_view target_id) = 0;
+  // Each target's latest successful delivery (any distribution, any run), as (target_id,
+  // finished_at), in target id order, at most `limit`: /metrics's per-target series. A scan of
+  // the succeeded result rows: its cost grows with the runs kept.
+  virtual result<std::vector<std::pair<std::string, time_ms>>> target_last_successes(int limit) = 0;
   // The jobs of a run (normal job, batch and retry children), oldest first: the jobs of the
   // distribution's project whose idempotency key starts with `run_key_prefix`. The distribution
   // module spells the keys (distribution::run_key_prefix); the store only matches the prefix.

@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <cctype>
 #include <exception>
+#include <map>
 #include <utility>
 
 namespace certfleet::store::mongo {
@@ -747,6 +748,27 @@ class reads : public Base {
     if (!docs) return std::move(docs).error();
     if (docs->empty()) return std::int64_t{0};
     return view(docs->front().get()).i64("files_from_run");
+  }
+
+  result<std::vector<std::pair<std::string, time_ms>>> target_last_successes(int limit) override {
+    doc f;
+    f.str("status", to_string(target_status::succeeded));
+    doc projection;
+    projection.i32("target_id", 1).i32("finished_at", 1);
+    auto docs = find(results_coll, f, nullptr, 0, 0, &projection, "target last successes");
+    if (!docs) return std::move(docs).error();
+    std::map<std::string, time_ms> latest;
+    for (const auto& d : *docs) {
+      view v(d.get());
+      auto& at = latest[v.str("target_id")];
+      at = std::max(at, v.i64("finished_at"));
+    }
+    std::vector<std::pair<std::string, time_ms>> out;
+    for (auto& [target, at] : latest) {
+      if (static_cast<int>(out.size()) >= limit) break;
+      out.emplace_back(target, at);
+    }
+    return out;
   }
 
   result<std::vector<job_record>> children_of(std::string_view distribution_id,

@@ -397,6 +397,15 @@ class reads : public Base {
     return s->step() ? s->int64(0) : 0;
   }
 
+  result<std::vector<std::pair<std::string, time_ms>>> target_last_successes(int limit) override {
+    std::vector<std::pair<std::string, time_ms>> out;
+    auto s = d_.prepare("SELECT target_id, max(finished_at) FROM target_results WHERE status = ?1 "
+                        "GROUP BY target_id ORDER BY target_id LIMIT ?2");
+    s->bind(1, to_string(target_status::succeeded)).bind(2, limit);
+    while (s->step()) out.emplace_back(s->text(0), s->int64(1));
+    return out;
+  }
+
   result<std::vector<job_record>> children_of(std::string_view distribution_id,
                                               std::string_view run_key_prefix) override {
     std::string project_id;
