@@ -1,6 +1,7 @@
 #include "process_metrics.hpp"
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -79,6 +80,18 @@ std::optional<std::int64_t> parse_boot_time(std::string_view proc_stat) {
   return std::nullopt;
 }
 
+std::optional<int> parse_fd_table_size(std::string_view proc_status) {
+  auto at = proc_status.find("\nFDSize:");
+  if (at == std::string_view::npos) return std::nullopt;
+  auto rest = proc_status.substr(at + 8);
+  auto end = rest.find('\n');
+  rest = rest.substr(0, end);
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+  int v = 0;
+  if (!number(rest, v) || v < 0 || v > (1 << 24)) return std::nullopt;
+  return v;
+}
+
 std::optional<process_stats> read_process_stats() {
   auto boot = parse_boot_time(slurp("/proc/stat"));
   if (!boot) return std::nullopt;
@@ -88,7 +101,16 @@ std::optional<process_stats> read_process_stats() {
   std::int64_t fds = 0;
   for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) ++fds;
   // The directory listing holds one descriptor of its own while it runs.
-  if (!ec) s->open_fds = fds > 0 ? fds - 1 : 0;
+  if (!ec) {
+    s->open_fds = fds > 0 ? fds - 1 : 0;
+  } else if (auto size = parse_fd_table_size(slurp("/proc/self/status"))) {
+    // A process that is not dumpable (core_dumps = off) and not root cannot list /proc/self/fd
+    // (it then belongs to root): ask each slot of the descriptor table instead.
+    std::int64_t open = 0;
+    for (int fd = 0; fd < *size; ++fd)
+      if (::fcntl(fd, F_GETFD) != -1) ++open;
+    s->open_fds = open;
+  }
   rlimit lim{};
   if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
     s->max_fds = static_cast<std::int64_t>(lim.rlim_cur);

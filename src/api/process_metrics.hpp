@@ -25,6 +25,9 @@ std::optional<process_stats> parse_proc_self_stat(std::string_view line, long ti
 // /proc/stat's "btime <seconds>" line; nullopt without one.
 std::optional<std::int64_t> parse_boot_time(std::string_view proc_stat);
 
+// /proc/self/status's "FDSize:" (the size of the descriptor table); nullopt without one.
+std::optional<int> parse_fd_table_size(std::string_view proc_status);
+
 // Reads /proc/self/stat, /proc/stat, /proc/self/fd and RLIMIT_NOFILE; nullopt off Linux or when
 // /proc is not mounted (the series are then left out).
 std::optional<process_stats> read_process_stats();

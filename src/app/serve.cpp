@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <fmt/format.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -208,6 +209,9 @@ result<void> record_key_fingerprints(store::store& st, const kek& ring, bool cre
 
 result<kek> prepare_store(store::store& st, const settings_map& s) {
   st.jobs().set_terminal_hook(distribution::make_terminal_hook());
+  // Before the key is read: from here on a core file or another user's ptrace could hold it.
+  if (s.text("core_dumps") != "on" && ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+    spdlog::warn("could not make the process non-dumpable: {}", std::strerror(errno));
   const auto path = key_file_path(s);
   std::error_code ec;
   std::optional<kek> loaded;

@@ -37,7 +37,7 @@ result<std::string> valid_store(const setting_def& def, std::string_view value);
 result<std::string> valid_certificate_ref(const setting_def& def, std::string_view value);
 result<std::string> valid_optional_server(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 63> table{{
+constexpr std::array<setting_def, 64> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -54,7 +54,9 @@ constexpr std::array<setting_def, 63> table{{
      "The key-encryption key file that seals secrets at rest; empty means DATA/certfleet.key. Back it up with the store."},
     {"log_level", T::choice, S::process, 0, 0, "info", "trace|debug|info|warn|error", "Process log level."},
     {"log_format", T::choice, S::process, 0, 0, "text", "text|json",
-     "Process log lines on stderr: text for people, or json: one JSON object a line (time in RFC 3339 UTC with milliseconds, level, message, and job_id, request_id, route where the line has them) for journald, Loki or jq."},
+     "Process log lines on stderr: text for people, or json: one JSON object a line (time in RFC 3339 UTC with milliseconds, level, message; job_id, request_id, route where the line has them; an access line's method, status, bytes, duration_ms and client; a job lifecycle line's event, type and project) for journald, Loki or jq."},
+    {"core_dumps", T::choice, S::process, 0, 0, "off", "off|on",
+     "off: the process is not dumpable once it holds the key-encryption key (no core file, no ptrace by other users), so a crash never writes the key to disk. on: for debugging a crash only; set LimitCORE= in the unit too."},
     {"lease_ms", T::integer, S::process, 1000, 3'600'000, "300000", "",
      "Job lease: a worker that stops heartbeating loses its jobs after this long."},
     {"worker_main_concurrency", T::integer, S::process, 1, 4096, "8", "",

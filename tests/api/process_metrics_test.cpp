@@ -38,6 +38,12 @@ TEST(process_metrics, boot_time_is_the_btime_line) {
   EXPECT_FALSE(parse_boot_time("btime soon\n"));
 }
 
+TEST(process_metrics, the_descriptor_table_size_is_the_fdsize_line) {
+  EXPECT_EQ(certfleet::api::parse_fd_table_size("Name:\tcertfleet\nUmask:\t0077\nFDSize:\t256\nGroups:\n"), 256);
+  EXPECT_FALSE(certfleet::api::parse_fd_table_size("Name:\tx\n"));
+  EXPECT_FALSE(certfleet::api::parse_fd_table_size("Name:\tx\nFDSize:\tmany\n"));
+}
+
 TEST(process_metrics, this_process_reads_its_own) {
   auto s = certfleet::api::read_process_stats();
   ASSERT_TRUE(s);

@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 
@@ -37,6 +39,37 @@ std::vector<std::string> cli(const std::string& data, std::vector<std::string> a
   argv.push_back("--data");
   argv.push_back(data);
   return argv;
+}
+
+// Issue 36: a process that holds the key-encryption key is not dumpable (no core file, no ptrace
+// by its own user), unless core_dumps = on. Run as an unprivileged user, its /proc entries then
+// belong to root (proc(5)); with core_dumps = on, to that user.
+TEST(api_serve, the_server_is_not_dumpable_unless_core_dumps_is_on) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to start certfleet as another user";
+  constexpr unsigned nobody = 65534;
+  for (std::string setting : {"off", "on"}) {
+    testbed::temp_dir dir("certfleet-dump");
+    ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+    auto data = dir.file("var");
+    std::filesystem::create_directory(data);
+    ASSERT_EQ(::chown(data.c_str(), nobody, nobody), 0);
+    testbed::process p({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", CERTFLEET_BINARY,
+                        "serve", "--listen", "127.0.0.1:0", "--data", data, "--set", "core_dumps=" + setting},
+                       {}, dir.file("serve"));
+    auto line = p.wait_for_stdout("serving:", 20s);
+    ASSERT_FALSE(line.empty()) << p.stderr_text();
+    struct stat sb {};
+    ASSERT_EQ(::stat(("/proc/" + std::to_string(p.pid()) + "/environ").c_str(), &sb), 0);
+    EXPECT_EQ(sb.st_uid, setting == "off" ? 0u : nobody) << "core_dumps=" << setting;
+    // /proc/self/fd is root's then: the open-descriptor count comes from the table instead.
+    testbed::http_client c("127.0.0.1", port_of(line));
+    auto m = c.get("/metrics").body;
+    std::smatch fds;
+    ASSERT_TRUE(std::regex_search(m, fds, std::regex("\nprocess_open_fds ([0-9]+)\n"))) << m;
+    EXPECT_GT(std::stoi(fds[1]), 5) << m;
+    p.signal(SIGTERM);
+    EXPECT_EQ(p.wait(30s), 0) << p.stderr_text();
+  }
 }
 
 TEST(api_serve, first_start_token_api_and_sigterm) {

@@ -8,6 +8,7 @@
 #include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <signal.h>
 
 #include <chrono>
@@ -259,8 +260,14 @@ TEST_F(scheduler_processes, backup_and_restore_through_the_cli) {
   auto [rc, out] = testbed::run_command(cli({"jobs", "enqueue", "--type", "noop"}));
   ASSERT_EQ(rc, 0) << out;
   auto backup = dir.file("b.db");
+  ::umask(022);  // a permissive umask: the backup is 0600 all the same (it holds every sealed secret)
   std::tie(rc, out) = testbed::run_command(cli({"backup", "--to", backup}));
   ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(std::filesystem::status(backup).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::tie(rc, out) = testbed::run_command(cli({"backup", "--to", backup}));  // never overwrites
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_GT(std::filesystem::file_size(backup), 0u);
   std::tie(rc, out) = testbed::run_command(cli({"jobs", "enqueue", "--type", "noop"}));  // after the backup
   std::tie(rc, out) = testbed::run_command(cli({"restore", "--from", backup}));
   EXPECT_EQ(rc, 4) << out;  // a store exists: refused without --force

@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace certfleet::store::sqlite {
 
@@ -109,8 +113,15 @@ class impl final : public maintenance_stores, public lease_store, public mainten
 
   task<void> backup_to(std::string path) override {
     return run_read<result<void>>(readers_, [path = std::move(path)](db& d) -> result<void> {
-      if (std::filesystem::exists(path))
-        return make_error(errc::invalid_argument, fmt::format("{} already exists; backup never overwrites", path), "to");
+      // The copy holds every sealed secret and token hash: it is made 0600 before a byte is in
+      // it (VACUUM INTO writes into an empty file), and O_EXCL means it never overwrites.
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd < 0) {
+        if (errno == EEXIST)
+          return make_error(errc::invalid_argument, fmt::format("{} already exists; backup never overwrites", path), "to");
+        return make_error(errc::invalid_argument, fmt::format("backup to {} failed: {}", path, std::strerror(errno)), "to");
+      }
+      ::close(fd);
       // VACUUM INTO reads one consistent snapshot and writes a compact copy; the store stays
       // online (a reader connection, so writers are not blocked).
       // Reader connections are query_only; VACUUM INTO writes only the new file.
@@ -129,6 +140,8 @@ class impl final : public maintenance_stores, public lease_store, public mainten
       try {
         s->run();
       } catch (const db_error& e) {
+        std::error_code ignored;
+        std::filesystem::remove(path, ignored);
         return make_error(errc::invalid_argument, fmt::format("backup to {} failed: {}", path, e.what()), "to");
       }
       return {};
