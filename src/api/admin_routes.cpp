@@ -229,6 +229,7 @@ boost::asio::awaitable<reply> put_settings(server_state& s, const route_call& ca
   e.outcome = "ok";
   e.detail = boost::json::serialize(detail);
   e.at = s.clock.now_ms();
+  if (s.opt.audit_sink) s.opt.audit_sink->write(e);
   auto r = co_await s.timed("settings_put", s.st.auth().put_system_settings(std::move(*values), std::move(e)));
   if (!r) {
     co_await s.audit(c, "settings.update", "settings", errc_name(r.error().value()));

@@ -40,6 +40,7 @@ boost::asio::awaitable<void> server_state::audit(const caller& c, std::string_vi
   e.outcome = std::string(outcome);
   e.detail = std::string(detail);
   e.at = clock.now_ms();
+  if (opt.audit_sink) opt.audit_sink->write(e);
   auto r = co_await timed("audit_append", st.auth().append_audit(std::move(e)));
   if (!r) spdlog::error("audit entry not stored: {}", r.error().message);
 }

@@ -372,6 +372,14 @@ int serve(const settings_map& settings) {
   sopt.max_connections = static_cast<int>(settings.integer("http_max_connections"));
   sopt.health_reserve_connections = static_cast<int>(settings.integer("http_health_reserve_connections"));
   sopt.hsts_max_age_s = settings.integer("http_hsts_max_age_s");
+  if (sopt.serve_api && !settings.text("audit_log_file").empty()) {
+    sopt.audit_sink = std::make_shared<api::audit_file>();
+    if (auto opened = sopt.audit_sink->open(settings.text("audit_log_file"), settings.integer("audit_log_max_bytes"));
+        !opened) {
+      start_refused(settings, opened.error().message);
+      return 2;
+    }
+  }
   sopt.key = &*key;
   sopt.cpu = &cpu;
   sopt.ca_pem = extra_ca_pem();

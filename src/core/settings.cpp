@@ -37,7 +37,7 @@ result<std::string> valid_store(const setting_def& def, std::string_view value);
 result<std::string> valid_certificate_ref(const setting_def& def, std::string_view value);
 result<std::string> valid_optional_server(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 64> table{{
+constexpr std::array<setting_def, 66> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -55,6 +55,10 @@ constexpr std::array<setting_def, 64> table{{
     {"log_level", T::choice, S::process, 0, 0, "info", "trace|debug|info|warn|error", "Process log level."},
     {"log_format", T::choice, S::process, 0, 0, "text", "text|json",
      "Process log lines on stderr: text for people, or json: one JSON object a line (time in RFC 3339 UTC with milliseconds, level, message; job_id, request_id, route where the line has them; an access line's method, status, bytes, duration_ms and client; a job lifecycle line's event, type and project) for journald, Loki or jq."},
+    {"audit_log_file", T::string, S::process, 0, 0, "", "",
+     "API processes: also write each audit entry as one JSON line to this file (created 0600), for a SIEM or log shipper; empty: the store only. Rotated to FILE.1 at audit_log_max_bytes."},
+    {"audit_log_max_bytes", T::integer, S::process, 4096, 1LL << 40, "104857600", "",
+     "The size at which audit_log_file is renamed to FILE.1 (replacing the previous one) and a new file begun."},
     {"core_dumps", T::choice, S::process, 0, 0, "off", "off|on",
      "off: the process is not dumpable once it holds the key-encryption key (no core file, no ptrace by other users), so a crash never writes the key to disk. on: for debugging a crash only; set LimitCORE= in the unit too."},
     {"lease_ms", T::integer, S::process, 1000, 3'600'000, "300000", "",

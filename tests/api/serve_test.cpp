@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 using namespace std::chrono_literals;
 
@@ -70,6 +71,60 @@ TEST(api_serve, the_server_is_not_dumpable_unless_core_dumps_is_on) {
     p.signal(SIGTERM);
     EXPECT_EQ(p.wait(30s), 0) << p.stderr_text();
   }
+}
+
+// Issue 36: the audit log's file copy. Each entry the API records is one JSON line in a 0600
+// file; at audit_log_max_bytes the file becomes FILE.1 and a new one begins; a file that cannot
+// be opened refuses the start, naming the setting.
+TEST(api_serve, audit_entries_go_to_a_0600_json_lines_file_rotated_by_size) {
+  testbed::temp_dir dir("certfleet-audit");
+  auto data = dir.file("var");
+  auto file = dir.file("audit.jsonl");
+  ::umask(022);
+  testbed::process p({CERTFLEET_BINARY, "serve", "--listen", "127.0.0.1:0", "--data", data, "--set",
+                      "audit_log_file=" + file, "--set", "audit_log_max_bytes=4096"},
+                     {}, dir.file("serve"));
+  auto line = p.wait_for_stdout("serving:", 20s);
+  ASSERT_FALSE(line.empty()) << p.stderr_text();
+  auto token = read_file(data + "/owner-token");
+  testbed::http_client c("127.0.0.1", port_of(line));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 30; ++i) {
+    auto r = c.post("/api/v1/projects/default/jobs", R"({"type":"noop","idempotency_key":"k)" + std::to_string(i) + R"("})", token);
+    ASSERT_EQ(r.status, 201) << r.body;
+    ids.push_back(std::string(boost::json::parse(r.body).at("id").as_string()));
+  }
+  EXPECT_EQ(c.post("/api/v1/projects/default/jobs", R"({"type":"nope"})", token).status, 400);
+  p.signal(SIGTERM);
+  ASSERT_EQ(p.wait(30s), 0) << p.stderr_text();
+
+  struct stat sb {};
+  ASSERT_EQ(::stat(file.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((file + ".1").c_str(), &sb), 0) << "30 entries of ~250 bytes pass 4096: rotated";
+  EXPECT_EQ(sb.st_mode & 0777, 0600u);
+  EXPECT_LE(sb.st_size, 4096);
+  // The newest lines are in FILE: the last enqueue and the refused one, in order.
+  std::vector<boost::json::object> lines;
+  std::istringstream in(read_file(file));
+  for (std::string l; std::getline(in, l);) lines.push_back(boost::json::parse(l).as_object());
+  ASSERT_GE(lines.size(), 2u);
+  const auto& last = lines.back();
+  EXPECT_EQ(last.at("action"), "job.enqueue");
+  EXPECT_EQ(last.at("outcome"), "unknown_job_type");
+  EXPECT_TRUE(last.at("actor").as_string().starts_with("token:"));
+  EXPECT_TRUE(certfleet::is_object_id(last.at("project_id").as_string()));
+  const auto& ok = lines[lines.size() - 2];
+  EXPECT_EQ(ok.at("object").as_string(), "job/" + ids.back());
+  EXPECT_EQ(ok.at("outcome"), "ok");
+  EXPECT_TRUE(ok.contains("at") && ok.contains("detail"));
+
+  // Not a regular file: refused at start, naming the setting.
+  testbed::process bad({CERTFLEET_BINARY, "serve", "--listen", "127.0.0.1:0", "--data", data, "--set",
+                        "audit_log_file=" + dir.path().string()},
+                       {}, dir.file("bad"));
+  EXPECT_EQ(bad.wait(30s), 2);
+  EXPECT_NE(bad.stderr_text().find("audit_log_file"), std::string::npos) << bad.stderr_text();
 }
 
 TEST(api_serve, first_start_token_api_and_sigterm) {

@@ -1,6 +1,7 @@
 #pragma once
 // The HTTP/1.1 + WebSocket server (DESIGN §6) on the process's one event loop. Beast stays out
 // of this header: the server is a pimpl facade.
+#include "certfleet/api/audit_file.hpp"
 #include "certfleet/api/tls.hpp"
 #include "certfleet/core/clock.hpp"
 #include "certfleet/core/error.hpp"
@@ -72,6 +73,8 @@ struct server_options {
   std::chrono::milliseconds auth_cache_ttl{2'000};    // a revoked token may work this long in other processes
   std::chrono::milliseconds settings_cache_ttl{1'000};
   std::chrono::milliseconds shutdown_grace{5'000};
+  // The audit log's file copy (audit_log_file); null or not open: none.
+  std::shared_ptr<audit_file> audit_sink;
   // Seals and opens catalog secrets; null: those routes answer 503 (must outlive the server).
   const kek* key = nullptr;
   boost::asio::thread_pool* cpu = nullptr;  // name resolution of scan-host-key and channel tests
