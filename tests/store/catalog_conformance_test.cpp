@@ -919,16 +919,22 @@ TEST_P(catalog_conformance, the_same_attempt_written_twice_is_one_result) {
   EXPECT_EQ(rows[0].error, "second");
 }
 
+// One target's result of one run (job "j<run>", first attempt).
+target_result run_result(std::string distribution, std::int64_t run, std::string target, std::string status) {
+  target_result r;
+  r.distribution_id = std::move(distribution);
+  r.run_no = run;
+  r.target_id = std::move(target);
+  r.job_id = "j" + std::to_string(run);
+  r.fence = 1;
+  r.status = std::move(status);
+  return r;
+}
+
 TEST_P(catalog_conformance, last_files_run_is_the_latest_successful_delivery_of_that_target) {
   EXPECT_EQ(read_value<std::int64_t>([](catalog_read& rd) { return rd.last_files_run("d1", "t1"); }), 0);
   auto delivered = [](std::int64_t run, std::string target, std::string status, std::int64_t files_from_run) {
-    target_result r;
-    r.distribution_id = "d1";
-    r.run_no = run;
-    r.target_id = std::move(target);
-    r.job_id = "j" + std::to_string(run);
-    r.fence = 1;
-    r.status = std::move(status);
+    auto r = run_result("d1", run, std::move(target), std::move(status));
     r.files_from_run = files_from_run;
     return r;
   };
@@ -945,13 +951,7 @@ TEST_P(catalog_conformance, target_last_successes_are_each_targets_latest_succes
   using pairs = std::vector<std::pair<std::string, time_ms>>;
   EXPECT_EQ(read_value<pairs>([](catalog_read& rd) { return rd.target_last_successes(10); }), pairs{});
   auto at = [](std::string dist, std::int64_t run, std::string target, std::string status, time_ms finished) {
-    target_result r;
-    r.distribution_id = std::move(dist);
-    r.run_no = run;
-    r.target_id = std::move(target);
-    r.job_id = "j" + std::to_string(run);
-    r.fence = 1;
-    r.status = std::move(status);
+    auto r = run_result(std::move(dist), run, std::move(target), std::move(status));
     r.finished_at = finished;
     return r;
   };
