@@ -293,8 +293,8 @@ struct worker::impl : std::enable_shared_from_this<impl> {
   }
 
   // One line per stored end, at a level an operator can filter on: a failed attempt that will be
-  // retried is a warning, a dead job an error.
-  // `claimed` is the job as claimed (the stored end `j` may carry only what finish changed).
+  // retried is a warning, a dead job an error. Type and project come from the job as claimed
+  // (`claimed`): the stored end `j` may carry only what finish changed.
   static void log_end(const store::job_record& claimed, const store::job_record& j) {
     auto f = [&](std::string_view event) {
       return log::fields{.job_id = claimed.id, .event = event, .type = claimed.type, .project = claimed.project_id};
