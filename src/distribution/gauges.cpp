@@ -60,6 +60,16 @@ std::int64_t count_revoked(const std::vector<store::catalog_object>& certificate
   return n;
 }
 
+namespace {
+// The order of every per-object family on /metrics.
+struct by_project_then_name {
+  template <class T>
+  bool operator()(const T& a, const T& b) const {
+    return std::tie(a.project, a.name) < std::tie(b.project, b.name);
+  }
+};
+}  // namespace
+
 std::vector<certificate_series> certificate_series_of(const std::vector<store::catalog_object>& certificates,
                                                       const std::map<std::string, std::string>& project_names,
                                                       time_ms now) {
@@ -78,9 +88,7 @@ std::vector<certificate_series> certificate_series_of(const std::vector<store::c
     if (d->acme && d->acme->auto_renew && d->status != "revoked") c.renewal_due = acme_renewal_due(*d, now).renew_at;
     out.push_back(std::move(c));
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.project, a.name) < std::tie(b.project, b.name);
-  });
+  std::sort(out.begin(), out.end(), by_project_then_name{});
   return out;
 }
 
@@ -110,9 +118,7 @@ store::task<catalog_gauges> read_catalog_gauges(store::store& st, time_ms now, t
       if (!ts) return std::move(ts).error();
       for (const auto& t : ts->items) target_names.emplace(t.id, std::pair{project_name, t.name});
     }
-    std::sort(out->distributions.begin(), out->distributions.end(), [](const auto& a, const auto& b) {
-      return std::tie(a.project, a.name) < std::tie(b.project, b.name);
-    });
+    std::sort(out->distributions.begin(), out->distributions.end(), by_project_then_name{});
     if (out->distributions.size() > static_cast<std::size_t>(max_series_per_family))
       out->distributions.resize(max_series_per_family);
     auto last = rd.target_last_successes(max_series_per_family);
@@ -122,9 +128,7 @@ store::task<catalog_gauges> read_catalog_gauges(store::store& st, time_ms now, t
       auto t = target_names.find(target_id);
       if (t != target_names.end()) out->targets.push_back({t->second.first, t->second.second, at});
     }
-    std::sort(out->targets.begin(), out->targets.end(), [](const auto& a, const auto& b) {
-      return std::tie(a.project, a.name) < std::tie(b.project, b.name);
-    });
+    std::sort(out->targets.begin(), out->targets.end(), by_project_then_name{});
     return {};
   };
   auto r = co_await st.catalog().read(std::move(fn));
