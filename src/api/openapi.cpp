@@ -1,6 +1,8 @@
 #include "certfleet/api/openapi.hpp"
 
 #include "certfleet/api/router.hpp"
+#include "certfleet/api/requests.hpp"
+#include "certfleet/core/errc_table.hpp"
 #include "certfleet/core/settings.hpp"
 
 #include <boost/json.hpp>
@@ -9,6 +11,7 @@
 #include <array>
 #include <map>
 #include <stdexcept>
+#include <vector>
 
 namespace certfleet::api {
 
@@ -52,23 +55,31 @@ constexpr std::array<body_schema, 18> bodies{{
         "passphrase":{"type":"string"},"password":{"type":"string","description":"kind password"}}})json"},
     {"target", R"json({"type":"object","required":["name","module"],"additionalProperties":false,
       "properties":{"name":{"type":"string"},"module":{"enum":["ssh","file","webhook"]},
-        "ssh":{"type":"object","required":["host","user","host_key","cert_path","key_path"],
+        "ssh":{"type":"object","required":["host","user","host_key","cert_path","key_path","credential_id"],"additionalProperties":false,
           "properties":{"host":{"type":"string"},"port":{"type":"integer","minimum":1,"maximum":65535,"default":22},
             "user":{"type":"string"},"credential_id":{"$ref":"#/components/schemas/ObjectId"},
+            "auth":{"enum":["key","password"],"description":"How to sign in: the credential's kind decides when left out"},
             "host_key":{"type":"string","description":"The pinned host key, \"ssh-ed25519 AAAA…\""},
             "cert_path":{"type":"string"},"key_path":{"type":"string"},"chain_path":{"type":"string"},
             "cert_mode":{"type":"string","default":"0644"},"key_mode":{"type":"string","default":"0600"},
             "owner":{"type":"string"},"sudo":{"type":"boolean","default":false},"post_command":{"type":"string"}}},
-        "file":{"type":"object","required":["cert_path","key_path"],
+        "file":{"type":"object","required":["cert_path","key_path"],"additionalProperties":false,
           "properties":{"cert_path":{"type":"string"},"key_path":{"type":"string"},"chain_path":{"type":"string"},
-            "post_command":{"type":"string"}}},
-        "webhook":{"type":"object","required":["url"],
-          "properties":{"url":{"type":"string","format":"uri"},"secret_credential_id":{"$ref":"#/components/schemas/ObjectId"}}},
-        "validate":{"type":"object","description":"{tls: {host, port, sni?}} or {remote_hash: true}"}}})json"},
+            "cert_mode":{"type":"string","default":"0644"},"key_mode":{"type":"string","default":"0600"},
+            "post_command":{"type":"string","minLength":1}}},
+        "webhook":{"type":"object","required":["url","secret_credential_id"],"additionalProperties":false,
+          "properties":{"url":{"type":"string","format":"uri","description":"https:// unless allow_plain_http"},
+            "secret_credential_id":{"$ref":"#/components/schemas/ObjectId","description":"A password credential: the HMAC key that signs each delivery"},
+            "allow_plain_http":{"type":"boolean","default":false,"description":"Allow an http:// receiver (the body carries the private key)"}}},
+        "validate":{"type":"object","additionalProperties":false,"description":"ssh targets: check the result after delivery (one of tls, remote_hash)",
+          "properties":{"tls":{"type":"object","required":["host","port"],"additionalProperties":false,
+              "properties":{"host":{"type":"string"},"port":{"type":"integer","minimum":1,"maximum":65535},"sni":{"type":"string"}}},
+            "remote_hash":{"type":"boolean"}}}}})json"},
     {"distribution", R"json({"type":"object","required":["name","certificate_id","target_ids"],"additionalProperties":false,
       "properties":{"name":{"type":"string"},"certificate_id":{"$ref":"#/components/schemas/ObjectId"},
         "target_ids":{"type":"array","items":{"$ref":"#/components/schemas/ObjectId"}},
-        "canary":{"type":"boolean","default":false},"failure_tolerance":{"type":"integer","minimum":0,"default":0},
+        "canary":{"type":"boolean","default":false},"failure_tolerance":{"type":"number","minimum":0,"maximum":1,"default":0,
+          "description":"The share of targets that may fail before the run stops (0: none, 0.1: one in ten)"},
         "fail_fast":{"type":"boolean","default":false},
         "auto_execute":{"type":"boolean","description":"Execute when the certificate gets a new version (default: true for ACME certificates)"}}})json"},
     {"rollback", R"json({"type":"object","additionalProperties":false,
@@ -77,24 +88,35 @@ constexpr std::array<body_schema, 18> bodies{{
       "properties":{"name":{"type":"string"},"kind":{"enum":["webhook","email","slack","teams"]},
         "url":{"type":"string","format":"uri","description":"kind webhook"},
         "secret_credential_id":{"$ref":"#/components/schemas/ObjectId"},
-        "email":{"type":"object","description":"kind email: the SMTP server, sender and recipients"},
-        "slack":{"type":"object","description":"kind slack"},"teams":{"type":"object","description":"kind teams"}}})json"},
+        "email":{"type":"object","required":["host","from","to"],"additionalProperties":false,
+          "description":"kind email: the SMTP server, sender and recipients",
+          "properties":{"host":{"type":"string","maxLength":253},"port":{"type":"integer","minimum":1,"maximum":65535,"default":587},
+            "starttls":{"type":"boolean","default":true,"description":"false only for a loopback relay"},
+            "username":{"type":"string"},"password":{"type":"string","description":"sealed"},
+            "from":{"type":"string","maxLength":254},"to":{"type":"array","minItems":1,"items":{"type":"string"}}}},
+        "slack":{"type":"object","required":["webhook_url"],"additionalProperties":false,"description":"kind slack",
+          "properties":{"webhook_url":{"type":"string","format":"uri","description":"https://; sealed (the URL is the secret)"}}},
+        "teams":{"type":"object","required":["webhook_url"],"additionalProperties":false,"description":"kind teams",
+          "properties":{"webhook_url":{"type":"string","format":"uri","description":"https://; sealed (the URL is the secret)"}}}}})json"},
     {"notification_rule", R"json({"type":"object","required":["event","channel_id"],"additionalProperties":false,
       "properties":{"event":{"type":"string","description":"distribution.finished, certificate.expiring, …"},
         "channel_id":{"$ref":"#/components/schemas/ObjectId"},
-        "template":{"type":"string","description":"The message text; empty: the event's default"}}})json"},
+        "template":{"type":"object","additionalProperties":false,"minProperties":1,
+          "description":"Overrides the event's default message; left out: the default",
+          "properties":{"subject":{"type":"string","minLength":1},"body":{"type":"string","minLength":1}}}}})json"},
     {"acme_account", R"json({"type":"object","required":["name","directory_url","terms_agreed"],"additionalProperties":false,
       "properties":{"name":{"type":"string"},"directory_url":{"type":"string","format":"uri"},
-        "contact_email":{"type":"string"},
-        "eab":{"type":"object","required":["kid","hmac_key"],"properties":{"kid":{"type":"string"},"hmac_key":{"type":"string"}}},
+        "contact_email":{"oneOf":[{"type":"string"},{"type":"array","items":{"type":"string"},"minItems":1}],
+          "description":"An e-mail address or a list of them (the account's mailto: contacts)"},
+        "eab":{"type":"object","required":["kid","hmac_key"],"additionalProperties":false,"properties":{"kid":{"type":"string"},"hmac_key":{"type":"string"}}},
         "ca_bundle_pem":{"type":"string"},"terms_agreed":{"const":true}}})json"},
     {"dns_provider", R"json({"type":"object","required":["name","kind"],"additionalProperties":false,
       "properties":{"name":{"type":"string"},"kind":{"enum":["rfc2136","manual","exec","httpreq","powerdns"]},
-        "rfc2136":{"type":"object","required":["server","tsig_key_name","tsig_secret"],
+        "rfc2136":{"type":"object","required":["server","tsig_key_name","tsig_secret"],"additionalProperties":false,
           "properties":{"server":{"type":"string","description":"host:port"},"zone":{"type":"string"},
             "tsig_key_name":{"type":"string"},"tsig_algorithm":{"type":"string","default":"hmac-sha256"},
             "tsig_secret":{"type":"string"}}},
-        "manual":{"type":"object","properties":{"check_server":{"type":"string","description":"host:port"}}},
+        "manual":{"type":"object","additionalProperties":false,"properties":{"check_server":{"type":"string","description":"host:port"}}},
         "exec":{"type":"object","required":["program"],"additionalProperties":false,"description":"system-admin tokens only",
           "properties":{"program":{"type":"string","description":"absolute path, run as PROGRAM present|cleanup FQDN VALUE"},
             "timeout_s":{"type":"integer","minimum":1,"maximum":600,"default":60},
@@ -125,6 +147,270 @@ constexpr std::array<body_schema, 18> bodies{{
       "properties":{"name":{"type":"string"},"key_pem":{"type":"string"},"chain_pem":{"type":"string"}}})json"},
 }};
 
+// The answers, as the handlers build them (src/api/*_routes.cpp, queue/job_view.cpp, the
+// distribution module's views). Members listed here are always there unless not `required`; an
+// answer may gain members in a later version, so objects stay open (the contract test closes
+// them to prove nothing undocumented is sent today).
+constexpr response_schema answers[] = {
+    {"Health", R"json({"type":"object","required":["status"],"properties":{"status":{"const":"ok"}}})json"},
+    {"Ready", R"json({"type":"object","required":["status"],"properties":{"status":{"const":"ready"},
+      "workers_alive":{"type":"integer","minimum":0,"description":"Live workers in the worker registry (once the first check ran)"},
+      "warning":{"type":"string","description":"Present when no worker is alive: jobs wait"}}})json"},
+    {"Session", R"json({"type":"object","required":["csrf_token","project","role","system","token_name","expires_at"],
+      "properties":{"csrf_token":{"type":"string","description":"Send it as X-CSRF-Token on every change made with the cookie"},
+        "project":{"type":["string","null"]},"role":{"$ref":"#/components/schemas/Role"},"system":{"type":"boolean"},
+        "token_name":{"type":"string"},"expires_at":{"$ref":"#/components/schemas/Time"}}})json"},
+    {"Role", R"json({"enum":["viewer","operator","admin","owner"]})json"},
+    {"Project", R"json({"type":"object","required":["id","name","created_at"],"properties":{
+      "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"$ref":"#/components/schemas/ProjectName"},
+      "created_at":{"$ref":"#/components/schemas/Time"}}})json"},
+    {"ProjectList", R"json({"type":"object","required":["items"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/Project"}}}})json"},
+    {"ProjectDeleted", R"json({"type":"object","required":["id","name","deleted"],"properties":{
+      "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"$ref":"#/components/schemas/ProjectName"},"deleted":{"const":true}}})json"},
+    {"Deleted", R"json({"type":"object","required":["id","deleted"],"properties":{
+      "id":{"$ref":"#/components/schemas/ObjectId"},"deleted":{"const":true}}})json"},
+    {"NullableTime", R"json({"oneOf":[{"$ref":"#/components/schemas/Time"},{"type":"null"}]})json"},
+    {"NullableText", R"json({"type":["string","null"]})json"},
+    {"JobStatus", R"json({"enum":["pending","active","completed","failed","dead","cancelled"]})json"},
+    {"Job", R"json({"type":"object","required":["id","project_id","type","lane","status","attempts","max_attempts","created_at","payload"],
+      "properties":{"id":{"$ref":"#/components/schemas/ObjectId"},"project_id":{"$ref":"#/components/schemas/ObjectId"},
+        "type":{"type":"string"},"lane":{"type":"string"},"status":{"$ref":"#/components/schemas/JobStatus"},
+        "result_status":{"$ref":"#/components/schemas/NullableText"},
+        "attempts":{"type":"integer","minimum":0},"max_attempts":{"type":"integer","minimum":1},
+        "fence":{"type":"integer","description":"Bumped at each claim: a stale worker's writes are refused"},
+        "run_at":{"$ref":"#/components/schemas/NullableTime","description":"When a waiting job becomes ready"},
+        "held":{"type":"boolean"},"locked_by":{"$ref":"#/components/schemas/NullableText"},
+        "worker":{"$ref":"#/components/schemas/NullableText","description":"The worker of the current or last attempt"},
+        "locked_until":{"$ref":"#/components/schemas/NullableTime"},
+        "idempotency_key":{"$ref":"#/components/schemas/NullableText"},"parent_job_id":{"$ref":"#/components/schemas/NullableText"},
+        "certificate_id":{"$ref":"#/components/schemas/NullableText"},"distribution_id":{"$ref":"#/components/schemas/NullableText"},
+        "triggered_by":{"$ref":"#/components/schemas/NullableText"},
+        "triggered_by_name":{"$ref":"#/components/schemas/NullableText","description":"Who or what started it, in words"},
+        "created_at":{"$ref":"#/components/schemas/Time"},"started_at":{"$ref":"#/components/schemas/NullableTime"},
+        "completed_at":{"$ref":"#/components/schemas/NullableTime"},"duration_ms":{"type":["integer","null"]},
+        "error":{"$ref":"#/components/schemas/NullableText"},
+        "error_class":{"$ref":"#/components/schemas/NullableText"},"error_hint":{"$ref":"#/components/schemas/NullableText"},
+        "progress":{"type":"object","required":["current","total"],"properties":{"current":{"type":"integer"},"total":{"type":"integer"}}},
+        "cancel_requested":{"type":"boolean"},
+        "payload":{"description":"The job type's payload (null when it cannot be read)"},
+        "created":{"type":"boolean","description":"Enqueue only: false when the idempotency key named an existing job"},
+        "message":{"type":"string","description":"Cancel only: what happened"},
+        "waiting":{"type":"object","description":"Get, pending or failed jobs: what decides when a worker takes it",
+          "properties":{"lane":{"type":"string"},"ready_at":{"$ref":"#/components/schemas/Time"},"ready":{"type":"boolean"},
+            "held":{"type":"boolean"},"cancel_requested":{"type":"boolean"},"lane_concurrency":{"type":["integer","null"]},
+            "lane_active":{"type":["integer","null"]}}},
+        "lease":{"type":"object","description":"Get, active jobs: the lease and the worker holding it",
+          "properties":{"locked_by":{"type":"string"},"locked_until":{"$ref":"#/components/schemas/Time"},"lease_expired":{"type":"boolean"},
+            "worker":{"type":"object","properties":{"id":{"type":"string"},"host":{"type":"string"},"alive":{"type":"boolean"},
+              "heartbeat_age_ms":{"type":"integer"},"reason":{"type":"string"}}}}},
+        "workflow":{"type":"object","description":"Get, ACME jobs: the order's steps (DESIGN §9)"}}})json"},
+    {"JobPage", R"json({"type":"object","required":["items","page","page_size","total","counts","next_cursor"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/Job"}},
+      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer","description":"Jobs matching the filter"},
+      "counts":{"type":"object","description":"Exact count per tab (all and each status) of the type filter",
+        "properties":{"all":{"type":"integer"},"pending":{"type":"integer"},"active":{"type":"integer"},"completed":{"type":"integer"},
+          "failed":{"type":"integer"},"dead":{"type":"integer"},"cancelled":{"type":"integer"}}},
+      "next_cursor":{"type":["string","null"],"description":"Give it as cursor for the next page; null on the last"}}})json"},
+    {"JobAccepted", R"json({"type":"object","required":["job_id","created"],"properties":{
+      "job_id":{"$ref":"#/components/schemas/ObjectId"},
+      "created":{"type":"boolean","description":"false: the same request already enqueued this job (its key)"}}})json"},
+    {"IssueAccepted", R"json({"type":"object","required":["certificate_id","job_id"],"properties":{
+      "certificate_id":{"$ref":"#/components/schemas/ObjectId"},"job_id":{"$ref":"#/components/schemas/ObjectId"}}})json"},
+    {"CertificateVersion", R"json({"type":"object","required":["version","serial","fingerprint_sha256","not_before","not_after","created_at"],
+      "properties":{"version":{"type":"integer"},"serial":{"type":"string"},"fingerprint_sha256":{"type":"string"},
+        "not_before":{"$ref":"#/components/schemas/NullableTime"},"not_after":{"$ref":"#/components/schemas/NullableTime"},
+        "created_at":{"$ref":"#/components/schemas/NullableTime"}}})json"},
+    {"Certificate", R"json({"type":"object","required":["id","name","created_at","source","status","version","sans","not_before","not_after","versions"],
+      "properties":{"id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
+        "source":{"type":"string","description":"upload, acme or discovery"},
+        "status":{"type":"string","description":"active, expired, pending (ACME, not issued yet), revoked, …"},
+        "version":{"type":"integer","description":"The current version (0: none issued yet)"},
+        "serial":{"type":"string"},"subject":{"type":"string"},"issuer":{"type":"string"},
+        "sans":{"type":"array","items":{"type":"string"}},
+        "not_before":{"$ref":"#/components/schemas/NullableTime"},"not_after":{"$ref":"#/components/schemas/NullableTime"},
+        "fingerprint_sha256":{"type":"string"},"expired":{"type":"boolean"},"cert_pem":{"type":"string"},"chain_pem":{"type":"string"},
+        "versions":{"type":"array","items":{"$ref":"#/components/schemas/CertificateVersion"}},
+        "domains":{"type":"array","items":{"type":"string"},"description":"ACME certificates"},
+        "key_type":{"type":"string"},"acme_account_id":{"type":"string"},"dns_provider_id":{"type":"string"},"profile":{"type":"string"},
+        "auto_renew":{"type":"boolean"},"last_error":{"type":"string"},"last_job_id":{"$ref":"#/components/schemas/NullableText"},
+        "renewal":{"oneOf":[{"type":"null"},{"type":"object","required":["window_start","window_end","source"],"properties":{
+          "window_start":{"$ref":"#/components/schemas/NullableTime"},"window_end":{"$ref":"#/components/schemas/NullableTime"},
+          "source":{"type":"string"},"checked_at":{"$ref":"#/components/schemas/NullableTime"}}}]},
+        "revocation":{"type":"object","properties":{"serial":{"type":"string"},"reason":{"type":["string","null"]},
+          "revoked_at":{"$ref":"#/components/schemas/NullableTime"},"job_id":{"type":["string","null"]},"source":{"type":"string"}}},
+        "revocation_check":{"oneOf":[{"type":"null"},{"type":"object","properties":{"status":{"type":"string","description":"good, revoked, unknown, error"},
+          "source":{"type":"string","description":"ocsp or crl"},"detail":{"type":"string"},
+          "checked_at":{"$ref":"#/components/schemas/NullableTime"},"next_update":{"$ref":"#/components/schemas/NullableTime"}}}],
+          "description":"The last OCSP/CRL answer about the current version; null: none yet"},
+        "auto_execute":{"type":"object","description":"Version upload only: the distributions it opened a run in, or deferred",
+          "properties":{"runs_opened":{"type":"array","items":{"type":"string"}},"runs_deferred":{"type":"array","items":{"type":"string"}}}}}})json"},
+    {"CertificatePage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/Certificate"}},
+      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
+    {"Credential", R"json({"type":"object","required":["id","name","created_at","kind"],"properties":{
+      "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
+      "kind":{"enum":["ssh_key","password"]},"public_key_fingerprint":{"type":"string"},"public_key":{"type":"string"},
+      "key_type":{"type":"string"}}})json"},
+    {"CredentialPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/Credential"}},
+      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
+    {"Target", R"json({"type":"object","required":["id","name","created_at","module"],"properties":{
+      "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
+      "module":{"enum":["ssh","file","webhook"]},"ssh":{"type":"object"},"file":{"type":"object"},"webhook":{"type":"object"},
+      "created_by_system_admin":{"type":"string","description":"File targets made by a system admin (who may write outside file_target_base_dirs): who"},
+      "validate":{"type":"object"}}})json"},
+    {"TargetPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/Target"}},
+      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
+    {"HostKeyScan", R"json({"type":"object","required":["target_id","host","port","pinned","offered","trusted"],"properties":{
+      "target_id":{"$ref":"#/components/schemas/ObjectId"},"host":{"type":"string"},"port":{"type":"integer"},
+      "pinned":{"type":"string"},"offered":{"type":"array","items":{"type":"object","required":["line","fingerprint"],
+        "properties":{"line":{"type":"string"},"fingerprint":{"type":"string"}}}},
+      "trusted":{"const":false},"note":{"type":"string"}}})json"},
+    {"ChannelTest", R"json({"type":"object","required":["channel_id","kind","delivered","event_id","duration_ms"],"properties":{
+      "channel_id":{"$ref":"#/components/schemas/ObjectId"},"kind":{"type":"string"},"delivered":{"type":"boolean"},
+      "event_id":{"type":"string"},"duration_ms":{"type":"integer"},"error_class":{"type":"string"},"error":{"type":"string"},
+      "retryable":{"type":"boolean"},"reply":{"type":"string"},"http_status":{"type":"integer"},"retry_after_s":{"type":"integer"}}})json"},
+    {"Distribution", R"json({"type":"object","required":["id","name","status","run_no","certificate_id","target_ids","canary",
+        "failure_tolerance","fail_fast","auto_execute","created_at","updated_at"],
+      "properties":{"id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},
+        "status":{"type":"string","description":"idle, running, succeeded, partial, failed, cancelled, rolled_back, …"},
+        "run_no":{"type":"integer","description":"The current or last run (0: never run)"},
+        "certificate_id":{"$ref":"#/components/schemas/ObjectId"},"target_ids":{"type":"array","items":{"$ref":"#/components/schemas/ObjectId"}},
+        "canary":{"type":"boolean"},"failure_tolerance":{"type":"number"},"fail_fast":{"type":"boolean"},"auto_execute":{"type":"boolean"},
+        "created_at":{"$ref":"#/components/schemas/NullableTime"},"updated_at":{"$ref":"#/components/schemas/NullableTime"},
+        "mode":{"type":"string","description":"deliver, rollback or fan_out (once it ran)"},
+        "run_started_at":{"$ref":"#/components/schemas/NullableTime"},"run_finished_at":{"$ref":"#/components/schemas/NullableTime"},
+        "run_certificate_version":{"type":"integer"},"run_trigger":{"type":"string"},"error":{"type":"string"},
+        "job_ids":{"type":"array","items":{"type":"string"}},
+        "summary":{"type":"object","required":["targets","succeeded","failed","skipped","cancelled","pending"],"properties":{
+          "targets":{"type":"integer"},"succeeded":{"type":"integer"},"failed":{"type":"integer"},"skipped":{"type":"integer"},
+          "cancelled":{"type":"integer"},"pending":{"type":"integer"}}},
+        "long_tail":{"$ref":"#/components/schemas/LongTail"},
+        "fan_out":{"type":"object","description":"Fan-out runs: the batch and retry children's counters"}}})json"},
+    {"DistributionPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/Distribution"}},
+      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
+    {"LongTail", R"json({"type":"object","required":["timed_targets","phases","slowest"],"properties":{
+      "timed_targets":{"type":"integer"},
+      "phases":{"type":"array","items":{"type":"object","properties":{"phase":{"type":"string"},"count":{"type":"integer"},
+        "p50_ms":{"type":"integer"},"p90_ms":{"type":"integer"},"p99_ms":{"type":"integer"},"max_ms":{"type":"integer"}}}},
+      "slowest":{"type":"array","items":{"type":"object","properties":{"target_id":{"type":"string"},"status":{"type":"string"},
+        "total_ms":{"type":"integer"},"timings_ms":{"type":"object"}}}}}})json"},
+    {"RunAccepted", R"json({"type":"object","required":["distribution_id","run_no","mode","job_ids","targets"],"properties":{
+      "distribution_id":{"$ref":"#/components/schemas/ObjectId"},"run_no":{"type":"integer"},"mode":{"type":"string"},
+      "job_ids":{"type":"array","items":{"$ref":"#/components/schemas/ObjectId"}},"targets":{"type":"integer"}}})json"},
+    {"RunCancel", R"json({"type":"object","required":["distribution_id","run_no","cancelled_jobs","stop_requested_jobs","status"],"properties":{
+      "distribution_id":{"$ref":"#/components/schemas/ObjectId"},"run_no":{"type":"integer"},
+      "cancelled_jobs":{"type":"integer"},"stop_requested_jobs":{"type":"integer"},"status":{"type":"string"}}})json"},
+    {"Result", R"json({"type":"object","required":["target_id","status"],"properties":{
+      "target_id":{"$ref":"#/components/schemas/ObjectId"},"status":{"type":"string","description":"pending, succeeded, failed, skipped, cancelled, …"},
+      "retry_attempt":{"type":"integer"},"job_id":{"type":"string"},"started_at":{"$ref":"#/components/schemas/NullableTime"},
+      "finished_at":{"$ref":"#/components/schemas/NullableTime"},"hash_skipped":{"type":"boolean"},"error_class":{"type":"string"},
+      "error":{"type":"string"},"fingerprint_sha256":{"type":"string"},"files_from_run":{"type":"integer"},
+      "timings_ms":{"type":"object"},"session_wait_ms":{"type":"integer"},"reused_connection":{"type":"boolean"},
+      "error_detail":{"description":"Admins only: the peer's own words"}}})json"},
+    {"ResultPage", R"json({"type":"object","required":["items","page","page_size","total","run","targets","facets","long_tail"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/Result"}},
+      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer","description":"Results matching the filters"},
+      "run":{"type":"integer"},"targets":{"type":"integer","description":"Targets of the run"},
+      "facets":{"type":"object","description":"Counts by status and by error class"},"long_tail":{"$ref":"#/components/schemas/LongTail"}}})json"},
+    {"LogLine", R"json({"type":"object","required":["seq","ts","level","message"],"properties":{
+      "seq":{"type":"integer"},"ts":{"$ref":"#/components/schemas/Time"},"level":{"type":"string"},"message":{"type":"string"},
+      "detail":{"description":"Structured detail of the line (JSON), when it has some"}}})json"},
+    {"LogPage", R"json({"type":"object","required":["lines","next_cursor","done"],"properties":{
+      "lines":{"type":"array","items":{"$ref":"#/components/schemas/LogLine"}},
+      "next_cursor":{"type":"integer","description":"Give it as after for the next lines"},
+      "done":{"type":"boolean","description":"The job is terminal and every line was read"}}})json"},
+    {"AuditPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
+      "items":{"type":"array","items":{"type":"object","required":["seq","actor","action","object","outcome","at"],"properties":{
+        "seq":{"type":"integer"},"actor":{"type":"string"},"action":{"type":"string"},"object":{"type":"string"},
+        "outcome":{"type":"string","description":"ok, or the error code"},"at":{"$ref":"#/components/schemas/Time"},
+        "detail":{"description":"What was asked (JSON), or null"}}}},
+      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
+    {"SettingsSchema", R"json({"type":"object","required":["items"],"properties":{"items":{"type":"array","items":{
+      "type":"object","required":["name","type","default","doc"],"properties":{"name":{"type":"string"},
+        "type":{"enum":["integer","string","choice"]},"min":{"type":"integer"},"max":{"type":"integer"},
+        "choices":{"type":"array","items":{"type":"string"}},"default":{"type":["integer","string"]},"doc":{"type":"string"}}}}}})json"},
+    {"WorkerList", R"json({"type":"object","required":["items","alive","total"],"properties":{
+      "items":{"type":"array","items":{"type":"object","required":["id","host","pid","version","lanes","state","running_jobs",
+          "started_at","last_heartbeat_at","heartbeat_age_ms"],
+        "properties":{"id":{"type":"string"},"host":{"type":"string"},"pid":{"type":"integer"},"version":{"type":"string"},
+          "lanes":{"type":"string"},"state":{"type":"string"},"running_jobs":{"type":"integer"},
+          "started_at":{"$ref":"#/components/schemas/Time"},"last_heartbeat_at":{"$ref":"#/components/schemas/Time"},
+          "heartbeat_age_ms":{"type":"integer"},"dead_at":{"$ref":"#/components/schemas/Time"},"dead_reason":{"type":"string"},
+          "released_jobs":{"type":"integer"}}}},
+      "alive":{"type":"integer"},"total":{"type":"integer"}}})json"},
+    {"NotificationChannel", R"json({"type":"object","required":["id","name","created_at","kind","secret_set"],"properties":{
+      "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
+      "kind":{"enum":["webhook","email","slack","teams"]},"url":{"type":"string"},"secret_credential_id":{"type":"string"},
+      "email":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer"},"starttls":{"type":"boolean"},
+        "username":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"}}}},
+      "slack":{"type":"object","properties":{"webhook_host":{"type":"string"}}},"teams":{"type":"object","properties":{"webhook_host":{"type":"string"}}},
+      "secret_set":{"type":"boolean","description":"Whether a sealed secret (an SMTP password, a Slack/Teams URL) is stored; never the secret"}}})json"},
+    {"NotificationRule", R"json({"type":"object","required":["id","name","created_at","event","channel_id"],"properties":{
+      "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
+      "event":{"type":"string"},"channel_id":{"$ref":"#/components/schemas/ObjectId"},
+      "template":{"type":"object","properties":{"subject":{"type":"string"},"body":{"type":"string"}}}}})json"},
+    {"AcmeAccount", R"json({"type":"object","required":["id","name","created_at","directory_url"],"properties":{
+      "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
+      "directory_url":{"type":"string"},"contact":{"type":"array","items":{"type":"string"}},"terms_agreed":{"type":"boolean"},
+      "eab_kid":{"type":"string"},"ca_bundle_pem":{"type":"string"},"account_url":{"type":"string"},"status":{"type":"string"},
+      "key_type":{"type":"string"}}})json"},
+    {"DnsProvider", R"json({"type":"object","required":["id","name","created_at","kind"],"description":"Never its secrets (TSIG secret, API key, password, env values)",
+      "properties":{"id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
+      "kind":{"enum":["rfc2136","manual","exec","httpreq","powerdns"]},"rfc2136":{"type":"object"},"manual":{"type":"object"},
+      "exec":{"type":"object"},"httpreq":{"type":"object"},"powerdns":{"type":"object"}}})json"},
+    {"Domain", R"json({"type":"object","required":["id","name","created_at","state"],"properties":{
+      "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
+      "state":{"type":"string","description":"unknown (not looked up yet), ok, expiring, expired, error"},
+      "expires_at":{"$ref":"#/components/schemas/NullableTime"},"registrar":{"type":["string","null"]},
+      "statuses":{"type":"array","items":{"type":"string"}},"source":{"type":["string","null"],"description":"rdap or whois"},
+      "server":{"type":["string","null"]},"checked_at":{"$ref":"#/components/schemas/NullableTime"},"last_error":{"type":["string","null"]}}})json"},
+    {"DiscoverySource", R"json({"type":"object","required":["id","name","created_at","endpoints","cidrs","ports","sni","schedule_s"],"properties":{
+      "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
+      "endpoints":{"type":"array","items":{"type":"string"}},"cidrs":{"type":"array","items":{"type":"string"}},
+      "ports":{"type":"array","items":{"type":"integer"}},"sni":{"type":"array","items":{"type":"string"}},
+      "schedule_s":{"type":"integer"},"targets":{"type":"integer","description":"Endpoints the source scans"},
+      "last_run":{"type":["object","null"],"description":"The last scan: when, how many endpoints answered, errors"}}})json"},
+    {"DiscoveredCertificate", R"json({"type":"object","required":["id","fingerprint_sha256","subject","issuer","sans","not_before","not_after","findings","endpoints"],
+      "properties":{"id":{"$ref":"#/components/schemas/ObjectId"},"fingerprint_sha256":{"type":"string"},
+      "subject":{"type":"string"},"issuer":{"type":"string"},"sans":{"type":"array","items":{"type":"string"}},
+      "not_before":{"$ref":"#/components/schemas/NullableTime"},"not_after":{"$ref":"#/components/schemas/NullableTime"},
+      "key_type":{"type":"string"},"key_bits":{"type":"integer"},"chain_length":{"type":"integer"},
+      "findings":{"type":"array","items":{"type":"object","required":["name","severity","text"],"properties":{
+        "name":{"type":"string"},"severity":{"type":"string"},"text":{"type":"string"}}}},
+      "endpoints":{"type":"array","items":{"type":"object","properties":{"source_id":{"type":"string"},"endpoint":{"type":"string"},
+        "address":{"type":"string"},"sni":{"type":"string"},"protocol":{"type":"string"},"last_seen_at":{"$ref":"#/components/schemas/NullableTime"}}}},
+      "first_seen_at":{"$ref":"#/components/schemas/NullableTime"},"last_seen_at":{"$ref":"#/components/schemas/NullableTime"},
+      "managed_certificate_id":{"type":["string","null"]}}})json"},
+    {"NotificationChannelPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/NotificationChannel"}},
+      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
+    {"NotificationRulePage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/NotificationRule"}},
+      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
+    {"AcmeAccountPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/AcmeAccount"}},
+      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
+    {"DnsProviderPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/DnsProvider"}},
+      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
+    {"DomainPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/Domain"}},
+      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
+    {"DiscoverySourcePage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/DiscoverySource"}},
+      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
+    {"DiscoveredCertificatePage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/DiscoveredCertificate"}},
+      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
+    {"OpenApiDocument", R"json({"type":"object","required":["openapi","info","paths"],"description":"This document",
+      "properties":{"openapi":{"type":"string"},"info":{"type":"object"},"servers":{"type":"array"},"security":{"type":"array"},
+        "paths":{"type":"object"},"components":{"type":"object"}}})json"},
+};
+
 std::string_view role_name(access a) {
   switch (a) {
     case access::none: return "none";
@@ -145,9 +431,12 @@ json::object settings_body_schema() {
     if (d.scope != setting_scope::system) continue;
     json::object p{{"description", d.doc}};
     if (d.type == setting_type::integer) {
-      p["type"] = "integer";
+      // The parser takes the number or its decimal text ("30"), as the config file and the UI's
+      // form fields give it.
+      p["type"] = json::array{"integer", "string"};
       p["minimum"] = d.min;
       p["maximum"] = d.max;
+      p["pattern"] = "^-?[0-9]+$";
     } else if (d.type == setting_type::choice) {
       json::array values;
       for (auto c : choice_values(d)) values.emplace_back(c);
@@ -161,6 +450,18 @@ json::object settings_body_schema() {
                       {"properties", std::move(props)}};
 }
 
+// GET/PUT /api/v1/settings answers: every system setting, integers as numbers, the rest as text.
+json::object settings_answer_schema() {
+  json::object props;
+  json::array required;
+  for (const auto& d : all_settings()) {
+    if (d.scope != setting_scope::system) continue;
+    props[d.name] = json::object{{"type", d.type == setting_type::integer ? "integer" : "string"}};
+    required.emplace_back(d.name);
+  }
+  return json::object{{"type", "object"}, {"required", std::move(required)}, {"properties", std::move(props)}};
+}
+
 json::value schema_of(std::string_view name) {
   if (name == "settings") return settings_body_schema();
   for (const auto& b : bodies)
@@ -169,14 +470,164 @@ json::value schema_of(std::string_view name) {
   throw std::logic_error(fmt::format("routes.def names the body schema \"{}\", which openapi.cpp does not have", name));
 }
 
+// The error answers, one component each; a route lists those its row makes possible
+// (route_errors), and `default` covers the rest (431 from the session, a 500 bug).
+struct error_status {
+  unsigned status;
+  std::string_view name;
+  std::string_view description;
+};
+constexpr error_status error_statuses[] = {
+    {400, "BadRequest", "Bad input: `field` names the member, query parameter or header at fault; nothing changed"},
+    {401, "Unauthorized", "No valid token or session (or, for sign-in, a token that is not valid)"},
+    {403, "Forbidden", "The token's role is below this route's x-certfleet-role, or a session change lacks X-CSRF-Token"},
+    {404, "NotFound", "No such project or object, or one the token cannot see"},
+    {405, "MethodNotAllowed", "The path exists, not with this method; Allow lists the methods it has"},
+    {409, "Conflict", "The object's state does not allow it, or the name is taken; `message` says which"},
+    {413, "PayloadTooLarge", "The body is larger than 1 MiB"},
+    {415, "UnsupportedMediaType", "The body is not `application/json` (Content-Type must say so)"},
+    {429, "TooManyRequests", "Rate limited (job_retry_per_minute): Retry-After says when to try again"},
+    {502, "BadGateway", "The peer this route talks to (an SSH server) did not answer"},
+    {503, "ServiceUnavailable", "The store is busy, the server is shutting down or at its connection limit; Retry-After"},
+    {507, "InsufficientStorage", "The store's disk is full: nothing was written"},
+};
+
 json::object error_response(std::string_view description) {
   return json::object{{"description", description},
                       {"content", json::object{{"application/json",
                                                 json::object{{"schema", json::object{{"$ref", "#/components/schemas/Error"}}}}}}}};
 }
 
+// The error statuses a route can answer, from its row: what it reads (body, query, ids), who may
+// call it, and whether it changes state.
+std::vector<unsigned> route_errors(const route_def& r) {
+  const bool has_p = r.pattern.find("{p}") != std::string_view::npos;
+  const bool has_id = r.pattern.find("{id}") != std::string_view::npos;
+  const bool sign_in = r.id == route_id::session_create;
+  const bool takes_body = !r.body.empty() || r.method == "POST" || r.method == "PUT";
+  std::vector<unsigned> out;
+  if (takes_body || has_p || has_id || r.websocket || !route_query_params(r.id).empty()) out.push_back(400);
+  if (r.need != access::none || sign_in) out.push_back(401);
+  if ((r.need != access::none && r.need != access::any_token) || (r.changes_state && r.need != access::none))
+    out.push_back(403);
+  if (has_p || has_id) out.push_back(404);
+  out.push_back(405);
+  if (r.changes_state && !sign_in && r.id != route_id::session_delete) out.push_back(409);
+  if (takes_body || sign_in) {
+    out.push_back(413);
+    out.push_back(415);
+  }
+  if (r.id == route_id::job_retry || r.id == route_id::distribution_retry_failed) out.push_back(429);
+  if (r.id == route_id::target_scan_host_key) out.push_back(502);
+  if (r.need != access::none || r.id == route_id::readyz) out.push_back(503);
+  if (r.changes_state) out.push_back(507);
+  return out;
+}
+
+json::object json_content(json::value schema) {
+  return json::object{{"application/json", json::object{{"schema", std::move(schema)}}}};
+}
+
+json::object ref(std::string_view name) { return json::object{{"$ref", fmt::format("#/components/schemas/{}", name)}}; }
+
+// Each route's success answers. A switch without default: a new route does not compile (-Werror
+// =switch) until its answer is written here.
+struct success {
+  unsigned status;
+  std::string_view description;
+  std::string_view schema;        // a components/schemas name; empty: no body
+  std::string_view content_type = "application/json";
+};
+std::vector<success> success_of(route_id id) {
+  using R = route_id;
+  switch (id) {
+    case R::healthz: return {{200, "The process runs", "Health"}};
+    case R::readyz: return {{200, "The store answers", "Ready"}};
+    case R::metrics: return {{200, "Prometheus text exposition format 0.0.4", "", "text/plain"}};
+    case R::session_create: return {{201, "Signed in: the session cookie is set (HttpOnly, SameSite=Strict)", "Session"}};
+    case R::session_get: return {{200, "The current sign-in", "Session"}};
+    case R::session_delete: return {{204, "Signed out: the cookie is cleared", "", ""}};
+    case R::projects: return {{200, "The projects the token can see", "ProjectList"}};
+    case R::project_create: return {{201, "Created", "Project"}};
+    case R::project_delete: return {{200, "Deleted", "ProjectDeleted"}};
+    case R::jobs_list: return {{200, "One page of jobs with the exact count of each tab", "JobPage"}};
+    case R::jobs_enqueue:
+      return {{201, "Enqueued", "Job"}, {200, "The idempotency key named an existing job: that job (created: false)", "Job"}};
+    case R::job_get: return {{200, "The job", "Job"}};
+    case R::job_retry: return {{200, "Pending again, attempts reset", "Job"}};
+    case R::job_cancel:
+      return {{200, "Cancelled (it was waiting)", "Job"}, {202, "Cancel requested: the running attempt stops at its next step", "Job"}};
+    case R::job_validate_dns: return {{202, "validate_manual_dns enqueued (or the one already enqueued)", "JobAccepted"}};
+    case R::job_logs: return {{200, "Lines after the cursor", "LogPage"}};
+    case R::job_log_stream: return {};
+    case R::audit: return {{200, "One page of audit entries, newest first", "AuditPage"}};
+    case R::settings_get: return {{200, "Every system setting's value in effect", "Settings"}};
+    case R::settings_put: return {{200, "Every system setting's value in effect, after the change", "Settings"}};
+    case R::settings_schema: return {{200, "The settings table", "SettingsSchema"}};
+    case R::workers_list: return {{200, "The worker registry", "WorkerList"}};
+    case R::openapi: return {{200, "This document", "OpenApiDocument"}};
+    case R::certificates_list: return {{200, "One page of certificates", "CertificatePage"}};
+    case R::certificate_create:
+    case R::certificate_version_create:
+    case R::discovered_certificate_import: return {{201, "The certificate", "Certificate"}};
+    case R::certificate_get: return {{200, "The certificate", "Certificate"}};
+    case R::certificate_issue: return {{202, "The certificate is created and its issue_certificate job enqueued", "IssueAccepted"}};
+    case R::certificate_renew: return {{202, "renew_certificate enqueued (or the one already enqueued for this version)", "JobAccepted"}};
+    case R::certificate_revoke: return {{202, "revoke_certificate enqueued (or the one already enqueued)", "JobAccepted"}};
+    case R::credentials_list: return {{200, "One page of credentials", "CredentialPage"}};
+    case R::credential_create: return {{201, "Stored and sealed", "Credential"}};
+    case R::credential_get: return {{200, "The credential", "Credential"}};
+    case R::targets_list: return {{200, "One page of targets", "TargetPage"}};
+    case R::target_create: return {{201, "Created", "Target"}};
+    case R::target_get: return {{200, "The target", "Target"}};
+    case R::target_scan_host_key: return {{200, "The host keys the server offered, to pin after checking", "HostKeyScan"}};
+    case R::channels_list: return {{200, "One page of notification channels", "NotificationChannelPage"}};
+    case R::channel_create: return {{201, "Created", "NotificationChannel"}};
+    case R::channel_get: return {{200, "The channel", "NotificationChannel"}};
+    case R::channel_test: return {{200, "What the channel's peer answered", "ChannelTest"}};
+    case R::rules_list: return {{200, "One page of notification rules", "NotificationRulePage"}};
+    case R::rule_create: return {{201, "Created", "NotificationRule"}};
+    case R::rule_get: return {{200, "The rule", "NotificationRule"}};
+    case R::acme_accounts_list: return {{200, "One page of ACME accounts", "AcmeAccountPage"}};
+    case R::acme_account_create: return {{201, "Registered at the CA", "AcmeAccount"}};
+    case R::acme_account_get: return {{200, "The account", "AcmeAccount"}};
+    case R::dns_providers_list: return {{200, "One page of DNS providers", "DnsProviderPage"}};
+    case R::dns_provider_create: return {{201, "Created", "DnsProvider"}};
+    case R::dns_provider_get: return {{200, "The provider", "DnsProvider"}};
+    case R::domains_list: return {{200, "One page of watched domains", "DomainPage"}};
+    case R::domain_create: return {{201, "Watched; its first lookup is enqueued", "Domain"}};
+    case R::domain_get: return {{200, "The domain", "Domain"}};
+    case R::domain_check: return {{202, "domain_expiration_check enqueued", "JobAccepted"}};
+    case R::discovery_sources_list: return {{200, "One page of discovery sources", "DiscoverySourcePage"}};
+    case R::discovery_source_create: return {{201, "Created", "DiscoverySource"}};
+    case R::discovery_source_get: return {{200, "The source", "DiscoverySource"}};
+    case R::discovery_source_run: return {{202, "discovery_execute enqueued", "JobAccepted"}};
+    case R::discovered_certificates_list: return {{200, "One page of discovered certificates", "DiscoveredCertificatePage"}};
+    case R::discovered_certificate_get: return {{200, "The discovered certificate", "DiscoveredCertificate"}};
+    case R::certificate_delete:
+    case R::credential_delete:
+    case R::target_delete:
+    case R::channel_delete:
+    case R::rule_delete:
+    case R::acme_account_delete:
+    case R::dns_provider_delete:
+    case R::domain_delete:
+    case R::discovery_source_delete:
+    case R::distribution_delete: return {{200, "Deleted", "Deleted"}};
+    case R::distributions_list: return {{200, "One page of distributions", "DistributionPage"}};
+    case R::distribution_create: return {{201, "Created", "Distribution"}};
+    case R::distribution_get: return {{200, "The distribution with its current run", "Distribution"}};
+    case R::distribution_execute: return {{202, "A new run is open; its jobs are enqueued", "RunAccepted"}};
+    case R::distribution_rollback: return {{202, "A rollback run is open", "RunAccepted"}};
+    case R::distribution_retry_failed: return {{202, "The failed targets run again", "RunAccepted"}};
+    case R::distribution_cancel: return {{202, "Cancel requested: waiting jobs are cancelled, running ones asked to stop", "RunCancel"}};
+    case R::distribution_results: return {{200, "One page of per-target results of a run", "ResultPage"}};
+  }
+  return {};
+}
+
 json::object operation(const route_def& r) {
-  json::object op{{"summary", r.summary}};
+  json::object op{{"operationId", r.name}, {"summary", r.summary}};
   op["x-certfleet-role"] = role_name(r.need);
   if (r.need == access::none) op["security"] = json::array{};
   std::string tag = "system";
@@ -190,23 +641,35 @@ json::object operation(const route_def& r) {
   }
   op["tags"] = json::array{json::value(tag)};
 
+  json::array params;
+  for (const auto& q : route_query_params(r.id))
+    params.push_back(json::object{{"name", q.name},
+                                  {"in", "query"},
+                                  {"required", false},
+                                  {"description", q.description},
+                                  {"schema", json::parse(q.schema)}});
+  if (!params.empty()) op["parameters"] = std::move(params);
+
   json::object responses;
   if (r.websocket) {
     op["description"] =
         "A WebSocket (send an Upgrade request): text messages {type: \"lines\", lines: […]} with the backlog after "
         "the `after` cursor, then live lines, then {type: \"end\", status} when the job is terminal.";
     responses["101"] = json::object{{"description", "Switching to the WebSocket"}};
-  } else if (r.pattern == "/metrics") {
-    responses["200"] = json::object{
-        {"description", "Prometheus text exposition format"},
-        {"content", json::object{{"text/plain", json::object{{"schema", json::object{{"type", "string"}}}}}}}};
   } else {
-    responses["2XX"] = json::object{
-        {"description", "Success: a JSON object (times in it are RFC 3339 UTC strings with milliseconds)"},
-        {"content", json::object{{"application/json", json::object{{"schema", json::object{{"type", "object"}}}}}}}};
+    for (const auto& ok : success_of(r.id)) {
+      json::object answer{{"description", ok.description}};
+      if (ok.content_type == "application/json") answer["content"] = json_content(ref(ok.schema));
+      else if (!ok.content_type.empty())
+        answer["content"] = json::object{{ok.content_type, json::object{{"schema", json::object{{"type", "string"}}}}}};
+      responses[std::to_string(ok.status)] = std::move(answer);
+    }
   }
-  responses["default"] = error_response("An error: 400 bad input (field names it), 401, 403, 404, 405, 409 wrong "
-                                        "state, 413, 429 (Retry-After), 503 (Retry-After)");
+  for (auto status : route_errors(r))
+    for (const auto& e : error_statuses)
+      if (e.status == status)
+        responses[std::to_string(status)] = json::object{{"$ref", fmt::format("#/components/responses/{}", e.name)}};
+  responses["default"] = error_response("Any other error (431 header too large; 500, a bug: see the server log)");
   op["responses"] = std::move(responses);
 
   if (!r.body.empty()) {
@@ -248,6 +711,7 @@ std::string lower(std::string_view s) {
 }  // namespace
 
 std::span<const body_schema> all_body_schemas() noexcept { return bodies; }
+std::span<const response_schema> all_response_schemas() noexcept { return answers; }
 
 std::string openapi_document(std::string_view version) {
   json::object paths;
@@ -272,10 +736,30 @@ std::string openapi_document(std::string_view version) {
       {"description", "A time in a request body: RFC 3339 like answers, or milliseconds since the epoch"},
       {"oneOf", json::array{json::object{{"$ref", "#/components/schemas/Time"}},
                             json::object{{"type", "integer"}, {"minimum", 0}}}}};
-  schemas["Error"] = json::parse(R"json({"type":"object","required":["error"],
-    "properties":{"error":{"type":"object","required":["code","message"],
-      "properties":{"code":{"type":"string"},"message":{"type":"string"},
-        "field":{"type":"string","description":"The request member, parameter or header at fault"}}}}})json");
+  // Error codes: each errc's name (core/errc_table.hpp) and the two the HTTP session answers itself.
+  json::array codes;
+  for (const auto& row : errc_table)
+    if (row.code != errc::ok) codes.emplace_back(row.name);
+  codes.emplace_back("method_not_allowed");
+  codes.emplace_back("unsupported_media_type");
+  schemas["Error"] = json::object{
+      {"type", "object"},
+      {"required", json::array{"error"}},
+      {"additionalProperties", false},
+      {"properties",
+       json::object{{"error",
+                     json::object{{"type", "object"},
+                                  {"required", json::array{"code", "message"}},
+                                  {"additionalProperties", false},
+                                  {"properties",
+                                   json::object{{"code", json::object{{"enum", std::move(codes)}}},
+                                                {"message", json::object{{"type", "string"}}},
+                                                {"field", json::object{{"type", "string"},
+                                                                       {"description", "The request member, parameter or header at fault"}}}}}}}}}};
+  for (const auto& rs : all_response_schemas()) schemas[std::string(rs.name)] = json::parse(rs.schema);
+  schemas["Settings"] = settings_answer_schema();
+  json::object error_responses;
+  for (const auto& e : error_statuses) error_responses[e.name] = error_response(e.description);
   json::object schema_obj;
   for (auto& [k, v] : schemas) schema_obj[k] = std::move(v);
 
@@ -298,6 +782,7 @@ std::string openapi_document(std::string_view version) {
       {"paths", std::move(paths)},
       {"components",
        json::object{{"schemas", std::move(schema_obj)},
+                    {"responses", std::move(error_responses)},
                     {"securitySchemes",
                      json::object{{"bearer", json::object{{"type", "http"}, {"scheme", "bearer"}}},
                                   {"session", json::object{{"type", "apiKey"},

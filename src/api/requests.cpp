@@ -40,9 +40,53 @@ result<bool> page_param(std::string_view name, std::string_view value, int& page
   return true;
 }
 
-error unknown_param(std::string_view name, std::string_view allowed) {
+// The query parameter tables (route_query_params). Bounds are the parsers' own constants.
+#define CF_PAGE_PARAMS                                                                                        \
+  {"page", R"json({"type":"integer","minimum":1,"maximum":1000000,"default":1})json",                         \
+   "The page, from 1 (a page past the last is empty)"},                                                       \
+  {"page_size", R"json({"type":"integer","minimum":1,"maximum":200})json",                                      \
+   "Items per page (default: 50; jobs: the jobs_page_size_default setting)"}
+constexpr query_param_def page_params[] = {CF_PAGE_PARAMS};
+constexpr query_param_def job_list_params[] = {
+    {"status", R"json({"enum":["all","pending","active","completed","failed","dead","cancelled"],"default":"all"})json",
+     "Only jobs in this state (the Jobs page's tabs)"},
+    {"type", R"json({"type":"string","maxLength":100})json", "Only jobs of this type"},
+    CF_PAGE_PARAMS,
+    {"cursor", R"json({"type":"string","pattern":"^[0-9a-fA-F]{24}$"})json",
+     "Keyset paging: a previous page's next_cursor (then page is not used)"},
+};
+constexpr query_param_def log_params[] = {
+    {"after", R"json({"type":"integer","minimum":0,"default":0})json", "A log cursor: lines after it (a previous answer's next_cursor)"},
+    {"limit", R"json({"type":"integer","minimum":1,"maximum":1000,"default":100})json", "At most this many lines"},
+};
+constexpr query_param_def log_stream_params[] = {
+    {"after", R"json({"type":"integer","minimum":0,"default":0})json", "A log cursor: the backlog starts after it"},
+};
+constexpr query_param_def results_params[] = {
+    {"run", R"json({"type":"integer","minimum":1})json", "The run number (default: the current or last run)"},
+    CF_PAGE_PARAMS,
+    {"status", R"json({"type":"string"})json", "Only results in this state (succeeded, failed, skipped, …; a bad one is a 400 with the list)"},
+    {"error_class", R"json({"type":"string"})json", "Only failures of this error class (auth, host_key, network, …; a bad one is a 400 with the list)"},
+};
+constexpr query_param_def discovered_params[] = {
+    {"source", R"json({"type":"string","maxLength":64})json", "Only certificates found by this discovery source (its id)"},
+    {"finding", R"json({"type":"string","maxLength":64})json", "Only certificates with this finding (expired, self_signed, …)"},
+    CF_PAGE_PARAMS,
+};
+#undef CF_PAGE_PARAMS
+
+std::string names_of(std::span<const query_param_def> params) {
+  std::string out;
+  for (const auto& p : params) {
+    if (!out.empty()) out += ", ";
+    out += p.name;
+  }
+  return out;
+}
+
+error unknown_param(std::string_view name, std::span<const query_param_def> allowed) {
   return make_error(errc::invalid_argument,
-                    fmt::format("unknown query parameter {}; this route takes {}", name.substr(0, 64), allowed),
+                    fmt::format("unknown query parameter {}; this route takes {}", name.substr(0, 64), names_of(allowed)),
                     std::string(name.substr(0, 64)));
 }
 
@@ -212,7 +256,7 @@ result<job_list_query> parse_job_list_query(const query_params& q) {
     } else {
       auto paged = page_param(k, v, out.page, out.page_size);
       if (!paged) return std::move(paged).error();
-      if (!*paged) return unknown_param(k, "status, type, page, page_size, cursor");
+      if (!*paged) return unknown_param(k, job_list_params);
     }
   }
   return out;
@@ -246,7 +290,7 @@ result<log_query> parse_log_query(const query_params& q, bool stream) {
       if (!l) return std::move(l).error();
       out.limit = *l;
     } else {
-      return unknown_param(k, stream ? "after" : "after, limit");
+      return unknown_param(k, stream ? std::span<const query_param_def>(log_stream_params) : log_params);
     }
   }
   return out;
@@ -267,7 +311,7 @@ result<results_query> parse_results_query(const query_params& q) {
     }
     auto paged = page_param(k, v, out.page, out.page_size);
     if (!paged) return std::move(paged).error();
-    if (!*paged) return unknown_param(k, "run, page, page_size, status, error_class");
+    if (!*paged) return unknown_param(k, results_params);
   }
   return out;
 }
@@ -282,7 +326,7 @@ result<discovered_query> parse_discovered_query(const query_params& q) {
     }
     auto paged = page_param(k, v, out.page, out.page_size);
     if (!paged) return std::move(paged).error();
-    if (!*paged) return unknown_param(k, "source, finding, page, page_size");
+    if (!*paged) return unknown_param(k, discovered_params);
   }
   return out;
 }
@@ -292,7 +336,7 @@ result<page_query> parse_audit_query(const query_params& q) {
   for (const auto& [k, v] : q) {
     auto paged = page_param(k, v, out.page, out.page_size);
     if (!paged) return std::move(paged).error();
-    if (!*paged) return unknown_param(k, "page, page_size");
+    if (!*paged) return unknown_param(k, page_params);
   }
   return out;
 }
@@ -357,6 +401,28 @@ result<std::string> parse_project_body(std::string_view body) {
   if (!n) return make_error(errc::invalid_argument, "name is required", "name");
   if (!n->is_string()) return make_error(errc::invalid_argument, "name must be a string", "name");
   return check_project_name(std::string_view(n->get_string().data(), n->get_string().size()));
+}
+
+std::span<const query_param_def> route_query_params(route_id id) noexcept {
+  switch (id) {
+    case route_id::jobs_list: return job_list_params;
+    case route_id::job_logs: return log_params;
+    case route_id::job_log_stream: return log_stream_params;
+    case route_id::distribution_results: return results_params;
+    case route_id::discovered_certificates_list: return discovered_params;
+    case route_id::audit:
+    case route_id::distributions_list:
+    case route_id::certificates_list:
+    case route_id::credentials_list:
+    case route_id::targets_list:
+    case route_id::channels_list:
+    case route_id::rules_list:
+    case route_id::acme_accounts_list:
+    case route_id::dns_providers_list:
+    case route_id::domains_list:
+    case route_id::discovery_sources_list: return page_params;
+    default: return {};
+  }
 }
 
 }  // namespace certfleet::api

@@ -14,7 +14,7 @@ using R = route_id;
 // test need no I/O).
 constexpr std::array<route_def, route_count> table{{
 #define CERTFLEET_ROUTE(id, method, pattern, need, api_only, changes_state, websocket, object_kind, handler, summary, body) \
-  {R::id, method, pattern, A::need, api_only, changes_state, websocket, object_kind, summary, body},
+  {R::id, #id, method, pattern, A::need, api_only, changes_state, websocket, object_kind, summary, body},
 #include "certfleet/api/routes.def"
 #undef CERTFLEET_ROUTE
 }};

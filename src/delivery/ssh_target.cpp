@@ -270,9 +270,17 @@ result<ssh_target> parse_ssh_target(const boost::json::value& v, const boost::js
   if (validate && !validate->is_null()) {
     if (!validate->is_object()) return make_error(errc::invalid_argument, "validate must be an object", "validate");
     const auto& vo = validate->as_object();
+    for (const auto& kv : vo)
+      if (kv.key() != "tls" && kv.key() != "remote_hash")
+        return make_error(errc::invalid_argument, "unknown field; validate takes tls or remote_hash",
+                          "validate." + std::string(kv.key().substr(0, 64)));
     if (auto* tls = vo.if_contains("tls"); tls && !tls->is_null()) {
       if (!tls->is_object()) return make_error(errc::invalid_argument, "must be an object", "validate.tls");
       const auto& to = tls->as_object();
+      for (const auto& kv : to)
+        if (kv.key() != "host" && kv.key() != "port" && kv.key() != "sni")
+          return make_error(errc::invalid_argument, "unknown field; validate.tls takes host, port and sni",
+                            "validate.tls." + std::string(kv.key().substr(0, 64)));
       tls_validation tv;
       auto* h = to.if_contains("host");
       if (!h || !h->is_string()) return make_error(errc::invalid_argument, "missing", "validate.tls.host");

@@ -592,6 +592,11 @@ result<target_spec> parse_target_fields(const json::object& o) {
   } else if (t.module == delivery::module_kind::file) {
     if (auto r = only_one("file"); !r) return std::move(r).error();
     if (validate && !validate->is_null()) return bad("validate", "file targets validate by hash on their own");
+    static constexpr std::string_view known[] = {"cert_path", "key_path", "chain_path", "cert_mode", "key_mode",
+                                                 "post_command"};
+    for (const auto& [k, _] : o.at("file").as_object())
+      if (std::find(std::begin(known), std::end(known), std::string_view(k)) == std::end(known))
+        return bad("file." + std::string(k), fmt::format("unknown field \"file.{}\"", std::string_view(k)));
     auto parsed = delivery::parse_file_target(o.at("file"));
     if (!parsed) return std::move(parsed).error();
     t.file = std::move(*parsed);

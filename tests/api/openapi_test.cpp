@@ -3,6 +3,7 @@
 // resolves, and it states the time convention. The npm validator's test (api_openapi_validates)
 // checks it against the OpenAPI 3.1 schema.
 #include "certfleet/api/openapi.hpp"
+#include "certfleet/api/requests.hpp"
 #include "certfleet/api/router.hpp"
 #include "http_client.hpp"
 #include "process.hpp"
@@ -88,7 +89,12 @@ TEST(api_openapi, every_body_and_ref_resolves) {
   std::set<std::string> refs;
   collect_refs(doc, refs);
   const auto& schemas = doc.at("components").at("schemas").as_object();
+  const auto& responses = doc.at("components").at("responses").as_object();
   for (const auto& ref : refs) {
+    if (ref.rfind("#/components/responses/", 0) == 0) {
+      EXPECT_TRUE(responses.contains(ref.substr(std::string("#/components/responses/").size()))) << ref;
+      continue;
+    }
     ASSERT_EQ(ref.rfind("#/components/schemas/", 0), 0u) << ref;
     EXPECT_TRUE(schemas.contains(ref.substr(std::string("#/components/schemas/").size()))) << ref;
   }
@@ -125,4 +131,78 @@ TEST(api_openapi, served_to_tokens_and_docs_link_it) {
   std::stringstream ss;
   ss << api_md.rdbuf();
   EXPECT_NE(ss.str().find("/api/v1/openapi.json"), std::string::npos);
+}
+
+// Each operation: its row's id as operationId (unique), a success answer with a schema (the
+// WebSocket aside), and at least one 4xx; routes that read query parameters list them.
+TEST(api_openapi, operations_have_ids_answers_and_errors) {
+  auto doc = boost::json::parse(openapi_document("test"));
+  std::set<std::string> ids;
+  for (const auto& r : all_routes()) {
+    const auto& op = doc.at("paths").at(r.pattern).at(lower(r.method)).as_object();
+    const std::string id(op.at("operationId").as_string());
+    EXPECT_EQ(id, r.name);
+    EXPECT_TRUE(ids.insert(id).second) << id;
+    bool success = false, client_error = false;
+    for (const auto& [status, answer] : op.at("responses").as_object()) {
+      if (status.size() == 3 && (status[0] == '2' || status == "101")) success = true;
+      if (status.size() == 3 && status[0] == '4') client_error = true;
+    }
+    EXPECT_TRUE(success) << r.pattern;
+    EXPECT_TRUE(client_error) << r.pattern;
+    const auto params = route_query_params(r.id);
+    const auto* listed = op.if_contains("parameters");
+    EXPECT_EQ(listed ? listed->as_array().size() : 0u, params.size()) << r.pattern;
+  }
+  // The error codes are the errc table's names and the session's two.
+  const auto& codes = doc.at("components").at("schemas").at("Error").at("properties").at("error").at("properties")
+                          .at("code").at("enum").as_array();
+  std::set<std::string> names;
+  for (const auto& c : codes) names.insert(std::string(c.as_string()));
+  EXPECT_TRUE(names.contains("invalid_argument"));
+  EXPECT_TRUE(names.contains("store_disk_full"));
+  EXPECT_TRUE(names.contains("unsupported_media_type"));
+  EXPECT_FALSE(names.contains("ok"));
+}
+
+// The query parameters the document lists are the ones each route's parser takes: every listed
+// one is accepted with a value its schema allows, and an unknown one is refused with exactly the
+// listed names (one table feeds both).
+TEST(api_openapi, query_parameters_are_what_the_parsers_take) {
+  auto parse_for = [](route_id id, const query_params& q) -> std::optional<certfleet::error> {
+    auto err = [](auto r) -> std::optional<certfleet::error> {
+      if (r) return std::nullopt;
+      return r.error();
+    };
+    switch (id) {
+      case route_id::jobs_list: return err(parse_job_list_query(q));
+      case route_id::job_logs: return err(parse_log_query(q, false));
+      case route_id::job_log_stream: return err(parse_log_query(q, true));
+      case route_id::distribution_results: return err(parse_results_query(q));
+      case route_id::discovered_certificates_list: return err(parse_discovered_query(q));
+      default: return err(parse_page_query(q));
+    }
+  };
+  auto example = [](std::string_view name) -> std::string {
+    if (name == "status") return "failed";
+    if (name == "cursor") return "0123456789abcdef01234567";
+    if (name == "type" || name == "error_class" || name == "source" || name == "finding") return "x";
+    return "1";
+  };
+  std::size_t routes_with_params = 0;
+  for (const auto& r : all_routes()) {
+    const auto params = route_query_params(r.id);
+    if (params.empty()) continue;
+    ++routes_with_params;
+    std::string names;
+    for (const auto& p : params) {
+      EXPECT_FALSE(parse_for(r.id, {{std::string(p.name), example(p.name)}})) << r.pattern << " ?" << p.name;
+      names += (names.empty() ? "" : ", ") + std::string(p.name);
+    }
+    auto refused = parse_for(r.id, {{"no_such_parameter", "1"}});
+    ASSERT_TRUE(refused) << r.pattern;
+    EXPECT_EQ(refused->field, "no_such_parameter");
+    EXPECT_NE(refused->message.find("this route takes " + names), std::string::npos) << refused->message;
+  }
+  EXPECT_EQ(routes_with_params, 16u);
 }

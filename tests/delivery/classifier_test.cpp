@@ -243,6 +243,11 @@ TEST(delivery_parse, target_spec_json) {
   EXPECT_EQ(field_of("user", "deploy", &bad_tls), "validate.tls.port");
   auto both = boost::json::parse(R"({"tls":{"host":"x","port":443},"remote_hash":true})");
   EXPECT_EQ(field_of("user", "deploy", &both), "validate");
+  // Members the document does not list are refused by name (issue 36: nested sections closed).
+  auto extra = boost::json::parse(R"({"tls":{"host":"x","port":443},"ocsp":true})");
+  EXPECT_EQ(field_of("user", "deploy", &extra), "validate.ocsp");
+  auto extra_tls = boost::json::parse(R"({"tls":{"host":"x","port":443,"verify":false}})");
+  EXPECT_EQ(field_of("user", "deploy", &extra_tls), "validate.tls.verify");
   EXPECT_FALSE(parse_ssh_target(boost::json::value(42)));
 }
 

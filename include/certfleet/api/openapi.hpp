@@ -15,6 +15,13 @@ struct body_schema {
 // Every request-body schema, by name.
 std::span<const body_schema> all_body_schemas() noexcept;
 
+// The answers' schemas (components/schemas), by name; each route's success statuses name them.
+struct response_schema {
+  std::string_view name;
+  std::string_view schema;
+};
+std::span<const response_schema> all_response_schemas() noexcept;
+
 // The document as JSON text. `version`: the server's version (info.version).
 std::string openapi_document(std::string_view version);
 

@@ -9,10 +9,22 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 namespace certfleet::api {
+
+// One query parameter a route reads: what the parsers below accept, and what the OpenAPI
+// document says (its parameters are generated from route_query_params, and a parser's "this
+// route takes …" list is the same table's names, so the two cannot drift).
+struct query_param_def {
+  std::string_view name;
+  std::string_view schema;       // JSON Schema text of the value
+  std::string_view description;
+};
+// The parameters a route reads; empty: it reads none (and ignores any it is given).
+std::span<const query_param_def> route_query_params(route_id id) noexcept;
 
 inline constexpr int max_page_size = 200;
 inline constexpr int max_page = 1'000'000;

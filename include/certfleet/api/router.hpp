@@ -31,6 +31,7 @@ enum class access { none, any_token, viewer, operator_, admin, owner, system_adm
 
 struct route_def {
   route_id id;
+  std::string_view name;  // the row's id as text: the OpenAPI operationId
   std::string_view method;
   std::string_view pattern;  // "/api/v1/projects/{p}/jobs/{id}"; {p} project name, {id} object id
   access need;
