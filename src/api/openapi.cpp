@@ -245,24 +245,15 @@ constexpr response_schema answers[] = {
           "description":"The last OCSP/CRL answer about the current version; null: none yet"},
         "auto_execute":{"type":"object","description":"Version upload only: the distributions it opened a run in, or deferred",
           "properties":{"runs_opened":{"type":"array","items":{"type":"string"}},"runs_deferred":{"type":"array","items":{"type":"string"}}}}}})json"},
-    {"CertificatePage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
-      "items":{"type":"array","items":{"$ref":"#/components/schemas/Certificate"}},
-      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
     {"Credential", R"json({"type":"object","required":["id","name","created_at","kind"],"properties":{
       "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
       "kind":{"enum":["ssh_key","password"]},"public_key_fingerprint":{"type":"string"},"public_key":{"type":"string"},
       "key_type":{"type":"string"}}})json"},
-    {"CredentialPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
-      "items":{"type":"array","items":{"$ref":"#/components/schemas/Credential"}},
-      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
     {"Target", R"json({"type":"object","required":["id","name","created_at","module"],"properties":{
       "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
       "module":{"enum":["ssh","file","webhook"]},"ssh":{"type":"object"},"file":{"type":"object"},"webhook":{"type":"object"},
       "created_by_system_admin":{"type":"string","description":"File targets made by a system admin (who may write outside file_target_base_dirs): who"},
       "validate":{"type":"object"}}})json"},
-    {"TargetPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
-      "items":{"type":"array","items":{"$ref":"#/components/schemas/Target"}},
-      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
     {"HostKeyScan", R"json({"type":"object","required":["target_id","host","port","pinned","offered","trusted"],"properties":{
       "target_id":{"$ref":"#/components/schemas/ObjectId"},"host":{"type":"string"},"port":{"type":"integer"},
       "pinned":{"type":"string"},"offered":{"type":"array","items":{"type":"object","required":["line","fingerprint"],
@@ -289,9 +280,6 @@ constexpr response_schema answers[] = {
           "cancelled":{"type":"integer"},"pending":{"type":"integer"}}},
         "long_tail":{"$ref":"#/components/schemas/LongTail"},
         "fan_out":{"type":"object","description":"Fan-out runs: the batch and retry children's counters"}}})json"},
-    {"DistributionPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
-      "items":{"type":"array","items":{"$ref":"#/components/schemas/Distribution"}},
-      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
     {"LongTail", R"json({"type":"object","required":["timed_targets","phases","slowest"],"properties":{
       "timed_targets":{"type":"integer"},
       "phases":{"type":"array","items":{"type":"object","properties":{"phase":{"type":"string"},"count":{"type":"integer"},
@@ -385,31 +373,15 @@ constexpr response_schema answers[] = {
         "address":{"type":"string"},"sni":{"type":"string"},"protocol":{"type":"string"},"last_seen_at":{"$ref":"#/components/schemas/NullableTime"}}}},
       "first_seen_at":{"$ref":"#/components/schemas/NullableTime"},"last_seen_at":{"$ref":"#/components/schemas/NullableTime"},
       "managed_certificate_id":{"type":["string","null"]}}})json"},
-    {"NotificationChannelPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
-      "items":{"type":"array","items":{"$ref":"#/components/schemas/NotificationChannel"}},
-      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
-    {"NotificationRulePage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
-      "items":{"type":"array","items":{"$ref":"#/components/schemas/NotificationRule"}},
-      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
-    {"AcmeAccountPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
-      "items":{"type":"array","items":{"$ref":"#/components/schemas/AcmeAccount"}},
-      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
-    {"DnsProviderPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
-      "items":{"type":"array","items":{"$ref":"#/components/schemas/DnsProvider"}},
-      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
-    {"DomainPage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
-      "items":{"type":"array","items":{"$ref":"#/components/schemas/Domain"}},
-      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
-    {"DiscoverySourcePage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
-      "items":{"type":"array","items":{"$ref":"#/components/schemas/DiscoverySource"}},
-      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
-    {"DiscoveredCertificatePage", R"json({"type":"object","required":["items","page","page_size","total"],"properties":{
-      "items":{"type":"array","items":{"$ref":"#/components/schemas/DiscoveredCertificate"}},
-      "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
     {"OpenApiDocument", R"json({"type":"object","required":["openapi","info","paths"],"description":"This document",
       "properties":{"openapi":{"type":"string"},"info":{"type":"object"},"servers":{"type":"array"},"security":{"type":"array"},
         "paths":{"type":"object"},"components":{"type":"object"}}})json"},
 };
+
+// The items whose lists answer the shared page envelope (<item>Page).
+constexpr std::string_view paged_items[] = {"Certificate",         "Credential",       "Target",     "Distribution",
+                                            "NotificationChannel", "NotificationRule", "AcmeAccount", "DnsProvider",
+                                            "Domain",              "DiscoverySource",  "DiscoveredCertificate"};
 
 std::string_view role_name(access a) {
   switch (a) {
@@ -758,6 +730,15 @@ std::string openapi_document(std::string_view version) {
                                                                        {"description", "The request member, parameter or header at fault"}}}}}}}}}};
   for (const auto& rs : all_response_schemas()) schemas[std::string(rs.name)] = json::parse(rs.schema);
   schemas["Settings"] = settings_answer_schema();
+  // A list's answer: one page of its items, the envelope every list shares.
+  for (std::string_view item : paged_items)
+    schemas[fmt::format("{}Page", item)] = json::object{
+        {"type", "object"},
+        {"required", json::array{"items", "page", "page_size", "total"}},
+        {"properties", json::object{{"items", json::object{{"type", "array"}, {"items", ref(item)}}},
+                                    {"page", json::object{{"type", "integer"}}},
+                                    {"page_size", json::object{{"type", "integer"}}},
+                                    {"total", json::object{{"type", "integer"}}}}}};
   json::object error_responses;
   for (const auto& e : error_statuses) error_responses[e.name] = error_response(e.description);
   json::object schema_obj;
