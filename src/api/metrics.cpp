@@ -1,5 +1,7 @@
 #include "metrics.hpp"
 
+#include "certfleet/core/build_info.hpp"
+
 #include <fmt/format.h>
 
 namespace certfleet::api {
@@ -108,14 +110,10 @@ std::string api_metrics::render(const snapshot& s) const {
   for (const auto& t : s.target_series)
     out += fmt::format("certfleet_target_last_success_timestamp_seconds{{project=\"{}\",target=\"{}\"}} {}\n",
                        escape_label(t.project), escape_label(t.name), seconds(t.last_success));
-  head(out, "certfleet_build_info", "gauge", "Always 1: the version, commit and compiler of this build.");
-#if defined(__clang__)
-  constexpr std::string_view compiler = "clang " __clang_version__;
-#else
-  constexpr std::string_view compiler = "gcc " __VERSION__;
-#endif
-  out += fmt::format("certfleet_build_info{{version=\"{}\",commit=\"{}\",compiler=\"{}\"}} 1\n",
-                     escape_label(s.version), escape_label(build_commit()), escape_label(compiler));
+  head(out, "certfleet_build_info", "gauge", "Always 1: the version, commit, commit date and compiler of this build.");
+  const auto& b = this_build();
+  out += fmt::format("certfleet_build_info{{version=\"{}\",commit=\"{}\",date=\"{}\",compiler=\"{}\"}} 1\n",
+                     escape_label(s.version), escape_label(b.commit), escape_label(b.date), escape_label(b.compiler));
   if (s.process) out += render_process_stats(*s.process);
 
   head(out, "certfleet_jobs", "gauge", "Jobs in the store by status and type.");

@@ -117,14 +117,6 @@ std::optional<process_stats> read_process_stats() {
   return s;
 }
 
-std::string_view build_commit() noexcept {
-#ifdef CERTFLEET_COMMIT
-  return CERTFLEET_COMMIT;
-#else
-  return "unknown";
-#endif
-}
-
 std::string render_process_stats(const process_stats& s) {
   std::string out;
   auto one = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {

@@ -32,9 +32,6 @@ std::optional<int> parse_fd_table_size(std::string_view proc_status);
 // /proc is not mounted (the series are then left out).
 std::optional<process_stats> read_process_stats();
 
-// The commit this build was configured at ("unknown" outside a git checkout).
-std::string_view build_commit() noexcept;
-
 // The series, in the text exposition format (HELP and TYPE lines included).
 std::string render_process_stats(const process_stats& s);
 

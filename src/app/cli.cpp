@@ -5,6 +5,7 @@
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/app/app.hpp"
 #include "certfleet/app/exit_codes.hpp"
+#include "certfleet/core/build_info.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/log.hpp"
 #include "certfleet/distribution/engine.hpp"
@@ -1331,7 +1332,9 @@ int run_cli(int argc, char** argv) {
     it = it->second.empty() ? flags.overrides.erase(it) : std::next(it);
 
   if (version) {
-    std::cout << "certfleet " << CERTFLEET_VERSION << "\n";
+    const auto& b = this_build();
+    std::cout << "certfleet " << b.version << "\ncommit " << b.commit << " (" << b.date << ")\ncompiler " << b.compiler
+              << "\n";
     return 0;
   }
   if (serve_cmd->parsed()) {

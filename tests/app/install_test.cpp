@@ -57,6 +57,8 @@ TEST(install, layout_stripped_binary_with_split_debug_info_and_a_unit_systemd_ac
   auto [vrc, vout] = testbed::run_command({bin, "--version"}, {}, 60s);
   EXPECT_EQ(vrc, 0) << vout;
   EXPECT_NE(vout.find("certfleet "), std::string::npos);
+  // Version, commit with its date, compiler (issue 35).
+  EXPECT_TRUE(std::regex_search(vout, std::regex(R"(^certfleet \d+\.\d+\.\d+\ncommit \S+ \(\S+\)\ncompiler (gcc|clang) )"))) << vout;
 
   // The MongoDB backend in bin/../lib/certfleet/, stripped like the binary, and the installed
   // binary loads it from there: the backend itself reports the unreachable cluster.

@@ -245,6 +245,7 @@ TEST(metrics_series, each_certificate_distribution_and_target_has_its_series_wit
   EXPECT_NEAR(*start_time, static_cast<double>(now) / 1000, 120);
   EXPECT_TRUE(series_value(m, "process_open_fds ")) << m;
   EXPECT_NE(m.find("certfleet_build_info{version=\""), std::string::npos) << m;
+  EXPECT_NE(m.find(",date=\""), std::string::npos) << m;
   // With every family holding series, the exposition is still clean for Prometheus's own linter.
   const auto file = (env.dir.path() / "metrics.txt").string();
   std::ofstream(file) << m;
