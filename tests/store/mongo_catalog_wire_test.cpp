@@ -559,6 +559,31 @@ TEST_F(mongo_catalog_wire, dns_records_left_is_one_aggregate_joining_the_present
             R"({"$match":{"running":{"$size":0}}},{"$limit":50},{"$project":{"running":0}}])");
 }
 
+TEST_F(mongo_catalog_wire, target_last_successes_are_grouped_on_the_server_by_target) {
+  testbed::mockupdb db(dir, script({rule("aggregate",
+                                         cursor("target_results", json::array{json::object{{"_id", "t1"}, {"at", t0 + 5}},
+                                                                       json::object{{"_id", "t2"}, {"at", t0 + 9}}}),
+                                         1, {{"aggregate", "target_results"}})}));
+  auto cat = open(db);
+  ASSERT_TRUE(cat);
+  std::vector<std::pair<std::string, certfleet::time_ms>> got;
+  auto r = read(*cat, [&](catalog_read& rd) -> result<void> {
+    auto v = rd.target_last_successes(1000);
+    if (!v) return std::move(v).error();
+    got = std::move(*v);
+    return {};
+  });
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], (std::pair<std::string, certfleet::time_ms>{"t1", t0 + 5}));
+  EXPECT_EQ(got[1], (std::pair<std::string, certfleet::time_ms>{"t2", t0 + 9}));
+  const auto agg = doc_of(db.commands("aggregate").at(0));
+  expect_in_transaction(agg);
+  EXPECT_EQ(s(agg.at("pipeline")),
+            R"([{"$match":{"status":"succeeded"}},{"$group":{"_id":"$target_id","at":{"$max":"$finished_at"}}},)"
+            R"({"$sort":{"_id":1}},{"$limit":1000}])");
+}
+
 TEST_F(mongo_catalog_wire, sealed_versions_are_grouped_on_the_server_and_merged_in_order) {
   auto group = [](std::string kind, std::string v, int n) {
     return json::object{{"_id", {{"kind", kind}, {"v", v}}}, {"n", n}};

@@ -430,6 +430,26 @@ std::vector<doc> sealed_versions_pipeline() {
   return p;
 }
 
+// target_last_successes' pipeline: each target's latest succeeded result, by target id.
+std::vector<doc> last_success_pipeline(int limit) {
+  doc succeeded;
+  succeeded.str("status", to_string(target_status::succeeded));
+  doc latest;
+  latest.str("$max", "$finished_at");
+  doc group;
+  group.str("_id", "$target_id").sub("at", latest);
+  std::vector<doc> p;
+  p.push_back(with("$match", succeeded));
+  p.push_back(with("$group", group));
+  p.push_back(with("$sort", one_i32("_id", 1)));
+  if (limit > 0) {
+    doc l;
+    l.i64("$limit", limit);
+    p.push_back(std::move(l));
+  }
+  return p;
+}
+
 // dns_records_left's pipeline: records still in a zone, oldest first, whose presenting attempt
 // is over (no job with that id is active in that fence).
 std::vector<doc> dns_left_pipeline(int limit) {
@@ -751,22 +771,14 @@ class reads : public Base {
   }
 
   result<std::vector<std::pair<std::string, time_ms>>> target_last_successes(int limit) override {
-    doc f;
-    f.str("status", to_string(target_status::succeeded));
-    doc projection;
-    projection.i32("target_id", 1).i32("finished_at", 1);
-    auto docs = find(results_coll, f, nullptr, 0, 0, &projection, "target last successes");
+    if (limit_is_zero(limit)) return std::vector<std::pair<std::string, time_ms>>{};
+    // Grouped on the server: one document per target, not one per result of every run.
+    auto docs = aggregate(results_coll, last_success_pipeline(limit), "target last successes");
     if (!docs) return std::move(docs).error();
-    std::map<std::string, time_ms> latest;
+    std::vector<std::pair<std::string, time_ms>> out;
     for (const auto& d : *docs) {
       view v(d.get());
-      auto& at = latest[v.str("target_id")];
-      at = std::max(at, v.i64("finished_at"));
-    }
-    std::vector<std::pair<std::string, time_ms>> out;
-    for (auto& [target, at] : latest) {
-      if (static_cast<int>(out.size()) >= limit) break;
-      out.emplace_back(target, at);
+      out.emplace_back(v.str("_id"), v.i64("at"));
     }
     return out;
   }
