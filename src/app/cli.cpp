@@ -36,6 +36,7 @@
 #include <cstring>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -53,6 +54,9 @@ struct common_flags {
 };
 
 result<settings_map> settings_from(common_flags& f) {
+  // Like VAULT_CONFIG_PATH: the config file when no --config names one.
+  if (f.config.empty())
+    if (const char* env = std::getenv("CERTFLEET_CONFIG"); env && *env) f.config = env;
   for (const auto& kv : f.sets) {
     auto eq = kv.find('=');
     if (eq == std::string::npos)
@@ -150,6 +154,22 @@ std::optional<cli_context> open_cli(common_flags& flags, int& exit) {
     print_error(ok.error());
     exit = to_int(exit_code::usage);
     return std::nullopt;
+  }
+  // Fail closed: a command run in the wrong directory, or without the service's config, must not
+  // create an empty store there and answer from it ("0 jobs"); only `serve` creates a store.
+  if (settings->text("store") == "sqlite") {
+    const auto db = std::filesystem::path(settings->text("data")) / "certfleet.db";
+    std::error_code ec;
+    if (!std::filesystem::exists(db, ec)) {
+      print_error(make_error(errc::not_found,
+                             fmt::format("no store in {} ({} does not exist; `certfleet serve` creates it): give the "
+                                         "service's config with --config FILE or CERTFLEET_CONFIG, or its data "
+                                         "directory with --data DIR (`certfleet store init` makes a new store)",
+                                         settings->text("data"), db.string()),
+                             "data"));
+      exit = to_int(exit_code::not_found);
+      return std::nullopt;
+    }
   }
   auto st = open_store(*settings);
   if (!st) {
@@ -890,6 +910,29 @@ int run_sessions(common_flags& flags, bool json) {
 
 // The worker registry (issue 34): who runs, who died and what it gave back. The verdict is the
 // same one every process's liveness watcher reaches (its dead_after from the settings).
+// `certfleet store init`: the one way besides `serve` to make a store, chosen explicitly (every
+// other command refuses a missing one): the data directory (0700), the store with its schema, the
+// key-encryption key file and the default project. Safe to run again.
+int run_store_init(common_flags& flags) {
+  auto settings = settings_from(flags);
+  if (!settings) return fail(settings.error());
+  if (auto ok = check_store_setting(*settings); !ok) return fail(ok.error());
+  const bool sqlite = settings->text("store") == "sqlite";
+  const auto db = std::filesystem::path(settings->text("data")) / "certfleet.db";
+  std::error_code ec;
+  const bool existed = sqlite && std::filesystem::exists(db, ec);
+  auto st = open_store(*settings);
+  if (!st) return fail(st.error());
+  auto key = prepare_store(**st, *settings);
+  if (!key) return fail(key.error());
+  auto project = run_sync([&] { return (*st)->projects().ensure("default", system_clock().now_ms()); });
+  if (!project) return fail(project.error());
+  print(boost::json::object{{"store", sqlite ? boost::json::value(db.string()) : boost::json::value("mongodb")},
+                            {"created", sqlite ? boost::json::value(!existed) : boost::json::value(nullptr)},
+                            {"key_file", key_file_path(*settings).string()}});
+  return 0;
+}
+
 int run_workers(common_flags& flags, bool json) {
   int exit = 0;
   auto cli = open_cli(flags, exit);
@@ -1305,6 +1348,9 @@ int run_cli(int argc, char** argv) {
 
   auto* store_cmd = app.add_subcommand("store", "The store itself");
   store_cmd->require_subcommand(1);
+  auto* store_init = store_cmd->add_subcommand(
+      "init", "Create the store, its key file and the default project where none is (commands other than serve never do)");
+  add_common(store_init);
   auto* store_check = store_cmd->add_subcommand(
       "check", "Self-test a MongoDB cluster in a scratch database (claims, idempotency, transactions, guards)");
   add_common(store_check);
@@ -1358,6 +1404,7 @@ int run_cli(int argc, char** argv) {
     return run_doctor(settings_from(flags), doctor_args);
   }
   if (jobs->parsed()) return run_jobs(jobs_cmd, flags, ja);
+  if (store_init->parsed()) return run_store_init(flags);
   if (store_check->parsed()) {
     auto settings = settings_from(flags);
     if (!settings) {

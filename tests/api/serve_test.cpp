@@ -207,6 +207,7 @@ TEST(api_serve, first_start_token_api_and_sigterm) {
 TEST(api_serve, project_cli_create_list_delete) {
   testbed::temp_dir dir("certfleet-project-cli");
   const std::string data = dir.file("data");
+  ASSERT_EQ(testbed::run_command(cli(data, {"store", "init"})).first, 0);
   auto [cst, cout] = testbed::run_command(cli(data, {"project", "create", "team-b"}));
   ASSERT_EQ(cst, 0) << cout;
   EXPECT_EQ(boost::json::parse(cout.substr(0, cout.find('\n'))).at("name"), "team-b");

@@ -54,7 +54,16 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
+// Commands other than serve refuse a store that does not exist (issue 35): a test makes its store
+// as an operator would, with `store init`.
+void ensure_store(const std::string& data) {
+  if (std::filesystem::exists(data + "/certfleet.db")) return;
+  auto r = run(data, {"store", "init"});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+}
+
 std::string enqueue(const std::string& data, const std::string& payload) {
+  ensure_store(data);
   auto r = run(data, {"jobs", "enqueue", "--type", "noop", "--payload", payload});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   return std::string(boost::json::parse(r.out).at("id").as_string());
@@ -338,3 +347,39 @@ TEST(cli, the_store_setting_is_checked_and_an_unreachable_mongodb_fails_clearly)
 }
 
 }  // namespace
+
+// Issue 35: a command run where there is no store says so, names the data directory it looked
+// in, exits 3 and creates nothing; CERTFLEET_CONFIG is the config file when no --config is given;
+// `store init` makes the store (once: again, it says it was there).
+TEST(cli, fails_closed_without_a_store_and_honours_certfleet_config) {
+  testbed::temp_dir dir("certfleet-cli-closed");
+  const auto data = dir.file("var");
+  for (std::vector<std::string> args : {std::vector<std::string>{"jobs", "list"}, {"token", "create", "--role", "owner", "--name", "x"},
+                                        {"project", "list"}, {"distributions", "list"}}) {
+    auto r = run(data, args);
+    EXPECT_EQ(r.status, 3) << args[0] << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find("no store in " + data), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("store init"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(data)) << args[0] << " created the data directory";
+  }
+  auto init = run(data, {"store", "init"});
+  ASSERT_EQ(init.status, 0) << init.err;
+  EXPECT_EQ(boost::json::parse(init.out).at("created"), true) << init.out;
+  EXPECT_TRUE(std::filesystem::exists(data + "/certfleet.key"));
+  auto again = run(data, {"store", "init"});
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(boost::json::parse(again.out).at("created"), false) << again.out;
+  ASSERT_EQ(run(data, {"jobs", "list"}).status, 0);
+
+  // The config file from the environment: its data directory is the one used.
+  const auto config = dir.file("certfleet.toml");
+  std::ofstream(config) << "data = \"" << data << "\"\n";
+  testbed::temp_dir logs("certfleet-cli-env");
+  testbed::process p({CERTFLEET_BINARY, "jobs", "list", "--json"}, {{"CERTFLEET_CONFIG", config}}, logs.file("env"));
+  EXPECT_EQ(p.wait(60s), 0) << p.stderr_text();
+  EXPECT_NE(p.stdout_text().find("\"total\":0"), std::string::npos) << p.stdout_text() << p.stderr_text();
+  testbed::process missing({CERTFLEET_BINARY, "jobs", "list"}, {{"CERTFLEET_CONFIG", dir.file("nope.toml")}},
+                           logs.file("missing"));
+  EXPECT_EQ(missing.wait(60s), 2);
+  EXPECT_NE(missing.stderr_text().find("nope.toml"), std::string::npos) << missing.stderr_text();
+}

@@ -72,6 +72,8 @@ exec_result exec_with_stale_driver_file(std::vector<std::string> args) {
 // there to trip over it (it would print "Falling back to malloc for counters"), nor to remove it.
 TEST(store_module, a_cli_command_on_sqlite_leaves_the_driver_alone) {
   testbed::temp_dir dir("certfleet-store-module");
+  // `store init` makes the store (a missing one is refused); then a command reads it.
+  ASSERT_EQ(testbed::run_command({CERTFLEET_BINARY, "store", "init", "--data", dir.file("var")}).first, 0);
   for (std::vector<std::string> args : {std::vector<std::string>{"--version"}, {"jobs", "list", "--data", dir.file("var")}}) {
     auto r = exec_with_stale_driver_file(args);
     ASSERT_GT(r.pid, 0);

@@ -257,6 +257,7 @@ TEST_F(scheduler_processes, a_dead_lease_job_is_reaped_by_the_sweep) {
 }
 
 TEST_F(scheduler_processes, backup_and_restore_through_the_cli) {
+  ASSERT_EQ(testbed::run_command(cli({"store", "init"})).first, 0);
   auto [rc, out] = testbed::run_command(cli({"jobs", "enqueue", "--type", "noop"}));
   ASSERT_EQ(rc, 0) << out;
   auto backup = dir.file("b.db");
