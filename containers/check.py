@@ -11,15 +11,17 @@
 #   containers/Containerfile; long-running services have a healthcheck; depends_on names
 #   services; every named volume used is declared and every declared one is used.
 # Containerfile: every stage is debian:bookworm-slim; the build stage runs
-#   scripts/install-deps.sh and copies only paths that exist; the runtime stage runs as a non-root
-#   USER, EXPOSEs 8080 and has an ENTRYPOINT; and its apt-get install list is exactly:
-#   - with BINARY (a built certfleet): the Debian packages owning the libraries in the binary's
-#     dynamic section (DT_NEEDED, resolved with ldd, mapped with dpkg -S), less libc6 and
-#     libgcc-s1 (in every Debian image);
-#   - without: the runtime package of every -dev package in scripts/install-deps.sh's build_pkgs
-#     whose library src/ links (the -dev package's .so resolved and mapped with dpkg -S; a -dev
-#     package only find_package()d, like Boost.URL, is not linked), plus libstdc++6;
-#   plus the non-library packages in EXTRAS below, each with its reason.
+#   scripts/install-deps.sh, builds and runs scripts/package.sh, and copies only paths that exist;
+#   the runtime stage installs the certfleet .deb from the build stage with apt-get (which brings
+#   the libraries its Depends name; tests/packaging/deb_test.sh proves that list complete), runs
+#   as a non-root USER, EXPOSEs 8080 and has an ENTRYPOINT; and the packages it names besides the
+#   .deb are exactly the MongoDB backend's libraries (the package only Recommends them) plus the
+#   non-library packages in EXTRAS below, each with its reason:
+#   - with BINARY (a built certfleet): the Debian packages owning the libraries in the dynamic
+#     section of the backend beside it (DT_NEEDED, resolved with ldd, mapped with dpkg -S) that
+#     the binary itself does not need, less libc6 and libgcc-s1 (in every Debian image);
+#   - without: the runtime packages of the backend's -dev packages (BACKEND_DEVS) in
+#     scripts/install-deps.sh's build_pkgs (the -dev package's .so mapped with dpkg -S).
 # Prints one line per check; exits 0 when all pass, 1 otherwise. Needs python3-yaml; the
 # package derivation needs dpkg and, without BINARY, install-deps.sh's packages installed.
 import glob
@@ -46,6 +48,8 @@ SET_NAME = "rs0"
 
 # Packages the runtime stage installs that are not libraries the binary links.
 EXTRAS = {"ca-certificates": "the CA bundle for TLS to ACME servers, webhooks and notification endpoints"}
+# The -dev packages of the libraries only the MongoDB backend (certfleet_store_mongo.so) links.
+BACKEND_DEVS = ["libmongoc-dev", "libbson-dev"]
 # In every Debian image (priority required): not listed.
 BASE = {"libc6": "the C library", "libgcc-s1": "GCC's runtime"}
 # -dev package -> the CMake target that links its library: the library is linked when src/'s
@@ -255,6 +259,8 @@ def check_containerfile():
           "build stage runs scripts/install-deps.sh")
     check(any(w == "RUN" and "cmake" in a and "ninja" in a for w, a in build),
           "build stage configures with cmake and builds with ninja")
+    check(any(w == "RUN" and "scripts/package.sh" in a for w, a in build),
+          "build stage makes the package with scripts/package.sh")
     for w, a in build:
         if w == "COPY" and not a.startswith("--from"):
             sources = a.split()[:-1]
@@ -265,8 +271,12 @@ def check_containerfile():
     check(bool(user) and user not in ("root", "0"), "runtime stage runs as a non-root USER (%s)" % (users[-1] if users else "none"))
     check(any(w == "EXPOSE" and "8080" in a.split() for w, a in runtime), "runtime stage EXPOSEs 8080")
     check(any(w == "ENTRYPOINT" for w, a in runtime), "runtime stage has an ENTRYPOINT")
-    check(any(w == "COPY" and a.startswith("--from=") and "certfleet" in a for w, a in runtime),
-          "runtime stage copies the binary from the build stage")
+    check(any(w == "COPY" and a.startswith("--from=") for w, a in runtime),
+          "runtime stage copies the package from the build stage")
+    check(any(w == "RUN" and re.search(r"apt-get install[^&;]*/certfleet_\*_amd64\.deb", a) for w, a in runtime),
+          "runtime stage installs the certfleet package with apt-get")
+    check(any(w == "ENTRYPOINT" and "/usr/bin/certfleet" in a for w, a in runtime),
+          "runtime stage's ENTRYPOINT is the package's /usr/bin/certfleet")
     pkgs = []
     for w, a in runtime:
         if w == "RUN":
@@ -336,13 +346,15 @@ def elf_needed(path):
 
 
 def from_binary(binary):
-    # The MongoDB backend is a module beside the binary (loaded only for a MongoDB store); the
-    # image carries it, so its libraries are runtime packages too.
+    # The package's Depends bring the binary's libraries; the MongoDB backend beside it (loaded
+    # only for a MongoDB store) needs more, which the package only recommends: the image names them.
     module = os.path.join(os.path.dirname(os.path.abspath(binary)), "certfleet_store_mongo.so")
-    pkgs = from_elf(binary)
+    own = from_elf(binary)
+    pkgs = {}
     if check(os.path.exists(module), "the MongoDB backend module is beside the binary (%s)" % module):
         for pkg, sonames in from_elf(module).items():
-            pkgs.setdefault(pkg, []).extend(s for s in sonames if s not in pkgs.get(pkg, []))
+            if pkg not in own:
+                pkgs[pkg] = sonames
     return pkgs
 
 
@@ -386,9 +398,9 @@ def from_install_deps():
     for p in glob.glob(os.path.join(ROOT, "src", "**", "CMakeLists.txt"), recursive=True):
         with open(p) as f:
             cmake_text += f.read() + "\n"
-    pkgs = {"libstdc++6": ["the C++ runtime of g++ (build-essential)"]}
+    pkgs = {}
     for dev in build_packages():
-        if not dev.endswith("-dev"):
+        if dev not in BACKEND_DEVS:
             continue
         r = run(["dpkg-query", "-L", dev])
         if r.returncode != 0:
@@ -416,10 +428,10 @@ def from_install_deps():
 
 def check_packages(listed, binary):
     if binary:
-        print("== runtime packages from %s (DT_NEEDED, ldd, dpkg -S)" % binary)
+        print("== the MongoDB backend's runtime packages beside %s (DT_NEEDED, ldd, dpkg -S)" % binary)
         derived = from_binary(binary)
     else:
-        print("== runtime packages from scripts/install-deps.sh's build_pkgs (no binary given)")
+        print("== the MongoDB backend's runtime packages from scripts/install-deps.sh's build_pkgs (no binary given)")
         derived = from_install_deps()
     for b in BASE:
         derived.pop(b, None)
