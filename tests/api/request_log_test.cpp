@@ -142,6 +142,7 @@ TEST(json_log, serve_writes_only_json_lines_and_ids_on_every_response) {
 TEST(json_log, access_members_and_job_lifecycle_lines_one_can_query) {
   testbed::temp_dir dir("certfleet-json-log");
   auto data = dir.file("var");
+  ASSERT_EQ(testbed::run_command(testbed::certfleet_command(data, {"store", "init"})).first, 0);
   auto [st, out] = testbed::run_command(testbed::certfleet_command(data, {"token", "create", "--role", "admin", "--name", "ci"}));
   ASSERT_EQ(st, 0) << out;
   const std::string token(boost::json::parse(out).at("token").as_string());

@@ -26,6 +26,11 @@ namespace {
 
 class multiprocess : public ::testing::Test {
  protected:
+  // The CLI never makes a store (issue 35): the processes of a test share one made here.
+  void SetUp() override {
+    auto [rc, out] = testbed::run_command(cli({"store", "init"}));
+    ASSERT_EQ(rc, 0) << out;
+  }
   std::vector<std::string> cli(std::vector<std::string> args) {
     return testbed::certfleet_command(dir.path().string(), std::move(args));
   }
