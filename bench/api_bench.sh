@@ -23,6 +23,7 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 
 echo "api_bench: storing $jobs jobs (run_at far in the future: they stay pending)"
+"$bin" store init --data "$work/var" >/dev/null
 "$bin" jobs enqueue --data "$work/var" --type noop --count "$jobs" --run-at 4102444800000 >/dev/null
 
 "$bin" serve --mode api --listen 127.0.0.1:0 --data "$work/var" --set log_level=warn >"$work/serve.out" 2>&1 &

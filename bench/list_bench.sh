@@ -21,6 +21,7 @@ trap cleanup EXIT
 
 t0=$(date +%s)
 echo "list_bench: storing $jobs jobs"
+"$bin" store init --data "$work/var" >/dev/null
 "$bin" jobs enqueue --data "$work/var" --type noop --count "$jobs" --run-at 4102444800000 >/dev/null
 # Spread them over statuses and types the way a long-lived store looks: mostly completed, a few
 # percent dead/cancelled/failed, a handful active. A type change is not a status change, so the
