@@ -22,6 +22,7 @@
 #include "certfleet/store/workers.hpp"
 #include "doctor.hpp"
 #include "store_check.hpp"
+#include "suggest.hpp"
 #include "table.hpp"
 #include "wiring.hpp"
 
@@ -1112,6 +1113,47 @@ int run_distributions(const std::string& cmd, common_flags& flags, dist_args& a)
 // `certfleet completion bash`: a script generated from the command table below (CLI11's tree of
 // commands and flags), so a new command or flag completes without anyone editing a script. Flag
 // values come from the tables that define them: job statuses, roles, the settings table.
+// A word of the command line that no command or flag took (CLI11 keeps those as "remaining"),
+// said in words with the closest known name: `certfleet jbos` → did you mean "jobs"?
+std::optional<std::string> unknown_word_hint(CLI::App& app) {
+  CLI::App* at = &app;
+  std::string path = "certfleet";
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (auto* sub : at->get_subcommands())
+      if (sub->parsed()) {
+        at = sub;
+        path += " " + sub->get_name();
+        deeper = true;
+        break;
+      }
+  }
+  // What the deepest command did not take. Under a command group (jobs, kek, …) a word is the
+  // mistyped command and the flags after it are its; under a command an unknown flag's value
+  // comes back too ("x --stauts"): the flag is the mistake.
+  auto rest = at->remaining();
+  if (rest.empty()) rest = app.remaining();
+  if (rest.empty()) return std::nullopt;
+  const bool group = !at->get_subcommands([](const CLI::App*) { return true; }).empty();
+  const auto dashed = std::find_if(rest.begin(), rest.end(), [](const std::string& w) { return w.starts_with("-"); });
+  const std::string word = group || dashed == rest.end() ? rest.front() : *dashed;
+  std::vector<std::string> known;
+  const bool flag = word.starts_with("-");
+  if (flag) {
+    for (const auto* o : at->get_options())
+      for (const auto& name : o->get_lnames()) known.push_back("--" + name);
+  } else {
+    for (const auto* sub : at->get_subcommands([](const CLI::App*) { return true; })) known.push_back(sub->get_name());
+  }
+  if (!flag && known.empty()) return std::nullopt;  // a stray argument: CLI11's message says it
+  const std::string what = flag ? "flag" : "command";
+  std::string out = fmt::format("unknown {} \"{}\" for {}", what, word.substr(0, 64), path);
+  const auto word_only = flag ? word.substr(0, word.find('=')) : word;
+  if (auto near = closest_word(word_only, known)) out += fmt::format("; did you mean \"{}\"?", *near);
+  out += fmt::format(" ({} --help lists them)", path);
+  return out;
+}
+
 std::string bash_completion(const CLI::App& app) {
   struct level {
     std::string path;  // " jobs list"
@@ -1369,6 +1411,10 @@ int run_cli(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (auto hint = unknown_word_hint(app)) {
+      std::cerr << "certfleet: " << *hint << "\n";
+      return to_int(exit_code::usage);
+    }
     // CLI11's own codes (106 and the like) are not ours: any refusal of the command line is usage.
     const int code = app.exit(e);
     return code == 0 ? 0 : to_int(exit_code::usage);

@@ -383,3 +383,25 @@ TEST(cli, fails_closed_without_a_store_and_honours_certfleet_config) {
   EXPECT_EQ(missing.wait(60s), 2);
   EXPECT_NE(missing.stderr_text().find("nope.toml"), std::string::npos) << missing.stderr_text();
 }
+
+// Issue 35: a mistyped command or flag is named with the closest known one, exit 2.
+TEST(cli, a_mistyped_command_or_flag_gets_a_did_you_mean) {
+  testbed::temp_dir dir("certfleet-cli-typo");
+  const auto data = dir.file("var");
+  struct typo {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const auto& t : std::vector<typo>{
+           {{"jbos"}, R"(unknown command "jbos" for certfleet; did you mean "jobs"?)"},
+           {{"jobs", "lst"}, R"(unknown command "lst" for certfleet jobs; did you mean "list"?)"},
+           {{"jobs", "list", "--jsn"}, R"(unknown flag "--jsn" for certfleet jobs list; did you mean "--json"?)"},
+           {{"jobs", "list", "--stauts", "failed"}, R"(did you mean "--status"?)"},
+           {{"kek", "rotat"}, R"(did you mean "rotate"?)"},
+           {{"xyzzy"}, R"(unknown command "xyzzy" for certfleet (certfleet --help lists them))"}}) {
+    auto r = run(data, t.args);
+    EXPECT_EQ(r.status, 2) << t.args[0] << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("certfleet: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(t.says), std::string::npos) << r.err;
+  }
+}

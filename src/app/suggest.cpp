@@ -1,0 +1,43 @@
+#include "suggest.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace certfleet::app {
+
+namespace {
+
+// Optimal string alignment distance (Damerau-Levenshtein without repeated edits of a substring).
+std::size_t distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::optional<std::string> closest_word(std::string_view word, std::span<const std::string> candidates) {
+  // Long input is not a typo of a command name; and the table above is quadratic.
+  if (word.empty() || word.size() > 64) return std::nullopt;
+  const std::size_t limit = std::min<std::size_t>(2, (word.size() + 2) / 3);
+  std::optional<std::string> best;
+  std::size_t best_distance = limit + 1;
+  for (const auto& c : candidates) {
+    if (c.size() > 64) continue;
+    const auto dist = distance(word, c);
+    if (dist < best_distance) {
+      best_distance = dist;
+      best = c;
+    }
+  }
+  return best;
+}
+
+}  // namespace certfleet::app
