@@ -434,16 +434,6 @@ int serve(const settings_map& settings) {
   const auto store_shown = store_setting == "sqlite"
                                ? (data / "certfleet.db").string()
                                : (*store::mongodb_backend_for(store_setting))->redacted_uri(store_setting);
-  std::cout << fmt::format("certfleet {} serving: mode={} data={} store={}", CERTFLEET_VERSION, mode, data.string(),
-                           store_shown)
-            << (worker ? fmt::format(" worker={}", worker->id()) : std::string())
-            << (sched ? fmt::format(" scheduler={}", sched->holder_id()) : std::string()) << " listen=" << *bound
-            << (http.tls_certificate() ? " tls=on" : "")
-            << (http.metrics_port() ? fmt::format(" metrics_listen={}", sopt.metrics_listen.substr(0, sopt.metrics_listen.rfind(':') + 1) + std::to_string(http.metrics_port())) : std::string())
-            << std::endl;
-  // systemd (Type=notify): listening now. Not under systemd this does nothing.
-  sd_notify(fmt::format("READY=1\nSTATUS=serving {} on {}{}\nMAINPID={}", mode, *bound,
-                        http.tls_certificate() ? " (HTTPS)" : "", ::getpid()));
   // WatchdogSec=: a ping from the event loop itself, so a loop that stops turning stops the pings
   // and systemd restarts the service.
   asio::steady_timer watchdog(ioc);
@@ -497,6 +487,19 @@ int serve(const settings_map& settings) {
         },
         report_unexpected("graceful shutdown"));
   });
+  // Ready only now: SIGTERM and SIGHUP are handled from here on. Announced before the signal sets
+  // existed, a stop sent at once (a supervisor, a test) killed the process with the default action
+  // instead of shutting it down gracefully.
+  std::cout << fmt::format("certfleet {} serving: mode={} data={} store={}", CERTFLEET_VERSION, mode, data.string(),
+                           store_shown)
+            << (worker ? fmt::format(" worker={}", worker->id()) : std::string())
+            << (sched ? fmt::format(" scheduler={}", sched->holder_id()) : std::string()) << " listen=" << *bound
+            << (http.tls_certificate() ? " tls=on" : "")
+            << (http.metrics_port() ? fmt::format(" metrics_listen={}", sopt.metrics_listen.substr(0, sopt.metrics_listen.rfind(':') + 1) + std::to_string(http.metrics_port())) : std::string())
+            << std::endl;
+  // systemd (Type=notify): listening now. Not under systemd this does nothing.
+  sd_notify(fmt::format("READY=1\nSTATUS=serving {} on {}{}\nMAINPID={}", mode, *bound,
+                        http.tls_certificate() ? " (HTTPS)" : "", ::getpid()));
   ioc.run();
   cpu.join();
   store.close();
