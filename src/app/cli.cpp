@@ -909,8 +909,6 @@ int run_sessions(common_flags& flags, bool json) {
   return 0;
 }
 
-// The worker registry (issue 34): who runs, who died and what it gave back. The verdict is the
-// same one every process's liveness watcher reaches (its dead_after from the settings).
 // `certfleet store init`: the one way besides `serve` to make a store, chosen explicitly (every
 // other command refuses a missing one): the data directory (0700), the store with its schema, the
 // key-encryption key file and the default project. Safe to run again.
@@ -934,6 +932,8 @@ int run_store_init(common_flags& flags) {
   return 0;
 }
 
+// The worker registry (issue 34): who runs, who died and what it gave back. The verdict is the
+// same one every process's liveness watcher reaches (its dead_after from the settings).
 int run_workers(common_flags& flags, bool json) {
   int exit = 0;
   auto cli = open_cli(flags, exit);
@@ -1110,9 +1110,6 @@ int run_distributions(const std::string& cmd, common_flags& flags, dist_args& a)
   return to_int(exit_code::usage);
 }
 
-// `certfleet completion bash`: a script generated from the command table below (CLI11's tree of
-// commands and flags), so a new command or flag completes without anyone editing a script. Flag
-// values come from the tables that define them: job statuses, roles, the settings table.
 // A word of the command line that no command or flag took (CLI11 keeps those as "remaining"),
 // said in words with the closest known name: `certfleet jbos` → did you mean "jobs"?
 std::optional<std::string> unknown_word_hint(CLI::App& app) {
@@ -1154,6 +1151,9 @@ std::optional<std::string> unknown_word_hint(CLI::App& app) {
   return out;
 }
 
+// `certfleet completion bash`: a script generated from the command table below (CLI11's tree of
+// commands and flags), so a new command or flag completes without anyone editing a script. Flag
+// values come from the tables that define them: job statuses, roles, the settings table.
 std::string bash_completion(const CLI::App& app) {
   struct level {
     std::string path;  // " jobs list"
