@@ -40,7 +40,9 @@ result<bool> page_param(std::string_view name, std::string_view value, int& page
   return true;
 }
 
-// The query parameter tables (route_query_params). Bounds are the parsers' own constants.
+// The query parameter tables (route_query_params). Their bounds are the parsers' (max_page,
+// max_page_size, max_log_limit): api_openapi.query_parameters_are_what_the_parsers_take tries each
+// bound and the value past it against the parser.
 #define CF_PAGE_PARAMS                                                                                        \
   {"page", R"json({"type":"integer","minimum":1,"maximum":1000000,"default":1})json",                         \
    "The page, from 1 (a page past the last is empty)"},                                                       \

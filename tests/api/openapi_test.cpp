@@ -199,6 +199,19 @@ TEST(api_openapi, query_parameters_are_what_the_parsers_take) {
       EXPECT_FALSE(parse_for(r.id, {{std::string(p.name), example(p.name)}})) << r.pattern << " ?" << p.name;
       names += (names.empty() ? "" : ", ") + std::string(p.name);
     }
+    // An integer's bounds in the document are the parser's: the bound is taken, one past it refused.
+    for (const auto& p : params) {
+      const auto schema = boost::json::parse(p.schema).as_object();
+      const std::string name(p.name);
+      if (const auto* max = schema.if_contains("maximum")) {
+        EXPECT_FALSE(parse_for(r.id, {{name, std::to_string(max->to_number<std::int64_t>())}})) << r.pattern << " " << name;
+        EXPECT_TRUE(parse_for(r.id, {{name, std::to_string(max->to_number<std::int64_t>() + 1)}})) << r.pattern << " " << name;
+      }
+      if (const auto* min = schema.if_contains("minimum")) {
+        EXPECT_FALSE(parse_for(r.id, {{name, std::to_string(min->to_number<std::int64_t>())}})) << r.pattern << " " << name;
+        EXPECT_TRUE(parse_for(r.id, {{name, std::to_string(min->to_number<std::int64_t>() - 1)}})) << r.pattern << " " << name;
+      }
+    }
     auto refused = parse_for(r.id, {{"no_such_parameter", "1"}});
     ASSERT_TRUE(refused) << r.pattern;
     EXPECT_EQ(refused->field, "no_such_parameter");
