@@ -25,6 +25,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { startCertfleet } from '../testbed/certfleet_server.mjs';
+import { supervise } from '../testbed/child.mjs';
 import { startPebble, freePort } from '../testbed/pebble.mjs';
 import { startDnsTxtServer } from '../testbed/dns_txt_server.mjs';
 import { startRdapServer } from '../testbed/rdap_server.mjs';
@@ -133,26 +134,14 @@ async function startPrism(doc, upstream) {
   const port = await freePort();
   const child = spawn(prismBin, ['proxy', doc, upstream, '-h', '127.0.0.1', '-p', String(port), '--cors=false'],
     { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  const keep = (/** @type {Buffer} */ b) => { out += b.toString(); if (out.length > 1 << 20) out = out.slice(-(1 << 19)); };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  const exited = new Promise((r) => child.once('exit', r));
-  const pid = /** @type {number} */ (child.pid);
-  async function stop() {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    try { process.kill(pid, 'SIGTERM'); } catch { /* gone */ }
-    const t = setTimeout(() => { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }, 5000);
-    await exited;
-    clearTimeout(t);
-  }
+  const { output, running, stop } = supervise(child);
   const end = Date.now() + 60000;
-  while (!out.includes('Prism is listening')) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`prism exited before listening:\n${out}`);
-    if (Date.now() > end) { await stop(); throw new Error(`prism did not listen in 60 s:\n${out}`); }
+  while (!output().includes('Prism is listening')) {
+    if (!running()) throw new Error(`prism exited before listening:\n${output()}`);
+    if (Date.now() > end) { await stop(); throw new Error(`prism did not listen in 60 s:\n${output()}`); }
     await sleep(50);
   }
-  return { url: `http://127.0.0.1:${port}`, stop, log: () => out };
+  return { url: `http://127.0.0.1:${port}`, stop, log: output };
 }
 
 /**

@@ -11,6 +11,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { supervise } from './child.mjs';
 
 const execFileP = promisify(execFile);
 export const pebblePath = process.env.PEBBLE ?? '/usr/bin/pebble';
@@ -112,31 +113,17 @@ export async function startPebble(opts = {}) {
         stdio: ['ignore', 'pipe', 'pipe'],
         env: { ...process.env, PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0', ...(opts.env ?? {}) },
       });
-      let out = '';
-      const keep = (/** @type {Buffer} */ b) => { out += b.toString(); if (out.length > 1 << 20) out = out.slice(-(1 << 19)); };
-      child.stdout.on('data', keep);
-      child.stderr.on('data', keep);
-      const exited = new Promise((r) => child.once('exit', r));
-      const pid = /** @type {number} */ (child.pid);
-
-      const stopChild = async () => {
-        if (child.exitCode === null && child.signalCode === null) {
-          try { process.kill(pid, 'SIGTERM'); } catch { /* gone */ }
-          const t = setTimeout(() => { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }, 5000);
-          await exited;
-          clearTimeout(t);
-        }
-      };
+      const { pid, output, running, stop: stopChild } = supervise(child);
 
       // Ready: it printed its last start-up line, and both listeners answer over TLS (the
       // ports may have been taken by someone else between freePort() and pebble's bind).
       const directoryUrl = `https://127.0.0.1:${port}/dir`;
       const managementUrl = `https://127.0.0.1:${mgmt}`;
       let ready = false;
-      for (let i = 0; i < 300 && child.exitCode === null && child.signalCode === null; ++i) {
-        if (out.includes('ACME directory available at')) {
+      for (let i = 0; i < 300 && running(); ++i) {
+        if (output().includes('ACME directory available at')) {
           const [d, r] = await Promise.all([httpsGet(directoryUrl, tls.caPem), httpsGet(`${managementUrl}/roots/0`, tls.caPem)]);
-          if (d.status === 200 && r.status === 200 && child.exitCode === null) { ready = true; break; }
+          if (d.status === 200 && r.status === 200 && running()) { ready = true; break; }
         }
         await sleep(100);
       }
@@ -151,14 +138,14 @@ export async function startPebble(opts = {}) {
             if (r.status !== 200) throw new Error(`pebble /roots/0 answered ${r.status}: ${r.body}`);
             return r.body;
           },
-          log: () => out,
+          log: output,
           async stop() {
             await stopChild();
             await rm(dir, { recursive: true, force: true });
           },
         };
       }
-      lastLog = out;
+      lastLog = output();
       await stopChild();
     }
     throw new Error(`pebble did not start:\n${lastLog}`);
