@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-asan}
 seconds=${FUZZ_SECONDS:-10}
+# A fixed seed by default, so a failure in CI replays from its log; FUZZ_SEED=0 picks a random
+# seed per run (for long runs by hand: FUZZ_SEED=0 FUZZ_SECONDS=600 ./scripts/fuzz.sh).
+seed=${FUZZ_SEED:-20261206}
 mkdir -p fuzz/artifacts
 shopt -s nullglob
 targets=("$build"/fuzz/fuzz_*)
@@ -21,13 +24,13 @@ fuzz_one() {
   # Fuzz into a scratch copy so the committed corpus only changes on purpose.
   cp -r "$corpus"/. "$work"/ 2>/dev/null || true
   "$t" -runs=0 "$corpus" >/dev/null 2>&1 || { echo "fuzz: $name fails on its corpus" >&2; "$t" -runs=0 "$corpus"; return 1; }
-  "$t" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+  "$t" -seed="$seed" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
        -artifact_prefix=fuzz/artifacts/"$name"- "$work" >/dev/null 2>"$work.log" \
     || { echo "fuzz: $name found a failure:" >&2; tail -50 "$work.log" >&2; return 1; }
   rm -rf "$work" "$work.log"
 }
 export -f fuzz_one
-export seconds
+export seconds seed
 printf '%s\n' "${targets[@]}" | xargs -P "$(nproc)" -I{} bash -c 'fuzz_one "$@"' _ {} \
   || { echo "fuzz: a target failed (above)" >&2; exit 1; }
 echo "fuzz: ${#targets[@]} targets clean"

@@ -266,13 +266,22 @@ int run_doctor(const result<settings_map>& loaded, const doctor_flags& flags) {
                                               report->schema_version, report->build_schema_version),
                          "the next `certfleet serve` migrates it; take a backup first (`certfleet backup --to FILE`)"));
   } else {
-    auto opened = open_store(s);
+    auto opened = open_store(s, store_access::read_only);
     if (!opened) {
       lines.push_back(fail("store", opened.error().message, "see the message; the store's directory and file must be "
                                                             "readable and writable by the certfleet user"));
     } else {
       st = std::move(*opened);
-      lines.push_back(ok("store", fmt::format("{}: schema version {}, integrity ok", db.string(), report->schema_version)));
+      struct stat db_sb {};
+      if (::stat(db.c_str(), &db_sb) == 0 && (db_sb.st_mode & 077) != 0)
+        // Left as it is: doctor changes nothing. serve tightens it at start.
+        lines.push_back(warn("store",
+                             fmt::format("{}: schema version {}, integrity ok; mode {}: group or others can read "
+                                         "token hashes and sealed secrets",
+                                         db.string(), report->schema_version, mode_text(db_sb.st_mode)),
+                             fmt::format("chmod 600 {} (the next `certfleet serve` does it too)", db.string())));
+      else
+        lines.push_back(ok("store", fmt::format("{}: schema version {}, integrity ok", db.string(), report->schema_version)));
     }
   }
 

@@ -82,7 +82,7 @@ result<void> check_store_setting(const settings_map& s) {
 
 // SQLite is linked in; the MongoDB backend is a module loaded here, only for a MongoDB URI, so a
 // process on SQLite never loads (and so never initialises) the MongoDB C driver.
-result<std::unique_ptr<store::store>> open_store(const settings_map& s) {
+result<std::unique_ptr<store::store>> open_store(const settings_map& s, store_access access) {
   if (const auto& uri = s.text("store"); uri != "sqlite") {
     auto backend = store::mongodb_backend_for(uri);
     if (!backend) return std::move(backend).error();
@@ -94,8 +94,10 @@ result<std::unique_ptr<store::store>> open_store(const settings_map& s) {
     return (*backend)->open(o);
   }
   std::filesystem::path dir(s.text("data"));
-  if (auto ok = make_data_dir(dir, false); !ok) return std::move(ok).error();
   store::sqlite_options o;
+  o.read_only = access == store_access::read_only;
+  if (!o.read_only)
+    if (auto ok = make_data_dir(dir, false); !ok) return std::move(ok).error();
   o.path = (dir / "certfleet.db").string();
   o.readers = static_cast<int>(s.integer("store_readers"));
   o.busy_timeout_ms = static_cast<int>(s.integer("store_busy_timeout_ms"));

@@ -24,7 +24,10 @@ result<void> make_data_dir(const std::filesystem::path& dir, bool warn_if_open);
 // The store setting: sqlite, or a well-formed MongoDB URI (docs/operations-mongodb.md). A
 // setting error (exit 2); whether the cluster answers is open_store's to find out.
 result<void> check_store_setting(const settings_map& s);
-result<std::unique_ptr<store::store>> open_store(const settings_map& s);
+// read_only (`certfleet doctor`): an existing SQLite file is opened without any write (see
+// sqlite_options::read_only); a MongoDB store is opened as usual.
+enum class store_access { read_write, read_only };
+result<std::unique_ptr<store::store>> open_store(const settings_map& s, store_access access = store_access::read_write);
 queue::worker_options worker_options_from(const settings_map& s);
 // Every handler this build has; a type missing here is refused at enqueue. `key` and `cpu` are
 // what the distribution handlers need to run (null in CLI commands, which only enqueue).

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -181,8 +182,34 @@ TEST(doctor, each_check_ok_on_a_served_data_dir_and_fail_when_broken) {
   EXPECT_NE(r.at("key file").fix.find("chmod 600 " + key), std::string::npos) << r.out;
   ASSERT_EQ(::chmod(key.c_str(), 0600), 0);
 
-  // A corrupt store file: FAIL with the restore as the fix; nothing is repaired or migrated.
+  // doctor changes nothing: a store file left 0644 in rollback-journal mode (as a restore by hand
+  // can leave it) gets a WARN with the chmod, and keeps both its mode and its journal mode (file
+  // header bytes 18 and 19: 1 rollback, 2 WAL). The -wal file holds nothing after a clean stop
+  // (a read-only open may leave an empty one); without it the file reads in rollback mode.
   const auto db = data + "/certfleet.db";
+  if (std::filesystem::exists(db + "-wal")) ASSERT_EQ(std::filesystem::file_size(db + "-wal"), 0u);
+  std::filesystem::remove(db + "-wal");
+  std::filesystem::remove(db + "-shm");
+  {
+    std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(18);
+    f.put(1).put(1);
+  }
+  ASSERT_EQ(::chmod(db.c_str(), 0644), 0);
+  r = doctor(data, {"--set", "listen=127.0.0.1:0"});
+  EXPECT_EQ(r.at("store").status, "WARN") << r.out;
+  EXPECT_NE(r.at("store").detail.find("integrity ok"), std::string::npos) << r.out;
+  EXPECT_NE(r.at("store").detail.find("mode 0644"), std::string::npos) << r.out;
+  EXPECT_NE(r.at("store").fix.find("chmod 600 " + db), std::string::npos) << r.out;
+  EXPECT_EQ(r.at("key file").status, "OK") << r.out;  // the store was read: its key fingerprint matched
+  struct stat sb {};
+  ASSERT_EQ(::stat(db.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 07777, 0644u);
+  EXPECT_EQ(read_file(db).substr(18, 2), std::string("\x01\x01", 2));
+  EXPECT_FALSE(std::filesystem::exists(db + "-wal"));
+  ASSERT_EQ(::chmod(db.c_str(), 0600), 0);
+
+  // A corrupt store file: FAIL with the restore as the fix; nothing is repaired or migrated.
   {
     std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(0);

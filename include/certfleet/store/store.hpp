@@ -166,9 +166,12 @@ struct sqlite_options {
   int readers = 2;
   int busy_timeout_ms = 5000;
   bool synchronous_full = false;
+  // `certfleet doctor`: an existing file at this build's schema, opened without a write of any
+  // kind (no create, no chmod, no migration, no switch to WAL); every write fails.
+  bool read_only = false;
 };
 
-// Opens (creating if needed) and migrates the SQLite store.
+// Opens (creating if needed) and migrates the SQLite store; with read_only, opens it as it is.
 result<std::unique_ptr<store>> open_sqlite(const sqlite_options& options);
 
 // A look at a store file without changing it (`certfleet doctor`): opened read-only, never

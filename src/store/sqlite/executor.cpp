@@ -8,8 +8,13 @@
 namespace certfleet::store::sqlite {
 
 writer::writer(const std::string& path, int busy_timeout_ms, bool synchronous_full,
-               const std::function<void(db&)>& init, int max_batch)
-    : db_(std::make_unique<db>(path, false, busy_timeout_ms)), max_batch_(max_batch) {
+               const std::function<void(db&)>& init, int max_batch, bool read_only)
+    : db_(std::make_unique<db>(path, read_only, busy_timeout_ms)), max_batch_(max_batch) {
+  if (read_only) {
+    init(*db_);
+    thread_ = std::thread([this] { loop(); });
+    return;
+  }
   // Switching a new file to WAL needs an exclusive lock and SQLite does not call the busy
   // handler for it: two processes opening a fresh store at once must wait for each other here.
   for (auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);;) {
@@ -104,9 +109,9 @@ void writer::loop() {
   }
 }
 
-reader_pool::reader_pool(const std::string& path, int threads, int busy_timeout_ms) {
+reader_pool::reader_pool(const std::string& path, int threads, int busy_timeout_ms, bool read_only) {
   for (int i = 0; i < threads; ++i) {
-    auto d = std::make_unique<db>(path, false, busy_timeout_ms);
+    auto d = std::make_unique<db>(path, read_only, busy_timeout_ms);
     d->exec("PRAGMA query_only=1");
     d->exec("PRAGMA temp_store=MEMORY");
     dbs_.push_back(std::move(d));

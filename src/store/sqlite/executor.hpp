@@ -44,9 +44,10 @@ class read_task {
 
 class writer {
  public:
-  // `init` runs on the connection before the thread starts (schema migrations).
+  // `init` runs on the connection before the thread starts (schema migrations). A read_only
+  // writer leaves the file's journal mode alone and fails every write it is given.
   writer(const std::string& path, int busy_timeout_ms, bool synchronous_full,
-         const std::function<void(db&)>& init, int max_batch = 512);
+         const std::function<void(db&)>& init, int max_batch = 512, bool read_only = false);
   ~writer();
   void submit(std::unique_ptr<write_task> t);
   void close();
@@ -70,7 +71,7 @@ class writer {
 
 class reader_pool {
  public:
-  reader_pool(const std::string& path, int threads, int busy_timeout_ms);
+  reader_pool(const std::string& path, int threads, int busy_timeout_ms, bool read_only = false);
   ~reader_pool();
   void submit(std::unique_ptr<read_task> t);
   void close();

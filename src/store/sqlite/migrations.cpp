@@ -1,5 +1,7 @@
 #include "migrations.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
 
 #define CERTFLEET_STR2(x) #x
@@ -356,6 +358,20 @@ CREATE TABLE workers (
 }  // namespace
 
 int schema_version() { return static_cast<int>(migrations.size()); }
+
+void check_schema_current(db& d) {
+  std::int64_t current = 0;
+  try {
+    auto s = d.prepare("SELECT coalesce(max(version), 0) FROM schema_migrations");
+    if (s->step()) current = s->int64(0);
+  } catch (const db_error&) {
+    throw db_error(0, "the file is not a certfleet store (no schema_migrations table)");
+  }
+  if (current != schema_version())
+    throw db_error(0, fmt::format("the store's schema version is {}, this build's is {}: a read-only open does not "
+                                  "migrate",
+                                  current, schema_version()));
+}
 
 void migrate(db& d) {
   // BEGIN IMMEDIATE: two processes starting at once must not both apply a migration.

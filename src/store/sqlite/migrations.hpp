@@ -8,6 +8,9 @@
 
 namespace certfleet::store::sqlite {
 int schema_version();
+// For a read-only open: the file's applied migrations must be exactly this build's (store_failure
+// otherwise); nothing is written.
+void check_schema_current(db& d);
 // Applies the migrations the file lacks, in one write transaction.
 void migrate(db& d);
 }  // namespace certfleet::store::sqlite

@@ -161,8 +161,11 @@ class tx_impl final : public job_tx {
 class sqlite_store final : public store, public job_store, public project_store, public worker_store {
  public:
   explicit sqlite_store(const sqlite_options& o)
-      : writer_(o.path, o.busy_timeout_ms, o.synchronous_full, [](db& d) { migrate(d); }),
-        readers_(o.path, o.readers, o.busy_timeout_ms),
+      : writer_(
+            o.path, o.busy_timeout_ms, o.synchronous_full,
+            [read_only = o.read_only](db& d) { read_only ? check_schema_current(d) : migrate(d); }, 512,
+            o.read_only),
+        readers_(o.path, o.readers, o.busy_timeout_ms, o.read_only),
         auth_(make_auth_store(writer_, readers_)),
         maintenance_(make_maintenance_stores(writer_, readers_)),
         catalog_(make_catalog_store(writer_, readers_, [](db& d) -> std::unique_ptr<job_tx> {
@@ -914,7 +917,14 @@ result<std::unique_ptr<store>> open_sqlite(const sqlite_options& options) {
   // Memory statistics take a global mutex on every allocation; nothing here reads them.
   static const int configured = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
   (void)configured;
-  if (auto ok = private_db_files(options.path); !ok) return std::move(ok).error();
+  if (options.read_only) {
+    struct stat sb {};
+    if (::stat(options.path.c_str(), &sb) != 0)
+      return make_error(errc::store_failure, fmt::format("{} does not exist: {}", options.path, std::strerror(errno)),
+                        "data");
+  } else if (auto ok = private_db_files(options.path); !ok) {
+    return std::move(ok).error();
+  }
   try {
     return std::unique_ptr<store>(std::make_unique<sqlite::sqlite_store>(options));
   } catch (const sqlite::db_error& e) {
