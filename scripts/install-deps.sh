@@ -29,6 +29,8 @@ test_pkgs=(
   pdns-server pdns-backend-sqlite3
   pebble  # ACME tests: pebble and pebble-challtestsrv (tests/testbed/pebble.*)
   systemd binutils
+  # the shells whose completion scripts `certfleet completion` prints (tests/app/cli_test.cpp)
+  zsh fish
   # the Debian package (scripts/package.sh) and its check (tests/packaging/deb_test.sh): build it,
   # lint it, install it into a clean Debian 12 root
   dpkg-dev fakeroot lintian debootstrap

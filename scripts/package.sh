@@ -122,6 +122,12 @@ install -d -m 0755 "$pkg/usr/share/man/man1"
   echo "\\fBcertfleet <command> \\-\\-help\\fR; the documentation in the source tree's docs/ (install.md, cli.md, api.md)."
 } | gzip -9n > "$pkg/usr/share/man/man1/certfleet.1.gz"
 chmod 0644 "$pkg/usr/share/man/man1/certfleet.1.gz"
+# Shell completion where bash-completion and fish look for it (zsh's is a bashcompinit script a
+# user sources: docs/cli.md).
+install -d -m 0755 "$pkg/usr/share/bash-completion/completions" "$pkg/usr/share/fish/vendor_completions.d"
+"$binary" completion bash > "$pkg/usr/share/bash-completion/completions/certfleet"
+"$binary" completion fish > "$pkg/usr/share/fish/vendor_completions.d/certfleet.fish"
+chmod 0644 "$pkg/usr/share/bash-completion/completions/certfleet" "$pkg/usr/share/fish/vendor_completions.d/certfleet.fish"
 
 # --- Control files. The runtime libraries come from dpkg-shlibdeps: the binary's are Depends, the
 # MongoDB backend's (libmongoc) only Recommends, as only a mongodb:// store loads it.

@@ -245,7 +245,72 @@ TEST(cli, bash_completion_is_generated_from_the_commands) {
   EXPECT_EQ(complete("certfleet jobs list --page ''"), "\n");  // nothing: a number of the user's own
   // After a flag that takes no value, the next word is a flag or command again.
   EXPECT_EQ(complete("certfleet jobs show X --json --w"), "--watch\n");
-  EXPECT_EQ(run("", {"completion", "zsh"}).status, certfleet::app::to_int(certfleet::app::exit_code::usage));
+  const auto refused = run("", {"completion", "tcsh"});
+  EXPECT_EQ(refused.status, certfleet::app::to_int(certfleet::app::exit_code::usage));
+  EXPECT_NE(refused.err.find("bash, zsh or fish"), std::string::npos) << refused.err;
+}
+
+// zsh runs the bash function through its own bashcompinit (as vault and terraform install
+// theirs). Asked the way zsh's _bash_complete asks it (COMP_WORDS, COMP_CWORD, then compgen -F):
+// zsh's compgen does not filter by the typed prefix (zsh's matcher does that afterwards), so the
+// candidates are the whole set for that place. Not pressed with TAB in a terminal here.
+TEST(cli, zsh_completion_runs_the_generated_function_through_bashcompinit) {
+  testbed::temp_dir dir("certfleet-cli-zsh");
+  auto r = run("", {"completion", "zsh"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto script = dir.file("certfleet.zsh");
+  std::ofstream(script) << r.out;
+  auto syntax = testbed::run_command({"/usr/bin/zsh", "-n", script});
+  EXPECT_EQ(syntax.first, 0) << syntax.second;
+  auto complete = [&](const std::string& words) {
+    const auto cmd = "source " + script + "; print -r -- \"comps: $_comps[certfleet]\"; " +
+                     "local -a words COMP_WORDS; local CURRENT COMP_CWORD; words=(" + words + "); " +
+                     "CURRENT=$#words; COMP_WORDS=( \"${words[@]}\" ); COMP_CWORD=$(( CURRENT - 1 )); " +
+                     "compgen -F _certfleet -- \"${words[CURRENT]}\"";
+    // HOME: compinit writes its dump file there.
+    return testbed::run_command({"/usr/bin/env", "HOME=" + dir.path().string(), "/usr/bin/zsh", "-f", "-c", cmd}).second;
+  };
+  auto out = complete("certfleet jobs l");
+  EXPECT_EQ(out, "comps: _bash_complete -F _certfleet\nlist\nshow\nenqueue\nretry\ncancel\nlogs\n--help\n");
+  EXPECT_EQ(complete("certfleet jobs list --status d"),
+            "comps: _bash_complete -F _certfleet\nall\npending\nactive\ncompleted\nfailed\ndead\ncancelled\n");
+  out = complete("certfleet distributions execute X --w");
+  EXPECT_NE(out.find("\n--wait\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\nlist\n"), std::string::npos) << out;  // no commands after an id
+}
+
+// fish: native `complete` lines, asked through fish's own engine (`complete -C`), which filters
+// by the typed prefix and shows each command's description.
+TEST(cli, fish_completion_is_generated_from_the_commands) {
+  testbed::temp_dir dir("certfleet-cli-fish");
+  auto r = run("", {"completion", "fish"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto script = dir.file("certfleet.fish");
+  std::ofstream(script) << r.out;
+  auto syntax = testbed::run_command({"/usr/bin/fish", "--no-config", "-n", script});
+  EXPECT_EQ(syntax.first, 0) << syntax.second;
+  auto complete = [&](const std::string& line) {
+    auto out = testbed::run_command({"/usr/bin/env", "HOME=" + dir.path().string(), "/usr/bin/fish", "--no-config",
+                                     "-c", "source " + script + "; complete -C'" + line + "'"})
+                   .second;
+    // Names only: the description follows a tab.
+    std::string names;
+    std::istringstream in(out);
+    for (std::string l; std::getline(in, l);) names += l.substr(0, l.find('\t')) + "\n";
+    return names;
+  };
+  EXPECT_EQ(complete("certfleet jobs l"), "list\nlogs\n");
+  EXPECT_EQ(complete("certfleet di"), "distributions\n");
+  EXPECT_EQ(complete("certfleet distributions execute X --w"), "--wait\n");
+  EXPECT_EQ(complete("certfleet jobs list --status d"), "dead\n");
+  EXPECT_EQ(complete("certfleet token create --role o"), "operator\nowner\n");
+  EXPECT_EQ(complete("certfleet serve --set log_f"), "log_format=\n");
+  EXPECT_EQ(complete("certfleet jobs show X --json --w"), "--watch\n");
+  EXPECT_EQ(complete("certfleet jobs list --page "), "");  // a number of the user's own
+  auto described = testbed::run_command({"/usr/bin/env", "HOME=" + dir.path().string(), "/usr/bin/fish",
+                                         "--no-config", "-c", "source " + script + "; complete -C'certfleet jobs l'"})
+                       .second;
+  EXPECT_NE(described.find("list\tList jobs"), std::string::npos) << described;
 }
 
 // `distributions execute --wait` against a real server (API + worker) delivering to local file

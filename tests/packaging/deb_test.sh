@@ -58,6 +58,9 @@ chroot "$root" getent passwd certfleet > /dev/null || fail "postinst made no cer
   || [[ "$(stat -c '%a %u' "$root/var/lib/certfleet")" == "700 $(chroot "$root" id -u certfleet)" ]] \
   || fail "/var/lib/certfleet is $(stat -c '%a %u' "$root/var/lib/certfleet"), not 0700 certfleet"
 [[ "$(stat -c '%a' "$root/etc/certfleet/certfleet.toml")" == 640 ]] || fail "the config is not 0640"
+for f in usr/share/bash-completion/completions/certfleet usr/share/fish/vendor_completions.d/certfleet.fish; do
+  grep -q '^complete ' "$root/$f" || fail "the package has no completion script /$f"
+done
 mount -t proc proc "$root/proc"
 set +e
 doctor="$(chroot --userspec=certfleet:certfleet "$root" certfleet doctor --config /etc/certfleet/certfleet.toml 2>&1)"
