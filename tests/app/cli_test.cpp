@@ -222,14 +222,21 @@ TEST(cli, watch_follows_a_job_a_worker_runs_to_its_end) {
   EXPECT_EQ(worker.wait(30s), 0);
 }
 
+// `certfleet completion SHELL` written to a file in `dir`, after the shell's own syntax check
+// (`-n`) passed on it.
+static std::string completion_file(const testbed::temp_dir& dir, const std::string& shell, const std::string& shell_binary) {
+  auto r = run("", {"completion", shell});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const auto script = dir.file("certfleet." + shell);
+  std::ofstream(script) << r.out;
+  auto syntax = testbed::run_command({shell_binary, "-n", script});
+  EXPECT_EQ(syntax.first, 0) << syntax.second;
+  return script;
+}
+
 TEST(cli, bash_completion_is_generated_from_the_commands) {
   testbed::temp_dir dir("certfleet-cli-completion");
-  auto r = run("", {"completion", "bash"});
-  ASSERT_EQ(r.status, 0) << r.err;
-  const auto script = dir.file("certfleet.bash");
-  std::ofstream(script) << r.out;
-  auto syntax = testbed::run_command({"/bin/bash", "-n", script});
-  EXPECT_EQ(syntax.first, 0) << syntax.second;
+  const auto script = completion_file(dir, "bash", "/bin/bash");
   // Ask it what a person at the prompt gets after typing these words.
   auto complete = [&](const std::string& words) {
     const auto cmd = "source " + script + "; COMP_WORDS=(" + words + "); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); " +
@@ -256,12 +263,7 @@ TEST(cli, bash_completion_is_generated_from_the_commands) {
 // candidates are the whole set for that place. Not pressed with TAB in a terminal here.
 TEST(cli, zsh_completion_runs_the_generated_function_through_bashcompinit) {
   testbed::temp_dir dir("certfleet-cli-zsh");
-  auto r = run("", {"completion", "zsh"});
-  ASSERT_EQ(r.status, 0) << r.err;
-  const auto script = dir.file("certfleet.zsh");
-  std::ofstream(script) << r.out;
-  auto syntax = testbed::run_command({"/usr/bin/zsh", "-n", script});
-  EXPECT_EQ(syntax.first, 0) << syntax.second;
+  const auto script = completion_file(dir, "zsh", "/usr/bin/zsh");
   auto complete = [&](const std::string& words) {
     const auto cmd = "source " + script + "; print -r -- \"comps: $_comps[certfleet]\"; " +
                      "local -a words COMP_WORDS; local CURRENT COMP_CWORD; words=(" + words + "); " +
@@ -283,12 +285,7 @@ TEST(cli, zsh_completion_runs_the_generated_function_through_bashcompinit) {
 // by the typed prefix and shows each command's description.
 TEST(cli, fish_completion_is_generated_from_the_commands) {
   testbed::temp_dir dir("certfleet-cli-fish");
-  auto r = run("", {"completion", "fish"});
-  ASSERT_EQ(r.status, 0) << r.err;
-  const auto script = dir.file("certfleet.fish");
-  std::ofstream(script) << r.out;
-  auto syntax = testbed::run_command({"/usr/bin/fish", "--no-config", "-n", script});
-  EXPECT_EQ(syntax.first, 0) << syntax.second;
+  const auto script = completion_file(dir, "fish", "/usr/bin/fish");
   auto complete = [&](const std::string& line) {
     auto out = testbed::run_command({"/usr/bin/env", "HOME=" + dir.path().string(), "/usr/bin/fish", "--no-config",
                                      "-c", "source " + script + "; complete -C'" + line + "'"})
