@@ -273,17 +273,18 @@ export function renderDistributionDetail(ctx) {
       h('caption', { class: 'visually-hidden', text: 'Percentiles of each delivery phase over the run' }),
       h('thead', null, h('tr', null, ...['Phase', 'Targets', 'p50', 'p90', 'p99', 'Max'].map((c, i) => h('th', { scope: 'col', class: i ? 'num' : null, text: c })))),
       h('tbody', null, ...phases.map((p) => h('tr', { 'data-phase': p.phase },
-        h('th', { scope: 'row', text: String(p.phase) }), h('td', { class: 'num', text: String(p.count) }),
-        ...['p50_ms', 'p90_ms', 'p99_ms', 'max_ms'].map((k) => h('td', { class: 'num', 'data-stat': k, text: p.count ? msText(p[k]) : '–' }))))));
+        h('th', { scope: 'row', text: String(p.phase) }), h('td', { class: 'num', 'data-label': 'Targets', text: String(p.count) }),
+        ...[['p50_ms', 'p50'], ['p90_ms', 'p90'], ['p99_ms', 'p99'], ['max_ms', 'Max']].map(([k, label]) =>
+          h('td', { class: 'num', 'data-stat': k, 'data-label': label, text: p.count ? msText(p[k]) : '–' }))))));
     const slowTable = h('table', { id: 'tail-slowest' },
       h('caption', { class: 'visually-hidden', text: 'The slowest targets of the run and where their time went' }),
       h('thead', null, h('tr', null, ...['Target', 'Status', 'Total', 'Waited for a session', 'Phases'].map((c, i) => h('th', { scope: 'col', class: i === 2 || i === 3 ? 'num' : null, text: c })))),
       h('tbody', null, ...slowest.map((t) => h('tr', { 'data-target-id': t.target_id },
-        h('td', null, h('span', { title: t.target_id, text: targetName(String(t.target_id)) })),
-        h('td', null, fmt.outcomeTag(String(t.status))),
-        h('td', { class: 'num', text: msText(t.total_ms) }),
-        h('td', { class: 'num', text: t.session_wait_ms ? msText(t.session_wait_ms) : '–' }),
-        h('td', { class: 'phase-cell' }, phaseBar(t, longest), h('span', { class: 'phase-text', text: phaseText(t.timings_ms) }))))));
+        h('td', { 'data-label': 'Target' }, h('span', { title: t.target_id, text: targetName(String(t.target_id)) })),
+        h('td', { 'data-label': 'Status' }, fmt.outcomeTag(String(t.status))),
+        h('td', { class: 'num', 'data-label': 'Total', text: msText(t.total_ms) }),
+        h('td', { class: 'num', 'data-label': 'Waited', text: t.session_wait_ms ? msText(t.session_wait_ms) : '–' }),
+        h('td', { class: 'phase-cell', 'data-label': 'Phases' }, phaseBar(t, longest), h('span', { class: 'phase-text', text: phaseText(t.timings_ms) }))))));
     // The legend's squares: an SVG rect each (a size attribute, no style).
     const legend = h('p', { class: 'phase-legend muted' }, ...['wait', 'connect', 'handshake', 'auth', 'upload', 'install', 'validate', 'other'].map((k) => {
       const square = svg('svg', { width: 10, height: 10, 'aria-hidden': 'true', class: `phase phase-${k}` });

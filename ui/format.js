@@ -76,7 +76,10 @@ export function timeEl(t) {
   // The zone it is written in, and the UTC value on hover (issue 31: an operator comparing the
   // page with a log or a colleague's screen must know which clock it is).
   const zone = zoneOf(d);
-  return h('time', { datetime: iso, title: `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`, text: zone ? `${text} ${zone}` : text });
+  // Date and clock apart, so a narrow column may break between them and nowhere else.
+  const [day, clock] = [text.slice(0, 10), text.slice(11)];
+  return h('time', { datetime: iso, title: `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC` },
+    h('span', { class: 'time-day', text: day }), ' ', h('span', { class: 'time-clock', text: zone ? `${clock} ${zone}` : clock }));
 }
 
 /**

@@ -104,6 +104,36 @@ for (const [scheme, phone] of /** @type {const} */ ([['light', false], ['dark', 
         if (name === 'job-active') await page.waitForFunction(() => Number(document.querySelector('#log-count')?.getAttribute('data-total')) >= 25);
         await shot(page, `${name}-${suffix}`);
         for (const v of await axe(page)) problems.push(`${name}: ${v.impact} ${v.id} (${v.help}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+        // Issue 31: the Job Queue's Actions are in view at 1280 px and up, without scrolling the
+        // table sideways; at phone width the run's long tail shows every percentile.
+        if (name === 'jobs' && !phone) {
+          await page.setViewportSize({ width: 1280, height: 900 });
+          const cut = await page.evaluate(() => {
+            const table = /** @type {HTMLElement} */ (document.querySelector('.jobs-table'));
+            let box = table.parentElement;
+            while (box && getComputedStyle(box).overflowX === 'visible') box = box.parentElement;
+            const right = Math.min(innerWidth, box ? box.getBoundingClientRect().right : innerWidth);
+            const actions = [...document.querySelectorAll('.jobs-table td.actions')].filter((td) => td.textContent);
+            return { actions: actions.length, scrolls: box ? box.scrollWidth - box.clientWidth : 0,
+              cut: actions.filter((td) => td.getBoundingClientRect().right > right + 1).length };
+          });
+          assert.ok(cut.actions >= 3, `the seeded jobs show actions: ${JSON.stringify(cut)}`);
+          if (cut.scrolls > 0 || cut.cut > 0) problems.push(`jobs at 1280 px: the table scrolls sideways by ${cut.scrolls} px, ${cut.cut} Actions cells cut`);
+          await shot(page, `jobs-1280-${suffix}`);
+          await page.setViewportSize({ width: 1360, height: 900 });
+        }
+        if (name === 'distribution-detail' && phone) {
+          const hidden = await page.evaluate(() => [...document.querySelectorAll('#tail-phases td, #tail-slowest td')]
+            .filter((td) => {
+              const r = td.getBoundingClientRect();
+              const box = /** @type {HTMLElement} */ (td.closest('.table-wrap')).getBoundingClientRect();
+              return r.width > 0 && (r.right > Math.min(innerWidth, box.right) + 1 || r.left < box.left - 1);
+            })
+            .map((td) => `${td.closest('tr')?.getAttribute('data-phase') ?? td.closest('tr')?.getAttribute('data-target-id')}:${td.getAttribute('data-label')}`));
+          const shown = await page.locator('#tail-phases td[data-stat="p99_ms"]').count();
+          assert.ok(shown > 0, 'the long tail has p99 cells');
+          if (hidden.length) problems.push(`distribution-detail at 360 px: long-tail cells out of view: ${hidden.join(', ')}`);
+        }
         // Issue 31: at phone width the page itself never scrolls sideways (wide tables scroll
         // inside their own box).
         if (phone) {
