@@ -1,11 +1,19 @@
-// A certificate: tabs Overview · Distribution (?tab=distribution).
+// A certificate: tabs Overview · Distribution (?tab=distribution), and its actions by role
+// (issue 31): Renew (operator, ACME), Revoke (admin, an issued ACME certificate, with a reason,
+// confirmed), Delete (admin, confirmed), and Execute on each distribution that delivers it. A
+// started job is linked in the feedback line.
 import * as api from './api.js';
 import { allPages } from './catalog.js';
 import { h, replace, showAlert } from './dom.js';
-import { scrollRegion } from './widgets.js';
+import { confirmAction, feedback, scrollRegion } from './widgets.js';
 import * as fmt from './format.js';
+import * as session from './session.js';
 import { expiry, renewalWindow } from './certificates.js';
-import { href } from './router.js';
+import { href, navigate } from './router.js';
+
+// RFC 5280 reasons a subscriber may give an ACME CA (RFC 8555 §7.6); empty: none given.
+const revokeReasons = [['', 'No reason given'], ['keyCompromise', 'Key compromise'], ['superseded', 'Superseded'],
+  ['affiliationChanged', 'Affiliation changed'], ['cessationOfOperation', 'Cessation of operation']];
 
 /** @param {import('./router.js').PageContext} ctx @returns {import('./router.js').PageHandle} */
 export function renderCertificateDetail(ctx) {
@@ -21,11 +29,87 @@ export function renderCertificateDetail(ctx) {
     class: 'tab', id: `tab-${key}`, href: href(`/certificates/${id}`, { project, tab: key === 'overview' ? null : key }),
     'aria-current': key === tab ? 'page' : null, text: label,
   });
+  const actions = h('div', { class: 'page-tools', id: 'certificate-actions' });
+  const fb = feedback();
   replace(ctx.root,
     h('p', null, h('a', { class: 'back', href: href('/certificates', { project }), text: '← Back' })),
-    h('div', { class: 'page-head' }, title),
+    h('div', { class: 'page-head' }, title, actions),
     h('nav', { class: 'tabs', 'aria-label': 'Certificate' }, tabLink('overview', 'Overview'), tabLink('distribution', 'Distribution')),
-    state, panel);
+    fb.el, state, panel);
+
+  /** @param {string} jobId */
+  const jobLink = (jobId) => h('a', { href: href(`/jobs/${jobId}`, { project }), text: `job ${jobId}` });
+
+  /**
+   * A button whose action posts once at a time; its errors go to the feedback line.
+   * @param {string} label @param {() => Promise<void>} act
+   */
+  function actionButton(label, act) {
+    const b = h('button', { type: 'button', class: 'action', text: label });
+    b.addEventListener('click', async () => {
+      b.disabled = true;
+      try {
+        await act();
+      } catch (e) {
+        fb.fail(api.errorText(e));
+      } finally {
+        b.disabled = false;
+      }
+    });
+    return b;
+  }
+
+  async function renew() {
+    const r = await api.post(api.projectPath(project, `/certificates/${id}/renew`));
+    fb.ok(r.body?.created === false ? 'A renewal of this version is already enqueued: ' : 'Renewal started: ', jobLink(String(r.body?.job_id)));
+    void load();
+  }
+
+  /** @param {any} c */
+  async function revoke(c) {
+    const reason = h('select', { id: 'revoke-reason' }, ...revokeReasons.map(([v, t]) => h('option', { value: v, text: t })));
+    const fields = h('p', { class: 'dialog-field' }, h('label', { for: 'revoke-reason', text: 'Reason' }), ' ', reason);
+    if (!await confirmAction({
+      title: `Revoke ${c.name}?`,
+      text: `The CA revokes version ${c.version} of certificate ${c.name} (${Array.isArray(c.domains) ? c.domains.join(', ') : ''}): clients that check revocation refuse it from then on, on every server it was delivered to. It cannot be undone; renew first if those servers still need a certificate.`,
+      confirm: 'Revoke', keep: 'Keep it', fields,
+    })) return;
+    const r = await api.post(api.projectPath(project, `/certificates/${id}/revoke`), reason.value ? { reason: reason.value } : {});
+    fb.ok('Revocation started: ', jobLink(String(r.body?.job_id)));
+    void load();
+  }
+
+  /** @param {any} c */
+  async function remove(c) {
+    if (!await confirmAction({
+      title: `Delete ${c.name}?`,
+      text: `Certificate ${c.name}, its key and every earlier version are deleted from certfleet (not revoked, not removed from any server). It cannot be undone. A distribution that delivers it must be deleted first.`,
+      confirm: 'Delete', keep: 'Keep it',
+    })) return;
+    await api.del(api.projectPath(project, `/certificates/${id}`));
+    navigate(href('/certificates', { project }));
+  }
+
+  /** @param {any} c */
+  function drawActions(c) {
+    const acme = c.source === 'acme';
+    const revoked = Boolean(c.revocation) || c.status === 'revoked';
+    /** @type {HTMLButtonElement[]} */
+    const buttons = [];
+    if (acme && !revoked && session.canOperate()) buttons.push(actionButton('Renew', renew));
+    if (acme && !revoked && Number(c.version) > 0 && session.hasRole('admin')) buttons.push(actionButton('Revoke', () => revoke(c)));
+    if (session.hasRole('admin')) buttons.push(actionButton('Delete', () => remove(c)));
+    replace(actions, ...buttons);
+  }
+
+  /** @param {any} d a distribution */
+  function executeButton(d) {
+    return actionButton('Execute', async () => {
+      const r = await api.post(api.projectPath(project, `/distributions/${d.id}/execute`));
+      fb.ok(`Execute: run ${r.body?.run_no ?? '?'} of `, h('a', { href: href(`/distributions/${d.id}`, { project }), text: String(d.name) }), ' started');
+      void load();
+    });
+  }
 
   /** @param {string} term @param {Node | string} value */
   const row = (term, value) => [h('dt', { text: term }), h('dd', null, value === '' ? '—' : value)];
@@ -36,6 +120,7 @@ export function renderCertificateDetail(ctx) {
       if (disposed) return;
       title.textContent = c.name ?? 'Certificate';
       state.hidden = true;
+      drawActions(c);
       if (tab === 'overview') {
         // A revocation through certfleet names its job; one a check saw (CRL, OCSP) has none.
         const revoked = c.revocation
@@ -65,12 +150,14 @@ export function renderCertificateDetail(ctx) {
         replace(panel, h('h2', { text: 'Distribution' }),
           ds.length ? scrollRegion('Distributions of this certificate', h('table', null,
             h('caption', { class: 'visually-hidden', text: 'Distributions of this certificate' }),
-            h('thead', null, h('tr', null, ...['Distribution', 'Status', 'Run', 'Targets', 'Updated'].map((x) => h('th', { scope: 'col', text: x })))),
-            h('tbody', null, ...ds.map((d) => h('tr', null,
+            h('thead', null, h('tr', null, ...['Distribution', 'Status', 'Run', 'Targets', 'Updated', 'Actions'].map((x) => h('th', { scope: 'col', text: x })))),
+            h('tbody', null, ...ds.map((d) => h('tr', { 'data-distribution-id': d.id },
               h('td', null, h('a', { href: href(`/distributions/${d.id}`, { project }), text: d.name })),
               h('td', null, fmt.outcomeTag(String(d.status))), h('td', { class: 'num', text: String(d.run_no ?? 0) }),
               h('td', { class: 'num', text: String(Array.isArray(d.target_ids) ? d.target_ids.length : 0) }),
-              h('td', null, fmt.timeEl(d.updated_at)))))))
+              h('td', null, fmt.timeEl(d.updated_at)),
+              // Only what can succeed: a running distribution is executed again once its run ends.
+              h('td', { class: 'actions' }, session.canOperate() && d.status !== 'running' ? executeButton(d) : null))))))
             : h('p', { class: 'muted', text: 'No distribution delivers this certificate.' }));
       }
     } catch (e) {

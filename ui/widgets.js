@@ -20,10 +20,11 @@ export function feedback() {
 }
 
 /**
- * Asks before an action that cannot be undone (Cancel, Rollback): a modal dialog that names
- * the object, with the action's own words on the button. Resolves true only for that button;
- * Escape, the other button and closing resolve false. Focus returns to what had it.
- * @param {{title: string, text: string, confirm: string, keep?: string}} o
+ * Asks before an action that cannot be undone (Cancel, Rollback, Revoke, Delete): a modal dialog
+ * that names the object, with the action's own words on the button, and any fields the action
+ * takes (`fields`, read by the caller once this resolves true). Resolves true only for that
+ * button; Escape, the other button and closing resolve false. Focus returns to what had it.
+ * @param {{title: string, text: string, confirm: string, keep?: string, fields?: HTMLElement}} o
  * @returns {Promise<boolean>}
  */
 export function confirmAction(o) {
@@ -33,6 +34,7 @@ export function confirmAction(o) {
   const dialog = h('dialog', { class: 'confirm-dialog', 'aria-labelledby': 'confirm-title', 'aria-describedby': 'confirm-text' },
     h('h2', { id: 'confirm-title', text: o.title }),
     h('p', { id: 'confirm-text', text: o.text }),
+    o.fields ?? null,
     h('div', { class: 'dialog-buttons' }, no, yes));
   document.body.append(dialog);
   return new Promise((resolve) => {

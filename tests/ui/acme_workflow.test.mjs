@@ -339,8 +339,64 @@ test('an issued ACME certificate: renewal window and last renewal job on its pag
     assert.equal(await broken.locator('.last-error').getAttribute('title'), api.last_error);
     assert.equal(await broken.locator(`[data-tag=${api.status === 'failed' ? 'failed' : 'pending'}]`).count(), 1);
     await shot(page, 'certificates-acme-light');
+
+    // Its actions by role (issue 31). An operator: Renew only; it starts the real renewal job
+    // and links it.
+    const certPage = `${cf.url}/certificates/${shop.certificate_id}?project=default`;
+    await page.goto(certPage);
+    const actions = page.locator('#certificate-actions');
+    await actions.getByRole('button', { name: 'Renew' }).waitFor();
+    assert.deepEqual(await actions.getByRole('button').allTextContents(), ['Renew']);
+    await actions.getByRole('button', { name: 'Renew' }).click();
+    const renewed = page.locator('.feedback.ok');
+    await renewed.locator('a').waitFor();
+    assert.match(await renewed.innerText(), /^Renewal started: job [0-9a-f]{24}$/);
+    const renewId = (await renewed.locator('a').innerText()).slice('job '.length);
+    assert.equal((await cf.api('GET', `${P}/jobs/${renewId}`)).body.type, 'renew_certificate');
+    assert.equal(await renewed.locator('a').getAttribute('href'), `/jobs/${renewId}?project=default`);
     assert.deepEqual(errors, []);
     await page.close();
+
+    // An admin: Renew, Revoke and Delete. Revoke asks first, naming the certificate; Keep it
+    // changes nothing; Revoke with a reason starts the job that pebble answers.
+    const adminToken = await cf.token('admin', { name: 'ada-admin' });
+    const admin = await browser.newPage();
+    const adminErrors = collectErrors(admin);
+    await signIn(admin, cf.url, adminToken);
+    await admin.goto(certPage);
+    const adminActions = admin.locator('#certificate-actions');
+    await adminActions.getByRole('button', { name: 'Revoke' }).waitFor();
+    assert.deepEqual(await adminActions.getByRole('button').allTextContents(), ['Renew', 'Revoke', 'Delete']);
+    const revokeJobs = async () => (await cf.api('GET', `${P}/jobs?type=revoke_certificate`)).body.items.length;
+    await adminActions.getByRole('button', { name: 'Revoke' }).click();
+    const dialog = admin.getByRole('dialog');
+    await dialog.waitFor();
+    assert.equal(await dialog.locator('h2').innerText(), 'Revoke shop?');
+    assert.match(await dialog.locator('p').first().innerText(), /shop\.example\.test.*cannot be undone/s);
+    await dialog.getByRole('button', { name: 'Keep it' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    assert.equal(await revokeJobs(), 0);
+    await adminActions.getByRole('button', { name: 'Revoke' }).click();
+    await dialog.getByLabel('Reason').selectOption('superseded');
+    assert.deepEqual(await axe(admin), []);
+    await shot(admin, 'certificate-revoke-dialog-light');
+    await dialog.getByRole('button', { name: 'Revoke' }).click();
+    const revoking = admin.locator('.feedback.ok');
+    await revoking.locator('a').waitFor();
+    assert.match(await revoking.innerText(), /^Revocation started: job [0-9a-f]{24}$/);
+    const revokeId = (await revoking.locator('a').innerText()).slice('job '.length);
+    const revokeJob = await cf.waitJob(revokeId, (j) => ['completed', 'failed', 'dead'].includes(j.status), 60000);
+    assert.equal(revokeJob.type, 'revoke_certificate');
+    assert.equal(revokeJob.status, 'completed', JSON.stringify(revokeJob));
+    await admin.reload();
+    const revokedRow = admin.locator('dt:text-is("Revoked") + dd');
+    await revokedRow.waitFor();
+    assert.match(await revokedRow.innerText(), /^superseded, /);
+    // Revoked: nothing left to renew or revoke.
+    await adminActions.getByRole('button', { name: 'Delete' }).waitFor();
+    assert.deepEqual(await adminActions.getByRole('button').allTextContents(), ['Delete']);
+    assert.deepEqual(adminErrors, []);
+    await admin.close();
   } finally {
     await dns.stop();
     await lenient.stop();
