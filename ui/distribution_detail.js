@@ -201,7 +201,7 @@ export function renderDistributionDetail(ctx) {
     const pageLink = (p) => href(`/distributions/${id}`, { project, status: statusFilter || null, error_class: classFilter || null, page: p });
     replace(results, h('div', { class: 'card-head' }, h('h2', { id: 'results-title', text: 'Target results' }),
       h('div', { class: 'card-tools' }, statusSel, classSel)),
-    scrollRegion('Target results', h('table', { id: 'results-table' },
+    scrollRegion('Target results table', h('table', { id: 'results-table' },
       h('caption', { class: 'visually-hidden', text: 'Per-target results' }),
       h('thead', null, h('tr', null, ...['Target', 'Status', 'Error class', 'Error', 'Retry wave', 'Job', 'Finished'].map((c) => h('th', { scope: 'col', text: c })))),
       h('tbody', null, ...pageItems.map((r) => h('tr', null,

@@ -2,7 +2,7 @@
 // all-or-nothing; a refused value shows the API's message next to the field it names.
 import * as api from './api.js';
 import { h, replace } from './dom.js';
-import { feedback } from './widgets.js';
+import { feedback, scrollRegion } from './widgets.js';
 import * as session from './session.js';
 
 /**
@@ -112,8 +112,7 @@ export function renderSettings(ctx) {
       h('td', { text: w.dead_reason ? `${w.dead_reason}${w.released_jobs !== undefined ? ` (${w.released_jobs} jobs released)` : ''}` : '' })));
     replace(workers, h('h2', { id: 'workers-title', text: 'Workers' }),
       h('p', { class: list.alive ? 'muted' : 'alert error', role: 'status', text: list.alive ? `${list.alive} alive` : 'No live worker: jobs wait until a worker process runs.' }),
-      h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Workers' },
-        h('table', { id: 'workers-table' }, h('thead', null, head), h('tbody', null, ...rows))));
+      scrollRegion('Workers table', h('table', { id: 'workers-table' }, h('thead', null, head), h('tbody', null, ...rows))));
   }
 
   async function load() {

@@ -101,7 +101,9 @@ export function pageCount(answer) {
 
 /**
  * A wide table's own scrolling box: focusable and named, so a keyboard can scroll it (axe
- * `scrollable-region-focusable`) while the page itself never scrolls sideways.
+ * `scrollable-region-focusable`) while the page itself never scrolls sideways. Its name must
+ * differ from its section's ("Rules table" in "Rules"): two regions of one name are axe's
+ * `landmark-unique`.
  * @param {string} label @param {...import('./dom.js').Child} children
  */
 export function scrollRegion(label, ...children) {
