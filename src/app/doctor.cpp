@@ -269,7 +269,7 @@ int run_doctor(const result<settings_map>& loaded, const doctor_flags& flags) {
     auto opened = open_store(s, store_access::read_only);
     if (!opened) {
       lines.push_back(fail("store", opened.error().message, "see the message; the store's directory and file must be "
-                                                            "readable and writable by the certfleet user"));
+                                                            "readable by the user doctor runs as (the certfleet user)"));
     } else {
       st = std::move(*opened);
       struct stat db_sb {};
