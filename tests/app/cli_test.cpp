@@ -222,6 +222,19 @@ TEST(cli, watch_follows_a_job_a_worker_runs_to_its_end) {
   EXPECT_EQ(worker.wait(30s), 0);
 }
 
+// What a person at the prompt gets after typing these words, in the shells that filter by the
+// typed prefix themselves (bash's compgen, fish's engine).
+const std::pair<const char*, const char*> prefix_completions[] = {
+    {"certfleet jobs l", "list\nlogs\n"},
+    {"certfleet di", "distributions\n"},
+    {"certfleet distributions execute X --w", "--wait\n"},
+    {"certfleet jobs list --status d", "dead\n"},
+    {"certfleet token create --role o", "operator\nowner\n"},
+    {"certfleet serve --set log_f", "log_format=\n"},
+    // After a flag that takes no value, the next word is a flag or command again.
+    {"certfleet jobs show X --json --w", "--watch\n"},
+};
+
 // `certfleet completion SHELL` written to a file in `dir`, after the shell's own syntax check
 // (`-n`) passed on it.
 static std::string completion_file(const testbed::temp_dir& dir, const std::string& shell, const std::string& shell_binary) {
@@ -243,15 +256,8 @@ TEST(cli, bash_completion_is_generated_from_the_commands) {
                      "_certfleet; printf '%s\\n' \"${COMPREPLY[@]}\"";
     return testbed::run_command({"/bin/bash", "-c", cmd}).second;
   };
-  EXPECT_EQ(complete("certfleet jobs l"), "list\nlogs\n");
-  EXPECT_EQ(complete("certfleet di"), "distributions\n");
-  EXPECT_EQ(complete("certfleet distributions execute X --w"), "--wait\n");
-  EXPECT_EQ(complete("certfleet jobs list --status d"), "dead\n");
-  EXPECT_EQ(complete("certfleet token create --role o"), "operator\nowner\n");
-  EXPECT_EQ(complete("certfleet serve --set log_f"), "log_format=\n");
+  for (const auto& [line, expected] : prefix_completions) EXPECT_EQ(complete(line), expected) << line;
   EXPECT_EQ(complete("certfleet jobs list --page ''"), "\n");  // nothing: a number of the user's own
-  // After a flag that takes no value, the next word is a flag or command again.
-  EXPECT_EQ(complete("certfleet jobs show X --json --w"), "--watch\n");
   const auto refused = run("", {"completion", "tcsh"});
   EXPECT_EQ(refused.status, certfleet::app::to_int(certfleet::app::exit_code::usage));
   EXPECT_NE(refused.err.find("bash, zsh or fish"), std::string::npos) << refused.err;
@@ -296,13 +302,7 @@ TEST(cli, fish_completion_is_generated_from_the_commands) {
     for (std::string l; std::getline(in, l);) names += l.substr(0, l.find('\t')) + "\n";
     return names;
   };
-  EXPECT_EQ(complete("certfleet jobs l"), "list\nlogs\n");
-  EXPECT_EQ(complete("certfleet di"), "distributions\n");
-  EXPECT_EQ(complete("certfleet distributions execute X --w"), "--wait\n");
-  EXPECT_EQ(complete("certfleet jobs list --status d"), "dead\n");
-  EXPECT_EQ(complete("certfleet token create --role o"), "operator\nowner\n");
-  EXPECT_EQ(complete("certfleet serve --set log_f"), "log_format=\n");
-  EXPECT_EQ(complete("certfleet jobs show X --json --w"), "--watch\n");
+  for (const auto& [line, expected] : prefix_completions) EXPECT_EQ(complete(line), expected) << line;
   EXPECT_EQ(complete("certfleet jobs list --page "), "");  // a number of the user's own
   auto described = testbed::run_command({"/usr/bin/env", "HOME=" + dir.path().string(), "/usr/bin/fish",
                                          "--no-config", "-c", "source " + script + "; complete -C'certfleet jobs l'"})
