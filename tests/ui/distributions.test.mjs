@@ -203,5 +203,34 @@ test('a viewer sees no distribution actions; the certificate pages show the cert
   await v.waitForURL(/tab=distribution/);
   await v.getByRole('link', { name: 'www to two hosts' }).waitFor();
   await v.getByRole('link', { name: 'www fan-out' }).waitFor();
+  // A viewer: no certificate action, no Execute (issue 31).
+  assert.equal(await v.locator('#certificate-actions button').count(), 0);
+  assert.equal(await v.getByRole('button', { name: 'Execute' }).count(), 0);
   await v.close();
+});
+
+test('the certificate page\'s actions for an admin: Execute on a distribution starts its next run; Delete asks, and the API\'s refusal is shown', async () => {
+  const o = await browser.newPage();
+  const errors = collectErrors(o);
+  await signIn(o, cf.url, cf.ownerToken);
+  const before = (await cf.api('GET', `${P}/distributions/${normal.distribution.id}`)).body;
+  await o.goto(`${cf.url}/certificates/${cat.certificate.id}?project=default&tab=distribution`);
+  const row = o.locator(`tr[data-distribution-id="${normal.distribution.id}"]`);
+  await row.getByRole('button', { name: 'Execute' }).click();
+  const fb = o.locator('.feedback.ok');
+  await fb.waitFor();
+  assert.equal(await fb.innerText(), `Execute: run ${before.run_no + 1} of www to two hosts started`);
+  assert.equal((await cf.api('GET', `${P}/distributions/${normal.distribution.id}`)).body.run_no, before.run_no + 1);
+  // Uploaded: Delete only. The certificate is delivered by distributions, so the API refuses.
+  assert.deepEqual(await o.locator('#certificate-actions button').allTextContents(), ['Delete']);
+  await o.locator('#certificate-actions').getByRole('button', { name: 'Delete' }).click();
+  const dialog = o.getByRole('dialog');
+  assert.equal(await dialog.locator('h2').innerText(), 'Delete www-example?');
+  await dialog.getByRole('button', { name: 'Delete' }).click();
+  const refused = o.locator('.feedback.error');
+  await refused.waitFor();
+  assert.match(await refused.innerText(), /is used by distribution/);
+  assert.equal((await cf.api('GET', `${P}/certificates/${cat.certificate.id}`)).status, 200);
+  assert.deepEqual(errors.filter((e) => !/409|Failed to load resource/.test(e)), []);
+  await o.close();
 });
