@@ -359,11 +359,18 @@ CREATE TABLE workers (
 
 int schema_version() { return static_cast<int>(migrations.size()); }
 
+namespace {
+// The migrations the file has applied.
+std::int64_t applied_version(db& d) {
+  auto s = d.prepare("SELECT coalesce(max(version), 0) FROM schema_migrations");
+  return s->step() ? s->int64(0) : 0;
+}
+}  // namespace
+
 void check_schema_current(db& d) {
   std::int64_t current = 0;
   try {
-    auto s = d.prepare("SELECT coalesce(max(version), 0) FROM schema_migrations");
-    if (s->step()) current = s->int64(0);
+    current = applied_version(d);
   } catch (const db_error&) {
     throw db_error(0, "the file is not a certfleet store (no schema_migrations table)");
   }
@@ -378,11 +385,7 @@ void migrate(db& d) {
   d.exec("BEGIN IMMEDIATE");
   try {
     d.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
-    std::int64_t current = 0;
-    {
-      auto s = d.prepare("SELECT coalesce(max(version), 0) FROM schema_migrations");
-      if (s->step()) current = s->int64(0);
-    }
+    const std::int64_t current = applied_version(d);
     if (current > schema_version())
       throw db_error(0, "the store's schema is newer than this certfleet build: upgrade certfleet");
     for (auto v = current; v < schema_version(); ++v) {
