@@ -148,16 +148,16 @@ export function renderCertificateDetail(ctx) {
         const ds = (await allPages(api.projectPath(project, '/distributions'), 5000)).filter((d) => d.certificate_id === id);
         if (disposed) return;
         replace(panel, h('h2', { text: 'Distribution' }),
-          ds.length ? scrollRegion('Distributions of this certificate', h('table', null,
+          ds.length ? scrollRegion('Distributions of this certificate', h('table', { id: 'certificate-distributions' },
             h('caption', { class: 'visually-hidden', text: 'Distributions of this certificate' }),
             h('thead', null, h('tr', null, ...['Distribution', 'Status', 'Run', 'Targets', 'Updated', 'Actions'].map((x) => h('th', { scope: 'col', text: x })))),
             h('tbody', null, ...ds.map((d) => h('tr', { 'data-distribution-id': d.id },
-              h('td', null, h('a', { href: href(`/distributions/${d.id}`, { project }), text: d.name })),
-              h('td', null, fmt.outcomeTag(String(d.status))), h('td', { class: 'num', text: String(d.run_no ?? 0) }),
-              h('td', { class: 'num', text: String(Array.isArray(d.target_ids) ? d.target_ids.length : 0) }),
-              h('td', null, fmt.timeEl(d.updated_at)),
+              h('td', { 'data-label': 'Distribution' }, h('a', { href: href(`/distributions/${d.id}`, { project }), text: d.name })),
+              h('td', { 'data-label': 'Status' }, fmt.outcomeTag(String(d.status))), h('td', { class: 'num', 'data-label': 'Run', text: String(d.run_no ?? 0) }),
+              h('td', { class: 'num', 'data-label': 'Targets', text: String(Array.isArray(d.target_ids) ? d.target_ids.length : 0) }),
+              h('td', { 'data-label': 'Updated' }, fmt.timeEl(d.updated_at)),
               // Only what can succeed: a running distribution is executed again once its run ends.
-              h('td', { class: 'actions' }, session.canOperate() && d.status !== 'running' ? executeButton(d) : null))))))
+              h('td', { class: 'actions', 'data-label': 'Actions' }, session.canOperate() && d.status !== 'running' ? executeButton(d) : null))))))
             : h('p', { class: 'muted', text: 'No distribution delivers this certificate.' }));
       }
     } catch (e) {

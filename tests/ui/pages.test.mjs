@@ -124,6 +124,12 @@ for (const [scheme, phone] of /** @type {const} */ ([['light', false], ['dark', 
           await shot(page, `jobs-1280-${suffix}`);
           await page.setViewportSize({ width: 1360, height: 900 });
         }
+        if (name === 'certificate-distribution' && phone) {
+          const cut = await page.evaluate(() => [...document.querySelectorAll('#certificate-distributions button')]
+            .filter((b) => b.getBoundingClientRect().right > innerWidth).length);
+          assert.ok(await page.locator('#certificate-distributions button').count() > 0, 'Execute is offered');
+          if (cut) problems.push(`certificate-distribution at 360 px: ${cut} Execute buttons out of view`);
+        }
         if (name === 'distribution-detail' && phone) {
           const hidden = await page.evaluate(() => [...document.querySelectorAll('#tail-phases td, #tail-slowest td')]
             .filter((td) => {
