@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Replays each fuzz target's corpus (fuzz/corpus/<target>/), then fuzzes it for a bounded time
-# (FUZZ_SECONDS, default 10: 41 targets on 2 cores keep CI near 60 min). Findings go to
+# (FUZZ_SECONDS, default 10: 42 targets on 2 cores keep CI near 60 min). Findings go to
 # fuzz/artifacts/ and fail the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."

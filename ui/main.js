@@ -53,7 +53,7 @@ function renderHeader(active) {
     h('a', { class: 'brand', href: router.href('/jobs', { project }), text: 'certfleet' }),
     menu,
     h('nav', { 'aria-label': 'Main', id: 'main-nav' },
-      ...pages.filter((p) => p.nav && (!p.system || session.isSystem())).map((p) => h('a', {
+      ...pages.filter((p) => p.nav && (!p.system || session.isSystem()) && (!p.role || session.hasRole(p.role))).map((p) => h('a', {
         href: router.href(p.path, { project }), text: p.nav,
         'aria-current': p.section === activeSection ? 'page' : null,
       }))),

@@ -13,13 +13,14 @@ import { renderDomains } from './domains.js';
 import { renderDnsProviders } from './dns_providers.js';
 import { renderDiscoverySources, renderDiscoveredCertificates } from './discovery.js';
 import { renderLogin } from './login.js';
+import { renderTokens } from './tokens.js';
 
 /**
  * A page: `section` is the list page it belongs to (its navigation link, and where the project
  * switch goes from it); `nav` is the label of a section's own link; `system` pages are shown to
- * system tokens only.
+ * system tokens only, `role` pages to that role and above.
  * @typedef {{name: string, path: string, title: string, render: import('./router.js').PageRender,
- *            section: string, nav?: string, system?: boolean}} Page
+ *            section: string, nav?: string, system?: boolean, role?: 'viewer' | 'operator' | 'admin' | 'owner'}} Page
  */
 
 /** @type {Page[]} */
@@ -35,6 +36,7 @@ export const pages = [
   { name: 'discovery', path: '/discovery', title: 'Discovery', render: renderDiscoverySources, section: 'discovery', nav: 'Discovery' },
   { name: 'discovery-certificates', path: '/discovery/certificates', title: 'Discovered certificates', render: renderDiscoveredCertificates, section: 'discovery' },
   { name: 'notifications', path: '/notifications', title: 'Notifications', render: renderNotifications, section: 'notifications', nav: 'Notifications' },
+  { name: 'tokens', path: '/tokens', title: 'Tokens', render: renderTokens, section: 'tokens', nav: 'Tokens', role: 'admin' },
   { name: 'settings', path: '/settings', title: 'Settings', render: renderSettings, section: 'settings', nav: 'Settings', system: true },
   { name: 'login', path: '/login', title: 'Sign in', render: renderLogin, section: 'login' },
 ];

@@ -95,6 +95,27 @@ bool same_origin(std::string_view origin, std::string_view host) {
   return false;
 }
 
+// A token found by its text or a session: refused once expired (also when the cache still
+// holds it), and its use recorded at most once a minute. A failed write of the use does not
+// refuse the request: last_used_at is for people, not for access.
+template <class Mark>
+boost::asio::awaitable<result<void>> admit_token(server_state& s, store::token_record& t, std::string_view field,
+                                                 Mark mark_used) {
+  const auto now = s.clock.now_ms();
+  if (t.expires_at && t.expires_at <= now)
+    co_return make_error(errc::unauthorized,
+                         fmt::format("the token \"{}\" expired at {}; an admin of its project creates a new one "
+                                     "(Tokens page, POST /api/v1/projects/{{p}}/tokens or certfleet token create)",
+                                     t.name.substr(0, 100), format_iso8601(t.expires_at)),
+                         std::string(field));
+  if (now - t.last_used_at >= token_touch_interval_ms) {
+    mark_used(now);  // before the write: requests meanwhile do not write again
+    t.last_used_at = now;
+    (void)co_await s.timed("token_touch", s.st.auth().touch_token(t.id, now, token_touch_interval_ms));
+  }
+  co_return result<void>{};
+}
+
 boost::asio::awaitable<result<store::token_record>> bearer_token(server_state& s, std::string_view hv) {
   if (hv.size() < 7 || !iequals(hv.substr(0, 7), "Bearer "))
     co_return make_error(errc::unauthorized, "the Authorization header must be \"Bearer <token>\"", "authorization");
@@ -104,15 +125,24 @@ boost::asio::awaitable<result<store::token_record>> bearer_token(server_state& s
   auto hash = hash_token(text);
   auto now = steady::now();
   auto& tokens = s.auth.tokens;
-  if (auto it = tokens.find(hash); it != tokens.end() && it->second.expires > now) co_return it->second.rec;
-  auto t = co_await s.timed("token_find", s.st.auth().find_token(hash));
-  if (!t) {
-    if (t.error().is(errc::not_found)) co_return make_error(errc::unauthorized, "invalid or revoked token", "authorization");
-    co_return std::move(t).error();
+  store::token_record rec;
+  if (auto it = tokens.find(hash); it != tokens.end() && it->second.expires > now) {
+    rec = it->second.rec;
+  } else {
+    auto t = co_await s.timed("token_find", s.st.auth().find_token(hash));
+    if (!t) {
+      if (t.error().is(errc::not_found)) co_return make_error(errc::unauthorized, "invalid or revoked token", "authorization");
+      co_return std::move(t).error();
+    }
+    if (tokens.size() >= 10'000) tokens.clear();
+    tokens[hash] = auth_caches::cached_token{*t, now + s.opt.auth_cache_ttl};
+    rec = std::move(*t);
   }
-  if (tokens.size() >= 10'000) tokens.clear();
-  tokens[hash] = auth_caches::cached_token{*t, now + s.opt.auth_cache_ttl};
-  co_return std::move(*t);
+  auto used = co_await admit_token(s, rec, "authorization", [&s, &hash](time_ms at) {
+    if (auto it = s.auth.tokens.find(hash); it != s.auth.tokens.end()) it->second.rec.last_used_at = at;
+  });
+  if (!used) co_return std::move(used).error();
+  co_return rec;
 }
 
 // Not cached: signing out must end the session at once, in every process.
@@ -134,6 +164,8 @@ boost::asio::awaitable<result<store::ui_session>> session_of(server_state& s, co
   if (cred.websocket && !cred.origin.empty() && !same_origin(cred.origin, cred.host))
     co_return make_error(errc::forbidden, "a WebSocket with the session cookie must come from this server's own pages",
                          "origin");
+  auto used = co_await admit_token(s, sess->token, "session", [](time_ms) {});
+  if (!used) co_return std::move(used).error();
   co_return std::move(*sess);
 }
 

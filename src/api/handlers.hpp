@@ -66,6 +66,11 @@ boost::asio::awaitable<reply> list_projects(server_state&, const route_call&);
 boost::asio::awaitable<reply> create_project(server_state&, const route_call&);
 boost::asio::awaitable<reply> delete_project(server_state&, const route_call&);
 
+// token_routes.cpp: a project's access tokens (issue 35 §3).
+boost::asio::awaitable<reply> list_project_tokens(server_state&, const route_call&);
+boost::asio::awaitable<reply> create_project_token(server_state&, const route_call&);
+boost::asio::awaitable<reply> revoke_project_token(server_state&, const route_call&);
+
 // job_routes.cpp
 boost::asio::awaitable<reply> list_jobs(server_state&, const route_call&);
 boost::asio::awaitable<reply> enqueue_job(server_state&, const route_call&);

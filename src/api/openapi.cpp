@@ -23,11 +23,15 @@ namespace {
 // distribution/acme_catalog.cpp, session_routes.cpp). Members the parsers refuse are refused here
 // too (additionalProperties: false), so a client generated from this document sends nothing the
 // server rejects as unknown. `settings` is not here: it is generated from the settings table.
-constexpr std::array<body_schema, 18> bodies{{
+constexpr std::array<body_schema, 19> bodies{{
     {"session", R"json({"type":"object","required":["token"],"additionalProperties":false,
       "properties":{"token":{"type":"string","description":"An API token (cf_…)"}}})json"},
     {"project", R"json({"type":"object","required":["name"],"additionalProperties":false,
       "properties":{"name":{"$ref":"#/components/schemas/ProjectName"}}})json"},
+    {"token", R"json({"type":"object","required":["name","role"],"additionalProperties":false,
+      "properties":{"name":{"type":"string","minLength":1,"maxLength":100,"description":"What the token is for (like ci-deploy)"},
+        "role":{"$ref":"#/components/schemas/Role","description":"Up to the caller's own role (a system admin: any)"},
+        "ttl_s":{"type":"integer","default":7776000,"description":"Seconds until it expires: 0 (never) or 60-63244800; absent: 90 days. No later than the calling token's own expiry"}}})json"},
     {"enqueue", R"json({"type":"object","required":["type"],"additionalProperties":false,
       "properties":{"type":{"type":"string","description":"A user-triggerable job type (noop, the checks, discovery, issue/renew/revoke)"},
         "payload":{"type":"object","description":"The job type's payload"},
@@ -168,6 +172,17 @@ constexpr response_schema answers[] = {
       "items":{"type":"array","items":{"$ref":"#/components/schemas/Project"}}}})json"},
     {"ProjectDeleted", R"json({"type":"object","required":["id","name","deleted"],"properties":{
       "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"$ref":"#/components/schemas/ProjectName"},"deleted":{"const":true}}})json"},
+    {"Token", R"json({"type":"object","required":["id","project_id","name","role","system","status","created_by","created_at","expires_at","last_used_at","revoked_at"],
+      "properties":{"id":{"$ref":"#/components/schemas/ObjectId"},"project_id":{"$ref":"#/components/schemas/ObjectId"},
+        "name":{"type":"string"},"role":{"$ref":"#/components/schemas/Role"},"system":{"type":"boolean"},
+        "status":{"enum":["active","expired","revoked"]},
+        "created_by":{"type":"string","description":"token:<id> of the token that made it, cli, or bootstrap"},
+        "created_at":{"$ref":"#/components/schemas/Time"},
+        "expires_at":{"$ref":"#/components/schemas/NullableTime","description":"null: never expires"},
+        "last_used_at":{"$ref":"#/components/schemas/NullableTime","description":"To the minute; null: never used"},
+        "revoked_at":{"$ref":"#/components/schemas/NullableTime"}}})json"},
+    {"TokenList", R"json({"type":"object","required":["items"],"properties":{
+      "items":{"type":"array","items":{"$ref":"#/components/schemas/Token"},"description":"Newest first, revoked and expired ones included"}}})json"},
     {"Deleted", R"json({"type":"object","required":["id","deleted"],"properties":{
       "id":{"$ref":"#/components/schemas/ObjectId"},"deleted":{"const":true}}})json"},
     {"NullableTime", R"json({"oneOf":[{"$ref":"#/components/schemas/Time"},{"type":"null"}]})json"},
@@ -533,6 +548,9 @@ std::vector<success> success_of(route_id id) {
     case R::job_logs: return {{200, "Lines after the cursor", "LogPage"}};
     case R::job_log_stream: return {};
     case R::audit: return {{200, "One page of audit entries, newest first", "AuditPage"}};
+    case R::tokens_list: return {{200, "The project's tokens", "TokenList"}};
+    case R::token_create: return {{201, "Created: the answer holds the token's text, once", "TokenCreated"}};
+    case R::token_revoke: return {{200, "Revoked", "Token"}};
     case R::settings_get: return {{200, "Every system setting's value in effect", "Settings"}};
     case R::settings_put: return {{200, "Every system setting's value in effect, after the change", "Settings"}};
     case R::settings_schema: return {{200, "The settings table", "SettingsSchema"}};
@@ -730,6 +748,14 @@ std::string openapi_document(std::string_view version) {
                                                                        {"description", "The request member, parameter or header at fault"}}}}}}}}}};
   for (const auto& rs : all_response_schemas()) schemas[std::string(rs.name)] = json::parse(rs.schema);
   schemas["Settings"] = settings_answer_schema();
+  // A created token: the Token answer and its text, once (derived, so the two cannot drift).
+  {
+    auto created = schemas.at("Token").as_object();
+    created["required"].as_array().emplace_back("token");
+    created["properties"].as_object()["token"] =
+        json::object{{"type", "string"}, {"description", "The token's text (cf_…): in this answer only, never again"}};
+    schemas["TokenCreated"] = std::move(created);
+  }
   // A list's answer: one page of its items, the envelope every list shares.
   for (std::string_view item : paged_items)
     schemas[fmt::format("{}Page", item)] = json::object{

@@ -405,6 +405,42 @@ result<std::string> parse_project_body(std::string_view body) {
   return check_project_name(std::string_view(n->get_string().data(), n->get_string().size()));
 }
 
+result<token_body> parse_token_body(std::string_view body) {
+  auto r = json::object_reader::parse(body, "body");
+  if (!r) return std::move(r).error();
+  if (auto only = r->only({"name", "role", "ttl_s"}); !only) return std::move(only).error();
+  token_body out;
+  auto name = r->required_string("name");
+  if (!name) return std::move(name).error();
+  const bool printable = std::all_of(name->begin(), name->end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
+  });
+  if (name->empty() || name->size() > token_name_max || !printable)
+    return make_error(errc::invalid_argument,
+                      fmt::format("name is 1-{} characters without control characters, saying what the token is for "
+                                  "(like ci-deploy)",
+                                  token_name_max),
+                      "name");
+  out.name = std::move(*name);
+  auto role_text = r->required_string("role");
+  if (!role_text) return std::move(role_text).error();
+  auto role = store::parse_role(*role_text);
+  if (!role) return make_error(errc::invalid_argument, "role must be one of viewer, operator, admin, owner", "role");
+  out.token_role = *role;
+  auto ttl = r->optional_int("ttl_s");
+  if (!ttl) return std::move(ttl).error();
+  if (*ttl) {
+    if (**ttl != 0 && (**ttl < token_ttl_min_s || **ttl > token_ttl_max_s))
+      return make_error(errc::invalid_argument,
+                        fmt::format("ttl_s is 0 (never expires) or {}-{} seconds (1 minute to 2 years); absent: {} "
+                                    "(90 days)",
+                                    token_ttl_min_s, token_ttl_max_s, token_ttl_default_s),
+                        "ttl_s");
+    out.ttl_s = **ttl;
+  }
+  return out;
+}
+
 std::span<const query_param_def> route_query_params(route_id id) noexcept {
   switch (id) {
     case route_id::jobs_list: return job_list_params;

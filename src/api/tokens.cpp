@@ -1,5 +1,7 @@
 #include "certfleet/api/tokens.hpp"
 
+#include "certfleet/core/json.hpp"
+
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
@@ -58,9 +60,11 @@ bool looks_like_token(std::string_view text) noexcept {
 
 store::task<std::optional<issued_token>> issue_token(store::auth_store& auth, std::string project_id, store::role r,
                                                      bool system, std::string name, std::string created_by,
-                                                     const clock_source& clock, bool first_only) {
+                                                     const clock_source& clock, bool first_only,
+                                                     time_ms expires_at) {
   auto text = generate_token_text();
-  store::new_token t{std::move(project_id), r, system, std::move(name), std::move(created_by), hash_token(text)};
+  store::new_token t{std::move(project_id), r, system, std::move(name), std::move(created_by), hash_token(text),
+                     expires_at};
   if (first_only) {
     auto rec = co_await auth.create_first_token(std::move(t), clock.now_ms());
     if (!rec) co_return std::move(rec).error();
@@ -70,6 +74,26 @@ store::task<std::optional<issued_token>> issue_token(store::auth_store& auth, st
   auto rec = co_await auth.create_token(std::move(t), clock.now_ms());
   if (!rec) co_return std::move(rec).error();
   co_return std::optional<issued_token>(issued_token{std::move(text), std::move(*rec)});
+}
+
+std::string_view token_status(const store::token_record& t, time_ms now) noexcept {
+  if (t.revoked_at) return "revoked";
+  if (t.expires_at && t.expires_at <= now) return "expired";
+  return "active";
+}
+
+boost::json::object token_answer(const store::token_record& t, time_ms now) {
+  return boost::json::object{{"id", t.id},
+                             {"project_id", t.project_id},
+                             {"name", t.name},
+                             {"role", std::string(store::to_string(t.token_role))},
+                             {"system", t.system},
+                             {"status", std::string(token_status(t, now))},
+                             {"created_by", t.created_by},
+                             {"created_at", json::time_value(t.created_at)},
+                             {"expires_at", json::time_value(t.expires_at)},
+                             {"last_used_at", json::time_value(t.last_used_at)},
+                             {"revoked_at", json::time_value(t.revoked_at)}};
 }
 
 }  // namespace certfleet::api

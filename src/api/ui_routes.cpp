@@ -17,13 +17,14 @@ struct ui_page {
   std::string_view first;
   bool with_id;
 };
-constexpr std::array<ui_page, 9> pages{{{"jobs", true},
+constexpr std::array<ui_page, 10> pages{{{"jobs", true},
                                         {"distributions", true},
                                         {"certificates", true},
                                         {"domains", false},
                                         {"dns-providers", false},
                                         {"discovery", true},  // /discovery/certificates
                                         {"notifications", false},
+                                        {"tokens", false},
                                         {"settings", false},
                                         {"login", false}}};
 

@@ -37,6 +37,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -401,22 +402,36 @@ int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
 struct token_args {
   std::string project = "default";
   std::string role, name, id;
+  std::string ttl = "0";  // never, unless asked: the local CLI makes break-glass and bootstrap tokens
   bool system = false;
   bool all = false;
   bool json = false;
 };
 
 boost::json::object token_json(const store::token_record& t, const std::string& project_name) {
-  return boost::json::object{{"id", t.id},
-                             {"project", project_name},
-                             {"project_id", t.project_id},
-                             {"role", std::string(store::to_string(t.token_role))},
-                             {"system", t.system},
-                             {"name", t.name},
-                             {"created_by", t.created_by},
-                             {"created_at", format_iso8601(t.created_at)},
-                             {"revoked_at", t.revoked_at ? boost::json::value(format_iso8601(t.revoked_at))
-                                                         : boost::json::value(nullptr)}};
+  auto o = api::token_answer(t, system_clock().now_ms());
+  o["project"] = project_name;
+  return o;
+}
+
+// --ttl: seconds, or a number with s, m, h or d; 0 never expires. The API's range.
+result<std::int64_t> parse_ttl(std::string_view text) {
+  std::int64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
+  std::int64_t scale = 0;
+  if (unit.empty() || unit == "s") scale = 1;
+  else if (unit == "m") scale = 60;
+  else if (unit == "h") scale = 3600;
+  else if (unit == "d") scale = 86400;
+  const auto bad = make_error(errc::invalid_argument,
+                              fmt::format("--ttl is 0 (never expires) or 60s-{}d, like 3600, 12h or 90d",
+                                          api::token_ttl_max_s / 86400),
+                              "ttl");
+  if (ec != std::errc() || end == text.data() || scale == 0 || n < 0 || n > api::token_ttl_max_s) return bad;
+  n *= scale;
+  if (n != 0 && (n < api::token_ttl_min_s || n > api::token_ttl_max_s)) return bad;
+  return n;
 }
 
 // `certfleet token create|list|revoke`: tokens are managed on the store directly (whoever can
@@ -452,10 +467,13 @@ int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
     if (!role) return fail(make_error(errc::invalid_argument, "role must be one of viewer, operator, admin, owner", "role"));
     if (a.system && *role < store::role::admin)
       return fail(make_error(errc::invalid_argument, "a --system token must have the admin or owner role", "role"));
+    auto ttl = parse_ttl(a.ttl);
+    if (!ttl) return fail(ttl.error());
+    const time_ms expires_at = *ttl ? clock.now_ms() + *ttl * 1000 : 0;
     auto project = run_sync([&] { return project_for_cli(store, a.project, clock.now_ms()); });
     if (!project) return fail(project.error());
     auto issued = run_sync([&] {
-      return api::issue_token(store.auth(), project->id, *role, a.system, a.name, "cli", clock);
+      return api::issue_token(store.auth(), project->id, *role, a.system, a.name, "cli", clock, false, expires_at);
     });
     if (!issued) return fail(issued.error());
     audit(project->id, "token.create", "token/" + (*issued)->record.id, "ok");
@@ -479,10 +497,15 @@ int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
       print(boost::json::object{{"items", std::move(items)}});
       return 0;
     }
-    text_table t{{"ID", "PROJECT", "ROLE", "SYSTEM", "NAME", "CREATED", "REVOKED"}, {}, {24, 63, 8, 6, 40, 19, 19}};
+    text_table t{{"ID", "PROJECT", "ROLE", "SYSTEM", "NAME", "STATUS", "CREATED", "EXPIRES", "LAST USED"},
+                 {},
+                 {24, 63, 8, 6, 40, 7, 19, 19, 19}};
+    const auto now = clock.now_ms();
     for (const auto& k : *tokens)
       t.rows.push_back({k.id, name_of(k.project_id), std::string(store::to_string(k.token_role)), k.system ? "yes" : "",
-                        k.name, time_cell(k.created_at), k.revoked_at ? time_cell(k.revoked_at) : ""});
+                        k.name, std::string(api::token_status(k, now)), time_cell(k.created_at),
+                        k.expires_at ? time_cell(k.expires_at) : "never",
+                        k.last_used_at ? time_cell(k.last_used_at) : ""});
     std::cout << render(t);
     return 0;
   }
@@ -1270,6 +1293,7 @@ int run_cli(int argc, char** argv) {
   tcreate->add_option("--role", ta.role, "viewer|operator|admin|owner")->required();
   tcreate->add_flag("--system", ta.system, "System admin: every project and the system-wide settings");
   tcreate->add_option("--name", ta.name, "A note saying what the token is for");
+  tcreate->add_option("--ttl", ta.ttl, "Expires after: seconds or 12h, 90d; 0 never (default 0)");
   auto* tlist = tsub("list", "List tokens (never their text)");
   tlist->add_option("--project", ta.project, "Project name (default: default)");
   tlist->add_flag("--all", ta.all, "Every project's tokens");

@@ -89,7 +89,7 @@ constexpr std::array<setting_def, 66> table{{
     {"scheduler_lease_ms", T::integer, S::process, 1000, 600'000, "30000", "",
      "The scheduler leader's lease: a dead leader is replaced within this."},
     {"job_retention_s", T::integer, S::process, 60, 315'360'000, "2592000", "",
-     "Completed and cancelled jobs (and their logs) older than this are deleted by the retention sweep."},
+     "Completed and cancelled jobs (and their logs) older than this, and tokens expired longer than this, are deleted by the retention sweep."},
     {"http_max_connections_per_client", T::integer, S::process, 1, 4096, "256", "",
      "Open HTTP/WebSocket connections one client address (an IPv6 client: its /64) may hold; beyond, 503 too_many_connections. Behind a reverse proxy every client is the proxy: raise it to 4096."},
     {"http_max_connections", T::integer, S::process, 16, 1'000'000, "4096", "",

@@ -290,9 +290,14 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
           batch_op entries = [&ctx, audit_before] { return ctx.store().maintenance().purge_audit(audit_before, batch_size); };
           auto audit = co_await in_batches(ctx, std::move(entries));
           if (!audit) co_return queue::outcome::failure(audit.error().message);
-          co_await ctx.log("info", fmt::format("retention: deleted {} completed/cancelled jobs finished before {} and {} "
-                                               "audit entries written before {}",
-                                               *total, format_iso8601(before), *audit, format_iso8601(audit_before)));
+          // An expired token stays listed (status expired) as long as a finished job does.
+          batch_op expired = [&ctx, before] { return ctx.store().maintenance().purge_expired_tokens(before, batch_size); };
+          auto tokens = co_await in_batches(ctx, std::move(expired));
+          if (!tokens) co_return queue::outcome::failure(tokens.error().message);
+          co_await ctx.log("info", fmt::format("retention: deleted {} completed/cancelled jobs finished before {}, {} "
+                                               "audit entries written before {} and {} tokens expired before {}",
+                                               *total, format_iso8601(before), *audit, format_iso8601(audit_before),
+                                               *tokens, format_iso8601(before)));
           co_return queue::outcome::ok();
         }
         co_return queue::outcome::permanent_failure(fmt::format("unknown sweep \"{}\"", *name));

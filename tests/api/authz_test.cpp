@@ -186,6 +186,18 @@ TEST_F(api_authz, every_route_every_role) {
       {api::route_id::job_log_stream, "WS", [=](api_authz& t) { return pending_job(t) + "/logs/stream"; }, "",
        {401, 101, 101, 101, 101, 404, 101}},
       {api::route_id::audit, "GET", [&](auto&) { return p + "/audit"; }, "", {401, 403, 403, 200, 200, 404, 200}},
+      {api::route_id::tokens_list, "GET", [&](auto&) { return p + "/tokens"; }, "", {401, 403, 403, 200, 200, 404, 200}},
+      {api::route_id::token_create, "POST", [&](auto&) { return p + "/tokens"; },
+       R"({"name":"made-by-authz","role":"viewer","ttl_s":3600})", {401, 403, 403, 201, 201, 404, 201}},
+      // A fresh viewer token per cell, so each revoke finds one still active.
+      {api::route_id::token_revoke, "DELETE",
+       [&](api_authz& t) {
+         auto made = run_sync(api::issue_token(t.st->auth(), t.project_id, store::role::viewer, false, "to revoke",
+                                               "test", t.clock));
+         EXPECT_TRUE(made);
+         return p + "/tokens/" + (*made)->record.id;
+       },
+       "", {401, 403, 403, 200, 200, 404, 200}},
       {api::route_id::settings_get, "GET", [](auto&) { return "/api/v1/settings"; }, "", {401, 403, 403, 403, 403, 403, 200}},
       {api::route_id::settings_schema, "GET", [](auto&) { return "/api/v1/settings/schema"; }, "",
        {401, 403, 403, 403, 403, 403, 200}},

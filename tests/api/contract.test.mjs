@@ -336,6 +336,15 @@ test('every operation of the served OpenAPI document, answers and errors, passes
     await call('GET', '/api/v1/projects', { token: viewer, expect: 200 });
     await call('POST', '/api/v1/projects', { body: { name: 'contract-scratch' }, expect: 201 });
     await call('DELETE', '/api/v1/projects/contract-scratch', { expect: 200 });
+    // Tokens: create (default and never-expiring lifetimes), list, revoke; the made token works.
+    const made = await call('POST', `${P}/tokens`, { body: { name: 'contract-ci', role: 'operator', ttl_s: 3600 }, expect: 201 });
+    await call('POST', `${P}/tokens`, { body: { name: 'contract-default-ttl', role: 'viewer' }, expect: 201 });
+    await call('POST', `${P}/tokens`, { body: { name: 'contract-forever', role: 'viewer', ttl_s: 0 }, expect: 201 });
+    await call('GET', `${P}/jobs`, { token: need(made, 'token'), expect: 200 });
+    await call('GET', `${P}/tokens`, { expect: 200 });
+    await call('POST', `${P}/tokens`, { body: { name: 'x', role: 'root' }, bad: true, expect: 400 });
+    await call('DELETE', `${P}/tokens/${need(made, 'id')}`, { expect: 200 });
+    await call('DELETE', `${P}/tokens/${made.body.id}`, { expect: 409 });
 
     // --- Sessions: sign in with a token, then the cookie and the CSRF token.
     const signIn = await call('POST', '/api/v1/session', { token: '', body: { token: operator }, expect: 201 });

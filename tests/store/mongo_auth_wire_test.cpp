@@ -691,6 +691,42 @@ TEST_F(mongo_auth_wire, purge_audit_deletes_the_oldest_entries_up_to_the_first_a
   expect_majority_write(dels[0]);
 }
 
+TEST_F(mongo_auth_wire, purge_expired_tokens_deletes_their_sessions_then_them_by_a_filter_that_holds_the_cutoff) {
+  auto& db = start(script({find_reply("tokens", {{{"_id", "t1"}}, {{"_id", "t2"}}}),
+                           rule("delete", {{"ok", 1}, {"n", 3}}, 1, {{"delete", "ui_sessions"}}),
+                           rule("delete", {{"ok", 1}, {"n", 2}}, 1, {{"delete", "tokens"}})}));
+  ASSERT_TRUE(open(db));
+  auto r = run_sync(maintenance->purge_expired_tokens(t0, 50));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(*r, 2);
+  auto finds = on(db, "find", "tokens");
+  ASSERT_EQ(finds.size(), 1u);
+  EXPECT_EQ(s(finds[0].at("filter")), R"({"expires_at":{"$lt":)" + std::to_string(t0) + "}}");
+  EXPECT_EQ(s(finds[0].at("sort")), R"({"expires_at":1})");
+  EXPECT_EQ(finds[0].at("limit").to_number<std::int64_t>(), 50);
+  auto sessions = on(db, "delete", "ui_sessions");
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(s(sessions[0].at("deletes")), R"([{"q":{"token_id":{"$in":["t1","t2"]}},"limit":0}])");
+  auto tokens = on(db, "delete", "tokens");
+  ASSERT_EQ(tokens.size(), 1u);
+  // The cutoff again: a token whose expiry was moved meanwhile is not deleted.
+  EXPECT_EQ(s(tokens[0].at("deletes")),
+            R"([{"q":{"_id":{"$in":["t1","t2"]},"expires_at":{"$lt":)" + std::to_string(t0) + R"(}},"limit":0}])");
+  expect_majority_write(tokens[0]);
+}
+
+TEST_F(mongo_auth_wire, touch_token_sets_last_used_only_when_unset_or_older_than_the_interval) {
+  auto& db = start(script({rule("update", {{"ok", 1}, {"n", 1}, {"nModified", 1}})}));
+  ASSERT_TRUE(open(db));
+  ASSERT_TRUE(run_sync(auth->touch_token("t1", t0, 60'000)));
+  auto ups = on(db, "update", "tokens");
+  ASSERT_EQ(ups.size(), 1u);
+  EXPECT_EQ(s(ups[0].at("updates")),
+            R"([{"q":{"_id":"t1","$or":[{"last_used_at":{"$exists":false}},{"last_used_at":{"$lte":)" +
+                std::to_string(t0 - 60'000) + R"(}}]},"u":{"$set":{"last_used_at":)" + std::to_string(t0) + "}}}]");
+  expect_majority_write(ups[0]);
+}
+
 TEST_F(mongo_auth_wire, backup_points_to_mongodump) {
   auto& db = start(script({}));
   ASSERT_TRUE(open(db));

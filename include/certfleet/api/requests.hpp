@@ -4,6 +4,7 @@
 #include "certfleet/api/router.hpp"
 #include "certfleet/core/clock.hpp"
 #include "certfleet/core/error.hpp"
+#include "certfleet/store/auth.hpp"
 #include "certfleet/store/job.hpp"
 
 #include <cstdint>
@@ -63,6 +64,18 @@ result<std::map<std::string, std::string>> parse_settings_body(std::string_view 
 result<std::string> check_project_name(std::string_view name, std::string_view field = "name");
 // POST /api/v1/projects {name}: exactly that member.
 result<std::string> parse_project_body(std::string_view body);
+
+// POST …/tokens {name, role, ttl_s}: a project token. ttl_s 0 never expires; absent: 90 days.
+inline constexpr std::int64_t token_ttl_default_s = 90LL * 86400;
+inline constexpr std::int64_t token_ttl_min_s = 60;
+inline constexpr std::int64_t token_ttl_max_s = 2LL * 366 * 86400;
+inline constexpr std::size_t token_name_max = 100;
+struct token_body {
+  std::string name;
+  store::role token_role = store::role::viewer;
+  std::int64_t ttl_s = token_ttl_default_s;
+};
+result<token_body> parse_token_body(std::string_view body);
 
 // GET …/jobs?status=&type=&page=&page_size=
 struct job_list_query {

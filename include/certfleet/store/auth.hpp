@@ -27,7 +27,9 @@ struct token_record {
   std::string name;
   std::string created_by;
   time_ms created_at = 0;
-  time_ms revoked_at = 0;  // 0: active
+  time_ms revoked_at = 0;    // 0: active
+  time_ms expires_at = 0;    // 0: never; refused from this instant on
+  time_ms last_used_at = 0;  // 0: never used; kept to the minute (touch_token)
 };
 
 struct new_token {
@@ -37,6 +39,7 @@ struct new_token {
   std::string name;
   std::string created_by;
   std::string hash;  // hex SHA-256 of the token text; the text itself is never stored
+  time_ms expires_at = 0;  // 0: never
 };
 
 // A browser session (DESIGN §8): opened with a token, it acts as that token until it expires or
@@ -75,6 +78,9 @@ class auth_store {
   virtual task<std::vector<token_record>> list_tokens(std::string project_id) = 0;
   // Revokes an active token; not_found when there is none with this id, conflict when revoked.
   virtual task<token_record> revoke_token(std::string id, time_ms now) = 0;
+  // Records a use: sets last_used_at to `now` when it is unset or older than now - min_interval
+  // (several processes serving one token write at most once per interval between them).
+  virtual task<void> touch_token(std::string id, time_ms now, time_ms min_interval) = 0;
 
   // Sessions are stored by the hex SHA-256 of their cookie value, never the value itself.
   // Creating one also deletes the expired ones.

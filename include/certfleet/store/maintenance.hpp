@@ -32,6 +32,9 @@ class maintenance_store {
   virtual task<int> purge_finished(time_ms before, int limit) = 0;
   // Deletes up to `limit` of the oldest audit entries written before `before`. Returns how many.
   virtual task<int> purge_audit(time_ms before, int limit) = 0;
+  // Deletes up to `limit` tokens that expired before `before`, with their UI sessions. Returns
+  // how many. (Revoked tokens stay: the audit log names them.)
+  virtual task<int> purge_expired_tokens(time_ms before, int limit) = 0;
   // A consistent copy of the whole store, taken online, written to `path` (which must not exist).
   virtual task<void> backup_to(std::string path) = 0;
 };

@@ -136,6 +136,8 @@ token_record read_token(const bson_t* b) {
   t.created_by = v.str("created_by");
   t.created_at = v.i64("created_at");
   t.revoked_at = v.i64("revoked_at");
+  t.expires_at = v.i64("expires_at");
+  t.last_used_at = v.i64("last_used_at");
   return t;
 }
 
@@ -143,6 +145,7 @@ doc token_document(const new_token& t, const std::string& id, time_ms now) {
   doc d;
   d.str("_id", id).str("project_id", t.project_id).str("role", to_string(t.token_role)).boolean("system", t.system);
   d.str_or_null("name", t.name).str("hash", t.hash).str_or_null("created_by", t.created_by).i64("created_at", now);
+  if (t.expires_at > 0) d.i64("expires_at", t.expires_at);
   return d;
 }
 
@@ -444,6 +447,30 @@ class mongo_auth final : public auth_store, public observe_store {
       if (!first_batch(reply).empty())
         return make_error(errc::conflict, fmt::format("token {} is already revoked", id), "id");
       return make_error(errc::not_found, fmt::format("token {} not found", id), "id");
+    });
+  }
+
+  task<void> touch_token(std::string id, time_ms now, time_ms min_interval) override {
+    return run<result<void>>(ex_, [this, id = std::move(id), now, min_interval](mongoc_client_t* client) -> result<void> {
+      doc unset;
+      unset.sub("last_used_at", exists(false));
+      doc stale;
+      stale.sub("last_used_at", i64_op("$lte", now - min_interval));
+      doc q;
+      q.str("_id", id).array("$or", {unset, stale});
+      doc set;
+      set.i64("last_used_at", now);
+      doc stmt;
+      stmt.sub("q", q).sub("u", op("$set", set));
+      doc cmd;
+      cmd.str("update", "tokens").array("updates", {stmt});
+      cmd.sub("writeConcern", write_concern(c_)).i32("maxTimeMS", c_.max_time_ms());
+      doc reply;
+      // Idempotent (the filter holds the interval), so an unknown outcome is sent again once.
+      auto f = c_.command(client, cmd, reply);
+      if (f && f->network) f = c_.command(client, cmd, reply);
+      if (f) return to_error(*f, "touch token");
+      return {};
     });
   }
 
@@ -877,6 +904,35 @@ class mongo_maintenance final : public maintenance_store {
       filter.sub("_id", i64_op("$lte", last));
       if (auto f = send_delete(client, delete_cmd("audit_log", filter, true, c_), reply)) return to_error(*f, "purge audit");
       return n;
+    });
+  }
+
+  task<int> purge_expired_tokens(time_ms before, int limit) override {
+    return run<result<int>>(ex_, [this, before, limit](mongoc_client_t* client) -> result<int> {
+      if (limit <= 0) return 0;
+      doc filter;
+      filter.sub("expires_at", i64_op("$lt", before));
+      doc sort;
+      sort.i32("expires_at", 1);
+      doc proj;
+      proj.i32("_id", 1);
+      doc reply;
+      if (auto f = c_.command(client, find_cmd("tokens", filter, &sort, &proj, limit, 0, false, c_.max_time_ms()), reply))
+        return to_error(*f, "purge expired tokens");
+      std::vector<std::string> ids;
+      for (const auto& d : first_batch(reply)) ids.push_back(view(d.get()).str("_id"));
+      if (ids.empty()) return 0;
+      // Sessions first: a stop between the two deletes leaves tokens without sessions, which
+      // the next run deletes — never a session whose token is gone.
+      doc sessions;
+      sessions.sub("token_id", str_in(ids));
+      if (auto f = send_delete(client, delete_cmd("ui_sessions", sessions, true, c_), reply))
+        return to_error(*f, "purge expired tokens: their sessions");
+      doc tokens;
+      tokens.sub("_id", str_in(ids)).sub("expires_at", i64_op("$lt", before));
+      if (auto f = send_delete(client, delete_cmd("tokens", tokens, true, c_), reply))
+        return to_error(*f, "purge expired tokens");
+      return static_cast<int>(view(reply.get()).i64("n"));
     });
   }
 

@@ -12,7 +12,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 12> migrations{{
+constexpr std::array<const char*, 13> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -350,6 +350,13 @@ CREATE TABLE workers (
   dead_reason TEXT,
   released_jobs INTEGER NOT NULL DEFAULT 0
 );
+)sql",
+    // 13: a token's lifecycle (issue 35): when it stops being accepted, and when it was last used
+    // (written at most once a minute per process, so a busy token costs no write per request).
+    R"sql(
+ALTER TABLE tokens ADD COLUMN expires_at INTEGER;
+ALTER TABLE tokens ADD COLUMN last_used_at INTEGER;
+CREATE INDEX tokens_expiry ON tokens (expires_at) WHERE expires_at IS NOT NULL;
 )sql",
 }};
 #undef BLOCK_OF

@@ -24,7 +24,7 @@ std::optional<role> parse_role(std::string_view s) noexcept {
 namespace sqlite {
 namespace {
 
-#define TOKEN_COLS "id, project_id, role, system, name, created_by, created_at, revoked_at"
+#define TOKEN_COLS "id, project_id, role, system, name, created_by, created_at, revoked_at, expires_at, last_used_at"
 
 token_record read_token(stmt& s) {
   token_record t;
@@ -37,14 +37,20 @@ token_record read_token(stmt& s) {
   t.created_by = s.text(5);
   t.created_at = s.int64(6);
   t.revoked_at = s.int64(7);
+  t.expires_at = s.int64(8);
+  t.last_used_at = s.int64(9);
   return t;
 }
 
 result<token_record> insert_token(db& d, const new_token& t, time_ms now) {
-  auto s = d.prepare("INSERT INTO tokens (id, project_id, role, system, name, hash, created_by, created_at) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING " TOKEN_COLS);
+  auto s = d.prepare("INSERT INTO tokens (id, project_id, role, system, name, hash, created_by, created_at, expires_at) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING " TOKEN_COLS);
   s->bind(1, new_object_id()).bind(2, t.project_id).bind(3, to_string(t.token_role)).bind(4, t.system ? 1 : 0);
   s->bind_or_null(5, t.name).bind(6, t.hash).bind_or_null(7, t.created_by).bind(8, now);
+  if (t.expires_at > 0)
+    s->bind(9, t.expires_at);
+  else
+    s->bind_null(9);
   if (!s->step()) throw db_error(0, "token insert returned no row");
   auto rec = read_token(*s);
   s->run();
@@ -166,6 +172,14 @@ class impl final : public auth_stores, public auth_store, public observe_store {
     });
   }
 
+  task<void> touch_token(std::string id, time_ms now, time_ms min_interval) override {
+    return run_write<result<void>>(w_, [id = std::move(id), now, min_interval](db& d) -> result<void> {
+      auto s = d.prepare("UPDATE tokens SET last_used_at = ?1 WHERE id = ?2 AND (last_used_at IS NULL OR last_used_at <= ?3)");
+      s->bind(1, now).bind(2, id).bind(3, now - min_interval).run();
+      return {};
+    });
+  }
+
   task<void> create_session(std::string hash, std::string token_id, time_ms expires_at, time_ms now) override {
     return run_write<result<void>>(w_, [h = std::move(hash), t = std::move(token_id), expires_at, now](db& d) -> result<void> {
       {
@@ -183,13 +197,13 @@ class impl final : public auth_stores, public auth_store, public observe_store {
   task<ui_session> find_session(std::string hash, time_ms now) override {
     return run_read<result<ui_session>>(r_, [h = std::move(hash), now](db& d) -> result<ui_session> {
       auto s = d.prepare("SELECT t.id, t.project_id, t.role, t.system, t.name, t.created_by, t.created_at, t.revoked_at, "
-                         "s.expires_at FROM ui_sessions s JOIN tokens t ON t.id = s.token_id "
+                         "t.expires_at, t.last_used_at, s.expires_at FROM ui_sessions s JOIN tokens t ON t.id = s.token_id "
                          "WHERE s.hash = ?1 AND s.expires_at > ?2 AND t.revoked_at IS NULL");
       s->bind(1, h).bind(2, now);
       if (!s->step()) return make_error(errc::not_found, "no such session, or it expired", "session");
       ui_session out;
       out.token = read_token(*s);
-      out.expires_at = s->int64(8);
+      out.expires_at = s->int64(10);
       return out;
     });
   }

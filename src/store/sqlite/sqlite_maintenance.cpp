@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 #include <filesystem>
 #include <cerrno>
 #include <cstring>
@@ -108,6 +110,24 @@ class impl final : public maintenance_stores, public lease_store, public mainten
       auto del = d.prepare("DELETE FROM audit_log WHERE seq <= ?1");
       del->bind(1, last).run();
       return n;
+    });
+  }
+
+  task<int> purge_expired_tokens(time_ms before, int limit) override {
+    return run_write<result<int>>(writer_, [before, limit](db& d) -> result<int> {
+      std::vector<std::string> ids;
+      {
+        auto s = d.prepare("SELECT id FROM tokens WHERE expires_at IS NOT NULL AND expires_at < ?1 ORDER BY expires_at LIMIT ?2");
+        s->bind(1, before).bind(2, limit);
+        while (s->step()) ids.push_back(s->text(0));
+      }
+      for (const auto& id : ids) {
+        auto sessions = d.prepare("DELETE FROM ui_sessions WHERE token_id = ?1");
+        sessions->bind(1, id).run();
+        auto token = d.prepare("DELETE FROM tokens WHERE id = ?1");
+        token->bind(1, id).run();
+      }
+      return static_cast<int>(ids.size());
     });
   }
 
