@@ -148,7 +148,7 @@ export function renderCertificateDetail(ctx) {
         const ds = (await allPages(api.projectPath(project, '/distributions'), 5000)).filter((d) => d.certificate_id === id);
         if (disposed) return;
         replace(panel, h('h2', { text: 'Distribution' }),
-          ds.length ? scrollRegion('Distributions of this certificate', h('table', { id: 'certificate-distributions' },
+          ds.length ? scrollRegion('Distributions of this certificate', h('table', { id: 'certificate-distributions', class: 'phone-cards' },
             h('caption', { class: 'visually-hidden', text: 'Distributions of this certificate' }),
             h('thead', null, h('tr', null, ...['Distribution', 'Status', 'Run', 'Targets', 'Updated', 'Actions'].map((x) => h('th', { scope: 'col', text: x })))),
             h('tbody', null, ...ds.map((d) => h('tr', { 'data-distribution-id': d.id },

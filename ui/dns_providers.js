@@ -209,7 +209,7 @@ export function renderDnsProviders(ctx) {
       h('p', { class: 'muted page-intro', text: 'Where ACME certificates put their DNS-01 challenge records: a DNS server taking RFC 2136 updates, PowerDNS, an HTTP API of yours, a program, or records you create by hand.' })),
     fb.el,
     form,
-    scrollRegion('DNS providers', h('table', { id: 'dns-providers' },
+    scrollRegion('DNS providers', h('table', { id: 'dns-providers', class: 'phone-cards' },
       h('caption', { class: 'visually-hidden', text: 'DNS providers' }),
       h('thead', null, h('tr', null, ...columns.map((c) => h('th', { scope: 'col', text: c })))),
       tbody)), state);

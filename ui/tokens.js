@@ -188,14 +188,14 @@ export function renderTokens(ctx) {
       v ? fmt.timeEl(v) : h('span', { class: 'muted', text: none });
     const mayRevoke = t.status === 'active' && !t.system && session.hasRole(t.role);
     return h('tr', { 'data-id': t.id, 'data-name': t.name },
-      h('td', null, h('strong', { text: t.name || '(no name)' }), t.system ? [' ', h('span', { class: 'tag', text: 'system' })] : []),
-      h('td', { text: t.role }),
-      h('td', null, tokenStatusTag(String(t.status))),
-      h('td', null, when(t.expires_at, 'never')),
-      h('td', null, when(t.last_used_at, 'never used')),
-      h('td', null, fmt.timeEl(t.created_at)),
-      h('td', null, creator(String(t.created_by ?? ''), names)),
-      h('td', { class: 'actions' }, mayRevoke ? revokeButton(t) : ''));
+      h('td', { 'data-label': 'Name' }, h('strong', { text: t.name || '(no name)' }), t.system ? [' ', h('span', { class: 'tag', text: 'system' })] : []),
+      h('td', { 'data-label': 'Role', text: t.role }),
+      h('td', { 'data-label': 'Status' }, tokenStatusTag(String(t.status))),
+      h('td', { 'data-label': 'Expires' }, when(t.expires_at, 'never')),
+      h('td', { 'data-label': 'Last Used' }, when(t.last_used_at, 'never used')),
+      h('td', { 'data-label': 'Created' }, fmt.timeEl(t.created_at)),
+      h('td', { 'data-label': 'Created By' }, creator(String(t.created_by ?? ''), names)),
+      h('td', { class: 'actions', 'data-label': 'Actions' }, mayRevoke ? revokeButton(t) : ''));
   }
 
   replace(ctx.root,
@@ -203,7 +203,7 @@ export function renderTokens(ctx) {
       h('p', { class: 'muted page-intro', text: 'API tokens of this project: what scripts, CI and the CLI sign in with. Last Used is kept to the minute.' })),
     fb.el,
     form,
-    scrollRegion('Tokens', h('table', { id: 'tokens' },
+    scrollRegion('Tokens', h('table', { id: 'tokens', class: 'phone-cards' },
       h('caption', { class: 'visually-hidden', text: 'Tokens of this project' }),
       h('thead', null, h('tr', null, ...columns.map((c) => h('th', { scope: 'col', text: c })))),
       tbody)), state);

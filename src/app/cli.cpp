@@ -22,6 +22,10 @@
 #include "certfleet/store/workers.hpp"
 #include "completion.hpp"
 #include "doctor.hpp"
+#include "jobs_backend.hpp"
+#include "output.hpp"
+#include "remote_admin.hpp"
+#include "remote.hpp"
 #include "store_check.hpp"
 #include "suggest.hpp"
 #include "table.hpp"
@@ -54,6 +58,7 @@ struct common_flags {
   std::string config;
   std::map<std::string, std::string> overrides;
   std::vector<std::string> sets;
+  remote_flags remote;  // remote mode (remote.hpp): set on the commands that have it
 };
 
 result<settings_map> settings_from(common_flags& f) {
@@ -69,34 +74,11 @@ result<settings_map> settings_from(common_flags& f) {
   return load_config(f.config, f.overrides);
 }
 
-void print_error(const error& e) {
-  std::cerr << "certfleet: " << e.message;
-  if (!e.field.empty() && e.message.find(e.field) == std::string::npos) std::cerr << " (field " << e.field << ")";
-  std::cerr << "\n";
-}
-
-// How a command answers: a failure on stderr with its exit code (exit_codes.hpp), a result as
-// one JSON line (--json, and the commands that change something) or a table.
-int fail(const error& e) {
-  print_error(e);
-  return to_int(exit_code_for(e));
-}
 int usage(std::string message, std::string field) {
   return fail(make_error(errc::invalid_argument, std::move(message), std::move(field)));
 }
-void print(const boost::json::value& v) { std::cout << boost::json::serialize(v) << "\n"; }
 
-// What a time in an answer reads as in a table: "2026-12-03 08:33:16" (UTC). Answers hold RFC
-// 3339 strings, some catalog objects still milliseconds since the epoch.
-std::string time_cell(const boost::json::value* v) {
-  std::string text;
-  if (!v) return "-";
-  if (v->is_string()) text = std::string(v->as_string());
-  else if (v->is_int64() && v->as_int64() > 0) text = format_iso8601(v->as_int64());
-  if (text.size() < 19) return text.empty() ? "-" : text;
-  text[10] = ' ';
-  return text.substr(0, 19);
-}
+using app::time_cell;  // the JSON one (output.hpp), beside this one
 std::string time_cell(time_ms t) {
   if (t == 0) return "-";
   auto text = format_iso8601(t);
@@ -241,33 +223,115 @@ std::string watch_state(const store::job_record& j) {
   return s;
 }
 
+// --server names a server's API; --config and --data a store: one of them.
+std::optional<int> refuse_both_modes(common_flags& flags) {
+  if (flags.remote.wanted() && (!flags.config.empty() || !flags.overrides["data"].empty()))
+    return fail(make_error(errc::invalid_argument,
+                           "--server talks to a server's API; --config and --data open a store: give one", "server"));
+  return std::nullopt;
+}
+
+// `certfleet jobs …` on the store itself (local mode).
+class local_jobs_backend final : public jobs_backend {
+ public:
+  local_jobs_backend(cli_context cli, std::string project_id)
+      : cli_(std::move(cli)), pid_(std::move(project_id)),
+        queue_(*cli_.store, handlers_, system_clock(), static_cast<int>(cli_.settings.integer("job_retry_per_minute"))) {}
+  // Handlers first: the queue refuses types without one.
+  static std::unique_ptr<local_jobs_backend> make(cli_context cli, std::string project_id) {
+    auto b = std::unique_ptr<local_jobs_backend>(new local_jobs_backend(std::move(cli), std::move(project_id)));
+    register_handlers(b->handlers_, b->cli_.settings);
+    return b;
+  }
+
+  result<store::job_page> list(std::optional<store::job_status> status, const std::string& type, int page,
+                               int page_size) override {
+    store::job_filter f{pid_, status, type, page, page_size};
+    return run_sync([&] { return cli_.store->jobs().list(f); });
+  }
+  result<store::job_record> get(const std::string& id) override {
+    return run_sync([&] { return cli_.store->jobs().get(pid_, id); });
+  }
+  result<store::log_page> logs(const std::string& id, std::int64_t after, int limit) override {
+    return run_sync([&] { return cli_.store->jobs().read_logs(id, after, limit); });
+  }
+  result<enqueued> enqueue(const std::string& type, const std::string& payload, const std::string& key,
+                           time_ms run_at) override {
+    auto r = run_sync([&] { return queue_.enqueue(request(type, payload, key, run_at), queue::caller::user); });
+    if (!r) return std::move(r).error();
+    return enqueued{std::move(r->job), r->created};
+  }
+  result<void> enqueue_many(const std::string& type, const std::string& payload, time_ms run_at, int count) override {
+    // Validated once, inserted in chunks of one transaction each.
+    auto prepared = queue_.prepare(request(type, payload, "", run_at), queue::caller::user);
+    if (!prepared) return std::move(prepared).error();
+    int left = count;
+    while (left > 0) {
+      int n = std::min(left, 5000);
+      std::vector<store::new_job> batch(static_cast<std::size_t>(n), *prepared);
+      auto r = run_sync([&] { return cli_.store->jobs().enqueue_many(std::move(batch), system_clock().now_ms()); });
+      if (!r) return std::move(r).error();
+      left -= n;
+    }
+    return {};
+  }
+  result<store::job_record> retry(const std::string& id) override {
+    return run_sync([&] { return queue_.retry(pid_, id); });
+  }
+  result<store::cancel_outcome> cancel(const std::string& id) override {
+    return run_sync([&] { return queue_.cancel(pid_, id); });
+  }
+
+ private:
+  queue::enqueue_request request(const std::string& type, const std::string& payload, const std::string& key,
+                                 time_ms run_at) const {
+    queue::enqueue_request req{pid_, type, payload};
+    if (!key.empty()) req.idempotency_key = key;
+    req.run_at = run_at;
+    req.triggered_by = queue::triggers::cli;
+    return req;
+  }
+  cli_context cli_;
+  std::string pid_;
+  queue::handler_registry handlers_;
+  queue::queue_service queue_;
+};
+
+// The backend a command uses: the API when --server (CERTFLEET_ADDR) is given, else the store.
+// On failure the error is printed and `exit` holds the exit code.
+std::unique_ptr<jobs_backend> open_jobs(common_flags& flags, const std::string& project, int& exit,
+                                        std::optional<remote_client>& remote) {
+  if (auto refused = refuse_both_modes(flags)) return exit = *refused, nullptr;
+  if (flags.remote.wanted()) {
+    auto c = remote_client::open(flags.remote);
+    if (!c) return exit = fail(c.error()), nullptr;
+    remote.emplace(std::move(*c));
+    return remote_jobs(*remote, project);
+  }
+  auto cli = open_cli(flags, exit);
+  if (!cli) return nullptr;
+  auto p = run_sync([&] { return project_for_cli(*cli->store, project, system_clock().now_ms()); });
+  if (!p) return exit = fail(p.error()), nullptr;
+  return local_jobs_backend::make(std::move(*cli), p->id);
+}
+
 int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
   int exit = 0;
-  auto cli = open_cli(flags, exit);
-  if (!cli) return exit;
-  const settings_map& settings = cli->settings;
-  store::store& store = *cli->store;
-  queue::handler_registry handlers;
-  register_handlers(handlers, settings);
-  const auto& clock = system_clock();
-  queue::queue_service queue(store, handlers, clock,
-                             static_cast<int>(settings.integer("job_retry_per_minute")));
-
-  auto project = run_sync([&] { return project_for_cli(store, a.project, clock.now_ms()); });
-  if (!project) return fail(project.error());
-  const std::string pid = project->id;
+  std::optional<remote_client> remote;
+  auto be = open_jobs(flags, a.project, exit, remote);
+  if (!be) return exit;
 
   if (cmd == "list") {
-    store::job_filter f{pid, std::nullopt, a.type, a.page, a.page_size};
+    std::optional<store::job_status> status;
     if (!a.status.empty() && a.status != "all") {
-      f.status = store::parse_job_status(a.status);
-      if (!f.status)
+      status = store::parse_job_status(a.status);
+      if (!status)
         return fail(make_error(errc::invalid_argument,
                                "status must be one of all, pending, active, completed, failed, dead, cancelled", "status"));
     }
     if (a.page < 1 || a.page_size < 1 || a.page_size > 1000)
       return fail(make_error(errc::invalid_argument, "page must be >= 1 and page-size from 1 to 1000", "page_size"));
-    auto r = run_sync([&] { return store.jobs().list(f); });
+    auto r = be->list(status, a.type, a.page, a.page_size);
     if (!r) return fail(r.error());
     if (a.json) {
       boost::json::array items;
@@ -288,7 +352,7 @@ int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
   }
   if (cmd == "show") {
     if (a.timeout_s < 0) return usage("timeout must be 0 (no limit) or more seconds", "timeout");
-    auto r = run_sync([&] { return store.jobs().get(pid, a.id); });
+    auto r = be->get(a.id);
     if (!r) return fail(r.error());
     if (a.json) print(queue::to_json(*r));
     else print_job(*r);
@@ -308,50 +372,35 @@ int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
       if (until.passed()) return fail(make_error(errc::timeout, fmt::format("job {} is still {} after --timeout {}s",
                                                                             a.id, store::to_string(r->status), a.timeout_s), "timeout"));
       std::this_thread::sleep_for(watch_interval);
-      r = run_sync([&] { return store.jobs().get(pid, a.id); });
+      r = be->get(a.id);
       if (!r) return fail(r.error());
     }
   }
   if (cmd == "enqueue") {
     if (a.count < 1 || a.count > 10'000'000)
       return fail(make_error(errc::invalid_argument, "count must be from 1 to 10000000", "count"));
-    queue::enqueue_request req{pid, a.type, a.payload};
-    if (!a.key.empty() || a.count == 1) {
-      if (!a.key.empty()) req.idempotency_key = a.key;
-    }
-    req.run_at = a.run_at;
-    req.triggered_by = queue::triggers::cli;
     if (a.count == 1) {
-      auto r = run_sync([&] { return queue.enqueue(req, queue::caller::user); });
+      auto r = be->enqueue(a.type, a.payload, a.key, a.run_at);
       if (!r) return fail(r.error());
       auto o = queue::to_json(r->job);
       o["created"] = r->created;
       print(o);
       return 0;
     }
-    // Many: validated once, inserted in chunks of one transaction each.
-    if (req.idempotency_key) return fail(make_error(errc::invalid_argument, "--key cannot be used with --count", "key"));
-    auto prepared = queue.prepare(req, queue::caller::user);
-    if (!prepared) return fail(prepared.error());
-    int left = a.count;
-    while (left > 0) {
-      int n = std::min(left, 5000);
-      std::vector<store::new_job> batch(static_cast<std::size_t>(n), *prepared);
-      auto r = run_sync([&] { return store.jobs().enqueue_many(std::move(batch), clock.now_ms()); });
-      if (!r) return fail(r.error());
-      left -= n;
-    }
+    if (!a.key.empty()) return fail(make_error(errc::invalid_argument, "--key cannot be used with --count", "key"));
+    auto r = be->enqueue_many(a.type, a.payload, a.run_at, a.count);
+    if (!r) return fail(r.error());
     print(boost::json::object{{"enqueued", a.count}, {"type", a.type}});
     return 0;
   }
   if (cmd == "retry") {
-    auto r = run_sync([&] { return queue.retry(pid, a.id); });
+    auto r = be->retry(a.id);
     if (!r) return fail(r.error());
     print(queue::to_json(*r));
     return 0;
   }
   if (cmd == "cancel") {
-    auto r = run_sync([&] { return queue.cancel(pid, a.id); });
+    auto r = be->cancel(a.id);
     if (!r) return fail(r.error());
     auto o = queue::to_json(r->job);
     o["message"] = r->immediate ? "Job cancelled" : "Job cancel requested";
@@ -366,9 +415,9 @@ int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
     std::int64_t after = a.after;
     for (;;) {
       // The job first: lines read after it was seen terminal are all the lines it will have.
-      auto job = run_sync([&] { return store.jobs().get(pid, a.id); });
+      auto job = be->get(a.id);
       if (!job) return fail(job.error());
-      auto r = run_sync([&] { return store.jobs().read_logs(a.id, after, a.limit); });
+      auto r = be->logs(a.id, after, a.limit);
       if (!r) return fail(r.error());
       const bool done = store::is_terminal(job->status);
       if (a.json) {
@@ -402,7 +451,9 @@ int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
 struct token_args {
   std::string project = "default";
   std::string role, name, id;
-  std::string ttl = "0";  // never, unless asked: the local CLI makes break-glass and bootstrap tokens
+  // Empty: never expires on the store's host (break-glass and bootstrap tokens); the API's
+  // default (90 days) in remote mode.
+  std::string ttl;
   bool system = false;
   bool all = false;
   bool json = false;
@@ -436,7 +487,22 @@ result<std::int64_t> parse_ttl(std::string_view text) {
 
 // `certfleet token create|list|revoke`: tokens are managed on the store directly (whoever can
 // read the data directory owns the store anyway); each change is audited with actor "cli".
+// Remote mode (--server): the token routes of the API, for one project.
+int run_remote_token(const std::string& cmd, common_flags& flags, const token_args& a) {
+  auto c = remote_client::open(flags.remote);
+  if (!c) return fail(c.error());
+  remote_token_args r{a.project, a.role, a.name, a.id, std::nullopt, a.system, a.all, a.json};
+  if (!a.ttl.empty()) {
+    auto ttl = parse_ttl(a.ttl);
+    if (!ttl) return fail(ttl.error());
+    r.ttl_s = *ttl;
+  }
+  return remote_token(*c, cmd, r);
+}
+
 int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
+  if (auto refused = refuse_both_modes(flags)) return *refused;
+  if (flags.remote.wanted()) return run_remote_token(cmd, flags, a);
   int exit = 0;
   auto cli = open_cli(flags, exit);
   if (!cli) return exit;
@@ -467,7 +533,7 @@ int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
     if (!role) return fail(make_error(errc::invalid_argument, "role must be one of viewer, operator, admin, owner", "role"));
     if (a.system && *role < store::role::admin)
       return fail(make_error(errc::invalid_argument, "a --system token must have the admin or owner role", "role"));
-    auto ttl = parse_ttl(a.ttl);
+    auto ttl = parse_ttl(a.ttl.empty() ? "0" : a.ttl);
     if (!ttl) return fail(ttl.error());
     const time_ms expires_at = *ttl ? clock.now_ms() + *ttl * 1000 : 0;
     auto project = run_sync([&] { return project_for_cli(store, a.project, clock.now_ms()); });
@@ -758,6 +824,12 @@ int run_kek(const std::string& cmd, common_flags& flags, kek_args& a) {
 }
 
 int run_project(const std::string& cmd, common_flags& flags, const std::string& name, bool json) {
+  if (auto refused = refuse_both_modes(flags)) return *refused;
+  if (flags.remote.wanted()) {
+    auto c = remote_client::open(flags.remote);
+    if (!c) return fail(c.error());
+    return remote_project(*c, cmd, name, json);
+  }
   int exit = 0;
   auto cli = open_cli(flags, exit);
   if (!cli) return exit;
@@ -1190,6 +1262,17 @@ int run_cli(int argc, char** argv) {
     c->add_option("--store", flags.overrides["store"], "sqlite (default) or a mongodb:// URI (docs/operations-mongodb.md)");
     c->add_option("--set", flags.sets, "NAME=VALUE: any process setting (docs/configuration.md)");
   };
+  // Remote mode (remote.hpp): on the commands that work over the API.
+  auto add_remote = [&](CLI::App* c) {
+    c->add_option("--server", flags.remote.server, "Talk to this server's API (https://HOST:PORT) instead of the store")
+        ->envname("CERTFLEET_ADDR");
+    c->add_option("--token", flags.remote.token, "API token for --server (better: CERTFLEET_TOKEN or --token-file)")
+        ->envname("CERTFLEET_TOKEN");
+    c->add_option("--token-file", flags.remote.token_file, "File holding the API token for --server")
+        ->envname("CERTFLEET_TOKEN_FILE");
+    c->add_option("--ca-cert", flags.remote.ca_cert, "PEM file of a CA to trust for --server (besides the system's)")
+        ->envname("CERTFLEET_CACERT");
+  };
 
   auto* serve_cmd = app.add_subcommand("serve", "Run the server");
   add_common(serve_cmd);
@@ -1203,6 +1286,7 @@ int run_cli(int argc, char** argv) {
   auto sub = [&](const char* name, const char* help) {
     auto* c = jobs->add_subcommand(name, help);
     add_common(c);
+    add_remote(c);
     c->add_option("--project", ja.project, "Project name (default: default)");
     c->callback([&, name] { jobs_cmd = name; });
     return c;
@@ -1285,6 +1369,7 @@ int run_cli(int argc, char** argv) {
   auto tsub = [&](const char* name, const char* help) {
     auto* c = token->add_subcommand(name, help);
     add_common(c);
+    add_remote(c);
     c->callback([&, name] { token_cmd = name; });
     return c;
   };
@@ -1293,12 +1378,14 @@ int run_cli(int argc, char** argv) {
   tcreate->add_option("--role", ta.role, "viewer|operator|admin|owner")->required();
   tcreate->add_flag("--system", ta.system, "System admin: every project and the system-wide settings");
   tcreate->add_option("--name", ta.name, "A note saying what the token is for");
-  tcreate->add_option("--ttl", ta.ttl, "Expires after: seconds or 12h, 90d; 0 never (default 0)");
+  tcreate->add_option("--ttl", ta.ttl, "Expires after: seconds or 12h, 90d; 0 never (default: never; with --server 90d)");
   auto* tlist = tsub("list", "List tokens (never their text)");
   tlist->add_option("--project", ta.project, "Project name (default: default)");
   tlist->add_flag("--all", ta.all, "Every project's tokens");
   tlist->add_flag("--json", ta.json, "Print them as JSON");
-  tsub("revoke", "Revoke a token")->add_option("id", ta.id, "Token id")->required();
+  auto* trevoke = tsub("revoke", "Revoke a token");
+  trevoke->add_option("id", ta.id, "Token id")->required();
+  trevoke->add_option("--project", ta.project, "With --server: the token's project (default: default)");
 
   auto* project = app.add_subcommand("project", "Create, list and delete projects");
   project->require_subcommand(1);
@@ -1306,6 +1393,7 @@ int run_cli(int argc, char** argv) {
   auto psub = [&](const char* name, const char* help, bool with_name) {
     auto* c = project->add_subcommand(name, help);
     add_common(c);
+    add_remote(c);
     if (with_name) c->add_option("name", project_name, "Project name: 1-63 of a-z, 0-9, '-'")->required();
     c->callback([&, name] { project_cmd = name; });
     return c;

@@ -142,6 +142,8 @@ http::verb verb_of(http_method m) {
     case http_method::head: return http::verb::head;
     case http_method::post: return http::verb::post;
     case http_method::patch: return http::verb::patch;
+    case http_method::put: return http::verb::put;
+    case http_method::delete_: return http::verb::delete_;
   }
   return http::verb::get;
 }
@@ -361,7 +363,7 @@ awaitable<http_response> http_exchange(http_request req) {
   hreq.set(http::field::user_agent, "certfleet");
   hreq.set(http::field::connection, "close");
   for (const auto& [name, value] : req.headers) hreq.insert(name, value);
-  if (req.method == http_method::post || req.method == http_method::patch) {
+  if (req.method == http_method::post || req.method == http_method::patch || req.method == http_method::put) {
     hreq.body() = std::move(req.body);
     hreq.prepare_payload();
   }

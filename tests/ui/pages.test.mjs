@@ -125,6 +125,12 @@ for (const [scheme, phone] of /** @type {const} */ ([['light', false], ['dark', 
           await shot(page, `jobs-1280-${suffix}`);
           await page.setViewportSize({ width: 1360, height: 900 });
         }
+        if (name === 'tokens' && phone) {
+          const cut = await page.evaluate(() => [...document.querySelectorAll('#tokens button')]
+            .filter((b) => b.getBoundingClientRect().right > innerWidth).length);
+          assert.ok(await page.locator('#tokens button[data-action=revoke]').count() > 0, 'Revoke is offered');
+          if (cut) problems.push(`tokens at 360 px: ${cut} Revoke buttons out of view`);
+        }
         if (name === 'certificate-distribution' && phone) {
           const cut = await page.evaluate(() => [...document.querySelectorAll('#certificate-distributions button')]
             .filter((b) => b.getBoundingClientRect().right > innerWidth).length);

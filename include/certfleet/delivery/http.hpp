@@ -42,7 +42,7 @@ struct http_url {
 // Errors are invalid_argument with `field` (default "url").
 result<http_url> parse_url(std::string_view text, std::string_view field = "url");
 
-enum class http_method { get, head, post, patch };
+enum class http_method { get, head, post, patch, put, delete_ };
 
 struct http_request {
   http_method method = http_method::get;
@@ -50,7 +50,7 @@ struct http_request {
   // Extra headers. Names must be HTTP tokens, values one line; Host, Content-Length,
   // Transfer-Encoding and Connection are set here and refused.
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;  // sent with POST and PATCH (Content-Length always set, even when empty)
+  std::string body;  // sent with POST, PATCH and PUT (Content-Length always set, even when empty)
   std::chrono::milliseconds timeout{10000};  // the whole exchange: resolve … last response byte
   // nullptr: no egress check (the caller vouches for the destination). Set: must outlive the
   // awaited call; an empty policy allows nothing. Applied with egress_allows (egress.hpp) to
