@@ -181,7 +181,7 @@ struct jobs_args {
   std::string status, type, id, payload = "{}", key;
   int page = 1, page_size = 25, count = 1, limit = 100;
   std::int64_t after = 0, run_at = 0;
-  bool json = false, watch = false;
+  bool json = false, watch = false, wide = false;
   int timeout_s = 0;
 };
 
@@ -340,9 +340,21 @@ int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
       return 0;
     }
     text_table t{{"ID", "TYPE", "STATUS", "ATTEMPTS", "CREATED", "DURATION", "ERROR"}, {}, {24, 32, 24, 9, 19, 9, 60}};
-    for (const auto& j : r->items)
-      t.rows.push_back({j.id, j.type, status_cell(j), fmt::format("{}/{}", j.attempts, j.max_attempts),
-                        time_cell(j.created_at), duration_cell(j), j.error});
+    if (a.wide) {
+      // -o wide: where it ran and why, and the whole error line.
+      t.header.insert(t.header.end() - 1, {"LANE", "PROGRESS", "WORKER", "TRIGGERED BY"});
+      t.max_width.insert(t.max_width.end() - 1, {8, 13, 40, 40});
+      t.max_width.back() = 400;
+    }
+    for (const auto& j : r->items) {
+      std::vector<std::string> row{j.id, j.type, status_cell(j), fmt::format("{}/{}", j.attempts, j.max_attempts),
+                                   time_cell(j.created_at), duration_cell(j)};
+      if (a.wide)
+        row.insert(row.end(), {j.lane, j.progress_total ? fmt::format("{}/{}", j.progress_current, j.progress_total) : "",
+                               j.locked_by, j.triggered_by});
+      row.push_back(j.error);
+      t.rows.push_back(std::move(row));
+    }
     std::cout << render(t);
     const auto pages = (r->total + a.page_size - 1) / a.page_size;
     if (pages > 1 || r->items.empty())
@@ -457,6 +469,7 @@ struct token_args {
   bool system = false;
   bool all = false;
   bool json = false;
+  bool wide = false;  // -o wide: who made each token
 };
 
 boost::json::object token_json(const store::token_record& t, const std::string& project_name) {
@@ -491,7 +504,7 @@ result<std::int64_t> parse_ttl(std::string_view text) {
 int run_remote_token(const std::string& cmd, common_flags& flags, const token_args& a) {
   auto c = remote_client::open(flags.remote);
   if (!c) return fail(c.error());
-  remote_token_args r{a.project, a.role, a.name, a.id, std::nullopt, a.system, a.all, a.json};
+  remote_token_args r{a.project, a.role, a.name, a.id, std::nullopt, a.system, a.all, a.json, a.wide};
   if (!a.ttl.empty()) {
     auto ttl = parse_ttl(a.ttl);
     if (!ttl) return fail(ttl.error());
@@ -566,12 +579,18 @@ int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
     text_table t{{"ID", "PROJECT", "ROLE", "SYSTEM", "NAME", "STATUS", "CREATED", "EXPIRES", "LAST USED"},
                  {},
                  {24, 63, 8, 6, 40, 7, 19, 19, 19}};
+    if (a.wide) {
+      t.header.push_back("CREATED BY");
+      t.max_width.push_back(40);
+    }
     const auto now = clock.now_ms();
-    for (const auto& k : *tokens)
+    for (const auto& k : *tokens) {
       t.rows.push_back({k.id, name_of(k.project_id), std::string(store::to_string(k.token_role)), k.system ? "yes" : "",
                         k.name, std::string(api::token_status(k, now)), time_cell(k.created_at),
                         k.expires_at ? time_cell(k.expires_at) : "never",
                         k.last_used_at ? time_cell(k.last_used_at) : ""});
+      if (a.wide) t.rows.back().push_back(k.created_by);
+    }
     std::cout << render(t);
     return 0;
   }
@@ -1274,6 +1293,17 @@ int run_cli(int argc, char** argv) {
         ->envname("CERTFLEET_CACERT");
   };
 
+  // --json, and -o/--output json|table|wide (as kubectl has it): json is --json; wide adds
+  // columns to the lists that have more to show (jobs, tokens); table is the default.
+  bool wide = false;
+  auto add_json = [&](CLI::App* c, bool& json, const char* help) {
+    c->add_flag("--json", json, help);
+    c->add_option_function<std::string>(
+         "-o,--output", [&json, &wide](const std::string& v) { json = v == "json"; wide = v == "wide"; },
+         "json, table (default) or wide")
+        ->check(CLI::IsMember({"json", "table", "wide"}));
+  };
+
   auto* serve_cmd = app.add_subcommand("serve", "Run the server");
   add_common(serve_cmd);
   serve_cmd->add_option("--mode", flags.overrides["mode"], "api|worker|scheduler|all (default all)");
@@ -1296,10 +1326,10 @@ int run_cli(int argc, char** argv) {
   list->add_option("--type", ja.type, "Job type");
   list->add_option("--page", ja.page, "Page, from 1");
   list->add_option("--page-size", ja.page_size, "Jobs per page");
-  list->add_flag("--json", ja.json, "Print the page as JSON");
+  add_json(list, ja.json, "Print the page as JSON");
   auto* show = sub("show", "Show one job");
   show->add_option("id", ja.id, "Job id")->required();
-  show->add_flag("--json", ja.json, "Print the job as JSON");
+  add_json(show, ja.json, "Print the job as JSON");
   show->add_flag("--watch", ja.watch, "Follow the job until it ends; the exit code says how it ended");
   show->add_option("--timeout", ja.timeout_s, "With --watch: give up after this many seconds (exit 7); 0: no limit");
   auto* enq = sub("enqueue", "Enqueue a job");
@@ -1314,7 +1344,7 @@ int run_cli(int argc, char** argv) {
   logs->add_option("id", ja.id, "Job id")->required();
   logs->add_option("--after", ja.after, "Cursor: the seq of the last line already read");
   logs->add_option("--limit", ja.limit, "Lines at most (per page with --watch)");
-  logs->add_flag("--json", ja.json, "Print pages as JSON {lines, next_cursor, done}");
+  add_json(logs, ja.json, "Print pages as JSON {lines, next_cursor, done}");
   logs->add_flag("--watch", ja.watch, "Follow new lines until the job ends; the exit code says how it ended");
   logs->add_option("--timeout", ja.timeout_s, "With --watch: give up after this many seconds (exit 7); 0: no limit");
 
@@ -1342,10 +1372,10 @@ int run_cli(int argc, char** argv) {
   auto* dlist = dsub("list", "List distributions (a table; --json for scripts)");
   dlist->add_option("--page", da.page, "Page, from 1");
   dlist->add_option("--page-size", da.page_size, "Distributions per page");
-  dlist->add_flag("--json", da.json, "Print the page as JSON");
+  add_json(dlist, da.json, "Print the page as JSON");
   auto* dshow = dsub("show", "Show a distribution and its current run");
   dshow->add_option("id", da.id, "Distribution id")->required();
-  dshow->add_flag("--json", da.json, "Print the distribution as JSON");
+  add_json(dshow, da.json, "Print the distribution as JSON");
   auto* dexec = dsub("execute", "Start a run (a worker process delivers it); prints {run_no, job_ids}");
   dexec->add_option("id", da.id, "Distribution id")->required();
   dexec->add_flag("--wait", da.wait, "Follow the run with a progress bar on stderr; the exit code says how it ended");
@@ -1355,12 +1385,12 @@ int run_cli(int argc, char** argv) {
   bool sessions_json = false;
   auto* sessions_cmd = dists->add_subcommand("sessions", "SSH sessions held per destination now (every worker)");
   add_common(sessions_cmd);
-  sessions_cmd->add_flag("--json", sessions_json, "Print them as JSON");
+  add_json(sessions_cmd, sessions_json, "Print them as JSON");
 
   bool workers_json = false;
   auto* workers_cmd = app.add_subcommand("workers", "The worker registry: live workers, dead ones and the jobs they gave back");
   add_common(workers_cmd);
-  workers_cmd->add_flag("--json", workers_json, "Print them as JSON");
+  add_json(workers_cmd, workers_json, "Print them as JSON");
 
   auto* token = app.add_subcommand("token", "Create, list and revoke API access tokens");
   token->require_subcommand(1);
@@ -1382,7 +1412,7 @@ int run_cli(int argc, char** argv) {
   auto* tlist = tsub("list", "List tokens (never their text)");
   tlist->add_option("--project", ta.project, "Project name (default: default)");
   tlist->add_flag("--all", ta.all, "Every project's tokens");
-  tlist->add_flag("--json", ta.json, "Print them as JSON");
+  add_json(tlist, ta.json, "Print them as JSON");
   auto* trevoke = tsub("revoke", "Revoke a token");
   trevoke->add_option("id", ta.id, "Token id")->required();
   trevoke->add_option("--project", ta.project, "With --server: the token's project (default: default)");
@@ -1400,7 +1430,7 @@ int run_cli(int argc, char** argv) {
   };
   psub("create", "Create a project (then: certfleet token create --project NAME …)", true);
   bool project_json = false;
-  psub("list", "List projects", false)->add_flag("--json", project_json, "Print them as JSON");
+  add_json(psub("list", "List projects", false), project_json, "Print them as JSON");
   psub("delete", "Delete a project that has no objects, distributions or unfinished jobs left", true);
 
   auto* kek_cmd = app.add_subcommand("kek", "Rotate the key-encryption key, follow the rotation, retire old versions");
@@ -1414,8 +1444,8 @@ int run_cli(int argc, char** argv) {
     return c;
   };
   ksub("rotate", "Add a new key version as primary and start re-sealing every secret with it");
-  ksub("status", "Secrets per collection at the primary version, and whether a rotation runs")
-      ->add_flag("--json", ka.json, "Print it as JSON");
+  add_json(ksub("status", "Secrets per collection at the primary version, and whether a rotation runs"), ka.json,
+           "Print it as JSON");
   ksub("retire", "Remove a key version from the key file once no secret uses it")
       ->add_option("version", ka.version, "Key version (N of vN)")
       ->required()
@@ -1484,6 +1514,7 @@ int run_cli(int argc, char** argv) {
     doctor_args.config = flags.config;
     return run_doctor(settings_from(flags), doctor_args);
   }
+  ja.wide = ta.wide = wide;
   if (jobs->parsed()) return run_jobs(jobs_cmd, flags, ja);
   if (store_init->parsed()) return run_store_init(flags);
   if (store_check->parsed()) {

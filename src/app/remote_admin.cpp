@@ -67,6 +67,10 @@ int remote_token(const remote_client& c, const std::string& cmd, const remote_to
     text_table t{{"ID", "PROJECT", "ROLE", "SYSTEM", "NAME", "STATUS", "CREATED", "EXPIRES", "LAST USED"},
                  {},
                  {24, 63, 8, 6, 40, 7, 19, 19, 19}};
+    if (a.wide) {
+      t.header.push_back("CREATED BY");
+      t.max_width.push_back(40);
+    }
     if (const auto* items = items_of(r->body))
       for (const auto& v : *items) {
         if (!v.is_object()) continue;
@@ -74,6 +78,7 @@ int remote_token(const remote_client& c, const std::string& cmd, const remote_to
         t.rows.push_back({text(o, "id"), a.project, text(o, "role"), text(o, "system"), text(o, "name"),
                           text(o, "status"), when(o, "created_at", "-"), when(o, "expires_at", "never"),
                           when(o, "last_used_at", "")});
+        if (a.wide) t.rows.back().push_back(text(o, "created_by"));
       }
     std::cout << render(t);
     return 0;

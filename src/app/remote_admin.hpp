@@ -12,7 +12,7 @@ struct remote_token_args {
   std::string project = "default";
   std::string role, name, id;
   std::optional<std::int64_t> ttl_s;  // absent: the API's default (90 days)
-  bool system = false, all = false, json = false;
+  bool system = false, all = false, json = false, wide = false;
 };
 
 // Each prints its answer and returns the exit code (exit_codes.hpp).

@@ -105,6 +105,20 @@ TEST(cli, lists_are_aligned_tables_and_json_on_request) {
   EXPECT_EQ(v.at("total"), 2);
   EXPECT_EQ(v.at("items").as_array().size(), 2u);
 
+  // -o json is --json; -o wide adds where and why each job ran; -o table is the default.
+  EXPECT_EQ(boost::json::parse(run(data, {"jobs", "list", "-o", "json"}).out).at("total"), 2);
+  EXPECT_EQ(run(data, {"jobs", "list", "-o", "table"}).out.substr(0, lines[0].size()), lines[0]);
+  auto wide = lines_of(run(data, {"jobs", "list", "--output", "wide"}).out);
+  ASSERT_EQ(wide.size(), 3u);
+  EXPECT_TRUE(std::regex_search(wide[0], std::regex("^ID +TYPE +STATUS +ATTEMPTS +CREATED +DURATION +LANE +PROGRESS +WORKER "
+                                                    "+TRIGGERED BY +ERROR$"))) << wide[0];
+  EXPECT_NE(wide[1].find("main"), std::string::npos) << wide[1];
+  EXPECT_NE(wide[1].find("cli"), std::string::npos) << wide[1];
+  auto yaml = run(data, {"jobs", "list", "-o", "yaml"});
+  EXPECT_EQ(yaml.status, 2);
+  EXPECT_NE(yaml.err.find("--output"), std::string::npos) << yaml.err;
+  EXPECT_TRUE(std::regex_search(run(data, {"token", "list", "-o", "wide"}).out, std::regex("LAST USED +CREATED BY\n")));
+
   // A page smaller than the total says where the rest is.
   auto paged = run(data, {"jobs", "list", "--page-size", "1"});
   EXPECT_NE(paged.out.find("page 1 of 2, 2 jobs (next: --page 2)"), std::string::npos) << paged.out;
