@@ -21,6 +21,7 @@
 #include "certfleet/store/session_slots.hpp"
 #include "certfleet/store/workers.hpp"
 #include "completion.hpp"
+#include "dist_backend.hpp"
 #include "doctor.hpp"
 #include "jobs_backend.hpp"
 #include "output.hpp"
@@ -1091,6 +1092,8 @@ struct dist_args {
   std::string project = "default";
   std::string id;
   int page = 1, page_size = 25, timeout_s = 0;
+  std::int64_t run = 0;  // rollback, results: a run number (0: the last one)
+  std::string status, error_class;  // results' filters
   bool json = false, wait = false;
 };
 
@@ -1120,26 +1123,131 @@ std::string progress_line(const boost::json::object& d, bool bar) {
 
 // `certfleet distributions list|show|execute`: on the store directly, like jobs; execute only
 // enqueues (a worker process runs the run) and, with --wait, follows the run to its end.
-int run_distributions(const std::string& cmd, common_flags& flags, dist_args& a) {
-  int exit = 0;
+// `certfleet distributions …` on the store itself (local mode): the distribution service, as
+// the API's handlers call it; each change audited with actor "cli".
+class local_dist_backend final : public dist_backend {
+ public:
+  static std::unique_ptr<local_dist_backend> make(cli_context cli, std::string project_id) {
+    auto b = std::unique_ptr<local_dist_backend>(new local_dist_backend(std::move(cli), std::move(project_id)));
+    register_handlers(b->handlers_, b->cli_.settings);
+    return b;
+  }
+  result<boost::json::value> list(int page, int page_size) override {
+    return run_sync([&] { return service_.list_distributions(pid_, page, page_size); });
+  }
+  result<boost::json::value> get(const std::string& id) override {
+    return run_sync([&] { return service_.get_distribution(pid_, id); });
+  }
+  result<boost::json::value> execute(const std::string& id) override {
+    return audited("distribution.execute", id, run_sync([&] { return service_.execute(pid_, id, actor()); }));
+  }
+  result<boost::json::value> retry_failed(const std::string& id) override {
+    return audited("distribution.retry_failed", id, run_sync([&] { return service_.retry_failed(pid_, id, actor()); }));
+  }
+  result<boost::json::value> rollback(const std::string& id, std::int64_t run_no) override {
+    boost::json::object body;
+    if (run_no > 0) body["run_no"] = run_no;
+    const auto text = boost::json::serialize(body);
+    return audited("distribution.rollback", id, run_sync([&] { return service_.rollback(pid_, id, text, actor()); }));
+  }
+  result<boost::json::value> cancel(const std::string& id) override {
+    return audited("distribution.cancel", id, run_sync([&] { return service_.cancel(pid_, id); }));
+  }
+  result<boost::json::value> results(const std::string& id, std::int64_t run_no, int page, int page_size,
+                                     const std::string& status, const std::string& error_class) override {
+    auto filter = distribution::parse_result_filter(status, error_class);
+    if (!filter) return std::move(filter).error();
+    return run_sync([&] { return service_.results(pid_, id, run_no, page, page_size, *filter); });
+  }
+
+ private:
+  local_dist_backend(cli_context cli, std::string project_id)
+      : cli_(std::move(cli)), pid_(std::move(project_id)),
+        queue_(*cli_.store, handlers_, system_clock(), static_cast<int>(cli_.settings.integer("job_retry_per_minute"))),
+        // No key: a run seals and opens nothing (the worker opens the credentials).
+        service_(*cli_.store, queue_, system_clock(), nullptr) {}
+  static std::string actor() { return std::string(queue::triggers::cli); }
+  result<boost::json::value> audited(const char* action, const std::string& id, result<boost::json::value> r) {
+    store::audit_entry e;
+    e.project_id = pid_;
+    e.actor = "cli";
+    e.action = action;
+    e.object = "distribution/" + id;
+    e.outcome = r ? "ok" : errc_name(r.error().value());
+    e.at = system_clock().now_ms();
+    if (auto w = run_sync([&] { return cli_.store->auth().append_audit(e); }); !w) print_error(w.error());
+    return r;
+  }
+  cli_context cli_;
+  std::string pid_;
+  queue::handler_registry handlers_;
+  queue::queue_service queue_;
+  distribution::service service_;
+};
+
+std::unique_ptr<dist_backend> open_distributions(common_flags& flags, const std::string& project, int& exit,
+                                                 std::optional<remote_client>& remote) {
+  if (auto refused = refuse_both_modes(flags)) return exit = *refused, nullptr;
+  if (flags.remote.wanted()) {
+    auto c = remote_client::open(flags.remote);
+    if (!c) return exit = fail(c.error()), nullptr;
+    remote.emplace(std::move(*c));
+    return remote_distributions(*remote, project);
+  }
   auto cli = open_cli(flags, exit);
-  if (!cli) return exit;
+  if (!cli) return nullptr;
+  auto p = run_sync([&] { return project_for_cli(*cli->store, project, system_clock().now_ms()); });
+  if (!p) return exit = fail(p.error()), nullptr;
+  return local_dist_backend::make(std::move(*cli), p->id);
+}
+
+// --wait: follows the run `opened` started with a progress bar on stderr until it ends; the exit
+// code says how it ended.
+int follow_run(dist_backend& be, const std::string& id, const boost::json::value& opened, int timeout_s) {
+  const auto run_no = opened.as_object().at("run_no");
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  const deadline until(timeout_s);
+  std::string last;
+  for (;;) {
+    auto d = be.get(id);
+    if (!d) return fail(d.error());
+    const auto& o = d->as_object();
+    if (o.at("run_no") != run_no)
+      return fail(make_error(errc::conflict, fmt::format("another run ({}) of distribution {} started; follow it with "
+                                                         "certfleet distributions show", text_of(o, "run_no"), id),
+                             "run_no"));
+    const auto status = text_of(o, "status");
+    const bool ended = status == "success" || status == "partial" || status == "failed" || status == "cancelled";
+    auto line = progress_line(o, true);
+    // At a terminal: the bar redrawn in place; elsewhere (a log file): a line per change.
+    if (tty) std::cerr << "\r\033[K" << line << std::flush;
+    else if (line != last) std::cerr << line << "\n" << std::flush;
+    last = line;
+    if (ended) {
+      if (tty) std::cerr << "\n";
+      if (auto err = text_of(o, "error"); !err.empty()) std::cerr << "certfleet: " << cell(err, 500) << "\n";
+      return to_int(status == "success" ? exit_code::ok : status == "partial" ? exit_code::partial : exit_code::failed);
+    }
+    if (until.passed()) {
+      if (tty) std::cerr << "\n";
+      return fail(make_error(errc::timeout, fmt::format("distribution {} run {} is still {} after --timeout {}s", id,
+                                                        text_of(o, "run_no"), status, timeout_s), "timeout"));
+    }
+    std::this_thread::sleep_for(watch_interval);
+  }
+}
+
+int run_distributions(const std::string& cmd, common_flags& flags, dist_args& a) {
   if (a.timeout_s < 0) return usage("timeout must be 0 (no limit) or more seconds", "timeout");
-  store::store& store = *cli->store;
-  const auto& clock = system_clock();
-  queue::handler_registry handlers;
-  register_handlers(handlers, cli->settings);
-  queue::queue_service queue(store, handlers, clock, static_cast<int>(cli->settings.integer("job_retry_per_minute")));
-  // No key: execute seals and opens nothing (the worker opens the credentials).
-  distribution::service service(store, queue, clock, nullptr);
-  auto project = run_sync([&] { return project_for_cli(store, a.project, clock.now_ms()); });
-  if (!project) return fail(project.error());
-  const std::string pid = project->id;
+  int exit = 0;
+  std::optional<remote_client> remote;
+  auto be = open_distributions(flags, a.project, exit, remote);
+  if (!be) return exit;
 
   if (cmd == "list") {
     if (a.page < 1 || a.page_size < 1 || a.page_size > 200)
       return usage("page must be >= 1 and page-size from 1 to 200", "page_size");
-    auto r = run_sync([&] { return service.list_distributions(pid, a.page, a.page_size); });
+    auto r = be->list(a.page, a.page_size);
     if (!r) return fail(r.error());
     if (a.json) {
       print(*r);
@@ -1157,7 +1265,7 @@ int run_distributions(const std::string& cmd, common_flags& flags, dist_args& a)
     return 0;
   }
   if (cmd == "show") {
-    auto r = run_sync([&] { return service.get_distribution(pid, a.id); });
+    auto r = be->get(a.id);
     if (!r) return fail(r.error());
     if (a.json) {
       print(*r);
@@ -1174,53 +1282,41 @@ int run_distributions(const std::string& cmd, common_flags& flags, dist_args& a)
     std::cout << render(t);
     return 0;
   }
-  if (cmd == "execute") {
-    auto r = run_sync([&] { return service.execute(pid, a.id, std::string(queue::triggers::cli)); });
-    {
-      store::audit_entry e;
-      e.project_id = pid;
-      e.actor = "cli";
-      e.action = "distribution.execute";
-      e.object = "distribution/" + a.id;
-      e.outcome = r ? "ok" : errc_name(r.error().value());
-      e.at = clock.now_ms();
-      if (auto w = run_sync([&] { return store.auth().append_audit(e); }); !w) print_error(w.error());
-    }
+  if (cmd == "execute" || cmd == "retry-failed" || cmd == "rollback") {
+    auto r = cmd == "execute" ? be->execute(a.id) : cmd == "retry-failed" ? be->retry_failed(a.id) : be->rollback(a.id, a.run);
     if (!r) return fail(r.error());
     print(*r);  // {distribution_id, run_no, mode, job_ids}: what a script needs to follow it
     std::cout.flush();
     if (!a.wait) return 0;
-    const auto run_no = r->as_object().at("run_no");
-    const bool tty = ::isatty(STDERR_FILENO) == 1;
-    const deadline until(a.timeout_s);
-    std::string last;
-    for (;;) {
-      auto d = run_sync([&] { return service.get_distribution(pid, a.id); });
-      if (!d) return fail(d.error());
-      const auto& o = d->as_object();
-      if (o.at("run_no") != run_no)
-        return fail(make_error(errc::conflict, fmt::format("another run ({}) of distribution {} started; follow it with "
-                                                           "certfleet distributions show", text_of(o, "run_no"), a.id),
-                               "run_no"));
-      const auto status = text_of(o, "status");
-      const bool ended = status == "success" || status == "partial" || status == "failed" || status == "cancelled";
-      auto line = progress_line(o, true);
-      // At a terminal: the bar redrawn in place; elsewhere (a log file): a line per change.
-      if (tty) std::cerr << "\r\033[K" << line << std::flush;
-      else if (line != last) std::cerr << line << "\n" << std::flush;
-      last = line;
-      if (ended) {
-        if (tty) std::cerr << "\n";
-        if (auto err = text_of(o, "error"); !err.empty()) std::cerr << "certfleet: " << cell(err, 500) << "\n";
-        return to_int(status == "success" ? exit_code::ok : status == "partial" ? exit_code::partial : exit_code::failed);
-      }
-      if (until.passed()) {
-        if (tty) std::cerr << "\n";
-        return fail(make_error(errc::timeout, fmt::format("distribution {} run {} is still {} after --timeout {}s", a.id,
-                                                          text_of(o, "run_no"), status, a.timeout_s), "timeout"));
-      }
-      std::this_thread::sleep_for(watch_interval);
+    return follow_run(*be, a.id, *r, a.timeout_s);
+  }
+  if (cmd == "cancel") {
+    auto r = be->cancel(a.id);
+    if (!r) return fail(r.error());
+    print(*r);
+    return 0;
+  }
+  if (cmd == "results") {
+    if (a.page < 1 || a.page_size < 1 || a.page_size > 200)
+      return usage("page must be >= 1 and page-size from 1 to 200", "page_size");
+    auto r = be->results(a.id, a.run, a.page, a.page_size, a.status, a.error_class);
+    if (!r) return fail(r.error());
+    if (a.json) {
+      print(*r);
+      return 0;
     }
+    text_table t{{"TARGET", "STATUS", "ERROR CLASS", "FINISHED", "ERROR"}, {}, {24, 12, 16, 19, 80}};
+    const auto& o = r->as_object();
+    if (const auto* items = o.if_contains("items"); items && items->is_array())
+      for (const auto& v : items->as_array()) {
+        const auto& x = v.as_object();
+        t.rows.push_back({text_of(x, "target_id"), text_of(x, "status"), text_of(x, "error_class"),
+                          time_cell(x.if_contains("finished_at")), text_of(x, "error")});
+      }
+    std::cout << render(t);
+    std::cout << fmt::format("run {}: {} results{}\n", text_of(o, "run"), text_of(o, "total"),
+                             a.status.empty() && a.error_class.empty() ? "" : " matching the filter");
+    return 0;
   }
   return to_int(exit_code::usage);
 }
@@ -1365,6 +1461,7 @@ int run_cli(int argc, char** argv) {
   auto dsub = [&](const char* name, const char* help) {
     auto* c = dists->add_subcommand(name, help);
     add_common(c);
+    add_remote(c);
     c->add_option("--project", da.project, "Project name (default: default)");
     c->callback([&, name] { dist_cmd = name; });
     return c;
@@ -1376,10 +1473,28 @@ int run_cli(int argc, char** argv) {
   auto* dshow = dsub("show", "Show a distribution and its current run");
   dshow->add_option("id", da.id, "Distribution id")->required();
   add_json(dshow, da.json, "Print the distribution as JSON");
-  auto* dexec = dsub("execute", "Start a run (a worker process delivers it); prints {run_no, job_ids}");
-  dexec->add_option("id", da.id, "Distribution id")->required();
-  dexec->add_flag("--wait", da.wait, "Follow the run with a progress bar on stderr; the exit code says how it ended");
-  dexec->add_option("--timeout", da.timeout_s, "With --wait: give up after this many seconds (exit 7); 0: no limit");
+  // The commands that open a run; each can follow it to its end.
+  auto run_cmd = [&](const char* name, const char* help) {
+    auto* c = dsub(name, help);
+    c->add_option("id", da.id, "Distribution id")->required();
+    c->add_flag("--wait", da.wait, "Follow the run with a progress bar on stderr; the exit code says how it ended");
+    c->add_option("--timeout", da.timeout_s, "With --wait: give up after this many seconds (exit 7); 0: no limit");
+    return c;
+  };
+  run_cmd("execute", "Start a run (a worker process delivers it); prints {run_no, job_ids}");
+  run_cmd("retry-failed", "Run the failed and cancelled targets of the last run again");
+  run_cmd("rollback", "Put back the files a run replaced (a rollback run)")
+      ->add_option("--run", da.run, "The delivery run to undo (default: the last one)");
+  dsub("cancel", "Cancel the running run: waiting jobs cancelled, running ones asked to stop")
+      ->add_option("id", da.id, "Distribution id")->required();
+  auto* dresults = dsub("results", "Per-target results of a run (a table; --json for the counts and long tail)");
+  dresults->add_option("id", da.id, "Distribution id")->required();
+  dresults->add_option("--run", da.run, "Run number (default: the current one)");
+  dresults->add_option("--status", da.status, "Only results with this status (failed, succeeded, …)");
+  dresults->add_option("--error-class", da.error_class, "Only results with this error class (auth, network, …)");
+  dresults->add_option("--page", da.page, "Page, from 1");
+  dresults->add_option("--page-size", da.page_size, "Results per page (at most 200)");
+  add_json(dresults, da.json, "Print the page as JSON");
   auto* reconcile_cmd = dists->add_subcommand("reconcile", "Report finished children and close runs left open");
   add_common(reconcile_cmd);
   bool sessions_json = false;

@@ -29,7 +29,8 @@ struct run_result {
   std::string out, err;
 };
 
-run_result run(const std::string& data, std::vector<std::string> args, std::chrono::seconds timeout = 60s) {
+run_result run(const std::string& data, std::vector<std::string> args, std::chrono::seconds timeout = 60s,
+               std::map<std::string, std::string> env = {}) {
   static int n = 0;
   testbed::temp_dir logs("certfleet-cli-run");
   std::vector<std::string> argv{CERTFLEET_BINARY};
@@ -38,7 +39,7 @@ run_result run(const std::string& data, std::vector<std::string> args, std::chro
     argv.push_back("--data");
     argv.push_back(data);
   }
-  testbed::process p(argv, {}, logs.file("cmd" + std::to_string(++n)));
+  testbed::process p(argv, std::move(env), logs.file("cmd" + std::to_string(++n)));
   run_result r;
   r.status = p.wait(timeout);
   if (r.status == -1) p.signal(SIGKILL);
@@ -380,6 +381,29 @@ TEST(cli, execute_wait_follows_a_run_to_its_end) {
   auto shown = run(data, {"distributions", "show", clean});
   EXPECT_TRUE(std::regex_search(shown.out, std::regex("\nstatus +success\n"))) << shown.out;
   EXPECT_TRUE(std::regex_search(run(data, {"distributions", "list"}).out, std::regex("\n" + clean + " +clean +success +1 +1 "))) << "list";
+
+  // The per-target results, filtered: the bad target's failure and its class.
+  auto failed = run(data, {"distributions", "results", mixed, "--status", "failed"});
+  EXPECT_EQ(failed.status, 0) << failed.err;
+  EXPECT_TRUE(std::regex_search(failed.out, std::regex("\n" + bad + " +failed +\\S+"))) << failed.out;
+  EXPECT_EQ(failed.out.find(good), std::string::npos) << failed.out;
+  EXPECT_NE(failed.out.find("run 1: 1 results matching the filter"), std::string::npos) << failed.out;
+
+  // The same over the API (remote mode: plain HTTP to loopback is allowed): retry the failed
+  // target and follow it, read the results, a cancel of an ended run is a conflict.
+  const std::map<std::string, std::string> remote{{"CERTFLEET_ADDR", "http://127.0.0.1:" + m[1].str()},
+                                                  {"CERTFLEET_TOKEN", token}};
+  auto retried = run("", {"distributions", "retry-failed", mixed, "--wait", "--timeout", "120"}, 60s, remote);
+  EXPECT_EQ(retried.status, certfleet::app::to_int(certfleet::app::exit_code::failed)) << retried.out << retried.err;
+  EXPECT_EQ(boost::json::parse(retried.out).at("run_no"), 2) << retried.out;
+  EXPECT_NE(retried.err.find("1/1 targets  0 succeeded  1 failed  failed"), std::string::npos) << retried.err;
+  auto results = run("", {"distributions", "results", mixed, "-o", "json"}, 60s, remote);
+  ASSERT_EQ(results.status, 0) << results.err;
+  EXPECT_EQ(boost::json::parse(results.out).at("run"), 2) << results.out;
+  auto cancel = run("", {"distributions", "cancel", clean}, 60s, remote);
+  EXPECT_EQ(cancel.status, certfleet::app::to_int(certfleet::app::exit_code::conflict)) << cancel.out << cancel.err;
+  auto remote_list = run("", {"distributions", "list"}, 60s, remote);
+  EXPECT_TRUE(std::regex_search(remote_list.out, std::regex("\n" + mixed + " +mixed +failed +2 +2 "))) << remote_list.out;
 
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait(30s), 0);
