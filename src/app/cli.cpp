@@ -26,6 +26,7 @@
 #include "jobs_backend.hpp"
 #include "output.hpp"
 #include "remote_admin.hpp"
+#include "remote_catalog.hpp"
 #include "remote.hpp"
 #include "store_check.hpp"
 #include "suggest.hpp"
@@ -1364,6 +1365,21 @@ std::optional<std::string> unknown_word_hint(CLI::App& app) {
 
 }  // namespace
 
+// `certfleet certificates|targets|credentials|settings …`: over the API only.
+int run_catalog(const std::string& kind, const std::string& cmd, common_flags& flags, const catalog_args& a) {
+  if (!flags.remote.wanted())
+    return usage(fmt::format("`certfleet {}` works over the API: give --server URL (or CERTFLEET_ADDR) and a token; on "
+                             "the server itself --server https://127.0.0.1:PORT (docs/cli.md, Remote mode)",
+                             kind),
+                 "server");
+  auto c = remote_client::open(flags.remote);
+  if (!c) return fail(c.error());
+  if (kind == "settings") return remote_settings(*c, cmd, a);
+  if (cmd == "upload" && a.id.empty() && a.name.empty())
+    return usage("upload needs --name for a new certificate, or --id for a new version of one", "name");
+  return remote_catalog(*c, kind, cmd, a);
+}
+
 int run_cli(int argc, char** argv) {
   CLI::App app{"certfleet: durable jobs and certificate distribution to server fleets"};
   app.require_subcommand(0, 1);
@@ -1532,6 +1548,64 @@ int run_cli(int argc, char** argv) {
   trevoke->add_option("id", ta.id, "Token id")->required();
   trevoke->add_option("--project", ta.project, "With --server: the token's project (default: default)");
 
+  // Catalog objects and settings: over the API only (remote_catalog.hpp).
+  catalog_args ca;
+  std::string catalog_kind, catalog_cmd;
+  auto catalog_group = [&](const char* kind, const char* help) {
+    auto* g = app.add_subcommand(kind, help);
+    g->require_subcommand(1);
+    auto csub = [&, g, kind](const char* name, const char* sub_help, bool with_id) {
+      auto* c = g->add_subcommand(name, sub_help);
+      add_remote(c);
+      if (std::string_view(kind) != "settings") c->add_option("--project", ca.project, "Project name (default: default)");
+      if (with_id) c->add_option("id", ca.id, "Object id")->required();
+      c->callback([&, kind, name] {
+        catalog_kind = kind;
+        catalog_cmd = name;
+      });
+      return c;
+    };
+    return csub;
+  };
+  for (const auto& [kind, what] : {std::pair{"certificates", "certificates"}, std::pair{"targets", "targets (ssh, file, webhook)"},
+                                   std::pair{"credentials", "SSH keys and passwords (never shown)"}}) {
+    auto csub = catalog_group(kind, fmt::format("List, show, create and delete {} over the API (--server)", what).c_str());
+    add_json(csub("list", "List them (a table; -o json for the API's page)", false), ca.json, "Print the page as JSON");
+    csub("show", "One, as the API answers it (JSON)", true);
+    csub("delete", "Delete one (refused while something uses it)", true);
+    if (std::string_view(kind) != "certificates")
+      csub("create", "Create one from the API's request body (docs/api.md)", false)
+          ->add_option("--from-file", ca.from_file, "A JSON file with the body; - reads stdin")
+          ->required();
+    if (std::string_view(kind) == "certificates") {
+      auto* up = csub("upload", "Upload a certificate and its key (or, with --id, a new version of one)", false);
+      up->add_option("--name", ca.name, "Name of a new certificate");
+      up->add_option("--id", ca.id, "An existing certificate: upload a new version of it");
+      up->add_option("--cert", ca.cert_file, "The leaf certificate, PEM file (- : stdin)")->required();
+      up->add_option("--key", ca.key_file, "Its private key, PEM file (sealed at rest, never returned)")->required();
+      up->add_option("--chain", ca.chain_file, "Intermediates, PEM file");
+      auto* is = csub("issue", "Issue a certificate over ACME (DNS-01); prints {certificate_id, job_id}", false);
+      is->add_option("--name", ca.name, "Name of the certificate")->required();
+      is->add_option("--domain", ca.domains, "A domain (repeat for more; *.example.com for a wildcard)")->required();
+      is->add_option("--acme-account", ca.acme_account, "ACME account id")->required();
+      is->add_option("--dns-provider", ca.dns_provider, "DNS provider id")->required();
+      is->add_option("--key-type", ca.key_type, "ecdsa-p256 (default), ecdsa-p384, rsa-2048, rsa-3072");
+      is->add_option("--profile", ca.profile, "An ACME profile the CA offers");
+      csub("renew", "Renew an ACME certificate now (enqueues renew_certificate)", true);
+      csub("revoke", "Revoke an ACME certificate at its CA", true)
+          ->add_option("--reason", ca.reason, "keyCompromise, superseded, cessationOfOperation, … or 0-10");
+    }
+  }
+  {
+    auto csub = catalog_group("settings", "Read and change the system settings over the API (system-admin token)");
+    auto* get = csub("get", "Every system setting, or one (prints its value)", false);
+    get->add_option("name", ca.name, "A setting's name");
+    add_json(get, ca.json, "Print them as JSON");
+    csub("set", "Change settings: NAME=VALUE…, all of them or none", false)
+        ->add_option("assignments", ca.assignments, "NAME=VALUE (one or more)")
+        ->required();
+  }
+
   auto* project = app.add_subcommand("project", "Create, list and delete projects");
   project->require_subcommand(1);
   std::string project_cmd, project_name;
@@ -1643,6 +1717,7 @@ int run_cli(int argc, char** argv) {
   if (backup->parsed()) return run_backup(flags, backup_to);
   if (restore->parsed()) return run_restore(flags, restore_from, restore_force);
   if (token->parsed()) return run_token(token_cmd, flags, ta);
+  if (!catalog_kind.empty()) return run_catalog(catalog_kind, catalog_cmd, flags, ca);
   if (project->parsed()) return run_project(project_cmd, flags, project_name, project_json);
   if (reconcile_cmd->parsed()) return run_reconcile(flags);
   if (sessions_cmd->parsed()) return run_sessions(flags, sessions_json);

@@ -172,6 +172,47 @@ TEST_F(remote_cli, tokens_from_the_new_api_drive_jobs_over_https_and_a_revoked_o
   EXPECT_NE(local.out.find(job), std::string::npos) << local.out;
 }
 
+TEST_F(remote_cli, certificates_credentials_and_settings_over_the_api) {
+  testbed::cert_spec spec;
+  spec.common_name = "www.remote.test";
+  spec.dns_sans = {"www.remote.test"};
+  auto pem = testbed::make_certificate(spec);
+  write_file(dir.file("c.pem"), pem.cert_pem);
+  write_file(dir.file("k.pem"), pem.key_pem);
+  auto up = run({"certificates", "upload", "--name", "www", "--cert", dir.file("c.pem"), "--key", dir.file("k.pem")}, env(owner));
+  ASSERT_EQ(up.status, 0) << up.err;
+  const std::string cert(json_of(up.out).at("id").as_string());
+  EXPECT_EQ(up.out.find("PRIVATE KEY"), std::string::npos) << "the key is never returned";
+  auto list = run({"certificates", "list"}, env(owner));
+  EXPECT_TRUE(std::regex_search(list.out, std::regex(cert + R"( +www +uploaded +active +1 +\d{4}-)"))) << list.out;
+  EXPECT_EQ(std::string(json_of(run({"certificates", "show", cert}, env(owner)).out).at("name").as_string()), "www");
+  // An uploaded certificate is not renewed by certfleet: the API's conflict, exit 4.
+  EXPECT_EQ(run({"certificates", "renew", cert}, env(owner)).status, to_int(exit_code::conflict));
+
+  write_file(dir.file("cred.json"), R"({"name":"hook-secret","kind":"password","password":"s3cret-value"})");
+  auto cred = run({"credentials", "create", "--from-file", dir.file("cred.json")}, env(owner));
+  ASSERT_EQ(cred.status, 0) << cred.err;
+  EXPECT_EQ(cred.out.find("s3cret-value"), std::string::npos) << cred.out;
+  auto creds = run({"credentials", "list"}, env(owner));
+  EXPECT_NE(creds.out.find("hook-secret"), std::string::npos) << creds.out;
+  EXPECT_EQ(creds.out.find("s3cret-value"), std::string::npos) << creds.out;
+  write_file(dir.file("bad.json"), R"({"name":"x","kind":"password","password":"p","extra":1})");
+  auto bad = run({"credentials", "create", "--from-file", dir.file("bad.json")}, env(owner));
+  EXPECT_EQ(bad.status, to_int(exit_code::usage));
+  EXPECT_NE(bad.err.find("extra"), std::string::npos) << bad.err;
+
+  EXPECT_EQ(run({"settings", "set", "jobs_page_size_default=40"}, env(owner)).status, 0);
+  EXPECT_EQ(run({"settings", "get", "jobs_page_size_default"}, env(owner)).out, "40\n");
+  auto refused = run({"settings", "set", "jobs_page_size_default=0", "no_such_setting=1"}, env(owner));
+  EXPECT_EQ(refused.status, to_int(exit_code::usage)) << refused.err;
+  EXPECT_EQ(run({"settings", "get", "jobs_page_size_default"}, env(owner)).out, "40\n") << "all of it or none";
+
+  EXPECT_EQ(run({"certificates", "delete", cert}, env(owner)).status, 0);
+  // Without --server these commands say where they work.
+  auto local = run({"certificates", "list", "--data", data});
+  EXPECT_NE(local.status, 0);
+}
+
 TEST_F(remote_cli, fails_closed_with_the_reason_and_exit_code) {
   // The server's certificate is from a CA the system does not trust: refused, nothing sent.
   auto untrusted = run({"jobs", "list", "--server", addr, "--token", owner});

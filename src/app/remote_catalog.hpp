@@ -1,0 +1,27 @@
+#pragma once
+// `certfleet certificates|targets|credentials …` and `certfleet settings …`: over a server's API
+// only (remote mode, remote.hpp). They change sealed secrets and the system settings the
+// server's key and caches own, so the API is their one way in, from any machine; on the server
+// itself --server https://127.0.0.1:PORT reaches it.
+#include "remote.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace certfleet::app {
+
+struct catalog_args {
+  std::string project = "default";
+  std::string id, name, cert_file, key_file, chain_file, from_file, reason, acme_account, dns_provider, key_type,
+      profile;
+  std::vector<std::string> domains, assignments;  // issue --domain; settings set NAME=VALUE…
+  bool json = false;
+};
+
+// `kind`: certificates, targets or credentials (the API's path word). Prints the answer and
+// returns the exit code.
+int remote_catalog(const remote_client& c, const std::string& kind, const std::string& cmd, const catalog_args& a);
+int remote_settings(const remote_client& c, const std::string& cmd, const catalog_args& a);
+
+}  // namespace certfleet::app
