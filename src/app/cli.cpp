@@ -299,28 +299,31 @@ class local_jobs_backend final : public jobs_backend {
   queue::queue_service queue_;
 };
 
-// The backend a command uses: the API when --server (CERTFLEET_ADDR) is given, else the store.
-// On failure the error is printed and `exit` holds the exit code.
-std::unique_ptr<jobs_backend> open_jobs(common_flags& flags, const std::string& project, int& exit,
-                                        std::optional<remote_client>& remote) {
+// The backend a command uses: the API when --server (CERTFLEET_ADDR) is given, else the store
+// (Local::make with the open store and the project's id). On failure the error is printed and
+// `exit` holds the exit code.
+template <class Local, class Backend>
+std::unique_ptr<Backend> open_backend(common_flags& flags, const std::string& project, int& exit,
+                                      std::optional<remote_client>& remote,
+                                      std::unique_ptr<Backend> (*over_api)(const remote_client&, std::string)) {
   if (auto refused = refuse_both_modes(flags)) return exit = *refused, nullptr;
   if (flags.remote.wanted()) {
     auto c = remote_client::open(flags.remote);
     if (!c) return exit = fail(c.error()), nullptr;
     remote.emplace(std::move(*c));
-    return remote_jobs(*remote, project);
+    return over_api(*remote, project);
   }
   auto cli = open_cli(flags, exit);
   if (!cli) return nullptr;
   auto p = run_sync([&] { return project_for_cli(*cli->store, project, system_clock().now_ms()); });
   if (!p) return exit = fail(p.error()), nullptr;
-  return local_jobs_backend::make(std::move(*cli), p->id);
+  return Local::make(std::move(*cli), p->id);
 }
 
 int run_jobs(const std::string& cmd, common_flags& flags, jobs_args& a) {
   int exit = 0;
   std::optional<remote_client> remote;
-  auto be = open_jobs(flags, a.project, exit, remote);
+  auto be = open_backend<local_jobs_backend>(flags, a.project, exit, remote, &remote_jobs);
   if (!be) return exit;
 
   if (cmd == "list") {
@@ -572,28 +575,10 @@ int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
     }
     auto tokens = run_sync([&] { return store.auth().list_tokens(pid); });
     if (!tokens) return fail(tokens.error());
-    if (a.json) {
-      boost::json::array items;
-      for (const auto& t : *tokens) items.push_back(token_json(t, name_of(t.project_id)));
-      print(boost::json::object{{"items", std::move(items)}});
-      return 0;
-    }
-    text_table t{{"ID", "PROJECT", "ROLE", "SYSTEM", "NAME", "STATUS", "CREATED", "EXPIRES", "LAST USED"},
-                 {},
-                 {24, 63, 8, 6, 40, 7, 19, 19, 19}};
-    if (a.wide) {
-      t.header.push_back("CREATED BY");
-      t.max_width.push_back(40);
-    }
-    const auto now = clock.now_ms();
-    for (const auto& k : *tokens) {
-      t.rows.push_back({k.id, name_of(k.project_id), std::string(store::to_string(k.token_role)), k.system ? "yes" : "",
-                        k.name, std::string(api::token_status(k, now)), time_cell(k.created_at),
-                        k.expires_at ? time_cell(k.expires_at) : "never",
-                        k.last_used_at ? time_cell(k.last_used_at) : ""});
-      if (a.wide) t.rows.back().push_back(k.created_by);
-    }
-    std::cout << render(t);
+    boost::json::array items;
+    for (const auto& t : *tokens) items.push_back(token_json(t, name_of(t.project_id)));
+    if (a.json) print(boost::json::object{{"items", std::move(items)}});
+    else print_token_table(items, a.project, a.wide);
     return 0;
   }
   if (cmd == "revoke") {
@@ -1186,22 +1171,6 @@ class local_dist_backend final : public dist_backend {
   distribution::service service_;
 };
 
-std::unique_ptr<dist_backend> open_distributions(common_flags& flags, const std::string& project, int& exit,
-                                                 std::optional<remote_client>& remote) {
-  if (auto refused = refuse_both_modes(flags)) return exit = *refused, nullptr;
-  if (flags.remote.wanted()) {
-    auto c = remote_client::open(flags.remote);
-    if (!c) return exit = fail(c.error()), nullptr;
-    remote.emplace(std::move(*c));
-    return remote_distributions(*remote, project);
-  }
-  auto cli = open_cli(flags, exit);
-  if (!cli) return nullptr;
-  auto p = run_sync([&] { return project_for_cli(*cli->store, project, system_clock().now_ms()); });
-  if (!p) return exit = fail(p.error()), nullptr;
-  return local_dist_backend::make(std::move(*cli), p->id);
-}
-
 // --wait: follows the run `opened` started with a progress bar on stderr until it ends; the exit
 // code says how it ended.
 int follow_run(dist_backend& be, const std::string& id, const boost::json::value& opened, int timeout_s) {
@@ -1242,7 +1211,7 @@ int run_distributions(const std::string& cmd, common_flags& flags, dist_args& a)
   if (a.timeout_s < 0) return usage("timeout must be 0 (no limit) or more seconds", "timeout");
   int exit = 0;
   std::optional<remote_client> remote;
-  auto be = open_distributions(flags, a.project, exit, remote);
+  auto be = open_backend<local_dist_backend>(flags, a.project, exit, remote, &remote_distributions);
   if (!be) return exit;
 
   if (cmd == "list") {

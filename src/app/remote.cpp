@@ -159,6 +159,15 @@ result<remote_answer> remote_client::call(std::string_view method, std::string_v
   return make_error(which, text_at(eo, "message"), text_at(eo, "field"));
 }
 
+result<json::value> remote_client::call_object(std::string_view method, std::string_view path,
+                                               const std::optional<json::value>& body) const {
+  auto a = call(method, path, body);
+  if (!a) return std::move(a).error();
+  if (!a->body.is_object())
+    return make_error(errc::store_busy, fmt::format("{} answered without a JSON object", base_), "server");
+  return std::move(a->body);
+}
+
 result<std::string> project_path(std::string_view project, std::string_view rest) {
   auto name = api::check_project_name(project, "project");
   if (!name) return std::move(name).error();

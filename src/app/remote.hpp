@@ -39,6 +39,10 @@ class remote_client {
   result<remote_answer> call(std::string_view method, std::string_view path,
                                   const std::optional<boost::json::value>& body = std::nullopt) const;
 
+  // call() for an answer that must be a JSON object (lists, objects, a run): that object.
+  result<boost::json::value> call_object(std::string_view method, std::string_view path,
+                                         const std::optional<boost::json::value>& body = std::nullopt) const;
+
   const std::string& server() const { return base_; }
 
  private:

@@ -37,6 +37,26 @@ const json::array* items_of(const json::value& v) {
 
 }  // namespace
 
+void print_token_table(const json::array& items, std::string_view project, bool wide) {
+  text_table t{{"ID", "PROJECT", "ROLE", "SYSTEM", "NAME", "STATUS", "CREATED", "EXPIRES", "LAST USED"},
+               {},
+               {24, 63, 8, 6, 40, 7, 19, 19, 19}};
+  if (wide) {
+    t.header.push_back("CREATED BY");
+    t.max_width.push_back(40);
+  }
+  for (const auto& v : items) {
+    if (!v.is_object()) continue;
+    const auto& o = v.as_object();
+    const auto p = text(o, "project");
+    t.rows.push_back({text(o, "id"), p.empty() ? std::string(project) : p, text(o, "role"), text(o, "system"),
+                      text(o, "name"), text(o, "status"), when(o, "created_at", "-"), when(o, "expires_at", "never"),
+                      when(o, "last_used_at", "")});
+    if (wide) t.rows.back().push_back(text(o, "created_by"));
+  }
+  std::cout << render(t);
+}
+
 int remote_token(const remote_client& c, const std::string& cmd, const remote_token_args& a) {
   auto path = project_path(a.project, "/tokens");
   if (!path) return fail(path.error());
@@ -64,23 +84,8 @@ int remote_token(const remote_client& c, const std::string& cmd, const remote_to
       print(r->body);
       return 0;
     }
-    text_table t{{"ID", "PROJECT", "ROLE", "SYSTEM", "NAME", "STATUS", "CREATED", "EXPIRES", "LAST USED"},
-                 {},
-                 {24, 63, 8, 6, 40, 7, 19, 19, 19}};
-    if (a.wide) {
-      t.header.push_back("CREATED BY");
-      t.max_width.push_back(40);
-    }
-    if (const auto* items = items_of(r->body))
-      for (const auto& v : *items) {
-        if (!v.is_object()) continue;
-        const auto& o = v.as_object();
-        t.rows.push_back({text(o, "id"), a.project, text(o, "role"), text(o, "system"), text(o, "name"),
-                          text(o, "status"), when(o, "created_at", "-"), when(o, "expires_at", "never"),
-                          when(o, "last_used_at", "")});
-        if (a.wide) t.rows.back().push_back(text(o, "created_by"));
-      }
-    std::cout << render(t);
+    static const json::array none;
+    print_token_table(items_of(r->body) ? *items_of(r->body) : none, a.project, a.wide);
     return 0;
   }
   if (cmd == "revoke") {

@@ -44,11 +44,7 @@ class remote_dist_backend final : public dist_backend {
   result<json::value> call(std::string_view method, const std::string& rest, const std::optional<json::value>& body) {
     auto path = project_path(project_, "/distributions" + rest);
     if (!path) return std::move(path).error();
-    auto a = c_.call(method, *path, body);
-    if (!a) return std::move(a).error();
-    if (!a->body.is_object())
-      return make_error(errc::store_busy, fmt::format("{} answered without a JSON object", c_.server()), "server");
-    return std::move(a->body);
+    return c_.call_object(method, *path, body);
   }
 
   const remote_client& c_;

@@ -97,11 +97,9 @@ class remote_jobs_backend final : public jobs_backend {
     return c_.call(method, *path, body);
   }
   result<json::value> get_json(const std::string& rest) {
-    auto a = send("GET", rest, std::nullopt);
-    if (!a) return std::move(a).error();
-    if (!a->body.is_object())
-      return make_error(errc::store_busy, fmt::format("{} answered without a JSON object", c_.server()), "server");
-    return std::move(a->body);
+    auto path = project_path(project_, rest);
+    if (!path) return std::move(path).error();
+    return c_.call_object("GET", *path);
   }
 
   const remote_client& c_;
