@@ -347,15 +347,18 @@ TEST(file_distribution, post_command_output_never_stores_the_private_key) {
   env.execute(dist);
   auto d = env.wait_done(dist);
   EXPECT_EQ(str(d, "status"), "failed") << json::serialize(d);
-  // The key's body, in pieces a leak would show.
+  // The key's body, in pieces a leak would show. A PKCS#8 EC key carries its public key, which
+  // the certificate (stored as PEM, public) carries too: when the two encodings line up, a piece
+  // of the key's text is also in the certificate's (about 1 key in 40), so those are left out.
   std::vector<std::string> pieces;
   {
     std::istringstream in(pem.key_pem);
     for (std::string l; std::getline(in, l);)
       if (l.rfind("-----", 0) != 0)
-        for (std::size_t i = 0; i + 16 <= l.size(); i += 16) pieces.push_back(l.substr(i, 16));
+        for (std::size_t i = 0; i + 16 <= l.size(); i += 16)
+          if (pem.cert_pem.find(l.substr(i, 16)) == std::string::npos) pieces.push_back(l.substr(i, 16));
   }
-  ASSERT_FALSE(pieces.empty());
+  ASSERT_GE(pieces.size(), 5u);  // the private scalar's text is always among them
   auto results = env.results(dist);
   ASSERT_EQ(results.size(), 1u);
   const auto result_text = json::serialize(results[0]);
