@@ -38,8 +38,10 @@ std::string trim(std::string s) {
   return s.substr(i);
 }
 
+// This machine by address (a name such as 127.example.com could resolve anywhere) or by
+// "localhost".
 bool loopback(const delivery::http_url& u) {
-  return u.host == "localhost" || u.host == "::1" || u.host.rfind("127.", 0) == 0;
+  return u.host == "localhost" || (u.host_is_ip() && (u.host == "::1" || u.host.rfind("127.", 0) == 0));
 }
 
 std::optional<delivery::http_method> method_of(std::string_view m) {

@@ -222,6 +222,9 @@ TEST_F(remote_cli, fails_closed_with_the_reason_and_exit_code) {
   auto clear = run({"jobs", "list", "--server", "http://192.0.2.10:8080", "--token", owner});
   EXPECT_EQ(clear.status, to_int(exit_code::usage));
   EXPECT_NE(clear.err.find("https://"), std::string::npos) << clear.err;
+  // A name that merely starts like a loopback address is not this machine.
+  auto named = run({"jobs", "list", "--server", "http://127.0.0.1.nip.example:8080", "--token", owner});
+  EXPECT_EQ(named.status, to_int(exit_code::usage)) << named.err;
   // Both modes at once: which store is meant is unclear.
   auto both = run({"jobs", "list", "--data", data}, env(owner));
   EXPECT_EQ(both.status, to_int(exit_code::usage));
