@@ -87,12 +87,6 @@ std::string time_cell(time_ms t) {
   text[10] = ' ';
   return text.substr(0, 19);
 }
-std::string text_of(const boost::json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  if (!v || v->is_null()) return "";
-  if (v->is_string()) return std::string(v->as_string());
-  return boost::json::serialize(*v);
-}
 
 // A job's status as people read it: a completed job whose result is partial says so.
 std::string status_cell(const store::job_record& j) {

@@ -5,7 +5,12 @@
 
 #include <boost/json.hpp>
 
+#include <fmt/format.h>
+
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <sstream>
 
 namespace certfleet::app {
 
@@ -30,6 +35,22 @@ std::string time_cell(const boost::json::value* v) {
   if (text.size() < 19) return text.empty() ? "-" : text;
   text[10] = ' ';
   return text.substr(0, 19);
+}
+
+std::string text_of(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (!v || v->is_null()) return "";
+  if (v->is_string()) return std::string(v->as_string());
+  return boost::json::serialize(*v);
+}
+
+result<std::string> read_input(const std::string& path, std::string_view field) {
+  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(errc::invalid_argument, fmt::format("{} cannot be read", path), std::string(field));
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
 }
 
 }  // namespace certfleet::app

@@ -1,5 +1,7 @@
 #include "remote.hpp"
 
+#include "output.hpp"
+
 #include "certfleet/api/requests.hpp"
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/core/errc_table.hpp"
@@ -22,14 +24,6 @@ namespace certfleet::app {
 namespace {
 
 namespace json = boost::json;
-
-result<std::string> read_file(const std::string& path, std::string_view field) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(errc::invalid_argument, fmt::format("{} cannot be read", path), std::string(field));
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
@@ -93,7 +87,7 @@ result<remote_client> remote_client::open(const remote_flags& f) {
   c.base_ += fmt::format(":{}", url->port);
   std::string token = f.token;
   if (token.empty() && !f.token_file.empty()) {
-    auto text = read_file(f.token_file, "token_file");
+    auto text = read_input(f.token_file, "token_file");
     if (!text) return std::move(text).error();
     token = trim(std::move(*text));
   }
@@ -104,7 +98,7 @@ result<remote_client> remote_client::open(const remote_flags& f) {
     return make_error(errc::invalid_argument, "the token is not a certfleet token (cf_ and 43 characters)", "token");
   c.token_ = std::move(token);
   if (!f.ca_cert.empty()) {
-    auto pem = read_file(f.ca_cert, "ca_cert");
+    auto pem = read_input(f.ca_cert, "ca_cert");
     if (!pem) return std::move(pem).error();
     c.ca_pem_ = std::move(*pem);
   }

@@ -18,12 +18,10 @@ namespace {
 
 namespace json = boost::json;
 
+// text_of, with a true flag as "yes" and a false one as nothing (the SYSTEM column).
 std::string text(const json::object& o, std::string_view k) {
-  const auto* v = o.if_contains(k);
-  if (!v || v->is_null()) return "";
-  if (v->is_string()) return std::string(v->as_string());
-  if (v->is_bool()) return v->as_bool() ? "yes" : "";
-  return json::serialize(*v);
+  if (const auto* v = o.if_contains(k); v && v->is_bool()) return v->as_bool() ? "yes" : "";
+  return text_of(o, k);
 }
 std::string when(const json::object& o, std::string_view k, std::string_view none) {
   const auto* v = o.if_contains(k);

@@ -21,22 +21,6 @@ namespace {
 
 namespace json = boost::json;
 
-result<std::string> read_input(const std::string& path, std::string_view flag) {
-  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(errc::invalid_argument, fmt::format("{} {} cannot be read", flag, path), std::string(flag.substr(2)));
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-std::string text(const json::object& o, std::string_view k) {
-  const auto* v = o.if_contains(k);
-  if (!v || v->is_null()) return "";
-  if (v->is_string()) return std::string(v->as_string());
-  return json::serialize(*v);
-}
-
 // The columns a kind's list shows after ID and NAME.
 struct kind_columns {
   std::string_view kind;
@@ -79,8 +63,8 @@ int remote_catalog(const remote_client& c, const std::string& kind, const std::s
       for (const auto& v : items->as_array()) {
         if (!v.is_object()) continue;
         const auto& o = v.as_object();
-        std::vector<std::string> row{text(o, "id"), text(o, "name")};
-        for (auto m : k->members) row.push_back(m == "not_after" ? time_cell(o.if_contains(m)) : text(o, m));
+        std::vector<std::string> row{text_of(o, "id"), text_of(o, "name")};
+        for (auto m : k->members) row.push_back(m == "not_after" ? time_cell(o.if_contains(m)) : text_of(o, m));
         row.push_back(time_cell(o.if_contains("created_at")));
         t.rows.push_back(std::move(row));
       }
@@ -92,7 +76,7 @@ int remote_catalog(const remote_client& c, const std::string& kind, const std::s
   if (cmd == "show") return answer(c.call("GET", one));
   if (cmd == "delete") return answer(c.call("DELETE", one));
   if (cmd == "create") {
-    auto text_body = read_input(a.from_file, "--from-file");
+    auto text_body = read_input(a.from_file, "from_file");
     if (!text_body) return fail(text_body.error());
     boost::system::error_code ec;
     auto body = json::parse(*text_body, ec);
@@ -110,7 +94,7 @@ int remote_catalog(const remote_client& c, const std::string& kind, const std::s
     for (auto [flag, member, path] : {std::tuple{"--cert", "cert_pem", a.cert_file}, std::tuple{"--key", "key_pem", a.key_file},
                                       std::tuple{"--chain", "chain_pem", a.chain_file}}) {
       if (path.empty()) continue;
-      auto pem = read_input(path, flag);
+      auto pem = read_input(path, std::string_view(flag).substr(2));
       if (!pem) return fail(pem.error());
       body[member] = *pem;
     }
