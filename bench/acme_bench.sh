@@ -54,10 +54,16 @@ while (($#)); do
   esac
 done
 [[ $dns == knot || $dns == pdns ]] || { echo "acme_bench: --dns is knot or pdns, not $dns" >&2; exit 2; }
+# A binary of a build tree is brought up to date first (after ./scripts/run.sh or test.sh alike).
+if [[ -f $(dirname "$bin")/CMakeCache.txt ]]; then bench/build.sh --build "$(dirname "$bin")" certfleet; fi
+[[ ${CERTFLEET_BENCH_CHECK:-} == 1 ]] && exit 0
 [[ -x $bin ]] || { echo "acme_bench: no certfleet binary at $bin (give --bin PATH)" >&2; exit 1; }
 bin=$(realpath "$bin")
 dns_tools=(knotd)
 [[ $dns == knot ]] || dns_tools=()
+# pebble, knotd, dig and curl are test packages: after ./scripts/run.sh they are missing.
+./scripts/install-deps.sh --test
+command -v jq >/dev/null || ${SUDO:-$([ "$(id -u)" -ne 0 ] && echo sudo)} apt-get install -y -qq jq >/dev/null
 for c in pebble "${dns_tools[@]}" dig jq curl openssl; do
   command -v "$c" >/dev/null || [[ -x /usr/sbin/$c ]] || { echo "acme_bench: install $c" >&2; exit 1; }
 done

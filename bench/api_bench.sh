@@ -4,7 +4,7 @@
 # minimal Beast server answering a fixed body: the ceiling on this machine); then the WebSocket
 # fan-out (bench/ws_fanout: 1,000 subscribers x 10,000 lines).
 #   bench/api_bench.sh [BUILD_DIR=build] [JOBS=100000] [DURATION=10s] [CONNECTIONS=64]
-# Needs wrk (Debian package wrk). Prints one summary line per measurement.
+# Installs wrk when missing (bench/peers/install.sh --http). Prints one summary line per measurement.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -12,10 +12,9 @@ jobs=${2:-100000}
 duration=${3:-10s}
 conns=${4:-64}
 bin=$build/certfleet
-command -v wrk >/dev/null || { echo "api_bench: installing wrk" >&2; ${SUDO:-$( [ "$(id -u)" -ne 0 ] && echo sudo)} apt-get install -y -qq wrk >/dev/null; }
-# Built here: after ./scripts/run.sh the build tree has no bench targets (CERTFLEET_BENCH=OFF).
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCERTFLEET_BENCH=ON >/dev/null
-ninja -C "$build" certfleet beast_ceiling ws_fanout >/dev/null
+bench/build.sh --build "$build" certfleet beast_ceiling ws_fanout
+[[ ${CERTFLEET_BENCH_CHECK:-} == 1 ]] && exit 0
+bench/peers/install.sh --http
 
 work=$(mktemp -d)
 pids=()

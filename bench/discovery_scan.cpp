@@ -3,7 +3,7 @@
 // given concurrency, and over a whole /20 of loopback addresses on a closed port (every target
 // refused: the cost of the plan and the scan loop themselves), with the process's peak RSS.
 //
-//   build/bench/discovery_scan [--targets N] [--servers K] [--concurrency C] [--range CIDR]
+//   bench/run discovery_scan [--targets N] [--servers K] [--concurrency C] [--range CIDR]
 #include "certfleet/delivery/tls_probe.hpp"
 #include "certs.hpp"
 #include "s_server.hpp"

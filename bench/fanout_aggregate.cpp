@@ -3,7 +3,7 @@
 // transaction: results, counter, guard, completion). Then every child is reported again, as a
 // crash-recovery pass would: the counters must not move. Real SQLite file in a temp dir.
 //
-//   build/bench/fanout_aggregate [children=200] [rounds=5]
+//   bench/run fanout_aggregate [children=200] [rounds=5]
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/distribution/plan.hpp"

@@ -8,7 +8,7 @@ and the server's peak RSS (VmHWM). Only the Python standard library; targets liv
   bench/fanout_bench.py --bin build/certfleet --targets 2000 --mode normal
 """
 import argparse, json, os, subprocess, sys, tempfile, time, urllib.request
-from cf_serve import start_serve
+from cf_serve import prepare_binary, start_serve
 
 
 def call(port, token, method, path, body=None):
@@ -39,6 +39,7 @@ def main():
     ap.add_argument("--concurrency", type=int, default=10)
     ap.add_argument("--dist-lane", type=int, default=16, help="worker_dist_concurrency")
     a = ap.parse_args()
+    prepare_binary(a.bin)
 
     work = tempfile.mkdtemp(prefix="cf-fanout-bench.")
     data = os.path.join(work, "data")

@@ -3,7 +3,7 @@
 // `certfleet serve --mode worker` on it, runs `certfleet kek rotate`, and polls the store until
 // every envelope names the new version. Reports the re-seal rate from the first envelope seen at
 // the new version to the last (the 2 s settle before the chains start is reported apart).
-//   build/bench/kek_rotation_bench --certfleet build/certfleet --secrets 100000 --batch 500
+//   bench/run kek_rotation_bench --certfleet build/certfleet --secrets 100000 --batch 500
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/core/secrets.hpp"
 #include "certfleet/distribution/catalog.hpp"

@@ -4,7 +4,7 @@
 # of every tab × type, page=2000 of every tab × type, and the cursor form from deep points. No
 # response cache exists: each answer (its page and every tab's count) is read from the store.
 #   bench/list_bench.sh [BUILD_DIR=build] [JOBS=1000000] [DURATION=10s] [CONNECTIONS=8]
-# Needs wrk and sqlite3 (Debian packages). Prints one line per mode: requests/s, p50, p99.
+# Installs wrk and sqlite3 when missing (bench/peers/install.sh --http). Prints one line per mode: requests/s, p50, p99.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -12,8 +12,9 @@ jobs=${2:-1000000}
 duration=${3:-10s}
 conns=${4:-8}
 bin=$build/certfleet
-command -v wrk >/dev/null || { echo "list_bench: install wrk (apt-get install wrk)" >&2; exit 1; }
-[[ -x $bin ]] || { echo "list_bench: build $bin first" >&2; exit 1; }
+bench/build.sh --build "$build" certfleet
+[[ ${CERTFLEET_BENCH_CHECK:-} == 1 ]] && exit 0
+bench/peers/install.sh --http
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }

@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 
-from cf_serve import start_serve
+from cf_serve import prepare_binary, start_serve
 
 
 def main():
@@ -28,6 +28,7 @@ def main():
     ap.add_argument("--rate", type=int, default=300, help="jobs enqueued per second")
     ap.add_argument("--seconds", type=int, default=300)
     a = ap.parse_args()
+    prepare_binary(a.bin)
 
     work = tempfile.mkdtemp(prefix="cf-retention-bench.")
     data = os.path.join(work, "data")

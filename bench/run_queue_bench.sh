@@ -15,13 +15,13 @@ while (($#)); do
     *) echo "usage: $0 [--jobs N] [--preload M] [--runs R] [--skip-peers]" >&2; exit 2 ;;
   esac
 done
-# CERTFLEET_BENCH=ON explicitly: ./scripts/run.sh leaves it OFF in build/'s cache.
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCERTFLEET_BENCH=ON >/dev/null
-ninja -C build queue_throughput >/dev/null
+build=${CERTFLEET_BENCH_BUILD:-build}
+bench/build.sh --build "$build" queue_throughput
+[[ ${CERTFLEET_BENCH_CHECK:-} == 1 ]] && exit 0
 out=$(mktemp)
 for ((i = 1; i <= runs; i++)); do
-  ./build/bench/queue_throughput --jobs "$jobs" | tee -a "$out"
-  if ((preload > 0)); then ./build/bench/queue_throughput --jobs "$jobs" --preload "$preload" | tee -a "$out"; fi
+  "$build/bench/queue_throughput" --jobs "$jobs" | tee -a "$out"
+  if ((preload > 0)); then "$build/bench/queue_throughput" --jobs "$jobs" --preload "$preload" | tee -a "$out"; fi
   if ((peers)); then
     bench/peers/install.sh >/dev/null
     bench/peers/run_peers.sh --jobs "$jobs" 2>/dev/null | tee -a "$out"

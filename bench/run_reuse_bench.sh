@@ -8,11 +8,11 @@
 # Usage: bench/run_reuse_bench.sh [--runs 3] [--paths 20] [--instances 10] [--concurrency 10]
 #          [--limit 0] [--build build] [--results FILE] [--keep]
 # Needs root (sshd; the login user `cfbench`, created with /bin/sh when missing, as in
-# bench/run_ssh_bench.sh) and a build with tests on: BUILD/certfleet and BUILD/bench/ssh_fanout
-# (this script does not build: `ninja -C build certfleet ssh_fanout`).
+# bench/run_ssh_bench.sh). It builds BUILD/certfleet and BUILD/bench/ssh_fanout (bench/build.sh:
+# the tests on, for the testbed) after installing the test packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs=3 paths=20 instances=10 conc=10 limit=0 build=build keep=0 results=""
+runs=3 paths=20 instances=10 conc=10 limit=0 build=${CERTFLEET_BENCH_BUILD:-build} keep=0 results=""
 while (($#)); do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
@@ -26,10 +26,10 @@ while (($#)); do
     *) sed -n '2,13p' "$0" >&2; exit 2 ;;
   esac
 done
+if [[ ${CERTFLEET_BENCH_CHECK:-} == 1 ]]; then bench/build.sh --build "$build" certfleet ssh_fanout; exit 0; fi
 [ "$(id -u)" -eq 0 ] || { echo "run_reuse_bench: run as root (sshd, the cfbench user)" >&2; exit 1; }
-for bin in "$build/certfleet" "$build/bench/ssh_fanout"; do
-  [ -x "$bin" ] || { echo "run_reuse_bench: $bin is missing: ninja -C $build certfleet ssh_fanout" >&2; exit 1; }
-done
+./scripts/install-deps.sh --test
+bench/build.sh --build "$build" certfleet ssh_fanout
 
 user=cfbench
 if ! id "$user" >/dev/null 2>&1; then

@@ -22,7 +22,7 @@
 # here runs pyenv init, which costs 200+ ms per exec and would dominate every tool).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-targets="100 500" conc="10 50" runs=3 instances=10 build=build keep=0 e2e=0 results=""
+targets="100 500" conc="10 50" runs=3 instances=10 build=${CERTFLEET_BENCH_BUILD:-build} keep=0 e2e=0 results=""
 tools="certfleet pssh-2 pssh-1 ansible raw-curve25519 raw-sntrup761" ansible_targets="100"
 while (($#)); do
   case "$1" in
@@ -39,6 +39,9 @@ while (($#)); do
     *) sed -n '2,20p' "$0" >&2; exit 2 ;;
   esac
 done
+build_targets=(ssh_fanout)
+if ((e2e)); then build_targets+=(certfleet); fi
+if [[ ${CERTFLEET_BENCH_CHECK:-} == 1 ]]; then bench/build.sh --build "$build" "${build_targets[@]}"; exit 0; fi
 [ "$(id -u)" -eq 0 ] || { echo "run_ssh_bench: run as root (sshd, the cfbench user)" >&2; exit 1; }
 
 bench/peers/install.sh --ssh >/dev/null
@@ -52,9 +55,7 @@ fi
 
 # The testbed needs the test packages (GoogleTest, sshd); ./scripts/run.sh installs only the build's.
 ./scripts/install-deps.sh --test
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCERTFLEET_TESTS=ON -DCERTFLEET_BENCH=ON >/dev/null
-ninja -C "$build" -j1 ssh_fanout >/dev/null
-if ((e2e)); then ninja -C "$build" -j1 certfleet >/dev/null; fi
+bench/build.sh --build "$build" "${build_targets[@]}"
 
 work=$(mktemp -d /tmp/cf-ssh-bench.XXXXXX)
 chmod 755 "$work"  # the login user reads its authorized_keys and writes its target dirs here

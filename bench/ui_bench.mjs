@@ -6,7 +6,7 @@
 //      in the page a MutationObserver notes each new row and the next animation frame (the paint)
 //      is compared with the line's store timestamp (`ts`, same machine clock).
 // Medians of RUNS (default 10). Usage, from the repo root after `npm ci` and a build:
-//   node bench/ui_bench.mjs [RUNS=10] [JOBS=2000]
+//   node bench/ui_bench.mjs [RUNS=10] [JOBS=2000]   (bench/ui_bench.sh installs and builds first)
 import { startCertfleet } from '../tests/testbed/certfleet_server.mjs';
 import { launch } from '../tests/testbed/chromium.mjs';
 

@@ -2,11 +2,29 @@
 # Installs what bench/peers needs: redis-server, PostgreSQL 15, node + npm (apt, only
 # what is missing), then the npm packages from package-lock.json; and the SSH benchmark's peers
 # (bench/run_ssh_bench.sh): pssh (parallel-ssh, parallel-scp), ansible-core, openssh-server.
-# With --ssh only the SSH ones (no node/npm). Idempotent. Benchmarks only: tests need none of it.
+# With --ssh only the SSH ones (no node/npm); with --http only the HTTP load generator and the
+# sqlite3 shell of bench/api_bench.sh and bench/list_bench.sh (wrk, sqlite3). Idempotent.
+# Benchmarks only: tests need none of it.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ssh_only=0
+case "${1:-}" in --ssh | --http | "") ;; *) echo "usage: $0 [--ssh|--http]" >&2; exit 2 ;; esac
+# tests/bench/commands_test.py: the arguments are all this checks; nothing is installed.
+if [ "${CERTFLEET_BENCH_CHECK:-}" = 1 ]; then exit 0; fi
 if [ "${1:-}" = "--ssh" ]; then ssh_only=1; fi
+if [ "${1:-}" = "--http" ]; then
+  want=()
+  command -v wrk >/dev/null 2>&1 || want+=(wrk)
+  command -v sqlite3 >/dev/null 2>&1 || want+=(sqlite3)
+  if [ "${#want[@]}" -gt 0 ]; then
+    echo "install.sh: apt-get install ${want[*]}" >&2
+    SUDO=""; if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends "${want[@]}" >&2
+  fi
+  exit 0
+fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
