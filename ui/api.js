@@ -32,6 +32,15 @@ export function setCsrfToken(token) { csrfToken = token; }
 export function setUnauthorizedHandler(fn) { onUnauthorized = fn; }
 
 /**
+ * The server ended a live stream because its credential ended (WebSocket close 1008: the token
+ * revoked or expired, the session signed out): the same as a 401 on a call.
+ */
+export function credentialEnded() { if (onUnauthorized) onUnauthorized(); }
+
+/** The close code of a live log stream whose token or session ended (stream_watch.hpp). */
+export const CLOSE_CREDENTIAL_ENDED = 1008;
+
+/**
  * @typedef {{status: number, body: any, headers: Headers}} ApiResponse
  */
 

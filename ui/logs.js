@@ -237,10 +237,16 @@ export function logsCard(opts) {
         void refetchAll();
       }
     });
-    sock.addEventListener('close', () => {
+    sock.addEventListener('close', (ev) => {
       if (ws !== sock) return;
       ws = null;
       if (disposed || ended) return;
+      if (ev.code === api.CLOSE_CREDENTIAL_ENDED) {
+        // Reconnecting cannot succeed: say why, and go to sign-in as a 401 does.
+        setBadge(`Stopped: ${ev.reason || 'signed out'}`, 'paused');
+        api.credentialEnded();
+        return;
+      }
       reconnects += 1;
       setBadge('Reconnecting…', 'paused');
       reconnectTimer = setTimeout(connect, Math.min(5000, 250 * 2 ** Math.min(reconnects, 4)));

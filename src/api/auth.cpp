@@ -116,11 +116,19 @@ boost::asio::awaitable<result<void>> admit_token(server_state& s, store::token_r
   co_return result<void>{};
 }
 
-boost::asio::awaitable<result<store::token_record>> bearer_token(server_state& s, std::string_view hv) {
-  if (hv.size() < 7 || !iequals(hv.substr(0, 7), "Bearer "))
-    co_return make_error(errc::unauthorized, "the Authorization header must be \"Bearer <token>\"", "authorization");
+// The token's text of an Authorization value, or nullopt when it is not "Bearer <token>".
+std::optional<std::string_view> bearer_text(std::string_view hv) {
+  if (hv.size() < 7 || !iequals(hv.substr(0, 7), "Bearer ")) return std::nullopt;
   auto text = hv.substr(7);
   while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  return text;
+}
+
+boost::asio::awaitable<result<store::token_record>> bearer_token(server_state& s, std::string_view hv) {
+  const auto bearer = bearer_text(hv);
+  if (!bearer)
+    co_return make_error(errc::unauthorized, "the Authorization header must be \"Bearer <token>\"", "authorization");
+  const auto text = *bearer;
   if (!looks_like_token(text)) co_return make_error(errc::unauthorized, "invalid or revoked token", "authorization");
   auto hash = hash_token(text);
   auto now = steady::now();
@@ -212,6 +220,20 @@ boost::asio::awaitable<result<caller>> authorize(server_state& s, const credenti
                          "authorization");
   }
   co_return c;
+}
+
+stream_credential stream_credential_of(const credentials& cred, const caller& c) {
+  stream_credential out;
+  if (c.by_session) {
+    out.hash = hash_token(cred.session_cookie);
+    out.session = true;
+    out.expires_at = c.session_expires_at;
+  } else if (auto text = bearer_text(cred.authorization)) {
+    out.hash = hash_token(*text);
+  }
+  if (c.token && c.token->expires_at && (out.expires_at == 0 || c.token->expires_at < out.expires_at))
+    out.expires_at = c.token->expires_at;
+  return out;
 }
 
 }  // namespace certfleet::api

@@ -4,6 +4,7 @@
 #include "certfleet/api/router.hpp"
 #include "certfleet/core/error.hpp"
 #include "certfleet/store/auth.hpp"
+#include "stream_watch.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
@@ -70,6 +71,9 @@ boost::asio::awaitable<result<store::project>> project_by_name(server_state& s, 
 // `known`, when given, gets who the caller is as far as it was learnt (for auditing a refusal).
 boost::asio::awaitable<result<caller>> authorize(server_state& s, const credentials& cred, const route_match& m,
                                                  caller* known = nullptr);
+
+// What the stream watch rechecks for a caller that `authorize` admitted with `cred`.
+stream_credential stream_credential_of(const credentials& cred, const caller& c);
 
 // A refused (401/403) state-changing call: an audit entry, within the per-minute bound.
 boost::asio::awaitable<void> audit_refusal(server_state& s, caller c, const route_match& m, std::string_view path,

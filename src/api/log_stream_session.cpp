@@ -117,6 +117,20 @@ class stream_slot {
   std::string token_, client_;
 };
 
+// A stream in the credential watch from its upgrade to its end, however it ends.
+class watched_stream {
+ public:
+  watched_stream(const std::shared_ptr<server_state>& s, stream_credential c, std::function<void(std::string)> end)
+      : s_(s.get()), id_(watch_stream(s, std::move(c), std::move(end))) {}
+  watched_stream(const watched_stream&) = delete;
+  watched_stream& operator=(const watched_stream&) = delete;
+  ~watched_stream() { unwatch_stream(*s_, id_); }
+
+ private:
+  server_state* s_;
+  std::uint64_t id_;
+};
+
 int open_streams(const std::unordered_map<std::string, int>& m, const std::string& k) {
   auto it = m.find(k);
   return it == m.end() ? 0 : it->second;
@@ -250,6 +264,7 @@ asio::awaitable<void> run_log_stream(std::shared_ptr<server_state> self, Stream 
   if (!job) co_return co_await reject_upgrade(s, stream, error_reply(job.error()), req, client, rid);
   if (s.stopping)
     co_return co_await reject_upgrade(s, stream, error_reply(errc::shutting_down, "the server is shutting down"), req, client, rid);
+  auto credential = stream_credential_of(credentials_of(req), *c);
   const std::string token_key = c->token ? c->token->id : std::string("-");
   if (auto refusal = stream_cap_refusal(s, token_key, client)) {
     s.metrics.stream_refused();
@@ -301,6 +316,12 @@ asio::awaitable<void> run_log_stream(std::shared_ptr<server_state> self, Stream 
                   fmt::format("too slow: more than {} frames queued; reconnect with after={}", max, cc->cursor.sent()));
     }
   };
+  // Ends with its credential (stream_watch.hpp): a revoke or sign-out anywhere closes it within a second.
+  std::weak_ptr<log_subscriber> weak_sub = sub;
+  const watched_stream watched(self, std::move(credential), [self, weak, weak_sub](std::string why) {
+    if (auto cc = weak.lock()) start_close(self, cc, websocket::close_code::policy_error, std::move(why));
+    if (auto sb = weak_sub.lock()) sb->notify();
+  });
   if (auto it = s.conns.find(conn_id); it != s.conns.end())
     it->second.close_ws = [self, weak] {
       if (auto cc = weak.lock()) start_close(self, cc, websocket::close_code::going_away, "server shutting down");

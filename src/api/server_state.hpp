@@ -11,6 +11,7 @@
 #include "auth.hpp"
 #include "log_hub.hpp"
 #include "metrics.hpp"
+#include "stream_watch.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -78,6 +79,8 @@ struct server_state : std::enable_shared_from_this<server_state> {
   } backlog;
 
   auth_caches auth;
+  // Each open live log stream's credential, rechecked so a revoke or sign-out ends it.
+  stream_watch stream_credentials;
 
   // The API listener's TLS (issue 19): the context new connections get, replaced when the
   // certificate changes; a connection keeps the context it began with.

@@ -87,6 +87,7 @@ boost::asio::awaitable<reply> delete_session(server_state& s, const route_call& 
   auto gone = co_await s.timed("session_delete", s.st.auth().delete_session(hash_token(call.cred.session_cookie)));
   if (!gone) co_return error_reply(gone.error());
   co_await s.audit(call.who, "session.delete", "token/" + call.who.token->id, "ok");
+  recheck_streams_now(s);  // the session's live log streams close now
   reply r;
   r.status = 204;
   r.body.clear();

@@ -115,8 +115,10 @@ boost::asio::awaitable<reply> revoke_project_token(server_state& s, const route_
   const std::string_view outcome = r ? std::string_view("ok") : errc_name(r.error().value());
   co_await audit_token(s, c, "token.revoke", id, outcome, "");
   if (!r) co_return error_reply(r.error());
-  // This process stops accepting it now; others within auth_cache_ttl (sessions: at once).
+  // This process stops accepting it now; others within auth_cache_ttl (sessions: at once). Its
+  // live log streams close now here, within a second in other processes (stream_watch.hpp).
   s.auth.tokens.clear();
+  recheck_streams_now(s);
   co_return json_reply(200, token_answer(*r, s.clock.now_ms()));
 }
 

@@ -138,6 +138,27 @@ test('an unknown path shows "Page not found"; a session ended on the server send
   await page.close();
 });
 
+test('revoking the token of a session watching a live log sends the page to sign-in within seconds, no refresh', async () => {
+  const token = await cf.token('viewer', { name: 'watcher-to-revoke' });
+  const job = await cf.enqueue('noop', { lines: 600, line_ms: 100 });
+  const page = await browser.newPage();
+  await signIn(page, cf.url, token);
+  await page.goto(`${cf.url}/jobs/${job.id}`);
+  await page.locator('#logs-title').waitFor();
+  await page.locator('.badge.live').filter({ hasText: 'Auto-refreshing' }).waitFor();
+  const list = await cf.api('GET', '/api/v1/projects/default/tokens');
+  assert.equal(list.status, 200, list.text);
+  const id = list.body.items.find((/** @type {any} */ t) => t.name === 'watcher-to-revoke').id;
+  const t0 = Date.now();
+  const del = await cf.api('DELETE', `/api/v1/projects/default/tokens/${id}`);
+  assert.equal(del.status, 200, del.text);
+  // The server closes the stream (1008) at once; the page goes to sign-in and says why.
+  await page.waitForURL(/\/login\?.*reason=expired/, { timeout: 5000 });
+  assert.ok(Date.now() - t0 < 5000);
+  await page.getByText('Your session ended').waitFor();
+  await page.close();
+});
+
 test('the project selector lists the projects the session sees and switches the list', async () => {
   const created = await cf.api('POST', '/api/v1/projects', { name: 'team-a' });
   assert.equal(created.status, 201, created.text);
