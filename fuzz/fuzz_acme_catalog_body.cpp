@@ -1,8 +1,9 @@
 // The ACME catalog bodies (acme-accounts, dns-providers, certificates/issue, certificates/{id}/
-// revoke) and the revoke_certificate / cleanup_dns / validate_manual_dns payloads: any input gets a value or an error
+// revoke, certificates/renew) and the revoke_certificate / cleanup_dns / validate_manual_dns payloads: any input gets a value or an error
 // naming a field, never a crash; an accepted body reads back through the stored-document (or
 // payload) parser unchanged.
 #include "certfleet/core/json.hpp"
+#include "certfleet/core/object_id.hpp"
 #include "certfleet/distribution/acme_catalog.hpp"
 
 #include <boost/json.hpp>
@@ -43,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto must_name_field = [](const error& e) {
     if (e.field.empty()) std::abort();
   };
-  switch (data[0] % 5) {
+  switch (data[0] % 6) {
     case 0: {
       auto a = parse_acme_account_request(in);
       if (!a) {
@@ -141,6 +142,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (!back || back->certificate_id != v->certificate_id || back->order_job_id != v->order_job_id) std::abort();
       } else {
         must_name_field(v.error());
+      }
+      break;
+    }
+    case 5: {
+      // POST …/certificates/renew: exactly one selector, within its bounds.
+      auto r = parse_bulk_renew_request(in);
+      if (!r) {
+        must_name_field(r.error());
+        break;
+      }
+      if (r->expiring_within_days != 0) {
+        if (r->expiring_within_days < 1 || r->expiring_within_days > 365 || !r->certificate_ids.empty()) std::abort();
+        break;
+      }
+      const auto& ids = r->certificate_ids;
+      if (ids.empty() || ids.size() > bulk_renew_max) std::abort();
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (!is_object_id(ids[i])) std::abort();
+        for (std::size_t k = 0; k < i; ++k)
+          if (ids[k] == ids[i]) std::abort();
       }
       break;
     }

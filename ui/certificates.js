@@ -1,9 +1,14 @@
 // The Certificates list: name, subject, issuer, SANs, not_after with days left, the renewal
-// window and the last issue/renew job of an ACME certificate, fingerprint.
+// window and the last issue/renew job of an ACME certificate, fingerprint; and, for an operator,
+// bulk renewal (issue 31): the selected ACME certificates, or every one expiring within N days,
+// in one call (POST …/certificates/renew).
+import * as api from './api.js';
 import { renderCatalogList } from './catalog_list.js';
 import { h } from './dom.js';
 import { href } from './router.js';
 import * as fmt from './format.js';
+import * as session from './session.js';
+import { confirmAction, feedback } from './widgets.js';
 
 /** @param {string} notAfter */
 export function expiry(notAfter) {
@@ -72,9 +77,76 @@ export function lastJobCell(c, project) {
 /** @param {string} fp */
 export function shortFingerprint(fp) { return fp.length > 16 ? `${fp.slice(0, 16)}…` : fp; }
 
+/** An ACME certificate with an issued version: what a renewal can renew. @param {any} c */
+const renewable = (c) => c.source === 'acme' && Number(c.version) > 0;
+
+/**
+ * "Renew selected" and "Renew expiring…", with the answer in words and a link to the jobs.
+ * @param {string} project @param {import('./catalog_list.js').CatalogListTools} list
+ */
+function bulkRenewTools(project, list) {
+  const fb = feedback();
+  const selectedButton = h('button', { type: 'button', id: 'renew-selected', text: 'Renew selected' });
+  const expiringButton = h('button', { type: 'button', id: 'renew-expiring', text: 'Renew expiring…' });
+  const showCount = () => {
+    const n = list.selected().length;
+    selectedButton.disabled = n === 0;
+    selectedButton.textContent = n ? `Renew selected (${n})` : 'Renew selected';
+  };
+  list.onSelect(showCount);
+  showCount();
+
+  /** @param {object} body @param {HTMLButtonElement} b */
+  async function send(body, b) {
+    b.disabled = true;
+    try {
+      const r = await api.post(api.projectPath(project, '/certificates/renew'), body);
+      const requested = Number(r.body?.requested ?? 0);
+      const created = Number(r.body?.created ?? 0);
+      const skipped = Array.isArray(r.body?.skipped) ? r.body.skipped.length : 0;
+      const words = [
+        requested === 0 ? 'No ACME certificate to renew' : `${created} renewal${created === 1 ? '' : 's'} started`,
+        requested > created ? `${requested - created} already queued` : '',
+        skipped ? `${skipped} skipped (uploaded or not issued yet: renew those by uploading a new version)` : '',
+      ].filter(Boolean).join(', ');
+      fb.ok(`${words}. `, requested ? h('a', { href: href('/jobs', { project, type: 'renew_certificate' }), text: 'Show the renewal jobs' }) : '');
+      list.reload();
+    } catch (e) {
+      fb.fail(api.errorText(e));
+    } finally {
+      b.disabled = false;
+      showCount();
+    }
+  }
+
+  selectedButton.addEventListener('click', async () => {
+    const ids = list.selected();
+    if (!ids.length) return;
+    if (!await confirmAction({
+      title: `Renew ${ids.length} certificate${ids.length === 1 ? '' : 's'}?`,
+      text: 'Each selected certificate gets a new order at its CA now, and a distribution with auto-execute delivers the new version. A certificate whose renewal is already queued keeps that one.',
+      confirm: 'Renew', keep: 'Not now',
+    })) return;
+    await send({ certificate_ids: ids }, selectedButton);
+  });
+  expiringButton.addEventListener('click', async () => {
+    const days = h('input', { id: 'renew-days', type: 'number', min: '1', max: '365', step: '1', value: '30', required: true, class: 'days-input' });
+    const fields = h('p', { class: 'dialog-field' }, h('label', { for: 'renew-days', text: 'Expiring within (days, 1 to 365)' }), ' ', days);
+    if (!await confirmAction({
+      title: 'Renew every certificate expiring soon?',
+      text: 'Every ACME certificate of this project whose expiry falls within the days below (expired ones too) gets a new order at its CA now. Uploaded certificates are listed, not renewed.',
+      confirm: 'Renew', keep: 'Not now', fields,
+    })) return;
+    await send({ expiring_within_days: Number(days.value) }, expiringButton);
+  });
+  return h('div', { class: 'page-tools' }, selectedButton, expiringButton, fb.el);
+}
+
 /** @param {import('./router.js').PageContext} ctx @returns {import('./router.js').PageHandle} */
 export function renderCertificates(ctx) {
+  const operate = session.canOperate();
   return renderCatalogList(ctx, {
+    ...(operate ? { selectable: renewable, tools: (/** @type {any} */ list) => bulkRenewTools(ctx.project, list) } : {}),
     title: 'Certificates', path: '/certificates', apiPath: '/certificates',
     columns: ['Name', 'Subject', 'Issuer', 'SANs', 'Not After', 'Renewal', 'Last Renewal Job', 'Fingerprint'],
     empty: 'No certificates in this project.',

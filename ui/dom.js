@@ -83,11 +83,13 @@ export function $(selector, root = document) {
 }
 
 /**
- * A table row that opens `link` when clicked anywhere but on a link of its own.
+ * A table row that opens `link` when clicked anywhere but on a link, a button or a field of its own.
  * @param {HTMLElement} tr @param {string} link @param {(url: string) => void} open
  */
 export function openOnClick(tr, link, open) {
-  tr.addEventListener('click', (ev) => { if (!(ev.target instanceof Element && ev.target.closest('a'))) open(link); });
+  tr.addEventListener('click', (ev) => {
+    if (!(ev.target instanceof Element && ev.target.closest('a, button, input, label, select, .select-cell'))) open(link);
+  });
   return tr;
 }
 

@@ -89,6 +89,7 @@ boost::asio::awaitable<reply> delete_catalog_object(server_state&, const route_c
 // POST …/certificates/issue (202 {certificate_id, job_id}) and …/certificates/{id}/renew (202 {job_id}).
 boost::asio::awaitable<reply> issue_acme_certificate(server_state&, const route_call&);
 boost::asio::awaitable<reply> renew_acme_certificate(server_state&, const route_call&);
+boost::asio::awaitable<reply> renew_acme_certificates(server_state&, const route_call&);
 // POST …/certificates/{id}/revoke {reason?} (202 {job_id}).
 boost::asio::awaitable<reply> revoke_acme_certificate(server_state&, const route_call&);
 boost::asio::awaitable<reply> scan_target_host_key(server_state&, const route_call&);

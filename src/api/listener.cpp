@@ -85,6 +85,7 @@ asio::awaitable<void> listener::stop() {
   if (s.stopping) co_return;
   s.stopping = true;
   if (s.tls.wake) s.tls.wake();  // the certificate watcher ends now, not at its next poll
+  recheck_streams_now(s);          // and the stream credential watch
   boost::system::error_code ec;
   acceptor_.close(ec);
   auto deadline = steady::now() + s.opt.shutdown_grace;

@@ -23,7 +23,7 @@ namespace {
 // distribution/acme_catalog.cpp, session_routes.cpp). Members the parsers refuse are refused here
 // too (additionalProperties: false), so a client generated from this document sends nothing the
 // server rejects as unknown. `settings` is not here: it is generated from the settings table.
-constexpr std::array<body_schema, 19> bodies{{
+constexpr std::array<body_schema, 20> bodies{{
     {"session", R"json({"type":"object","required":["token"],"additionalProperties":false,
       "properties":{"token":{"type":"string","description":"An API token (cf_…)"}}})json"},
     {"project", R"json({"type":"object","required":["name"],"additionalProperties":false,
@@ -50,6 +50,12 @@ constexpr std::array<body_schema, 19> bodies{{
         "key_type":{"enum":["ecdsa-p256","ecdsa-p384","rsa-2048","rsa-3072"],"default":"ecdsa-p256"},
         "profile":{"type":"string","description":"An ACME profile the CA offers"},
         "auto_renew":{"type":"boolean","default":true}}})json"},
+    {"certificate_bulk_renew", R"json({"type":"object","additionalProperties":false,
+      "description":"Exactly one of certificate_ids and expiring_within_days",
+      "properties":{"certificate_ids":{"type":"array","items":{"$ref":"#/components/schemas/ObjectId"},"minItems":1,"maxItems":1000,
+          "uniqueItems":true,"description":"Issued ACME certificates of the project; one that is not refuses the whole call"},
+        "expiring_within_days":{"type":"integer","minimum":1,"maximum":365,
+          "description":"Every issued ACME certificate whose not_after is within this many days (expired ones too)"}}})json"},
     {"certificate_revoke", R"json({"type":"object","additionalProperties":false,
       "properties":{"reason":{"type":["string","integer"],
         "description":"An RFC 5280 reason name (keyCompromise, superseded, …) or its code 0-10 (7 is unused); absent: no reason. A bad one: 400 naming reason, with the list"}}})json"},
@@ -230,6 +236,15 @@ constexpr response_schema answers[] = {
     {"JobAccepted", R"json({"type":"object","required":["job_id","created"],"properties":{
       "job_id":{"$ref":"#/components/schemas/ObjectId"},
       "created":{"type":"boolean","description":"false: the same request already enqueued this job (its key)"}}})json"},
+    {"BulkRenewAccepted", R"json({"type":"object","required":["requested","created","jobs","skipped"],"properties":{
+      "requested":{"type":"integer","description":"Certificates renewed (jobs answered)"},
+      "created":{"type":"integer","description":"Of those, new jobs; the others were already queued under the same key"},
+      "jobs":{"type":"array","items":{"type":"object","required":["certificate_id","name","job_id","created"],"properties":{
+        "certificate_id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},
+        "job_id":{"$ref":"#/components/schemas/ObjectId"},"created":{"type":"boolean"}}}},
+      "skipped":{"type":"array","description":"expiring_within_days: matching certificates that cannot be renewed over ACME",
+        "items":{"type":"object","required":["certificate_id","name","reason"],"properties":{
+          "certificate_id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"reason":{"type":"string"}}}}}})json"},
     {"IssueAccepted", R"json({"type":"object","required":["certificate_id","job_id"],"properties":{
       "certificate_id":{"$ref":"#/components/schemas/ObjectId"},"job_id":{"$ref":"#/components/schemas/ObjectId"}}})json"},
     {"CertificateVersion", R"json({"type":"object","required":["version","serial","fingerprint_sha256","not_before","not_after","created_at"],
@@ -562,6 +577,8 @@ std::vector<success> success_of(route_id id) {
     case R::discovered_certificate_import: return {{201, "The certificate", "Certificate"}};
     case R::certificate_get: return {{200, "The certificate", "Certificate"}};
     case R::certificate_issue: return {{202, "The certificate is created and its issue_certificate job enqueued", "IssueAccepted"}};
+    case R::certificates_renew:
+      return {{202, "One renew_certificate per certificate (created: false where one was already queued)", "BulkRenewAccepted"}};
     case R::certificate_renew: return {{202, "renew_certificate enqueued (or the one already enqueued for this version)", "JobAccepted"}};
     case R::certificate_revoke: return {{202, "revoke_certificate enqueued (or the one already enqueued)", "JobAccepted"}};
     case R::credentials_list: return {{200, "One page of credentials", "CredentialPage"}};

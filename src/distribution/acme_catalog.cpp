@@ -5,6 +5,7 @@
 #include "certfleet/acme/keys.hpp"
 #include "certfleet/core/allow_list.hpp"
 #include "certfleet/core/json.hpp"
+#include "certfleet/core/object_id.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -685,6 +686,41 @@ result<acme_issue_request> parse_acme_issue_request(std::string_view body) {
   auto renew = r->optional_bool("auto_renew");
   if (!renew) return std::move(renew).error();
   out.acme.auto_renew = renew->value_or(true);
+  return out;
+}
+
+result<bulk_renew_request> parse_bulk_renew_request(std::string_view body) {
+  auto r = certfleet::json::object_reader::parse(body, "body");
+  if (!r) return std::move(r).error();
+  if (auto ok = r->only({"certificate_ids", "expiring_within_days"}); !ok) return std::move(ok).error();
+  bulk_renew_request out;
+  auto days = r->optional_int("expiring_within_days");
+  if (!days) return std::move(days).error();
+  auto raw = r->optional_raw("certificate_ids", false);
+  if (!raw) return std::move(raw).error();
+  if (*days && *raw)
+    return bad("body", "give either certificate_ids or expiring_within_days, not both");
+  if (*days) {
+    if (**days < 1 || **days > 365)
+      return bad("expiring_within_days", "expiring_within_days must be a whole number of days from 1 to 365");
+    out.expiring_within_days = static_cast<int>(**days);
+    return out;
+  }
+  if (!*raw)
+    return bad("body", "give certificate_ids (a list of certificate ids) or expiring_within_days (1 to 365)");
+  auto v = json::parse(**raw);
+  if (!v.is_array() || v.as_array().empty() || v.as_array().size() > bulk_renew_max)
+    return bad("certificate_ids", fmt::format("certificate_ids must be a list of 1 to {} certificate ids", bulk_renew_max));
+  const auto& ids = v.as_array();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto field = fmt::format("certificate_ids[{}]", i);
+    if (!ids[i].is_string() || !is_object_id(ids[i].as_string()))
+      return bad(field, fmt::format("{} must be a 24-character hex certificate id", field));
+    std::string id(ids[i].as_string());
+    if (std::find(out.certificate_ids.begin(), out.certificate_ids.end(), id) != out.certificate_ids.end())
+      return bad(field, fmt::format("{} repeats certificate {}", field, id));
+    out.certificate_ids.push_back(std::move(id));
+  }
   return out;
 }
 

@@ -600,6 +600,94 @@ op<json::value> service::issue_certificate(std::string project_id, std::string b
   co_return json::value(json::object{{"certificate_id", cert->id}, {"job_id", created->front().job.id}});
 }
 
+namespace {
+// Why a certificate cannot be renewed over ACME, or nullopt when it can.
+std::optional<std::string> not_renewable(const certificate_doc& doc, std::string_view id) {
+  if (doc.source != "acme" || !doc.acme)
+    return fmt::format("certificate {} was uploaded: only ACME certificates are renewed (upload a new version with "
+                       "POST …/certificates/{}/versions)", id, id);
+  if (doc.version == 0)
+    return fmt::format("certificate {} has no issued version yet: its issue_certificate job issues it", id);
+  return std::nullopt;
+}
+
+result<store::enqueue_outcome> enqueue_renewal(store::catalog_tx& tx, const std::string& project_id, const std::string& id,
+                                               const certificate_doc& doc, const std::string& actor, time_ms now) {
+  auto e = enqueue_certificate_job(tx, project_id, id, queue::job_names::renew_certificate, acme_job_payload(id, doc.version),
+                                   renew_job_key(id, doc.not_after), actor, now);
+  if (!e) return e;
+  if (auto r = record_acme_job(tx, project_id, id, e->job.id); !r) return std::move(r).error();
+  return e;
+}
+}  // namespace
+
+op<json::value> service::renew_certificates(std::string project_id, std::string body, std::string actor) {
+  auto req = parse_bulk_renew_request(body);
+  if (!req) co_return std::move(req).error();
+  const auto now = clock_.now_ms();
+  auto out = std::make_shared<json::object>();
+  auto created = std::make_shared<std::vector<store::enqueue_outcome>>();
+  store::tx_fn op = [=, request = std::move(*req)](store::catalog_tx& tx) -> result<void> {
+    std::vector<certificate_with_doc> renew;
+    json::array skipped;
+    if (request.expiring_within_days == 0) {
+      for (std::size_t i = 0; i < request.certificate_ids.size(); ++i) {
+        const auto& id = request.certificate_ids[i];
+        const auto field = fmt::format("certificate_ids[{}]", i);
+        auto got = read_certificate(tx, project_id, id);
+        if (!got) {
+          auto e = std::move(got).error();
+          if (e.is(errc::not_found)) return make_error(errc::not_found, fmt::format("{}: no certificate {} in this project", field, id), field);
+          return e;
+        }
+        if (auto why = not_renewable(got->doc, id)) return make_error(errc::conflict, fmt::format("{}: {}", field, *why), field);
+        renew.push_back(std::move(*got));
+      }
+    } else {
+      const time_ms before = now + static_cast<time_ms>(request.expiring_within_days) * 86'400'000;
+      for (int page = 1;; ++page) {
+        auto p = tx.list_objects(project_id, store::kind_certificate, page, 500);
+        if (!p) return std::move(p).error();
+        for (auto& o : p->items) {
+          if (o.not_after == 0 || o.not_after > before) continue;
+          auto doc = parse_certificate_doc(o, true);
+          if (!doc) return std::move(doc).error();
+          if (auto why = not_renewable(*doc, o.id)) {
+            skipped.emplace_back(json::object{{"certificate_id", o.id}, {"name", o.name}, {"reason", *why}});
+            continue;
+          }
+          renew.push_back(certificate_with_doc{std::move(o), std::move(*doc)});
+        }
+        if (p->items.size() < 500) break;
+      }
+      if (renew.size() > bulk_renew_max)
+        return make_error(errc::invalid_argument,
+                          fmt::format("{} certificates expire within {} days, more than {} per call: renew a shorter window "
+                                      "first, or by certificate_ids",
+                                      renew.size(), request.expiring_within_days, bulk_renew_max),
+                          "expiring_within_days");
+    }
+    json::array jobs;
+    std::vector<store::enqueue_outcome> made;
+    for (const auto& c : renew) {
+      auto e = enqueue_renewal(tx, project_id, c.object.id, c.doc, actor, now);
+      if (!e) return std::move(e).error();
+      jobs.emplace_back(json::object{{"certificate_id", c.object.id}, {"name", c.object.name}, {"job_id", e->job.id},
+                                     {"created", e->created}});
+      made.push_back(std::move(*e));
+    }
+    const auto new_jobs = std::count_if(made.begin(), made.end(), [](const auto& e) { return e.created; });
+    *out = json::object{{"requested", jobs.size()}, {"created", new_jobs}, {"jobs", std::move(jobs)},
+                        {"skipped", std::move(skipped)}};
+    *created = std::move(made);
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op));
+  if (!w) co_return std::move(w).error();
+  queue_.jobs_created(*created);
+  co_return json::value(std::move(*out));
+}
+
 op<json::value> service::renew_certificate(std::string project_id, std::string id, std::string actor) {
   auto now = clock_.now_ms();
   auto out = std::make_shared<json::object>();
@@ -607,22 +695,13 @@ op<json::value> service::renew_certificate(std::string project_id, std::string i
   store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
     auto got = read_certificate(tx, project_id, id);
     if (!got) return std::move(got).error();
-    auto* cert = &got->object;
     auto* doc = &got->doc;
-    if (doc->source != "acme" || !doc->acme)
-      return make_error(errc::conflict,
-                        fmt::format("certificate {} was uploaded: only ACME certificates are renewed (upload a new version "
-                                    "with POST …/certificates/{}/versions)", id, id),
-                        "id");
-    if (doc->version == 0)
-      return make_error(errc::conflict,
-                        fmt::format("certificate {} has no issued version yet: its issue_certificate job issues it", id), "id");
-    auto e = enqueue_certificate_job(tx, project_id, id, queue::job_names::renew_certificate, acme_job_payload(id, doc->version),
-                                     renew_job_key(id, doc->not_after), actor, now);
+    if (auto why = not_renewable(*doc, id)) return make_error(errc::conflict, *why, "id");
+    auto e = enqueue_renewal(tx, project_id, id, *doc, actor, now);
     if (!e) return std::move(e).error();
     *out = json::object{{"job_id", e->job.id}, {"created", e->created}};
     *created = {*e};
-    return record_acme_job(tx, project_id, id, e->job.id);
+    return {};
   };
   auto w = co_await st_.catalog().transact(std::move(op));
   if (!w) co_return std::move(w).error();
@@ -768,7 +847,6 @@ op<json::value> service::revoke_certificate(std::string project_id, std::string 
   store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
     auto got = read_certificate(tx, project_id, id);
     if (!got) return std::move(got).error();
-    auto* cert = &got->object;
     auto* doc = &got->doc;
     if (doc->source != "acme" || !doc->acme)
       return make_error(errc::conflict,

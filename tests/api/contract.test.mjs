@@ -470,6 +470,9 @@ test('every operation of the served OpenAPI document, answers and errors, passes
     if (validated.status !== 'completed') statusProblems.push(`the ACME validation job ended ${validated.status}: ${JSON.stringify(validated).slice(0, 600)}`);
     await call('GET', `${P}/certificates/${acmeCertId}`, { token: viewer, expect: 200 });
     await call('POST', `${P}/certificates/${acmeCertId}/renew`, { token: operator, expect: 202 });
+    // The same certificate in bulk: the renewal just queued answers (created: false).
+    await call('POST', `${P}/certificates/renew`, { token: operator, expect: 202, body: { certificate_ids: [acmeCertId] } });
+    await call('POST', `${P}/certificates/renew`, { token: operator, expect: 400, body: { expiring_within_days: 0 } });
     await call('POST', `${P}/certificates/${acmeCertId}/revoke`, { body: { reason: 4 }, expect: 202 });
     await call('POST', `${P}/certificates/${acmeCertId}/versions`, { body: renewed, expect: 409 });
 

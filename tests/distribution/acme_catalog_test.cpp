@@ -293,6 +293,30 @@ TEST(acme_catalog, an_issue_body_becomes_an_unissued_acme_certificate) {
 // The view's renewal window (DESIGN §9): none before the first version; then the last third of
 // the lifetime, or the CA's window (ARI) the sweep kept for this version's serial; and the last
 // issue/renew job.
+TEST(acme_catalog, a_bulk_renew_body_takes_ids_or_a_window_never_both_and_names_the_field) {
+  auto by_ids = parse_bulk_renew_request(R"({"certificate_ids":["0123456789abcdef01234567","0123456789abcdef01234568"]})");
+  ASSERT_TRUE(by_ids) << by_ids.error().message;
+  EXPECT_EQ(by_ids->certificate_ids.size(), 2u);
+  EXPECT_EQ(by_ids->expiring_within_days, 0);
+  auto window = parse_bulk_renew_request(R"({"expiring_within_days":365})");
+  ASSERT_TRUE(window);
+  EXPECT_EQ(window->expiring_within_days, 365);
+  EXPECT_TRUE(window->certificate_ids.empty());
+  for (const auto& [body, field] : std::vector<std::pair<std::string, std::string>>{
+           {"{}", "body"},
+           {R"({"expiring_within_days":1,"certificate_ids":["0123456789abcdef01234567"]})", "body"},
+           {R"({"expiring_within_days":-1})", "expiring_within_days"},
+           {R"({"expiring_within_days":true})", "expiring_within_days"},
+           {R"({"certificate_ids":[1]})", "certificate_ids[0]"},
+           {R"({"certificate_ids":["0123456789abcdef01234567","0123456789ABCDEF01234567x"]})", "certificate_ids[1]"},
+           {R"({"certificate_ids":{}})", "certificate_ids"},
+           {R"({"ids":[]})", "ids"}}) {
+    auto r = parse_bulk_renew_request(body);
+    ASSERT_FALSE(r) << body;
+    EXPECT_EQ(r.error().field, field) << body << ": " << r.error().message;
+  }
+}
+
 TEST(acme_catalog, the_view_shows_the_renewal_window_and_the_last_job) {
   auto r = parse_acme_issue_request(
       R"({"name":"www","domains":["www.example.test"],"acme_account_id":"0123456789abcdef01234567",

@@ -320,18 +320,20 @@ test('an issued ACME certificate: renewal window and last renewal job on its pag
     await page.goto(`${cf.url}/certificates?project=default`);
     const row = page.locator('tr', { hasText: 'shop' });
     await row.waitFor();
+    // An operator's list starts with the selection column (bulk renewal, below).
     assert.deepEqual(await page.locator('thead th').allTextContents(),
-      ['Name', 'Subject', 'Issuer', 'SANs', 'Not After', 'Renewal', 'Last Renewal Job', 'Fingerprint']);
+      ['Select', 'Name', 'Subject', 'Issuer', 'SANs', 'Not After', 'Renewal', 'Last Renewal Job', 'Fingerprint']);
     const cells = row.locator('td');
-    assert.match(await cells.nth(2).innerText(), /Pebble Intermediate CA/);
-    assert.match(await cells.nth(5).innerText(), /→/);
-    assert.equal(await cells.nth(6).locator('a').getAttribute('href'), `/jobs/${shop.job_id}?project=default`);
+    assert.match(await cells.nth(3).innerText(), /Pebble Intermediate CA/);
+    assert.match(await cells.nth(6).innerText(), /→/);
+    assert.equal(await cells.nth(7).locator('a').getAttribute('href'), `/jobs/${shop.job_id}?project=default`);
     // An ACME certificate not issued yet (the waiting manual one) has no window, says "pending"
-    // and "not issued yet" (issue 31).
+    // and "not issued yet" (issue 31), and cannot be selected for renewal.
     const waiting = page.locator('tr', { hasText: 'www.example.test' });
-    assert.equal(await waiting.locator('td').nth(5).innerText(), '');
+    assert.equal(await waiting.locator('td').nth(6).innerText(), '');
     assert.equal(await waiting.locator('[data-tag=pending]').count(), 1);
-    assert.equal(await waiting.locator('td').nth(4).innerText(), 'not issued yet');
+    assert.equal(await waiting.locator('td').nth(5).innerText(), 'not issued yet');
+    assert.equal(await waiting.locator('input.row-select').count(), 0);
     // The one whose DNS server is closed: its last error, from the API, under its job link.
     const api = (await cf.api('GET', `${P}/certificates/${failing.certificate_id}`)).body;
     assert.ok(typeof api.last_error === 'string' && api.last_error, JSON.stringify(api));
@@ -354,7 +356,41 @@ test('an issued ACME certificate: renewal window and last renewal job on its pag
     const renewId = (await renewed.locator('a').innerText()).slice('job '.length);
     assert.equal((await cf.api('GET', `${P}/jobs/${renewId}`)).body.type, 'renew_certificate');
     assert.equal(await renewed.locator('a').getAttribute('href'), `/jobs/${renewId}?project=default`);
-    assert.deepEqual(errors, []);
+
+    // Bulk renewal from the list (issue 31): select it, Renew selected, confirm. It answers in
+    // words — a new renewal, or the one just queued under the same key — and links the jobs.
+    await page.goto(`${cf.url}/certificates?project=default`);
+    const selectShop = page.getByRole('checkbox', { name: 'Select shop' });
+    await selectShop.waitFor();
+    const renewSelected = page.locator('#renew-selected');
+    assert.equal(await renewSelected.isDisabled(), true);
+    await selectShop.check();
+    assert.equal(await renewSelected.innerText(), 'Renew selected (1)');
+    assert.equal(new URL(page.url()).pathname, '/certificates', 'ticking the box does not open the row');
+    await renewSelected.click();
+    const dialog = page.locator('dialog.confirm-dialog');
+    assert.equal(await dialog.locator('h2').innerText(), 'Renew 1 certificate?');
+    await shot(page, 'certificates-bulk-renew-dialog-light');
+    await dialog.getByRole('button', { name: 'Renew' }).click();
+    const bulk = page.locator('.page-tools .feedback.ok');
+    await bulk.locator('a').waitFor();
+    assert.match(await bulk.innerText(), /^(1 renewal started|0 renewals started, 1 already queued)\. Show the renewal jobs$/);
+    assert.equal(await bulk.locator('a').getAttribute('href'), '/jobs?project=default&type=renew_certificate');
+    // Every one expiring within a year: the dialog takes the days; a bad number is the API's
+    // message, naming nothing renewed.
+    await page.locator('#renew-expiring').click();
+    await page.locator('#renew-days').fill('400');
+    await page.locator('dialog.confirm-dialog').getByRole('button', { name: 'Renew' }).click();
+    const refused = page.locator('.page-tools .feedback.error');
+    await refused.waitFor();
+    assert.match(await refused.innerText(), /expiring_within_days must be a whole number of days from 1 to 365/);
+    await page.locator('#renew-expiring').click();
+    await page.locator('#renew-days').fill('365');
+    await page.locator('dialog.confirm-dialog').getByRole('button', { name: 'Renew' }).click();
+    await page.locator('.page-tools .feedback.ok').waitFor();
+    assert.deepEqual(await axe(page), []);
+    await shot(page, 'certificates-bulk-renew-light');
+    assert.deepEqual(errors.filter((e) => !/400/.test(e)), []);
     await page.close();
 
     // An admin: Renew, Revoke and Delete. Revoke asks first, naming the certificate; Keep it

@@ -155,6 +155,23 @@ result<void> record_acme_job(store::catalog_tx& tx, const std::string& project_i
 store::catalog_object make_unissued_acme_certificate(const acme_issue_request& r, std::string id,
                                                      std::string project_id, time_ms now);
 
+// ---- bulk renewal ---------------------------------------------------------------------------
+
+// At most this many certificates renewed by one call (one transaction enqueues them all).
+inline constexpr std::size_t bulk_renew_max = 1000;
+
+// POST …/certificates/renew: exactly one of
+//   {certificate_ids: [id, …]}     1 to bulk_renew_max distinct object ids; every one must be an
+//                                  issued ACME certificate of the project, else nothing is enqueued
+//   {expiring_within_days: N}      1 to 365: every issued ACME certificate of the project whose
+//                                  not_after is within N days (expired ones included); the others
+//                                  that match (uploaded, not issued yet) are listed as skipped
+struct bulk_renew_request {
+  std::vector<std::string> certificate_ids;
+  int expiring_within_days = 0;  // 0: by ids
+};
+result<bulk_renew_request> parse_bulk_renew_request(std::string_view body);
+
 // ---- revocation ---------------------------------------------------------------------------
 
 // POST …/certificates/{id}/revoke {reason?}: `reason` an RFC 5280 reason name ("keyCompromise",

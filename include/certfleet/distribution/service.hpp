@@ -61,6 +61,12 @@ class service {
   // POST …/certificates/{id}/renew: renew_certificate keyed renew:<id>:<expires_at_unix>, so a
   // second request while one is pending answers the same job → {job_id, created}.
   op<boost::json::value> renew_certificate(std::string project_id, std::string id, std::string actor);
+  // POST …/certificates/renew (acme_catalog.hpp's bulk_renew_request): one renew_certificate per
+  // certificate, each under the key a single renew and the renewal sweep use (a certificate
+  // already queued answers its job, created: false), all in one transaction → {requested, created,
+  // jobs[{certificate_id, name, job_id, created}], skipped[{certificate_id, name, reason}]}. By
+  // ids: any id that is missing or not renewable refuses the whole call, naming it.
+  op<boost::json::value> renew_certificates(std::string project_id, std::string body, std::string actor);
   // POST …/certificates/{id}/revoke {reason?}: revoke_certificate for the current version (key
   // revoke:<id>:<version>, payload with its serial) → {job_id, created}. Refused (conflict) for a
   // certificate not from ACME, one never issued, or one already revoked; bad input names "reason".
