@@ -96,8 +96,8 @@ function bulkRenewTools(project, list) {
   list.onSelect(showCount);
   showCount();
 
-  /** @param {object} body @param {HTMLButtonElement} b */
-  async function send(body, b) {
+  /** @param {object} body @param {HTMLButtonElement} b @param {string} none what an answer without a renewal says */
+  async function send(body, b, none) {
     b.disabled = true;
     try {
       const r = await api.post(api.projectPath(project, '/certificates/renew'), body);
@@ -105,7 +105,7 @@ function bulkRenewTools(project, list) {
       const created = Number(r.body?.created ?? 0);
       const skipped = Array.isArray(r.body?.skipped) ? r.body.skipped.length : 0;
       const words = [
-        requested === 0 ? 'No ACME certificate to renew' : `${created} renewal${created === 1 ? '' : 's'} started`,
+        requested === 0 ? none : `${created} renewal${created === 1 ? '' : 's'} started`,
         requested > created ? `${requested - created} already queued` : '',
         skipped ? `${skipped} skipped (uploaded or not issued yet: renew those by uploading a new version)` : '',
       ].filter(Boolean).join(', ');
@@ -125,9 +125,9 @@ function bulkRenewTools(project, list) {
     if (!await confirmAction({
       title: `Renew ${ids.length} certificate${ids.length === 1 ? '' : 's'}?`,
       text: 'Each selected certificate gets a new order at its CA now, and a distribution with auto-execute delivers the new version. A certificate whose renewal is already queued keeps that one.',
-      confirm: 'Renew', keep: 'Not now',
+      confirm: 'Renew', keep: 'Not now', undoable: true,
     })) return;
-    await send({ certificate_ids: ids }, selectedButton);
+    await send({ certificate_ids: ids }, selectedButton, 'No ACME certificate to renew');
   });
   expiringButton.addEventListener('click', async () => {
     const days = h('input', { id: 'renew-days', type: 'number', min: '1', max: '365', step: '1', value: '30', required: true, class: 'days-input' });
@@ -135,9 +135,9 @@ function bulkRenewTools(project, list) {
     if (!await confirmAction({
       title: 'Renew every certificate expiring soon?',
       text: 'Every ACME certificate of this project whose expiry falls within the days below (expired ones too) gets a new order at its CA now. Uploaded certificates are listed, not renewed.',
-      confirm: 'Renew', keep: 'Not now', fields,
+      confirm: 'Renew', keep: 'Not now', undoable: true, fields,
     })) return;
-    await send({ expiring_within_days: Number(days.value) }, expiringButton);
+    await send({ expiring_within_days: Number(days.value) }, expiringButton, `No ACME certificate expires within ${days.value} days`);
   });
   return h('div', { class: 'page-tools' }, selectedButton, expiringButton, fb.el);
 }

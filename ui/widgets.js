@@ -24,12 +24,14 @@ export function feedback() {
  * that names the object, with the action's own words on the button, and any fields the action
  * takes (`fields`, read by the caller once this resolves true). Resolves true only for that
  * button; Escape, the other button and closing resolve false. Focus returns to what had it.
- * @param {{title: string, text: string, confirm: string, keep?: string, fields?: HTMLElement}} o
+ * `undoable`: the action can be taken back or does no harm when repeated (a renewal): its button
+ * is not styled as a destructive one.
+ * @param {{title: string, text: string, confirm: string, keep?: string, fields?: HTMLElement, undoable?: boolean}} o
  * @returns {Promise<boolean>}
  */
 export function confirmAction(o) {
   const back = document.activeElement instanceof HTMLElement ? document.activeElement : null;
-  const yes = h('button', { type: 'button', class: 'danger', 'data-confirm': 'yes', text: o.confirm });
+  const yes = h('button', { type: 'button', class: o.undoable ? 'primary' : 'danger', 'data-confirm': 'yes', text: o.confirm });
   const no = h('button', { type: 'button', 'data-confirm': 'no', text: o.keep ?? 'Keep it' });
   const dialog = h('dialog', { class: 'confirm-dialog', 'aria-labelledby': 'confirm-title', 'aria-describedby': 'confirm-text' },
     h('h2', { id: 'confirm-title', text: o.title }),

@@ -368,10 +368,10 @@ test('an issued ACME certificate: renewal window and last renewal job on its pag
     assert.equal(await renewSelected.innerText(), 'Renew selected (1)');
     assert.equal(new URL(page.url()).pathname, '/certificates', 'ticking the box does not open the row');
     await renewSelected.click();
-    const dialog = page.locator('dialog.confirm-dialog');
-    assert.equal(await dialog.locator('h2').innerText(), 'Renew 1 certificate?');
+    const renewDialog = page.locator('dialog.confirm-dialog');
+    assert.equal(await renewDialog.locator('h2').innerText(), 'Renew 1 certificate?');
     await shot(page, 'certificates-bulk-renew-dialog-light');
-    await dialog.getByRole('button', { name: 'Renew' }).click();
+    await renewDialog.getByRole('button', { name: 'Renew' }).click();
     const bulk = page.locator('.page-tools .feedback.ok');
     await bulk.locator('a').waitFor();
     assert.match(await bulk.innerText(), /^(1 renewal started|0 renewals started, 1 already queued)\. Show the renewal jobs$/);
