@@ -360,6 +360,7 @@ test('every operation of the served OpenAPI document, answers and errors, passes
     await call('POST', `${P}/jobs`, { body: { type: 'noop', payload: { ms: 0, log: true }, idempotency_key: 'contract-noop' }, expect: 200 });
     await waitJob(noopId, finished);
     await call('GET', `${P}/jobs/${noopId}`, { token: viewer, expect: 200 });
+    await call('GET', `${P}/dashboard`, { token: viewer, expect: 200 });
     await call('GET', `${P}/jobs/${noopId}/logs?after=0&limit=10`, { token: viewer, expect: 200 });
     await call('GET', `${P}/jobs?status=completed&type=noop&page_size=5`, { token: viewer, expect: 200 });
     await call('GET', `${P}/jobs`, { token: viewer, expect: 200 });
@@ -472,7 +473,7 @@ test('every operation of the served OpenAPI document, answers and errors, passes
     await call('POST', `${P}/certificates/${acmeCertId}/renew`, { token: operator, expect: 202 });
     // The same certificate in bulk: the renewal just queued answers (created: false).
     await call('POST', `${P}/certificates/renew`, { token: operator, expect: 202, body: { certificate_ids: [acmeCertId] } });
-    await call('POST', `${P}/certificates/renew`, { token: operator, expect: 400, body: { expiring_within_days: 0 } });
+    await call('POST', `${P}/certificates/renew`, { token: operator, bad: true, expect: 400, body: { expiring_within_days: 0 } });
     await call('POST', `${P}/certificates/${acmeCertId}/revoke`, { body: { reason: 4 }, expect: 202 });
     await call('POST', `${P}/certificates/${acmeCertId}/versions`, { body: renewed, expect: 409 });
 
@@ -487,6 +488,8 @@ test('every operation of the served OpenAPI document, answers and errors, passes
     if (ranA.status !== 'success') statusProblems.push(`distribution A ended ${ranA.status}: ${JSON.stringify(ranA).slice(0, 600)}`);
     await call('GET', `${P}/distributions/${distAId}`, { token: viewer, expect: 200 });
     await call('GET', `${P}/distributions/${distAId}/results?run=1&page_size=10`, { token: viewer, expect: 200 });
+    // With certificates (uploaded and ACME), a domain and a finished run: every part filled.
+    await call('GET', `${P}/dashboard`, { token: viewer, expect: 200 });
     await call('POST', `${P}/distributions/${distAId}/rollback`, { token: operator, body: { run_no: 1 }, expect: 202 });
     await waitDistribution(distAId);
     await call('GET', `${P}/distributions/${distAId}/results`, { token: viewer, expect: 200 });

@@ -143,9 +143,11 @@ TEST(mongo_auth_indexes, each_query_has_an_index_whose_order_matches_its_sort) {
   }
   ASSERT_EQ(by_coll.size(), 4u);
   const auto& tokens = by_coll.at("tokens").at("indexes").as_array();
-  ASSERT_EQ(tokens.size(), 2u);
+  ASSERT_EQ(tokens.size(), 3u);
   EXPECT_EQ(s(tokens[0]), R"({"key":{"hash":1},"name":"hash","unique":true})");
   EXPECT_EQ(s(tokens[1]), R"({"key":{"project_id":1,"created_at":1,"_id":1},"name":"project"})");
+  // The purge's find {expires_at: {$lt}} sorted by expires_at: only expiring tokens are in it.
+  EXPECT_EQ(s(tokens[2]), R"({"key":{"expires_at":1},"name":"expiry","partialFilterExpression":{"expires_at":{"$exists":true}}})");
   EXPECT_EQ(s(by_coll.at("ui_sessions").at("indexes")), R"([{"key":{"expires_at":1},"name":"expiry"}])");
   EXPECT_EQ(s(by_coll.at("audit_log").at("indexes")), R"([{"key":{"project_id":1,"_id":-1},"name":"project"}])");
   EXPECT_EQ(s(by_coll.at("session_slots").at("indexes")),

@@ -1151,10 +1151,12 @@ namespace {
 std::vector<doc> auth_index_commands(std::int32_t max_time_ms) {
   std::vector<doc> out;
   // find_token: equality on hash (unique: one token per hash); list_tokens: a project's, oldest
-  // first (the sort {created_at, _id} follows the equality).
+  // first (the sort {created_at, _id} follows the equality); the retention sweep's purge: tokens
+  // by expiry, oldest first, only those that expire at all (a token without expires_at never does).
   out.push_back(create_indexes("tokens",
                                {{"hash", {{"hash", 1}}, true},
-                                {"project", {{"project_id", 1}, {"created_at", 1}, {"_id", 1}}}},
+                                {"project", {{"project_id", 1}, {"created_at", 1}, {"_id", 1}}},
+                                {"expiry", {{"expires_at", 1}}, false, "expires_at"}},
                                max_time_ms));
   // Sessions are keyed by their hash (_id, unique by itself); the expired ones go by expiry.
   out.push_back(create_indexes("ui_sessions", {{"expiry", {{"expires_at", 1}}}}, max_time_ms));
