@@ -139,7 +139,7 @@ function bulkRenewTools(project, list) {
     })) return;
     await send({ expiring_within_days: Number(days.value) }, expiringButton, `No ACME certificate expires within ${days.value} days`);
   });
-  return h('div', { class: 'page-tools' }, selectedButton, expiringButton, fb.el);
+  return h('div', { class: 'page-tools bulk-renew' }, selectedButton, expiringButton, fb.el);
 }
 
 /** @param {import('./router.js').PageContext} ctx @returns {import('./router.js').PageHandle} */

@@ -30,7 +30,7 @@ export function renderLogin(ctx) {
     button.disabled = true;
     try {
       await session.signIn(input.value.trim());
-      navigate(nextOk ?? '/jobs', { replace: true });
+      navigate(nextOk ?? '/dashboard', { replace: true });
     } catch (e) {
       error.textContent = api.errorText(e);
       input.setAttribute('aria-invalid', 'true');

@@ -50,7 +50,7 @@ function renderHeader(active) {
   });
   header.classList.remove('open');
   replace(header,
-    h('a', { class: 'brand', href: router.href('/jobs', { project }), text: 'certfleet' }),
+    h('a', { class: 'brand', href: router.href('/dashboard', { project }), text: 'certfleet' }),
     menu,
     h('nav', { 'aria-label': 'Main', id: 'main-nav' },
       ...pages.filter((p) => p.nav && (!p.system || session.isSystem()) && (!p.role || session.hasRole(p.role))).map((p) => h('a', {
@@ -73,7 +73,7 @@ async function render() {
   }
   if (m?.route.name === 'login' && session.session()) {
     const next = new URLSearchParams(location.search).get('next');
-    router.navigate(next && next.startsWith('/') && !next.startsWith('//') ? next : '/jobs', { replace: true });
+    router.navigate(next && next.startsWith('/') && !next.startsWith('//') ? next : '/dashboard', { replace: true });
     return;
   }
   const query = new URLSearchParams(location.search);

@@ -1,6 +1,7 @@
 // The UI's pages, once: the router's routes, the header's navigation, the project switch (which
 // list a page belongs to) and, through a test, the server's page list (src/api/ui_routes.cpp)
 // all read this table.
+import { renderDashboard } from './dashboard.js';
 import { renderJobs } from './jobs.js';
 import { renderJobDetail } from './job_detail.js';
 import { renderDistributions } from './distributions.js';
@@ -25,6 +26,7 @@ import { renderTokens } from './tokens.js';
 
 /** @type {Page[]} */
 export const pages = [
+  { name: 'dashboard', path: '/dashboard', title: 'Dashboard', render: renderDashboard, section: 'dashboard', nav: 'Dashboard' },
   { name: 'jobs', path: '/jobs', title: 'Job Queue', render: renderJobs, section: 'jobs', nav: 'Jobs' },
   { name: 'job', path: '/jobs/:id', title: 'Job', render: renderJobDetail, section: 'jobs' },
   { name: 'distributions', path: '/distributions', title: 'Distributions', render: renderDistributions, section: 'distributions', nav: 'Distributions' },

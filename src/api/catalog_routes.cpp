@@ -85,7 +85,7 @@ boost::asio::awaitable<reply> renew_acme_certificate(server_state& s, const rout
 boost::asio::awaitable<reply> renew_acme_certificates(server_state& s, const route_call& call) {
   auto t0 = steady::now();
   const std::string actor = call.who.token ? "token:" + call.who.token->id : "anonymous";
-  auto r = co_await s.catalog.renew_certificates(call.who.project->id, std::string(call.body), actor);
+  auto r = co_await s.catalog.renew_certificates(call.who.project->id, call.body, actor);
   co_return co_await catalog_answer(s, call, "bulk_renew", 202, std::move(r), t0);
 }
 

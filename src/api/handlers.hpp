@@ -3,10 +3,12 @@
 // distributions, projects, admin). A handler takes our own request and reply types, not Beast's:
 // the HTTP session parses, dispatch.cpp authorizes and picks the handler by the route's id.
 #include "certfleet/api/router.hpp"
+#include "certfleet/store/job.hpp"
 #include "auth.hpp"
 #include "reply.hpp"
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/json/object.hpp>
 
 #include <chrono>
 #include <optional>
@@ -113,6 +115,13 @@ boost::asio::awaitable<reply> rollback_distribution(server_state&, const route_c
 boost::asio::awaitable<reply> retry_failed_distribution(server_state&, const route_call&);
 boost::asio::awaitable<reply> cancel_distribution(server_state&, const route_call&);
 boost::asio::awaitable<reply> distribution_results(server_state&, const route_call&);
+
+// job_routes.cpp, shared with dashboard_routes.cpp: the Jobs page's tab counts as the API shows
+// them, {all, pending, active, completed, failed, dead, cancelled}.
+boost::json::object tab_counts_json(const store::status_counts& c);
+
+// dashboard_routes.cpp
+boost::asio::awaitable<reply> get_dashboard(server_state&, const route_call&);
 
 // catalog_routes.cpp, shared with distribution_routes.cpp: the distribution service's answer
 // as a reply. Times it (metric "<kind>_<verb>", "<kind>_read" for an empty verb) and audits

@@ -60,6 +60,15 @@ constexpr std::array<store::job_status, 6> tab_order{store::job_status::pending,
 
 }  // namespace
 
+boost::json::object tab_counts_json(const store::status_counts& c) {
+  boost::json::object counts;
+  std::int64_t all = 0;
+  for (auto st : tab_order) all += c[static_cast<std::size_t>(st)];
+  counts["all"] = all;
+  for (auto st : tab_order) counts[store::to_string(st)] = c[static_cast<std::size_t>(st)];
+  return counts;
+}
+
 boost::asio::awaitable<reply> list_jobs(server_state& s, const route_call& call) {
   const caller& c = call.who;
   auto lq = parse_job_list_query(call.query);
@@ -72,11 +81,7 @@ boost::asio::awaitable<reply> list_jobs(server_state& s, const route_call& call)
   boost::json::array items;
   items.reserve(page->items.size());
   for (const auto& j : page->items) items.push_back(job_json(s, j));
-  boost::json::object counts;
-  std::int64_t all = 0;
-  for (auto st : tab_order) all += page->counts[static_cast<std::size_t>(st)];
-  counts["all"] = all;
-  for (auto st : tab_order) counts[store::to_string(st)] = page->counts[static_cast<std::size_t>(st)];
+  auto counts = tab_counts_json(page->counts);
   co_return json_reply(200, boost::json::object{
                                 {"items", std::move(items)},
                                 {"page", lq->page},

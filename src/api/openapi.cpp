@@ -236,6 +236,40 @@ constexpr response_schema answers[] = {
     {"JobAccepted", R"json({"type":"object","required":["job_id","created"],"properties":{
       "job_id":{"$ref":"#/components/schemas/ObjectId"},
       "created":{"type":"boolean","description":"false: the same request already enqueued this job (its key)"}}})json"},
+    {"TabCounts", R"json({"type":"object","required":["all","pending","active","completed","failed","dead","cancelled"],
+      "properties":{"all":{"type":"integer"},"pending":{"type":"integer"},"active":{"type":"integer"},"completed":{"type":"integer"},
+        "failed":{"type":"integer"},"dead":{"type":"integer"},"cancelled":{"type":"integer"}}})json"},
+    {"Dashboard", R"json({"type":"object","required":["generated_at","jobs","certificates","distributions","checks","truncated"],"properties":{
+      "generated_at":{"type":"string","format":"date-time"},
+      "jobs":{"type":"object","required":["counts","by_type","by_lane"],"properties":{
+        "counts":{"$ref":"#/components/schemas/TabCounts"},
+        "by_type":{"type":"array","description":"Job types this project has jobs of","items":{"type":"object",
+          "required":["type","lane","counts"],"properties":{"type":{"type":"string"},"lane":{"type":"string"},
+          "counts":{"$ref":"#/components/schemas/TabCounts"}}}},
+        "by_lane":{"type":"array","items":{"type":"object","required":["lane","counts"],"properties":{
+          "lane":{"type":"string"},"counts":{"$ref":"#/components/schemas/TabCounts"}}}}}},
+      "certificates":{"type":"object","required":["total","expired","expiring_soon","window_days","not_issued","soonest"],"properties":{
+        "total":{"type":"integer"},"expired":{"type":"integer"},
+        "expiring_soon":{"type":"integer","description":"not_after within window_days (certificate_expiry_thresholds_days' largest), not passed"},
+        "window_days":{"type":"integer"},"not_issued":{"type":"integer","description":"ACME certificates without a version yet"},
+        "soonest":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","name","not_after","source","status"],"properties":{
+          "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"not_after":{"type":"string","format":"date-time"},
+          "source":{"enum":["uploaded","acme"]},"status":{"type":"string"}}}}}},
+      "distributions":{"type":"object","required":["total","running","failed","running_list","failed_list"],"properties":{
+        "total":{"type":"integer"},"running":{"type":"integer"},"failed":{"type":"integer","description":"Last run failed or partial"},
+        "running_list":{"type":"array","maxItems":10,"items":{"$ref":"#/components/schemas/DashboardRun"}},
+        "failed_list":{"type":"array","maxItems":10,"items":{"$ref":"#/components/schemas/DashboardRun"}}}},
+      "checks":{"type":"object","required":["domains","discovered","findings"],"properties":{
+        "domains":{"type":"object","required":["total","ok","expiring","error","unknown"],"properties":{"total":{"type":"integer"},
+          "ok":{"type":"integer"},"expiring":{"type":"integer"},"error":{"type":"integer"},"unknown":{"type":"integer"}}},
+        "discovered":{"type":"object","required":["total","with_findings"],"properties":{"total":{"type":"integer"},"with_findings":{"type":"integer"}}},
+        "findings":{"type":"array","items":{"type":"object","required":["name","severity","count"],"properties":{
+          "name":{"type":"string"},"severity":{"type":"string"},"count":{"type":"integer"}}}}}},
+      "truncated":{"type":"boolean","description":"A kind held more than 100,000 objects: its counts are lower bounds"}}})json"},
+    {"DashboardRun", R"json({"type":"object","required":["id","name","status","run_no","started_at","finished_at","error"],"properties":{
+      "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"status":{"type":"string"},"run_no":{"type":"integer"},
+      "started_at":{"type":["string","null"],"format":"date-time"},"finished_at":{"type":["string","null"],"format":"date-time"},
+      "error":{"type":["string","null"]}}})json"},
     {"BulkRenewAccepted", R"json({"type":"object","required":["requested","created","jobs","skipped"],"properties":{
       "requested":{"type":"integer","description":"Certificates renewed (jobs answered)"},
       "created":{"type":"integer","description":"Of those, new jobs; the others were already queued under the same key"},
@@ -552,6 +586,7 @@ std::vector<success> success_of(route_id id) {
     case R::projects: return {{200, "The projects the token can see", "ProjectList"}};
     case R::project_create: return {{201, "Created", "Project"}};
     case R::project_delete: return {{200, "Deleted", "ProjectDeleted"}};
+    case R::dashboard: return {{200, "What needs an operator in this project, now", "Dashboard"}};
     case R::jobs_list: return {{200, "One page of jobs with the exact count of each tab", "JobPage"}};
     case R::jobs_enqueue:
       return {{201, "Enqueued", "Job"}, {200, "The idempotency key named an existing job: that job (created: false)", "Job"}};

@@ -17,7 +17,8 @@ struct ui_page {
   std::string_view first;
   bool with_id;
 };
-constexpr std::array<ui_page, 10> pages{{{"jobs", true},
+constexpr std::array<ui_page, 11> pages{{{"dashboard", false},
+                                        {"jobs", true},
                                         {"distributions", true},
                                         {"certificates", true},
                                         {"domains", false},
@@ -85,7 +86,7 @@ reply get_ui(std::string_view path) {
     reply r;
     r.status = 302;
     r.content_type = "text/plain; charset=utf-8";
-    r.headers.emplace_back("Location", "/jobs");
+    r.headers.emplace_back("Location", "/dashboard");  // the console's landing page (issue 31)
     return r;
   }
   constexpr std::string_view assets = "/assets/";

@@ -170,6 +170,7 @@ TEST_F(api_authz, every_route_every_role) {
       // `default` still holds objects.
       {api::route_id::project_delete, "DELETE", [](auto&) { return "/api/v1/projects/default"; }, "",
        {401, 403, 403, 403, 403, 404, 409}},
+      {api::route_id::dashboard, "GET", [&](auto&) { return p + "/dashboard"; }, "", {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::jobs_list, "GET", [&](auto&) { return p + "/jobs"; }, "", {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::jobs_enqueue, "POST", [&](auto&) { return p + "/jobs"; }, R"({"type":"noop"})",
        {401, 403, 403, 201, 201, 404, 201}},

@@ -1,6 +1,8 @@
-// Renewing many ACME certificates with one call (issue 31): by ids, all or nothing, or every one
-// expiring within N days, the others listed as skipped; each under the key a single renewal and
-// the sweep use, so a repeat or an overlap is one job. The real server over a SQLite file.
+// The console's own API calls (issue 31). Bulk renewal: by ids, all or nothing, or every ACME
+// certificate expiring within N days, the others listed as skipped; each under the key a single
+// renewal and the sweep use, so a repeat or an overlap is one job. The dashboard: its job counts
+// are the Jobs list's, its catalog counts what the objects hold, one project never sees another's.
+// The real server over a SQLite file.
 #include "api_fixture.hpp"
 #include "certfleet/distribution/acme_catalog.hpp"
 #include "certfleet/distribution/catalog.hpp"
@@ -188,6 +190,107 @@ TEST_F(api_bulk_renew, bad_bodies_name_the_field_and_enqueue_nothing) {
     EXPECT_NE(r.body.find("\"field\":\"" + b.field + "\""), std::string::npos) << b.body.substr(0, 200) << " -> " << r.body;
   }
   EXPECT_EQ(count_jobs(), jobs_before);
+}
+
+class api_dashboard : public api_bulk_renew {
+ public:
+  std::string put_distribution(const std::string& name, std::string_view status, time_ms started, time_ms finished,
+                               std::string error = "", std::string pid = "") {
+    auto d = std::make_shared<store::distribution_record>();
+    d->project_id = pid.empty() ? project_id : pid;
+    d->name = name;
+    d->certificate_id = put_uploaded(name + "-cert", clock.now_ms() + 400 * day);
+    d->target_ids = {new_object_id()};
+    d->status = std::string(status);
+    d->run_no = 1;
+    d->run_started_at = started;
+    d->run_finished_at = finished;
+    d->error = std::move(error);
+    d->created_at = clock.now_ms();
+    store::tx_fn fn = [d](store::catalog_tx& tx) -> result<void> {
+      auto r = tx.insert_distribution(*d);
+      if (!r) return std::move(r).error();
+      // The insert stores the definition; the run's state goes in as a run would write it.
+      auto run = *d;
+      run.id = r->id;
+      run.created_at = r->created_at;
+      if (auto u = tx.update_distribution(run); !u) return u;
+      *d = std::move(run);
+      return {};
+    };
+    auto r = run_sync(st->catalog().transact(std::move(fn)));
+    EXPECT_TRUE(r) << r.error().message;
+    return d->id;
+  }
+};
+
+TEST_F(api_dashboard, job_counts_are_the_job_lists_and_the_catalog_counts_what_needs_an_operator) {
+  start();
+  const auto now = clock.now_ms();
+  auto c = client();
+  // Jobs: three noops waiting, one that will die; counts come from the store's tab counts.
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(c.post(jobs_path(), R"({"type":"noop","run_at":4102444800000})", tok["admin"]).status, 201);
+  // Certificates: one expired, two within the 30-day window (one uploaded), one later, one ACME
+  // not issued yet; another project's expired one is not counted.
+  const auto expired = put_acme("expired", now - day);
+  const auto soon = put_acme("soon", now + 5 * day);
+  put_uploaded("uploaded-soon", now + 20 * day);
+  put_acme("later", now + 200 * day);
+  put_acme("unissued", 0, false);
+  put_acme("elsewhere", now - 3 * day, true, other_id);
+  // Distributions: one running, one whose last run failed, one done well.
+  put_distribution("rolling", "running", now - 60'000, 0);
+  put_distribution("broken", "failed", now - 120'000, now - 30'000, "2 of 2 targets failed (ssh_auth)");
+  put_distribution("fine", "success", now - 90'000, now - 80'000);
+
+  auto r = c.get("/api/v1/projects/default/dashboard", tok["viewer"]);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto d = r.json();
+  auto list = c.get(jobs_path(), tok["viewer"]).json();
+  EXPECT_EQ(d.at("jobs").at("counts"), list.at("counts"));
+  EXPECT_EQ(d.at("jobs").at("counts").at("pending"), 3);
+  bool noop = false;
+  for (const auto& t : d.at("jobs").at("by_type").as_array())
+    if (t.at("type") == "noop") {
+      noop = true;
+      EXPECT_EQ(t.at("lane"), "main");
+      EXPECT_EQ(t.at("counts"), c.get(jobs_path() + "?type=noop", tok["viewer"]).json().at("counts"));
+    }
+  EXPECT_TRUE(noop) << r.body.substr(0, 600);
+
+  const auto& certs = d.at("certificates");
+  // Five here and the three distributions' uploaded certificates (400 days): counted in all only.
+  EXPECT_EQ(certs.at("total"), 8);
+  EXPECT_EQ(certs.at("expired"), 1);
+  EXPECT_EQ(certs.at("expiring_soon"), 2);
+  EXPECT_EQ(certs.at("window_days"), 30);
+  EXPECT_EQ(certs.at("not_issued"), 1);
+  const auto& soonest = certs.at("soonest").as_array();
+  ASSERT_GE(soonest.size(), 3u);
+  EXPECT_EQ(soonest[0].at("id"), expired);
+  EXPECT_EQ(soonest[1].at("id"), soon);
+  EXPECT_EQ(soonest[1].at("source"), "acme");
+  EXPECT_EQ(soonest[2].at("name"), "uploaded-soon");
+  EXPECT_EQ(soonest[2].at("source"), "uploaded");
+
+  const auto& dists = d.at("distributions");
+  EXPECT_EQ(dists.at("total"), 3);
+  EXPECT_EQ(dists.at("running"), 1);
+  EXPECT_EQ(dists.at("failed"), 1);
+  EXPECT_EQ(dists.at("running_list").as_array()[0].at("name"), "rolling");
+  EXPECT_EQ(dists.at("failed_list").as_array()[0].at("name"), "broken");
+  EXPECT_EQ(dists.at("failed_list").as_array()[0].at("error"), "2 of 2 targets failed (ssh_auth)");
+  EXPECT_EQ(d.at("checks").at("domains").at("total"), 0);
+  EXPECT_EQ(d.at("truncated"), false);
+
+  // Another project's view holds only its own certificate.
+  auto foreign = c.get("/api/v1/projects/other/dashboard", tok["foreign"]);
+  ASSERT_EQ(foreign.status, 200) << foreign.body;
+  EXPECT_EQ(foreign.json().at("certificates").at("total"), 1);
+  EXPECT_EQ(foreign.json().at("certificates").at("expired"), 1);
+  EXPECT_EQ(foreign.json().at("distributions").at("total"), 0);
+  EXPECT_EQ(c.get("/api/v1/projects/other/dashboard", tok["viewer"]).status, 404);
 }
 
 }  // namespace

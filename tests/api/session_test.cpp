@@ -224,7 +224,7 @@ TEST_F(api_session, ui_pages_and_assets_carry_the_security_headers) {
   };
   auto root = c.get("/");
   EXPECT_EQ(root.status, 302);
-  EXPECT_EQ(root.header("location"), "/jobs");
+  EXPECT_EQ(root.header("location"), "/dashboard");
   for (const char* page : {"/jobs", "/jobs/0123456789abcdef01234567", "/distributions", "/distributions/x",
                            "/certificates", "/certificates/abc", "/settings", "/login"}) {
     auto r = c.get(page);

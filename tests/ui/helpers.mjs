@@ -23,7 +23,7 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * @param {string} token
  */
 export async function signIn(page, base, token) {
-  await page.context().clearCookies();  // a signed-in /login goes on to /jobs
+  await page.context().clearCookies();  // a signed-in /login goes on to /dashboard
   await page.goto(`${base}/login`);
   await page.getByLabel('API token').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();

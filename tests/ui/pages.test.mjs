@@ -46,7 +46,7 @@ before(async () => {
     rfc2136: { server: '192.0.2.53:53', zone: 'example.com', tsig_key_name: 'certfleet-key', tsig_secret: 'bwN2YRfAphUOn8x/kNYV7r4tVchwfR+++ig93ue2IqI=' } });
   await cf.api('POST', '/api/v1/projects/default/dns-providers', { name: 'by-hand', kind: 'manual' });
   Object.assign(paths, {
-    jobs: '/jobs', 'jobs-failed': '/jobs?status=failed', 'job-detail': `/jobs/${logged.id}`,
+    dashboard: '/dashboard', jobs: '/jobs', 'jobs-failed': '/jobs?status=failed', 'job-detail': `/jobs/${logged.id}`,
     'job-failed': `/jobs/${failed.id}`, 'job-active': `/jobs/${active.id}`,
     distributions: '/distributions', 'distribution-detail': `/distributions/${fan.distribution.id}`,
     certificates: '/certificates', 'certificate-detail': `/certificates/${cat.certificate.id}`,

@@ -118,7 +118,7 @@ test('every UI response carries the security headers; assets are cached forever,
   assert.match(api.headers.get('content-type') ?? '', /json/, '/api/ stays JSON');
   const root = await fetch(`${cf.url}/`, { redirect: 'manual' });
   assert.ok([301, 302, 303, 307, 308].includes(root.status));
-  assert.equal(root.headers.get('location'), '/jobs');
+  assert.equal(root.headers.get('location'), '/dashboard');
 });
 
 test('an unknown path shows "Page not found"; a session ended on the server sends the UI to /login', async () => {
@@ -165,9 +165,14 @@ test('the project selector lists the projects the session sees and switches the 
   const j = await cf.enqueue('noop', {}, { project: 'team-a', run_at: Date.now() + 3600_000 });
   const page = await browser.newPage();
   await signIn(page, cf.url, cf.ownerToken);
+  // From the Dashboard (the landing page) the switch stays on the Dashboard; from a list, on it.
   const select = page.getByLabel('Project');
   assert.deepEqual((await select.locator('option').allInnerTexts()).sort(), ['default', 'team-a']);
   await select.selectOption('team-a');
+  await page.waitForURL(/\/dashboard\?project=team-a/);
+  await page.goto(`${cf.url}/jobs?project=default`);
+  await page.locator('tr.job-row').first().waitFor();
+  await page.getByLabel('Project').selectOption('team-a');
   await page.waitForURL(/\/jobs\?project=team-a/);
   await page.locator(`tr[data-job-id="${j.id}"]`).waitFor();
   assert.equal(await page.locator('tr.job-row').count(), 1);

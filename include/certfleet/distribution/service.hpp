@@ -67,6 +67,9 @@ class service {
   // jobs[{certificate_id, name, job_id, created}], skipped[{certificate_id, name, reason}]}. By
   // ids: any id that is missing or not renewable refuses the whole call, naming it.
   op<boost::json::value> renew_certificates(std::string project_id, std::string body, std::string actor);
+  // GET …/dashboard's catalog part (overview.hpp): one read of the project's certificates,
+  // distributions, domains and discovered certificates.
+  op<boost::json::value> overview(std::string project_id);
   // POST …/certificates/{id}/revoke {reason?}: revoke_certificate for the current version (key
   // revoke:<id>:<version>, payload with its serial) → {job_id, created}. Refused (conflict) for a
   // certificate not from ACME, one never issued, or one already revoked; bad input names "reason".
