@@ -130,9 +130,10 @@ export function renderDashboard(ctx) {
       state.hidden = false;
       showAlert(state, api.errorText(e));
     }
-    if (!disposed) timer = window.setTimeout(() => { if (!document.hidden) void load(); else schedule(); }, refreshMs);
+    if (!disposed) schedule();
   }
-  const schedule = () => { timer = window.setTimeout(() => { if (!document.hidden) void load(); else schedule(); }, refreshMs); };
+  // The next look in refreshMs; a hidden tab waits another interval instead.
+  function schedule() { timer = window.setTimeout(() => { if (!document.hidden) void load(); else schedule(); }, refreshMs); }
   refreshBtn.addEventListener('click', () => { void load(); });
   void load();
   return { refresh() { void load(); }, dispose() { disposed = true; clearTimeout(timer); } };

@@ -56,6 +56,8 @@ asio::awaitable<void> recheck(server_state& s) {
   for (auto it = w.streams.begin(); it != w.streams.end();) {
     std::optional<std::string> why;
     if (auto v = verdicts.find(it->second.cred.hash); v != verdicts.end()) why = v->second;
+    // The expiry known at the upgrade closes the stream even when the store could not answer
+    // this time (gone_reason then says nothing): a store outage must not extend a credential.
     if (!why && it->second.cred.expires_at && it->second.cred.expires_at <= now)
       why = it->second.cred.session ? "the session expired; sign in again" : "the token expired";
     if (why) {

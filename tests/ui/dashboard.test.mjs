@@ -5,11 +5,8 @@
 // dashboard-{light,dark}.png and dashboard-phone-light.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { startCertfleet, launch, signIn, catalog, runDistribution, mkdtemp, rm, tmpdir, join, shot, collectErrors } from './helpers.mjs';
+import { startCertfleet, launch, signIn, catalog, runDistribution, mkdtemp, rm, tmpdir, join, shot, collectErrors, axe } from './helpers.mjs';
 
-const axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const P = '/api/v1/projects/default';
 
 /** @type {Awaited<ReturnType<typeof startCertfleet>>} */
@@ -38,18 +35,6 @@ after(async () => {
   await cf?.stop();
   await rm(base, { recursive: true, force: true });
 });
-
-/** @param {import('playwright-core').Page} page */
-async function axe(page) {
-  await page.evaluate(axeSource);
-  /** @type {{id: string, impact: string, help: string}[]} */
-  const violations = await page.evaluate(async () => {
-    // @ts-ignore axe is the script evaluated above
-    const r = await window.axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.map((/** @type {any} */ v) => ({ id: v.id, impact: v.impact, help: v.help }));
-  });
-  return violations;
-}
 
 test('sign-in lands on the Dashboard; its counts are the API\'s and link to the filtered lists', async () => {
   const browser = await launch();

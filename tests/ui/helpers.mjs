@@ -2,6 +2,7 @@
 import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -10,6 +11,7 @@ import { launch } from '../testbed/chromium.mjs';
 
 const execFileP = promisify(execFile);
 export const screenshotDir = 'build/ui-screenshots';
+const axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 export { startCertfleet, launch };
 
@@ -117,3 +119,17 @@ export async function runDistribution(cf, name, certificateId, targetIds, ms = 6
 }
 
 export { mkdtemp, rm, tmpdir, join };
+
+/**
+ * axe-core's violations on the page as it is now, every impact.
+ * @param {import('playwright-core').Page} page
+ * @returns {Promise<{id: string, impact: string, help: string, nodes: {target: string[]}[]}[]>}
+ */
+export async function axe(page) {
+  await page.evaluate(axeSource);
+  return page.evaluate(async () => {
+    // @ts-ignore axe is the script evaluated above
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((/** @type {any} */ v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((/** @type {any} */ n) => ({ target: n.target })) }));
+  });
+}

@@ -3,11 +3,7 @@
 // violation would).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { startCertfleet, launch, signIn, catalog, runDistribution, mkdtemp, rm, tmpdir, join, shot, collectErrors } from './helpers.mjs';
-
-const axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+import { startCertfleet, launch, signIn, catalog, runDistribution, mkdtemp, rm, tmpdir, join, shot, collectErrors, axe } from './helpers.mjs';
 
 /** @type {Awaited<ReturnType<typeof startCertfleet>>} */
 let cf;
@@ -61,18 +57,6 @@ after(async () => {
   await cf?.stop();
   await rm(base, { recursive: true, force: true });
 });
-
-/** @param {import('playwright-core').Page} page */
-async function axe(page) {
-  await page.evaluate(axeSource);
-  /** @type {{id: string, impact: string, help: string, nodes: {target: string[]}[]}[]} */
-  const violations = await page.evaluate(async () => {
-    // @ts-ignore axe is the script evaluated above
-    const r = await window.axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.map((/** @type {any} */ v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((/** @type {any} */ n) => ({ target: n.target })) }));
-  });
-  return violations;
-}
 
 /** @param {import('playwright-core').Page} page */
 async function settle(page) {
