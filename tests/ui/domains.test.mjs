@@ -119,6 +119,10 @@ for (const scheme of /** @type {const} */ (['light', 'dark'])) {
       assert.equal(await page.locator('h1').textContent(), 'Domains');
       assert.deepEqual(await page.locator('#domains thead th').allTextContents(),
         ['Name', 'State', 'Expires', 'Registrar', 'Source', 'Last Checked', 'Last Error', 'Actions']);
+      // What the API says as the page shows it: the failing domain's check job retries after its
+      // backoff, moving checked_at between the set-up's read and this test (a clean-clone run
+      // saw it 10 s later).
+      for (const name of Object.keys(domains)) domains[name] = await domainByName(name);
       for (const [name, d] of Object.entries(domains)) {
         const r = row(page, name);
         const cells = r.locator('td');
