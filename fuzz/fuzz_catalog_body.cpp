@@ -1,8 +1,9 @@
-// Every catalog request body (targets, credentials, distributions, channels, rules, certificates)
-// and the distribution job payload: any input gets a value or an error naming a field, never a
-// crash; an accepted target reads back through the stored-document parser.
+// Every catalog request body (targets, credentials, distributions, channels, rules, certificates),
+// the distribution job payload and the retry-targets body: any input gets a value or an error
+// naming a field, never a crash; an accepted target reads back through the stored-document parser.
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/plan.hpp"
+#include "certfleet/distribution/redrive.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto must_name_field = [](const error& e) {
     if (e.field.empty()) std::abort();
   };
-  switch (data[0] % 7) {
+  switch (data[0] % 8) {
     case 0: {
       auto t = parse_target_request(in);
       if (!t) {
@@ -69,6 +70,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       auto again = parse_payload(to_payload(*p));
       if (!again || again->target_ids != p->target_ids || again->run_no != p->run_no) std::abort();
+      break;
+    }
+    case 7: {
+      // retry-targets: exactly one of a job id and 1-1000 distinct sorted target ids.
+      auto r = parse_redrive_request(in);
+      if (!r) {
+        must_name_field(r.error());
+        break;
+      }
+      if (r->job_id.empty() == r->target_ids.empty() || r->target_ids.size() > max_redrive_targets ||
+          !std::is_sorted(r->target_ids.begin(), r->target_ids.end()))
+        std::abort();
       break;
     }
   }

@@ -199,17 +199,40 @@ export function renderDistributionDetail(ctx) {
     classSel.addEventListener('change', () => setQuery({ error_class: classSel.value, page: null }));
     /** @param {number} p */
     const pageLink = (p) => href(`/distributions/${id}`, { project, status: statusFilter || null, error_class: classFilter || null, page: p });
+    // Issue 31: a failed or cancelled target of the run that ended runs again in that run.
+    const redrive = session.canOperate() && !running && d.status !== 'idle' && d.mode !== 'rollback' && Number(d.run_no) > 0;
+    /** @param {any} r */
+    const retryCell = (r) => {
+      if (r.status !== 'failed' && r.status !== 'cancelled') return h('td', null);
+      const b = h('button', { type: 'button', class: 'action', 'data-action': 'retry-target', text: 'Retry',
+        'aria-label': `Retry target ${targetName(r.target_id)} in run ${d.run_no}` });
+      b.addEventListener('click', async () => {
+        b.disabled = true;
+        try {
+          const a = await api.post(api.projectPath(project, `/distributions/${id}/retry-targets`), { target_ids: [r.target_id] });
+          fb.ok(`Target ${targetName(r.target_id)} runs again in run ${a.body?.run_no ?? '?'} as `,
+            h('a', { href: href(`/jobs/${a.body?.job_id}`, { project }), text: `job ${a.body?.job_id}` }));
+        } catch (e) {
+          fb.fail(api.errorText(e));
+        } finally {
+          b.disabled = false;
+          void load();
+        }
+      });
+      return h('td', null, b);
+    };
+    const columns = ['Target', 'Status', 'Error class', 'Error', 'Retry wave', 'Job', 'Finished', ...(redrive ? ['Actions'] : [])];
     replace(results, h('div', { class: 'card-head' }, h('h2', { id: 'results-title', text: 'Target results' }),
       h('div', { class: 'card-tools' }, statusSel, classSel)),
     scrollRegion('Target results table', h('table', { id: 'results-table' },
       h('caption', { class: 'visually-hidden', text: 'Per-target results' }),
-      h('thead', null, h('tr', null, ...['Target', 'Status', 'Error class', 'Error', 'Retry wave', 'Job', 'Finished'].map((c) => h('th', { scope: 'col', text: c })))),
+      h('thead', null, h('tr', null, ...columns.map((c) => h('th', { scope: 'col', text: c })))),
       h('tbody', null, ...pageItems.map((r) => h('tr', null,
         h('td', null, h('span', { title: r.target_id, text: targetName(r.target_id) })), h('td', null, fmt.outcomeTag(String(r.status))),
         h('td', { text: r.error_class ?? '' }), h('td', { class: 'error-cell' }, r.error ? h('span', { class: 'tag error-tag', title: r.error, text: r.error }) : ''),
         h('td', { class: 'num', text: String(r.retry_attempt ?? 0) }),
         h('td', null, r.job_id ? h('a', { href: href(`/jobs/${r.job_id}`, { project }), text: `${String(r.job_id).slice(0, 8)}…`, title: `Job ${r.job_id}` }) : ''),
-        h('td', null, fmt.timeEl(r.finished_at))))))),
+        h('td', null, fmt.timeEl(r.finished_at)), redrive ? retryCell(r) : null))))),
     h('p', { class: 'muted', id: 'results-count', text: matching ? `${matching} of ${all} targets` : (all ? 'No target matches the filter.' : 'No results yet.') }),
     pages > 1 ? h('nav', { class: 'pager', 'aria-label': 'Result pages' },
       ...pagerLinks(rpage, pages, pageLink)) : null);

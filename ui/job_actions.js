@@ -8,22 +8,57 @@ import { href } from './router.js';
 import * as session from './session.js';
 
 /**
+ * Whether a fan-out child's failed targets can be re-driven now: it ended with failures, in the
+ * distribution's last run, which has ended and is not a rollback.
+ * @param {any} job @param {any} dist
+ */
+function redrivable(job, dist) {
+  const failedEnd = job.status === 'failed' || job.status === 'dead' || job.status === 'cancelled' ||
+    (job.status === 'completed' && job.result_status === 'partial');
+  return failedEnd && Number(job.payload?.run_no) === Number(dist.run_no) && dist.status !== 'running' &&
+    dist.status !== 'idle' && dist.mode !== 'rollback';
+}
+
+/**
  * The buttons a job shows to this session: Retry on failed/dead, Cancel on pending/active,
  * both only for a role that may use them.
  * @param {any} job
  * @param {string} project
  * @param {ReturnType<typeof import('./widgets.js').feedback>} fb
  * @param {() => void} done called after an action (refetch)
+ * @param {any} [dist] a fan-out child's distribution ({run_no, status, mode}), when the caller
+ *   read it: then an ended child of its last run offers the in-run re-drive of its failed targets
  */
-export function jobActionButtons(job, project, fb, done) {
+export function jobActionButtons(job, project, fb, done, dist) {
   if (!session.canManageJobs()) return [];
   /** @type {HTMLElement[]} */
   const out = [];
   const base = api.projectPath(project, `/jobs/${job.id}`);
   const ended = job.status === 'failed' || job.status === 'dead';
-  if (ended && childKind(job) && job.distribution_id) {
-    // A fan-out child is never retried on its own (the API answers 409): its targets are
-    // re-driven by the distribution's Retry failed, so that is what is offered (issue 31).
+  if (childKind(job) && job.distribution_id && dist && redrivable(job, dist)) {
+    // Issue 31: the child's failed targets run again in its own run, counted with it.
+    const b = h('button', { type: 'button', class: 'action', 'data-action': 'retry-targets', text: 'Retry failed targets',
+      'aria-label': `Retry the failed targets of job ${job.id} in run ${dist.run_no}` });
+    b.addEventListener('click', async (ev) => {
+      ev.stopPropagation();
+      b.disabled = true;
+      try {
+        const r = await api.post(api.projectPath(project, `/distributions/${job.distribution_id}/retry-targets`), { job_id: job.id });
+        const rb = r.body ?? {};
+        const n = Array.isArray(rb.target_ids) ? rb.target_ids.length : 0;
+        fb.ok(`${n} failed target${n === 1 ? '' : 's'} of job ${job.id} run again in run ${rb.run_no ?? '?'} as `,
+          h('a', { href: href(`/jobs/${rb.job_id}`, { project }), text: `job ${rb.job_id}` }));
+      } catch (e) {
+        fb.fail(api.errorText(e), ' ', h('a', { href: href(`/distributions/${job.distribution_id}`, { project }), text: 'Open the distribution' }));
+      } finally {
+        b.disabled = false;
+        done();
+      }
+    });
+    out.push(b);
+  } else if (ended && childKind(job) && job.distribution_id) {
+    // A fan-out child is never retried as a job (the API answers 409): its failed targets are
+    // re-driven on its distribution, so that is where this leads (issue 31).
     out.push(h('a', {
       class: 'action', 'data-action': 'retry-distribution', href: href(`/distributions/${job.distribution_id}`, { project }),
       text: 'Retry failed targets', 'aria-label': `Retry failed targets of job ${job.id} on its distribution`,

@@ -91,17 +91,20 @@ export function renderJobDetail(ctx) {
     if (batchRetried && !disposed) void load();
   }
 
-  /** @param {any} job @param {Map<string, string>} certs */
-  function draw(job, certs) {
+  /** @param {any} job @param {Map<string, string>} certs @param {any} dist a child's distribution, or null */
+  function draw(job, certs, dist) {
     const live = fmt.isLive(job);
     liveTag.hidden = !live;
     const kind = fmt.childKind(job);
+    // A retry job an operator asked for (retry-targets) rather than an automatic wave.
+    const byOperator = kind === 'retry' && String(job.idempotency_key ?? '').includes(':redrive:');
+    const retryLabel = byOperator ? 'Retry by operator' : 'Automatic retry';
     const status = fmt.shownStatus(job);
     const parent = job.parent_job_id ? h('a', { href: href(`/jobs/${job.parent_job_id}`, { project }), text: job.parent_job_id, 'data-field': 'parent' }) : '';
     const err = typeof job.error === 'string' && job.error ? job.error : '';
     replace(summary,
       row('Type', fmt.typeLabel(job.type), kind === 'batch' ? h('span', { class: 'tag child', text: 'child' }) : null,
-        kind === 'retry' ? h('span', { class: 'tag child', text: 'Automatic retry' }) : null),
+        kind === 'retry' ? h('span', { class: 'tag child', text: retryLabel }) : null),
       row('Status', fmt.statusTag(job.status), status === 'partial' ? h('span', { class: 'tag status-partial', text: 'partial' }) : null,
         job.cancel_requested ? h('span', { class: 'tag status-cancelled', text: 'cancel requested' }) : null),
       row('Attempts', `${job.attempts} / ${job.max_attempts}`),
@@ -123,7 +126,7 @@ export function renderJobDetail(ctx) {
 
     const alertNodes = [];
     if (kind === 'retry') {
-      alertNodes.push(h('div', { class: 'alert info', role: 'note' }, h('strong', { text: 'Automatic retry' }),
+      alertNodes.push(h('div', { class: 'alert info', role: 'note' }, h('strong', { text: retryLabel }),
         ` of wave ${job.payload?.retry_attempt ?? ''} `, parent ? ['for parent job ', h('a', { href: href(`/jobs/${job.parent_job_id}`, { project }), text: 'Parent Job' })] : null));
     }
     if (kind === 'batch' && batchRetried) alertNodes.push(h('div', { class: 'alert info', role: 'note', id: 'retry-wave-alert', text: retryWaveAlert }));
@@ -158,7 +161,7 @@ export function renderJobDetail(ctx) {
       waiting.replaceChildren();
     }
     acme.draw(job);
-    replace(actions, ...jobActionButtons(job, project, fb, () => { void load(); }));
+    replace(actions, ...jobActionButtons(job, project, fb, () => { void load(); }, dist));
     logs.setLive(live);
     return live;
   }
@@ -167,9 +170,12 @@ export function renderJobDetail(ctx) {
     if (timer) { clearTimeout(timer); timer = null; }
     try {
       const [job, certs] = await Promise.all([api.get(api.projectPath(project, `/jobs/${id}`)), certificateNames(project)]);
+      // A fan-out child's actions depend on its run: read the distribution (none when it is gone).
+      const dist = fmt.childKind(job) && job.distribution_id && !fmt.isLive(job)
+        ? await api.get(api.projectPath(project, `/distributions/${job.distribution_id}`)).catch(() => null) : null;
       if (disposed) return;
       state.hidden = true;
-      const live = draw(job, certs);
+      const live = draw(job, certs, dist);
       if (live) timer = setTimeout(() => { void load(); }, 2000);
     } catch (e) {
       if (!disposed) showAlert(state, e instanceof api.ApiError && e.status === 404 ? `Job ${id} not found` : api.errorText(e));

@@ -1,4 +1,5 @@
-// Settings (system admin): every system setting with its type, range and doc; saved
+// Settings (system admin): every system setting in its section, with its type, range, default
+// and doc; saved
 // all-or-nothing; a refused value shows the API's message next to the field it names.
 import * as api from './api.js';
 import { h, replace } from './dom.js';
@@ -20,6 +21,23 @@ import * as session from './session.js';
  */
 export function settingsRows(schema, values) {
   return schema.items.map((d) => ({ ...d, value: values[d.name] ?? '' }));
+}
+
+/**
+ * The settings in their sections (GET /api/v1/settings/schema's `groups`, in page order); a
+ * setting the answer puts in no section (an older server) goes to a last "Other" one.
+ * @param {Setting[]} settings
+ * @param {Array<{id: string, title: string, doc: string, settings: string[]}>} [groups]
+ * @returns {Array<{id: string, title: string, doc: string, settings: Setting[]}>}
+ */
+export function groupSettings(settings, groups = []) {
+  const byName = new Map(settings.map((s) => [s.name, s]));
+  const placed = new Set();
+  const out = groups.map((g) => ({ id: g.id, title: g.title, doc: g.doc,
+    settings: g.settings.flatMap((n) => { const s = byName.get(n); if (!s) return []; placed.add(n); return [s]; }) }));
+  const rest = settings.filter((s) => !placed.has(s.name));
+  if (rest.length) out.push({ id: 'other', title: 'Other', doc: '', settings: rest });
+  return out.filter((g) => g.settings.length);
 }
 
 /** @param {Setting} s */
@@ -47,27 +65,36 @@ export function renderSettings(ctx) {
   /** @type {Map<string, {input: HTMLInputElement | HTMLSelectElement, msg: HTMLElement, setting: Setting}>} */
   const fields = new Map();
 
-  /** @param {Setting[]} settings */
-  function draw(settings) {
+  /** @param {Setting} s */
+  function settingRow(s) {
+    const id = `setting-${s.name}`;
+    const msgId = `${id}-msg`;
+    const docId = `${id}-doc`;
+    const isInt = s.type === 'integer' || s.type === 'int';
+    /** @type {HTMLInputElement | HTMLSelectElement} */
+    const input = s.choices?.length
+      ? h('select', { id, name: s.name, 'aria-describedby': `${docId} ${msgId}` }, ...s.choices.map((c) => h('option', { value: c, text: c, selected: String(s.value) === c })))
+      : h('input', { id, name: s.name, type: isInt ? 'number' : 'text', value: String(s.value), min: s.min, max: s.max, step: isInt ? '1' : null, 'aria-describedby': `${docId} ${msgId}`, spellcheck: 'false', autocomplete: 'off' });
+    const msg = h('p', { class: 'field-error', id: msgId, 'data-field-error': s.name });
+    fields.set(s.name, { input, msg, setting: s });
+    return h('div', { class: 'setting', 'data-setting': s.name },
+      h('label', { for: id }, h('code', { text: s.name })), input,
+      h('p', { class: 'setting-doc', id: docId }, h('span', { class: 'range', text: rangeText(s) }),
+        s.default === undefined ? '' : s.default === '' ? ' · default empty' : ` · default ${s.default}`, s.doc ? ` · ${s.doc}` : ''),
+      msg);
+  }
+
+  /**
+   * One section per group (issue 31), each setting with its range and default.
+   * @param {Setting[]} settings
+   * @param {Array<{id: string, title: string, doc: string, settings: string[]}>} groups
+   */
+  function draw(settings, groups) {
     fields.clear();
-    const rows = settings.map((s) => {
-      const id = `setting-${s.name}`;
-      const msgId = `${id}-msg`;
-      const docId = `${id}-doc`;
-      const isInt = s.type === 'integer' || s.type === 'int';
-      /** @type {HTMLInputElement | HTMLSelectElement} */
-      const input = s.choices?.length
-        ? h('select', { id, name: s.name, 'aria-describedby': `${docId} ${msgId}` }, ...s.choices.map((c) => h('option', { value: c, text: c, selected: String(s.value) === c })))
-        : h('input', { id, name: s.name, type: isInt ? 'number' : 'text', value: String(s.value), min: s.min, max: s.max, step: isInt ? '1' : null, 'aria-describedby': `${docId} ${msgId}`, spellcheck: 'false', autocomplete: 'off' });
-      const msg = h('p', { class: 'field-error', id: msgId, 'data-field-error': s.name });
-      fields.set(s.name, { input, msg, setting: s });
-      return h('div', { class: 'setting', 'data-setting': s.name },
-        h('label', { for: id }, h('code', { text: s.name })), input,
-        h('p', { class: 'setting-doc', id: docId }, h('span', { class: 'range', text: rangeText(s) }),
-          s.default === undefined ? '' : s.default === '' ? ' · default empty' : ` · default ${s.default}`, s.doc ? ` · ${s.doc}` : ''),
-        msg);
-    });
-    replace(form, ...rows, h('div', { class: 'form-actions' }, h('button', { type: 'submit', class: 'primary', text: 'Save settings' })));
+    const sections = groupSettings(settings, groups).map((g) => h('fieldset', { class: 'setting-group', 'data-group': g.id },
+      h('legend', { text: g.title }), g.doc ? h('p', { class: 'setting-doc group-doc', text: g.doc }) : null,
+      ...g.settings.map(settingRow)));
+    replace(form, ...sections, h('div', { class: 'form-actions' }, h('button', { type: 'submit', class: 'primary', text: 'Save settings' })));
   }
 
   form.addEventListener('submit', async (ev) => {
@@ -120,7 +147,7 @@ export function renderSettings(ctx) {
       const [schema, values, list] = await Promise.all([api.get('/api/v1/settings/schema'), api.get('/api/v1/settings'), api.get('/api/v1/workers')]);
       if (!disposed) {
         drawWorkers(list);
-        draw(settingsRows(schema, values));
+        draw(settingsRows(schema, values), Array.isArray(schema.groups) ? schema.groups : []);
       }
     } catch (e) {
       if (!disposed) fb.fail(api.errorText(e));

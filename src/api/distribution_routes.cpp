@@ -1,5 +1,5 @@
 // Distribution routes: the catalog object and its runs (execute, roll back, retry the failed
-// targets, cancel) and their per-target results.
+// targets in a new run or re-drive some in the last one, cancel) and their per-target results.
 #include "certfleet/api/requests.hpp"
 #include "certfleet/distribution/run_view.hpp"
 #include "handlers.hpp"
@@ -61,6 +61,13 @@ boost::asio::awaitable<reply> retry_failed_distribution(server_state& s, const r
   const std::string actor = actor_of(call.who);
   auto r = co_await s.catalog.retry_failed(call.who.project->id, call.match.id, actor);
   co_return co_await catalog_answer(s, call, "retry_failed", 202, std::move(r), t0);
+}
+
+boost::asio::awaitable<reply> retry_targets_distribution(server_state& s, const route_call& call) {
+  auto t0 = steady::now();
+  const std::string actor = actor_of(call.who);
+  auto r = co_await s.catalog.retry_targets(call.who.project->id, call.match.id, call.body, actor);
+  co_return co_await catalog_answer(s, call, "retry_targets", 202, std::move(r), t0);
 }
 
 boost::asio::awaitable<reply> cancel_distribution(server_state& s, const route_call& call) {

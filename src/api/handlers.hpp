@@ -113,6 +113,7 @@ boost::asio::awaitable<reply> delete_distribution(server_state&, const route_cal
 boost::asio::awaitable<reply> execute_distribution(server_state&, const route_call&);
 boost::asio::awaitable<reply> rollback_distribution(server_state&, const route_call&);
 boost::asio::awaitable<reply> retry_failed_distribution(server_state&, const route_call&);
+boost::asio::awaitable<reply> retry_targets_distribution(server_state&, const route_call&);
 boost::asio::awaitable<reply> cancel_distribution(server_state&, const route_call&);
 boost::asio::awaitable<reply> distribution_results(server_state&, const route_call&);
 

@@ -23,7 +23,7 @@ namespace {
 // distribution/acme_catalog.cpp, session_routes.cpp). Members the parsers refuse are refused here
 // too (additionalProperties: false), so a client generated from this document sends nothing the
 // server rejects as unknown. `settings` is not here: it is generated from the settings table.
-constexpr std::array<body_schema, 20> bodies{{
+constexpr std::array<body_schema, 21> bodies{{
     {"session", R"json({"type":"object","required":["token"],"additionalProperties":false,
       "properties":{"token":{"type":"string","description":"An API token (cf_…)"}}})json"},
     {"project", R"json({"type":"object","required":["name"],"additionalProperties":false,
@@ -94,6 +94,11 @@ constexpr std::array<body_schema, 20> bodies{{
         "auto_execute":{"type":"boolean","description":"Execute when the certificate gets a new version (default: true for ACME certificates)"}}})json"},
     {"rollback", R"json({"type":"object","additionalProperties":false,
       "properties":{"run_no":{"type":"integer","minimum":1,"description":"The delivery run whose replaced files come back (default: the last one)"}}})json"},
+    {"retry_targets", R"json({"type":"object","additionalProperties":false,
+      "description":"Exactly one of job_id and target_ids",
+      "properties":{"job_id":{"$ref":"#/components/schemas/ObjectId","description":"A job of the last run: its targets whose last result failed or was cancelled"},
+        "target_ids":{"type":"array","items":{"$ref":"#/components/schemas/ObjectId"},"minItems":1,"maxItems":1000,"uniqueItems":true,
+          "description":"Targets of the last run whose last result failed or was cancelled; one that is not refuses the whole call"}}})json"},
     {"notification_channel", R"json({"type":"object","required":["name","kind"],"additionalProperties":false,
       "properties":{"name":{"type":"string"},"kind":{"enum":["webhook","email","slack","teams"]},
         "url":{"type":"string","format":"uri","description":"kind webhook"},
@@ -353,6 +358,12 @@ constexpr response_schema answers[] = {
     {"RunAccepted", R"json({"type":"object","required":["distribution_id","run_no","mode","job_ids","targets"],"properties":{
       "distribution_id":{"$ref":"#/components/schemas/ObjectId"},"run_no":{"type":"integer"},"mode":{"type":"string"},
       "job_ids":{"type":"array","items":{"$ref":"#/components/schemas/ObjectId"}},"targets":{"type":"integer"}}})json"},
+    {"RedriveAccepted", R"json({"type":"object","required":["distribution_id","run_no","job_id","retry_attempt","redrive","target_ids"],"properties":{
+      "distribution_id":{"$ref":"#/components/schemas/ObjectId"},"run_no":{"type":"integer","description":"The run, reopened until the job reports"},
+      "job_id":{"$ref":"#/components/schemas/ObjectId","description":"The retry job"},
+      "retry_attempt":{"type":"integer","description":"The wave its results carry: one above the highest these targets reached"},
+      "redrive":{"type":"integer","description":"How many times this run has been re-driven, this one included"},
+      "target_ids":{"type":"array","items":{"$ref":"#/components/schemas/ObjectId"}}}})json"},
     {"RunCancel", R"json({"type":"object","required":["distribution_id","run_no","cancelled_jobs","stop_requested_jobs","status"],"properties":{
       "distribution_id":{"$ref":"#/components/schemas/ObjectId"},"run_no":{"type":"integer"},
       "cancelled_jobs":{"type":"integer"},"stop_requested_jobs":{"type":"integer"},"status":{"type":"string"}}})json"},
@@ -381,10 +392,15 @@ constexpr response_schema answers[] = {
         "outcome":{"type":"string","description":"ok, or the error code"},"at":{"$ref":"#/components/schemas/Time"},
         "detail":{"description":"What was asked (JSON), or null"}}}},
       "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer"}}})json"},
-    {"SettingsSchema", R"json({"type":"object","required":["items"],"properties":{"items":{"type":"array","items":{
-      "type":"object","required":["name","type","default","doc"],"properties":{"name":{"type":"string"},
+    {"SettingsSchema", R"json({"type":"object","required":["items","groups"],"properties":{"items":{"type":"array","items":{
+      "type":"object","required":["name","type","default","doc","group"],"properties":{"name":{"type":"string"},
         "type":{"enum":["integer","string","choice"]},"min":{"type":"integer"},"max":{"type":"integer"},
-        "choices":{"type":"array","items":{"type":"string"}},"default":{"type":["integer","string"]},"doc":{"type":"string"}}}}}})json"},
+        "choices":{"type":"array","items":{"type":"string"}},"default":{"type":["integer","string"]},"doc":{"type":"string"},
+        "group":{"type":"string","description":"The id of its section in groups"}}}},
+      "groups":{"type":"array","description":"The sections the settings are shown in, in page order",
+        "items":{"type":"object","required":["id","title","doc","settings"],"properties":{"id":{"type":"string"},
+          "title":{"type":"string"},"doc":{"type":"string"},
+          "settings":{"type":"array","items":{"type":"string"},"description":"Its settings' names, in page order"}}}}}})json"},
     {"WorkerList", R"json({"type":"object","required":["items","alive","total"],"properties":{
       "items":{"type":"array","items":{"type":"object","required":["id","host","pid","version","lanes","state","running_jobs",
           "started_at","last_heartbeat_at","heartbeat_age_ms"],
@@ -662,6 +678,7 @@ std::vector<success> success_of(route_id id) {
     case R::distribution_execute: return {{202, "A new run is open; its jobs are enqueued", "RunAccepted"}};
     case R::distribution_rollback: return {{202, "A rollback run is open", "RunAccepted"}};
     case R::distribution_retry_failed: return {{202, "The failed targets run again", "RunAccepted"}};
+    case R::distribution_retry_targets: return {{202, "The targets run again in the last run, which is running again", "RedriveAccepted"}};
     case R::distribution_cancel: return {{202, "Cancel requested: waiting jobs are cancelled, running ones asked to stop", "RunCancel"}};
     case R::distribution_results: return {{200, "One page of per-target results of a run", "ResultPage"}};
   }

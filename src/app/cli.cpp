@@ -51,6 +51,7 @@
 #include <iostream>
 #include <set>
 #include <thread>
+#include <vector>
 
 namespace certfleet::app {
 
@@ -1075,6 +1076,8 @@ struct dist_args {
   std::int64_t run = 0;  // rollback, results: a run number (0: the last one)
   std::string status, error_class;  // results' filters
   bool json = false, wait = false;
+  std::string job;                   // retry-targets: a child job of the last run
+  std::vector<std::string> targets;  // retry-targets: named targets of the last run
 };
 
 // The progress of a run as one line: a bar over the targets with a result, and the counts.
@@ -1123,6 +1126,11 @@ class local_dist_backend final : public dist_backend {
   }
   result<boost::json::value> retry_failed(const std::string& id) override {
     return audited("distribution.retry_failed", id, run_sync([&] { return service_.retry_failed(pid_, id, actor()); }));
+  }
+  result<boost::json::value> retry_targets(const std::string& id, const boost::json::value& body) override {
+    const auto text = boost::json::serialize(body);
+    return audited("distribution.retry_targets", id,
+                   run_sync([&] { return service_.retry_targets(pid_, id, text, actor()); }));
   }
   result<boost::json::value> rollback(const std::string& id, std::int64_t run_no) override {
     boost::json::object body;
@@ -1246,8 +1254,22 @@ int run_distributions(const std::string& cmd, common_flags& flags, dist_args& a)
     std::cout << render(t);
     return 0;
   }
-  if (cmd == "execute" || cmd == "retry-failed" || cmd == "rollback") {
-    auto r = cmd == "execute" ? be->execute(a.id) : cmd == "retry-failed" ? be->retry_failed(a.id) : be->rollback(a.id, a.run);
+  if (cmd == "execute" || cmd == "retry-failed" || cmd == "rollback" || cmd == "retry-targets") {
+    // retry-targets: the body names what the flags named; neither or both is the API's 400.
+    auto redrive_body = [&] {
+      boost::json::object b;
+      if (!a.job.empty()) b["job_id"] = a.job;
+      if (!a.targets.empty()) {
+        boost::json::array ids;
+        for (const auto& t : a.targets) ids.emplace_back(t);
+        b["target_ids"] = std::move(ids);
+      }
+      return boost::json::value(std::move(b));
+    };
+    auto r = cmd == "execute"          ? be->execute(a.id)
+             : cmd == "retry-failed"   ? be->retry_failed(a.id)
+             : cmd == "retry-targets"  ? be->retry_targets(a.id, redrive_body())
+                                       : be->rollback(a.id, a.run);
     if (!r) return fail(r.error());
     print(*r);  // {distribution_id, run_no, mode, job_ids}: what a script needs to follow it
     std::cout.flush();
@@ -1462,6 +1484,11 @@ int run_cli(int argc, char** argv) {
   };
   run_cmd("execute", "Start a run (a worker process delivers it); prints {run_no, job_ids}");
   run_cmd("retry-failed", "Run the failed and cancelled targets of the last run again");
+  auto* dredrive = run_cmd("retry-targets",
+                           "Re-drive failed targets of the last run, once it has ended, in that run: one child job's "
+                           "(--job) or named ones (--target)");
+  dredrive->add_option("--job", da.job, "A job of the last run: its failed and cancelled targets");
+  dredrive->add_option("--target", da.targets, "A failed or cancelled target of the last run (repeat for more)");
   run_cmd("rollback", "Put back the files a run replaced (a rollback run)")
       ->add_option("--run", da.run, "The delivery run to undo (default: the last one)");
   dsub("cancel", "Cancel the running run: waiting jobs cancelled, running ones asked to stop")

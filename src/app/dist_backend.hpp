@@ -22,6 +22,9 @@ class dist_backend {
   // Each opens a run: {distribution_id, run_no, mode, job_ids, targets}.
   virtual result<boost::json::value> execute(const std::string& id) = 0;
   virtual result<boost::json::value> retry_failed(const std::string& id) = 0;
+  // Re-drives targets of the last run in that run (body: {"job_id"} or {"target_ids"}):
+  // {distribution_id, run_no, job_id, retry_attempt, redrive, target_ids}.
+  virtual result<boost::json::value> retry_targets(const std::string& id, const boost::json::value& body) = 0;
   virtual result<boost::json::value> rollback(const std::string& id, std::int64_t run_no) = 0;  // 0: the last run
   virtual result<boost::json::value> cancel(const std::string& id) = 0;
   // One page of a run's per-target results (run 0: the current one), filtered by status and

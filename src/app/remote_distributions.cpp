@@ -22,6 +22,9 @@ class remote_dist_backend final : public dist_backend {
   result<json::value> get(const std::string& id) override { return call("GET", "/" + query_escape(id), std::nullopt); }
   result<json::value> execute(const std::string& id) override { return action(id, "execute", std::nullopt); }
   result<json::value> retry_failed(const std::string& id) override { return action(id, "retry-failed", std::nullopt); }
+  result<json::value> retry_targets(const std::string& id, const json::value& body) override {
+    return action(id, "retry-targets", body);
+  }
   result<json::value> rollback(const std::string& id, std::int64_t run_no) override {
     json::object body;
     if (run_no > 0) body["run_no"] = run_no;

@@ -181,6 +181,39 @@ constexpr std::array<setting_def, 66> table{{
      valid_ui_base_url},
 }};
 
+constexpr std::array<setting_group, 6> groups{{
+    {"distribution", "Distribution",
+     "How runs fan out, how many SSH sessions they open, and where file targets may write.",
+     "distribution_fanout_threshold|distribution_fanout_batch_size|distribution_ssh_max_concurrency|"
+     "distribution_max_sessions_per_host|distribution_ssh_connection_reuse|file_target_base_dirs"},
+    {"certificates", "Certificates and ACME",
+     "When expiry is told, and how ACME's DNS-01 validation finds and waits for its records.",
+     "certificate_expiry_thresholds_days|acme_dns_propagation_timeout_s|acme_dns_nameserver_port|acme_dns_resolver"},
+    {"checks", "Checks and discovery",
+     "The revocation and domain checks, and discovery scans: deadlines, sizes, thresholds.",
+     "check_fetch_timeout_s|revocation_crl_max_bytes|domain_expiry_thresholds_days|domain_whois_server|"
+     "discovery_concurrency|discovery_endpoint_timeout_ms|discovery_max_addresses"},
+    {"egress", "Network egress",
+     "Where certfleet may connect: each list is checked on the resolved address before connecting.",
+     "egress_allow_list|ssh_allow_list|acme_allow_list|check_allow_list|discovery_allow_list"},
+    {"jobs", "Jobs",
+     "Limits on what operators and maintenance jobs do at once.",
+     "job_retry_per_minute|kek_rotation_batch"},
+    {"ui", "UI preferences",
+     "The web console: list page size, how long a sign-in lasts, and the address messages link to.",
+     "jobs_page_size_default|ui_session_ttl_s|ui_base_url"},
+}};
+
+bool member_of(std::string_view members, std::string_view name) {
+  while (!members.empty()) {
+    auto bar = members.find('|');
+    if (members.substr(0, bar) == name) return true;
+    if (bar == std::string_view::npos) break;
+    members.remove_prefix(bar + 1);
+  }
+  return false;
+}
+
 bool parse_int(std::string_view s, std::int64_t& out) {
   if (s.empty()) return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -237,6 +270,15 @@ result<std::string> valid_data(const setting_def&, std::string_view value) {
   return std::string(value);
 }
 }  // namespace
+
+std::span<const setting_group> setting_groups() noexcept { return groups; }
+
+std::string_view group_of(const setting_def& def) noexcept {
+  if (def.scope != setting_scope::system) return {};
+  for (const auto& g : groups)
+    if (member_of(g.members, def.name)) return g.id;
+  return {};
+}
 
 std::span<const setting_def> all_settings() noexcept { return table; }
 
@@ -439,8 +481,11 @@ std::string settings_reference_markdown() {
     if (d.type == T::choice) range = fmt::format("{}", fmt::join(choice_values(d), ", "));
     const auto type = type_name(d.type);
     std::string def = d.default_value.empty() ? std::string("*(empty)*") : fmt::format("`{}`", d.default_value);
-    out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", d.name, d.scope == S::process ? "process" : "system",
-                       type, range, def, d.doc);
+    std::string scope = "process";
+    if (d.scope == S::system)
+      for (const auto& g : groups)
+        if (g.id == group_of(d)) scope = fmt::format("system · {}", g.title);
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", d.name, scope, type, range, def, d.doc);
   }
   return out;
 }

@@ -101,7 +101,7 @@ result<job_plan> parse_payload(std::string_view payload) {
   if (auto r = integer("batch_no", p.batch_no, false); !r) return std::move(r).error();
   if (auto r = integer("retry_attempt", p.retry_attempt, false); !r) return std::move(r).error();
   if (auto r = integer("rollback_of_run", p.rollback_of_run, false); !r) return std::move(r).error();
-  if (p.retry_attempt > max_retry_waves) return bad("retry_attempt", fmt::format("retry_attempt is at most {}", max_retry_waves));
+  if (p.retry_attempt > max_retry_attempt) return bad("retry_attempt", fmt::format("retry_attempt is at most {}", max_retry_attempt));
   return p;
 }
 
@@ -124,12 +124,14 @@ std::string notification_key(std::string_view key_base, std::string_view channel
   return fmt::format("notify:{}:{}", key_base, channel_id);
 }
 
-std::string run_notification_base(std::string_view distribution_id, std::int64_t run_no) {
+std::string run_notification_base(std::string_view distribution_id, std::int64_t run_no, std::int64_t redrives) {
+  if (redrives > 0) return fmt::format("{}:{}:redrive:{}", distribution_id, run_no, redrives);
   return fmt::format("{}:{}", distribution_id, run_no);
 }
 
-std::string run_notification_key(std::string_view distribution_id, std::int64_t run_no, std::string_view channel_id) {
-  return notification_key(run_notification_base(distribution_id, run_no), channel_id);
+std::string run_notification_key(std::string_view distribution_id, std::int64_t run_no, std::string_view channel_id,
+                                 std::int64_t redrives) {
+  return notification_key(run_notification_base(distribution_id, run_no, redrives), channel_id);
 }
 
 std::string expiry_notification_base(std::string_view certificate_id, std::int64_t days) {
@@ -156,10 +158,12 @@ std::string expiration_check_key(time_ms now) { return fmt::format("exp_check:{}
 
 error job_retry_refusal(const store::job_record& job) {
   return make_error(errc::conflict,
-                    fmt::format("job {} belongs to distribution {}: use POST /api/v1/projects/{{p}}/distributions/{}"
-                                "/retry-failed instead (it opens a new run over the failed targets)",
-                                job.id, job.distribution_id, job.distribution_id),
-                    "retry-failed");
+                    fmt::format("job {} belongs to distribution {}: once its run has ended, re-drive this job's failed "
+                                "targets in that run with POST /api/v1/projects/{{p}}/distributions/{}/retry-targets "
+                                "{{\"job_id\": \"{}\"}}, or open a new run over every failed target with "
+                                ".../retry-failed",
+                                job.id, job.distribution_id, job.distribution_id, job.id),
+                    "retry-targets");
 }
 
 int effective_batch_size(std::int64_t setting) noexcept {

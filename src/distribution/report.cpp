@@ -94,10 +94,11 @@ result<void> notify_finished(store::catalog_tx& tx, const store::distribution_re
   fired_event e;
   e.project_id = d.project_id;
   e.event = event_names::distribution_finished;
-  e.event_id = fmt::format("{}:{}:{}", event_names::distribution_finished, d.id, d.run_no);
+  // A re-driven run ends once more per re-drive: each end is its own event.
+  e.event_id = fmt::format("{}:{}", event_names::distribution_finished, run_notification_base(d.id, d.run_no, d.run_redrives));
   e.data = boost::json::object{{"distribution_id", d.id}, {"name", d.name},   {"run_no", d.run_no},
                                {"status", d.status},      {"error", d.error}, {"summary", std::move(summary)}};
-  e.key_base = run_notification_base(d.id, d.run_no);
+  e.key_base = run_notification_base(d.id, d.run_no, d.run_redrives);
   e.source.distribution_id = d.id;
   e.source.triggered_by = queue::triggers::distribution;
   auto fired = fire_event(tx, e, now);

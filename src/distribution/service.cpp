@@ -20,6 +20,7 @@
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/distribution/notify.hpp"
 #include "certfleet/distribution/plan.hpp"
+#include "certfleet/distribution/redrive.hpp"
 #include "certfleet/distribution/runs.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/make_job.hpp"
@@ -878,6 +879,51 @@ op<json::value> service::revoke_certificate(std::string project_id, std::string 
 
 op<json::value> service::retry_failed(std::string project_id, std::string id, std::string actor) {
   return open_run(std::move(project_id), std::move(id), std::move(actor), run_kind::retry_failed, 0);
+}
+
+op<json::value> service::retry_targets(std::string project_id, std::string id, std::string body, std::string actor) {
+  auto req = parse_redrive_request(body);
+  if (!req) co_return std::move(req).error();
+  auto now = clock_.now_ms();
+  auto out = std::make_shared<json::object>();
+  auto created = std::make_shared<std::vector<store::enqueue_outcome>>();
+  store::tx_fn op = [=, req = std::move(*req)](store::catalog_tx& tx) -> result<void> {
+    created->clear();  // a transaction run again starts over
+    auto dr = tx.get_distribution(project_id, id);
+    if (!dr) return std::move(dr).error();
+    auto& d = *dr;
+    auto results = tx.run_results(d.id, d.run_no);
+    if (!results) return std::move(results).error();
+    auto r = plan_redrive(d, *results, req);
+    if (!r) return std::move(r).error();
+    queue::enqueue_request j;
+    j.project_id = project_id;
+    j.type = queue::job_names::distribution_execute;
+    j.payload = to_payload(r->plan);
+    j.idempotency_key = r->key;
+    j.parent_job_id = r->parent_job_id;
+    j.certificate_id = d.certificate_id;
+    j.distribution_id = d.id;
+    j.triggered_by = actor;
+    auto e = queue::enqueue_in(tx.jobs(), j, now);
+    if (!e) return std::move(e).error();
+    reopen_for_redrive(d, *r, now);
+    if (auto u = tx.update_distribution(d); !u) return u;
+    *created = {*e};
+    json::array ids;
+    for (const auto& t : r->plan.target_ids) ids.emplace_back(t);
+    *out = json::object{{"distribution_id", d.id},
+                        {"run_no", d.run_no},
+                        {"job_id", e->job.id},
+                        {"retry_attempt", r->plan.retry_attempt},
+                        {"redrive", d.run_redrives},
+                        {"target_ids", std::move(ids)}};
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op));
+  if (!w) co_return std::move(w).error();
+  queue_.jobs_created(*created);
+  co_return json::value(std::move(*out));
 }
 
 op<json::value> service::rollback(std::string project_id, std::string id, std::string body, std::string actor) {

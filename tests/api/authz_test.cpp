@@ -333,6 +333,8 @@ TEST_F(api_authz, every_route_every_role) {
       // Never run: nothing to retry or roll back, nothing to cancel; the role check comes first.
       {api::route_id::distribution_retry_failed, "POST", [](api_authz& t) { return t.put_distribution() + "/retry-failed"; }, "",
        {401, 403, 409, 409, 409, 404, 409}},
+      {api::route_id::distribution_retry_targets, "POST", [](api_authz& t) { return t.put_distribution() + "/retry-targets"; },
+       R"({"target_ids":["65f0c0ffee0000000000000a"]})", {401, 403, 409, 409, 409, 404, 409}},
       {api::route_id::distribution_rollback, "POST", [](api_authz& t) { return t.put_distribution() + "/rollback"; }, "",
        {401, 403, 400, 400, 400, 404, 400}},
       {api::route_id::distribution_cancel, "POST", [](api_authz& t) { return t.put_distribution() + "/cancel"; }, "",

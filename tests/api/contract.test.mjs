@@ -508,6 +508,10 @@ test('every operation of the served OpenAPI document, answers and errors, passes
     await call('POST', `${P}/distributions/${distBId}/cancel`, { token: operator, expect: [202, 409] });
     await waitDistribution(distBId);
     await call('GET', `${P}/distributions/${distBId}/results?status=cancelled`, { token: viewer, expect: 200 });
+    // Re-drive the closed port's target in the run that just ended (it failed or was cancelled there).
+    await call('POST', `${P}/distributions/${distBId}/retry-targets`, { token: operator, expect: 202, body: { target_ids: [sshTarget.body.id] } });
+    await call('POST', `${P}/distributions/${distBId}/retry-targets`, { token: operator, bad: true, expect: 400, body: { job_id: 'x' } });
+    await waitDistribution(distBId);
 
     // --- Audit.
     await call('GET', `${P}/audit?page_size=20`, { expect: 200 });

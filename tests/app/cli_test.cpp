@@ -405,6 +405,17 @@ TEST(cli, execute_wait_follows_a_run_to_its_end) {
   auto remote_list = run("", {"distributions", "list"}, 60s, remote);
   EXPECT_TRUE(std::regex_search(remote_list.out, std::regex("\n" + mixed + " +mixed +failed +2 +2 "))) << remote_list.out;
 
+  // Issue 31: re-drive the bad target in run 2 once its directory exists: the same run, reopened,
+  // ends success. Neither --job nor --target is the API's 400 (exit 2), locally too.
+  auto neither = run(data, {"distributions", "retry-targets", mixed});
+  EXPECT_EQ(neither.status, certfleet::app::to_int(certfleet::app::exit_code::usage)) << neither.out << neither.err;
+  std::filesystem::create_directories(base / "missing");
+  auto redriven = run("", {"distributions", "retry-targets", mixed, "--target", bad, "--wait", "--timeout", "120"}, 60s, remote);
+  EXPECT_EQ(redriven.status, 0) << redriven.out << redriven.err;
+  EXPECT_EQ(boost::json::parse(redriven.out).at("run_no"), 2) << redriven.out;
+  EXPECT_EQ(boost::json::parse(redriven.out).at("redrive"), 1) << redriven.out;
+  EXPECT_NE(redriven.err.find("1/1 targets  1 succeeded  0 failed  success"), std::string::npos) << redriven.err;
+
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait(30s), 0);
 }

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -215,6 +217,34 @@ TEST(errors, every_code_has_its_name_message_status_and_exit) {
   EXPECT_STREQ(errc_name(errc::count_), "unknown");
   EXPECT_EQ(errc_row_of(static_cast<errc>(-1)).http_status, 500u);
   EXPECT_EQ(errc_row_of(errc::count_).exit, errc_exit::failed);
+}
+
+// Issue 31: the Settings page shows system settings in sections; each is in exactly one, and a
+// section names only system settings that exist.
+TEST(settings, each_system_setting_is_in_exactly_one_group) {
+  std::map<std::string, int> seen;
+  for (const auto& g : setting_groups()) {
+    EXPECT_FALSE(g.title.empty());
+    EXPECT_FALSE(g.doc.empty());
+    std::string_view rest = g.members;
+    while (!rest.empty()) {
+      auto bar = rest.find('|');
+      std::string name(rest.substr(0, bar));
+      auto* def = find_setting(name);
+      ASSERT_NE(def, nullptr) << g.id << " names " << name;
+      EXPECT_EQ(def->scope, setting_scope::system) << name;
+      EXPECT_EQ(group_of(*def), g.id) << name;
+      ++seen[name];
+      rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
+    }
+  }
+  for (const auto& d : all_settings()) {
+    if (d.scope == setting_scope::system) {
+      EXPECT_EQ(seen[std::string(d.name)], 1) << d.name;
+    } else {
+      EXPECT_EQ(group_of(d), "") << d.name;
+    }
+  }
 }
 
 TEST(settings, docs_configuration_md_carries_the_settings_table) {

@@ -312,6 +312,105 @@ TEST(fanout, cancel_ends_the_run_cancelled_and_nothing_is_redriven) {
   EXPECT_EQ(num(later, "total"), 4) << "no retry child after a cancel";
 }
 
+// Issue 31: an operator re-drives one child's failed targets, then one named target, in the run
+// that ended; each re-drive reopens the run, is counted like a retry wave, and its end is told.
+TEST(fanout, a_finished_run_is_redriven_by_child_and_by_target_and_counted_once) {
+  dist_env env(2);
+  env.start();
+  testbed::webhook_sink sink;
+  wire_notifications(env, sink, {{"distribution_fanout_threshold", "2"}, {"distribution_fanout_batch_size", "2"}});
+  // host001 and host003 write under a plain file (io_permanent: no automatic wave) until the
+  // operator replaces the file with a directory.
+  std::vector<fs::path> blockers;
+  auto f = make_fleet_distribution(env, 4, {}, [&](json::object& b, int i) {
+    if (i % 2 == 0) return;
+    auto blocker = env.dir.path() / fmt::format("blocker{}", i);
+    write_file(blocker, "x");
+    blockers.push_back(blocker);
+    auto& ssh = b["ssh"].as_object();
+    ssh["cert_path"] = (blocker / "cert.pem").string();
+    ssh["key_path"] = (blocker / "key.pem").string();
+  });
+  env.execute(f.dist);
+  auto d = env.wait_done(f.dist, 120s);
+  ASSERT_EQ(str(d, "status"), "partial") << json::serialize(d);
+  auto r = by_target(env.results(f.dist));
+  ASSERT_EQ(r[f.targets[1]].at("status"), "failed");
+  ASSERT_EQ(str(r[f.targets[1]], "error_class"), "io_permanent");
+  const std::string child = str(r[f.targets[1]], "job_id");
+  const std::string path = "distributions/" + f.dist + "/retry-targets";
+
+  // Refused, changing nothing: a target that succeeded, one outside the run, a job with no result
+  // in it, a bad body.
+  auto refused = [&](const std::string& body, int status, const std::string& field) {
+    auto a = env.call("POST", path, body);
+    EXPECT_EQ(a.status, status) << body << " " << a.body;
+    EXPECT_EQ(str(a.json().at("error"), "field"), field) << a.body;
+  };
+  refused(json::serialize(json::object{{"target_ids", json::array{f.targets[0].c_str()}}}), 409, "target_ids[0]");
+  refused(R"({"target_ids":["65f0c0ffee0000000000000a"]})", 400, "target_ids[0]");
+  refused(R"({"job_id":"65f0c0ffee0000000000000b"})", 404, "job_id");
+  refused(R"({"job_id":"65f0c0ffee0000000000000b","target_ids":[]})", 400, "body");
+  refused("{}", 400, "body");
+  EXPECT_EQ(str(env.ok("GET", "distributions/" + f.dist), "status"), "partial");
+
+  // The child of host000 and host001: only host001 runs again, in run 1, as wave 1.
+  fs::remove(blockers[0]);
+  fs::create_directories(blockers[0]);
+  auto a = env.ok("POST", path, json::serialize(json::object{{"job_id", child}}), 202);
+  EXPECT_EQ(num(a, "run_no"), 1);
+  EXPECT_EQ(num(a, "retry_attempt"), 1);
+  EXPECT_EQ(num(a, "redrive"), 1);
+  EXPECT_EQ(a.at("target_ids"), (json::array{f.targets[1].c_str()}));
+  // A second click is refused: the run is running again (or, once it ended, the child has no
+  // failed target left).
+  auto twice = env.call("POST", path, json::serialize(json::object{{"job_id", child}}));
+  EXPECT_EQ(twice.status, 409) << twice.body;
+  d = env.wait_done(f.dist, 120s);
+  EXPECT_EQ(str(d, "status"), "partial") << json::serialize(d);
+  EXPECT_EQ(num(d, "run_no"), 1);
+  r = by_target(env.results(f.dist));
+  EXPECT_EQ(r[f.targets[1]].at("status"), "succeeded") << json::serialize(r[f.targets[1]]);
+  EXPECT_EQ(r[f.targets[1]].at("retry_attempt").as_int64(), 1);
+  EXPECT_EQ(str(r[f.targets[1]], "job_id"), str(a, "job_id"));
+  EXPECT_EQ(d.at("summary").at("succeeded").as_int64(), 3);
+  EXPECT_EQ(d.at("summary").at("failed").as_int64(), 1);
+  auto& fo = d.at("fan_out");
+  auto finalized = static_cast<std::int64_t>(fo.at("finalized_jobs").as_array().size());
+  EXPECT_EQ(finalized, 3);  // two batches and the re-drive, each counted once
+  EXPECT_EQ(num(fo, "succeeded") + num(fo, "failed") + num(fo, "partial") + num(fo, "cancelled"), finalized);
+  EXPECT_EQ(num(fo, "retrying"), 0);
+  auto redriven = env.ok("GET", "jobs/" + str(a, "job_id"));
+  EXPECT_EQ(str(redriven, "parent_job_id"), child);
+  EXPECT_EQ(str(redriven, "idempotency_key"), fmt::format("dist:{}:1:redrive:1", f.dist));
+
+  // One named target: host003, after its fix; the run ends success.
+  fs::remove(blockers[1]);
+  fs::create_directories(blockers[1]);
+  auto b = env.ok("POST", path, json::serialize(json::object{{"target_ids", json::array{f.targets[3].c_str()}}}), 202);
+  EXPECT_EQ(num(b, "redrive"), 2);
+  d = env.wait_done(f.dist, 120s);
+  EXPECT_EQ(str(d, "status"), "success") << json::serialize(d);
+  EXPECT_EQ(str(d, "error"), "");
+  EXPECT_EQ(d.at("summary").at("succeeded").as_int64(), 4);
+
+  // Each end of run 1 is told once: the first, then one per re-drive (event ids apart).
+  ASSERT_TRUE(sink.wait_for(3, 30s));
+  std::this_thread::sleep_for(1500ms);
+  std::set<std::string> events;
+  std::vector<std::string> statuses;
+  for (const auto& q : sink.requests()) {
+    auto body = json::parse(q.body);
+    if (str(body.at("data"), "distribution_id") != f.dist) continue;
+    events.insert(str(body, "event_id"));
+    statuses.push_back(str(body.at("data"), "status"));
+  }
+  EXPECT_EQ(events.size(), 3u);
+  EXPECT_EQ(statuses.size(), 3u);
+  EXPECT_TRUE(events.count(fmt::format("distribution.finished:{}:1:redrive:2", f.dist))) << *events.begin();
+  EXPECT_EQ(std::count(statuses.begin(), statuses.end(), "success"), 1);
+}
+
 TEST(fanout, settings_out_of_range_are_refused_with_the_range) {
   dist_env env(0);
   env.start();

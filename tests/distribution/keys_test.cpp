@@ -55,11 +55,13 @@ TEST(job_retry, a_distribution_job_is_pointed_at_retry_failed) {
   j.distribution_id = "65f0c0ffee0000000000000a";
   auto e = job_retry_refusal(j);
   EXPECT_TRUE(e.is(errc::conflict));
-  EXPECT_EQ(e.field, "retry-failed");
+  EXPECT_EQ(e.field, "retry-targets");
   EXPECT_EQ(e.message,
-            "job 65f0c0ffee0000000000000b belongs to distribution 65f0c0ffee0000000000000a: use POST "
-            "/api/v1/projects/{p}/distributions/65f0c0ffee0000000000000a/retry-failed instead (it opens a new run "
-            "over the failed targets)");
+            "job 65f0c0ffee0000000000000b belongs to distribution 65f0c0ffee0000000000000a: once its run has ended, "
+            "re-drive this job's failed targets in that run with POST "
+            "/api/v1/projects/{p}/distributions/65f0c0ffee0000000000000a/retry-targets "
+            "{\"job_id\": \"65f0c0ffee0000000000000b\"}, or open a new run over every failed target with "
+            ".../retry-failed");
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ TEST(plan, payload_round_trips_and_bad_payloads_name_the_field) {
            {R"({"distribution_id":"d","run_no":-1,"mode":"normal","target_ids":[]})", "run_no"},
            {R"({"distribution_id":"d","run_no":1,"mode":"sideways","target_ids":[]})", "mode"},
            {R"({"distribution_id":"d","run_no":1,"mode":"normal","target_ids":[1]})", "target_ids"},
-           {R"({"distribution_id":"d","run_no":1,"mode":"retry","target_ids":[],"retry_attempt":4})", "retry_attempt"}}) {
+           {R"({"distribution_id":"d","run_no":1,"mode":"retry","target_ids":[],"retry_attempt":21})", "retry_attempt"}}) {
     auto r = parse_payload(text);
     ASSERT_FALSE(r) << text;
     EXPECT_EQ(r.error().field, field) << text;

@@ -683,6 +683,7 @@ TEST_P(catalog_conformance, update_distribution_writes_every_field_of_the_curren
   d.updated_at = t0 + 300;
   d.run_certificate_version = 4;
   d.run_trigger = "dist-renew:x:4";
+  d.run_redrives = 2;
   ASSERT_TRUE(write([&](catalog_tx& tx) { return tx.update_distribution(d); }));
   auto got = get_distribution(project, d.id);
   ASSERT_TRUE(got);
@@ -699,6 +700,7 @@ TEST_P(catalog_conformance, update_distribution_writes_every_field_of_the_curren
   EXPECT_EQ(got->fan_out_cancelled, 4);
   EXPECT_EQ(got->fan_out_retrying, 5);
   EXPECT_EQ(got->fan_out_retry_wave, 6);
+  EXPECT_EQ(got->run_redrives, 2);
   EXPECT_TRUE(got->fail_fast_fired);
   EXPECT_TRUE(got->cancel_requested);
   EXPECT_EQ(got->run_started_at, t0 + 100);

@@ -370,7 +370,8 @@ TEST_F(mongo_catalog_wire, add_finalized_is_an_insert_only_upsert_true_then_fals
             R"("job_ids":["j2","j1"],"error":"","fan_out_total":2,"fan_out_succeeded":1,"fan_out_failed":0,)"
             R"("fan_out_partial":0,"fan_out_cancelled":0,"fan_out_retrying":0,"fan_out_retry_wave":0,)"
             R"("fail_fast_fired":false,"cancel_requested":false,"run_started_at":0,"run_finished_at":0,)"
-            R"("updated_at":1700000000000,"run_certificate_version":0,"run_trigger":""}})");
+            R"("updated_at":1700000000000,"run_certificate_version":0,"run_trigger":"",)"
+            R"("run_redrives":0}})");
   EXPECT_EQ(db.commands("commitTransaction").size(), 2u);
 }
 

@@ -1079,6 +1079,7 @@ TEST(sqlite_store, migration_fills_the_tab_counts_of_existing_jobs) {
       "DROP TRIGGER job_blocks_insert; DROP TRIGGER job_blocks_delete; DROP TRIGGER job_blocks_status; "
       "DROP TABLE job_blocks; DROP TABLE acme_dns_records; DROP TABLE workers; "
       "DROP INDEX tokens_expiry; ALTER TABLE tokens DROP COLUMN expires_at; ALTER TABLE tokens DROP COLUMN last_used_at; "
+      "ALTER TABLE distributions DROP COLUMN run_redrives; "
       "DELETE FROM schema_migrations WHERE version >= 7;";
   ASSERT_EQ(std::system(("sqlite3 '" + file + "' \"" + undo + "\"").c_str()), 0);
   auto s = open_sqlite({file, 1, 5000, false});

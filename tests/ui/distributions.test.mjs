@@ -1,6 +1,6 @@
 // Distributions and their jobs: a partial distribution job's tag, fan-out children (the child
 // tag, the retry-wave alert, "Automatic retry" and the Parent Job link), the 409 of a retry on a
-// child, the distribution view's counters (batches and retry-wave jobs apart) and long tail
+// child and the re-drive of its failed targets (and of one target) in its run, the distribution view's counters (batches and retry-wave jobs apart) and long tail
 // against the API, the server-side results filters, the certificate pages.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -85,26 +85,63 @@ test('fan-out children: the child tag, the retry-wave alert on the batch, "Autom
   assert.deepEqual(errors, []);
 });
 
-test('a retry of a fan-out child answers 409 pointing at the distribution; the UI offers the distribution\'s Retry failed instead', async () => {
+/** @param {string} id the distribution, polled until its run has ended */
+async function distributionEnded(id) {
+  const until = Date.now() + 60000;
+  for (;;) {
+    const d = (await cf.api('GET', `${P}/distributions/${id}`)).body;
+    if (d.status !== 'running') return d;
+    assert.ok(Date.now() < until, `distribution ${id} still running: ${JSON.stringify(d).slice(0, 400)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+test('a retry of a fan-out child answers 409 naming retry-targets; the UI re-drives the child\'s failed targets, and one target, in the run', async () => {
   const list = (await cf.api('GET', `${P}/jobs?type=distribution_execute`)).body.items;
   const child = list.find((/** @type {any} */ j) => (j.payload?.mode === 'batch' || j.payload?.mode === 'retry'));
   const r = await cf.api('POST', `${P}/jobs/${child.id}/retry`);
   assert.equal(r.status, 409, r.text);
-  assert.match(r.body.error.message, /distribution/);
-  // The UI offers no Retry that can only fail (issue 31): a dead child links to its
-  // distribution's Retry failed instead.
+  assert.equal(r.body.error.field, 'retry-targets');
+  assert.match(r.body.error.message, /retry-targets/);
+  // The UI offers no Retry that can only fail (issue 31): a dead child of the run that ended
+  // offers the re-drive of its failed targets in that run.
   const admin = await browser.newPage();
+  const errors = collectErrors(admin);
   const own = await cf.token('admin', { name: 'alice-admin' });
   await signIn(admin, cf.url, own);
   const failedChild = list.find((/** @type {any} */ j) => (j.status === 'failed' || j.status === 'dead') && (j.payload?.mode === 'batch' || j.payload?.mode === 'retry'));
   assert.ok(failedChild, 'a child ended dead (its target failed in every wave)');
+  const distId = failedChild.distribution_id;
+  const before = await distributionEnded(distId);
   await admin.goto(`${cf.url}/jobs/${failedChild.id}`);
-  const offer = admin.getByRole('link', { name: `Retry failed targets of job ${failedChild.id} on its distribution` });
+  const offer = admin.getByRole('button', { name: `Retry the failed targets of job ${failedChild.id} in run ${before.run_no}` });
   await offer.waitFor();
   assert.equal(await admin.getByRole('button', { name: `Retry job ${failedChild.id}` }).count(), 0);
   await offer.click();
-  await admin.waitForURL(new RegExp(`/distributions/${failedChild.distribution_id}`));
-  await admin.getByRole('button', { name: 'Retry failed' }).waitFor();
+  const made = admin.locator('.feedback.ok a');
+  await made.waitFor();
+  assert.match(await admin.locator('.feedback.ok').innerText(), new RegExp(`run again in run ${before.run_no} as job`));
+  const newId = String(await made.getAttribute('href')).match(/\/jobs\/([0-9a-f]{24})/)?.[1] ?? '';
+  const after = await distributionEnded(distId);
+  assert.equal(after.run_no, before.run_no, 'the same run, reopened');
+  const redone = await job(newId);
+  assert.equal(redone.payload.mode, 'retry');
+  assert.equal(redone.parent_job_id, failedChild.id);
+  assert.equal(after.fan_out.finalized_jobs.length, before.fan_out.finalized_jobs.length + 1, 'the re-drive is counted once');
+  await admin.goto(`${cf.url}/jobs/${newId}`);
+  await admin.locator('.summary .tag.child', { hasText: 'Retry by operator' }).waitFor();
+
+  // The results table: Retry on the failed target only, as one more job of the run.
+  await admin.goto(`${cf.url}/distributions/${distId}`);
+  await admin.locator('#results-table').waitFor();
+  const failedRows = (await cf.api('GET', `${P}/distributions/${distId}/results?status=failed`)).body.items;
+  assert.ok(failedRows.length >= 1);
+  assert.equal(await admin.locator('#results-table button[data-action="retry-target"]').count(), failedRows.length);
+  await admin.locator('#results-table button[data-action="retry-target"]').first().click();
+  await admin.locator('.feedback.ok', { hasText: `runs again in run ${before.run_no} as job` }).waitFor();
+  const last = await distributionEnded(distId);
+  assert.equal(last.fan_out.finalized_jobs.length, after.fan_out.finalized_jobs.length + 1);
+  assert.deepEqual(errors, []);
   await admin.close();
   await signIn(page, cf.url, await cf.token('operator', { name: 'olga-operator-2' }));
 });

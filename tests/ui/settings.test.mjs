@@ -74,6 +74,33 @@ test('each setting shows its range and doc (from GET /api/v1/settings/schema)', 
   await page.close();
 });
 
+test('the settings are shown in the API\'s sections, in its order, each with its range and default (issue 31)', async () => {
+  const page = await browser.newPage();
+  const errors = collectErrors(page);
+  await signIn(page, cf.url, cf.ownerToken);
+  await page.goto(`${cf.url}/settings`);
+  await page.locator('fieldset.setting-group').first().waitFor();
+  const schema = (await cf.api('GET', '/api/v1/settings/schema')).body;
+  assert.ok(Array.isArray(schema.groups) && schema.groups.length >= 5, JSON.stringify(schema.groups));
+  const legends = await page.locator('fieldset.setting-group > legend').allInnerTexts();
+  assert.deepEqual(legends, schema.groups.map((/** @type {any} */ g) => g.title));
+  assert.equal(legends[0], 'Distribution');
+  for (const g of schema.groups) {
+    const shown = await page.locator(`fieldset[data-group="${g.id}"] [data-setting]`).evaluateAll((els) => els.map((e) => e.getAttribute('data-setting')));
+    assert.deepEqual(shown, g.settings, g.id);
+  }
+  // Every system setting is on the page once, in the section its schema row names.
+  for (const item of schema.items) {
+    assert.equal(await page.locator(`fieldset[data-group="${item.group}"] [data-setting="${item.name}"]`).count(), 1, item.name);
+  }
+  assert.equal(await page.locator('[data-setting]').count(), schema.items.length);
+  const doc = await page.locator('[data-setting="distribution_fanout_batch_size"] .setting-doc').innerText();
+  assert.match(doc, /integer from 0 to 200 · default 0/);
+  assert.match(await page.locator('[data-setting="ui_base_url"] .setting-doc').innerText(), /default empty/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('a token that is not a system admin gets no Settings link and the page says why', async () => {
   const page = await browser.newPage();
   await page.context().clearCookies();

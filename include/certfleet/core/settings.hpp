@@ -40,6 +40,18 @@ struct setting_def {
 };
 
 std::span<const setting_def> all_settings() noexcept;
+
+// The sections the system settings are shown in (the Settings page, GET /api/v1/settings/schema,
+// docs/configuration.md), in page order; each system setting is in exactly one.
+struct setting_group {
+  std::string_view id;
+  std::string_view title;
+  std::string_view doc;
+  std::string_view members;  // setting names separated by '|', in page order
+};
+std::span<const setting_group> setting_groups() noexcept;
+// The id of a system setting's group; empty for a process setting.
+std::string_view group_of(const setting_def& def) noexcept;
 // "integer", "string" or "choice" (docs/configuration.md and the settings schema route).
 std::string_view type_name(setting_type t) noexcept;
 // A choice setting's values (its `choices` split at '|'), in table order; empty for other types.

@@ -14,6 +14,9 @@ namespace certfleet::distribution {
 
 // Waves per lineage: a batch and its retry children run at most this many retries.
 inline constexpr int max_retry_waves = 3;
+// A target's highest retry_attempt in one run: the automatic waves, then an operator's re-drives
+// (redrive.hpp); past it the operator opens a new run with Retry failed.
+inline constexpr std::int64_t max_retry_attempt = 20;
 inline constexpr int default_batch_size = 50;
 inline constexpr int default_ssh_concurrency = 10;
 
@@ -47,9 +50,11 @@ std::string run_key_prefix(std::string_view distribution_id, std::int64_t run_no
 // An event's notification to one channel: notify:<key base>:<channel> (fire_event's jobs). The
 // key base names the event's occurrence; the ones below are this module's.
 std::string notification_key(std::string_view key_base, std::string_view channel_id);
-// A finished run: <distribution>:<run>, so notify:<distribution>:<run>:<channel>.
-std::string run_notification_base(std::string_view distribution_id, std::int64_t run_no);
-std::string run_notification_key(std::string_view distribution_id, std::int64_t run_no, std::string_view channel_id);
+// A finished run: <distribution>:<run>, so notify:<distribution>:<run>:<channel>; its end after
+// the n-th re-drive (redrive.hpp): <distribution>:<run>:redrive:<n>.
+std::string run_notification_base(std::string_view distribution_id, std::int64_t run_no, std::int64_t redrives = 0);
+std::string run_notification_key(std::string_view distribution_id, std::int64_t run_no, std::string_view channel_id,
+                                 std::int64_t redrives = 0);
 // A certificate's expiry for one threshold in days (0: expired): cert:<certificate>:<days>, so
 // notify:cert:<certificate>:<days>:<channel>.
 std::string expiry_notification_base(std::string_view certificate_id, std::int64_t days);
@@ -67,9 +72,10 @@ std::string certificate_event_id(std::string_view event, std::string_view certif
 // whatever the cycle, so a restart within the hour finds the hour's key taken.
 std::string expiration_check_key(time_ms now);
 
-// The jobs API's answer to a retry of a distribution's job (409, field "retry-failed"): such a
-// job is re-driven by its distribution's retry-failed, which opens a new run over the failed
-// targets. The queue's retry asks the type's owner for it (handler_registry's retry_refusal).
+// The jobs API's answer to a retry of a distribution's job (409, field "retry-targets"): such a
+// job's failed targets are re-driven in its run by the distribution's retry-targets (redrive.hpp),
+// or in a new run by retry-failed. The queue's retry asks the type's owner for it
+// (handler_registry's retry_refusal).
 error job_retry_refusal(const store::job_record& job);
 
 // Sorted target ids cut into batches of `batch_size` (0 -> default_batch_size).

@@ -90,6 +90,9 @@ class service {
   op<boost::json::value> job_workflow(store::job_record job);
   // A new run over the failed (and cancelled) targets of the last run.
   op<boost::json::value> retry_failed(std::string project_id, std::string id, std::string actor);
+  // Re-drives one job's failed targets, or named targets, of the last run once it has ended, in
+  // that run (redrive.hpp): one retry job, the run reopened until it reports.
+  op<boost::json::value> retry_targets(std::string project_id, std::string id, std::string body, std::string actor);
   // A new run that puts back what run `run_no` (0: the last delivery run) replaced.
   op<boost::json::value> rollback(std::string project_id, std::string id, std::string body, std::string actor);
   // Cancels pending and held children, asks active ones to stop; the run ends cancelled.

@@ -121,6 +121,9 @@ struct distribution_record {
   // not a person ("dist-renew:<distribution>:<version>" for a new version's automatic run).
   std::int64_t run_certificate_version = 0;
   std::string run_trigger;
+  // Times an operator re-drove failed targets of this run after it ended (issue 31): each re-drive
+  // reopens the run, and its next end is told as a new distribution.finished.
+  std::int64_t run_redrives = 0;
   time_ms run_started_at = 0;
   time_ms run_finished_at = 0;
   time_ms created_at = 0;

@@ -11,7 +11,7 @@
 //   distributions          {_id, project_id, name, certificate_id, target_ids[], uses[] (certificate + targets),
 //                           canary, failure_tolerance, fail_fast, auto_execute, status, run_no, mode,
 //                           run_target_ids[], job_ids[], error, fan_out_*, fail_fast_fired, cancel_requested,
-//                           run_certificate_version, run_trigger, run_started_at, run_finished_at,
+//                           run_certificate_version, run_trigger, run_redrives, run_started_at, run_finished_at,
 //                           created_at, updated_at}
 //   target_results         {_id: {d, r, t, a, f, j}, distribution_id, run_no, target_id, job_id, retry_attempt,
 //                           fence, status, error_class, error, started_at, finished_at, fingerprint,
@@ -194,6 +194,7 @@ doc distribution_run_fields(const distribution_record& d) {
   s.boolean("fail_fast_fired", d.fail_fast_fired).boolean("cancel_requested", d.cancel_requested);
   s.i64("run_started_at", d.run_started_at).i64("run_finished_at", d.run_finished_at).i64("updated_at", d.updated_at);
   s.i64("run_certificate_version", d.run_certificate_version).str("run_trigger", d.run_trigger);
+  s.i64("run_redrives", d.run_redrives);
   return s;
 }
 
@@ -217,7 +218,7 @@ doc new_distribution_document(const distribution_record& d) {
   x.str("error", "").i64("fan_out_total", 0).i64("fan_out_succeeded", 0).i64("fan_out_failed", 0);
   x.i64("fan_out_partial", 0).i64("fan_out_cancelled", 0).i64("fan_out_retrying", 0).i64("fan_out_retry_wave", 0);
   x.boolean("fail_fast_fired", false).boolean("cancel_requested", false).i64("run_started_at", 0);
-  x.i64("run_finished_at", 0).i64("run_certificate_version", 0).str("run_trigger", "");
+  x.i64("run_finished_at", 0).i64("run_certificate_version", 0).str("run_trigger", "").i64("run_redrives", 0);
   x.i64("created_at", d.created_at).i64("updated_at", d.created_at);
   return x;
 }
@@ -251,6 +252,7 @@ distribution_record read_distribution(const bson_t* b) {
   d.cancel_requested = v.boolean("cancel_requested");
   d.run_certificate_version = v.i64("run_certificate_version");
   d.run_trigger = v.str("run_trigger");
+  d.run_redrives = v.i64("run_redrives");
   d.run_started_at = v.i64("run_started_at");
   d.run_finished_at = v.i64("run_finished_at");
   d.created_at = v.i64("created_at");

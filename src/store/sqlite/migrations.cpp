@@ -12,7 +12,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 13> migrations{{
+constexpr std::array<const char*, 14> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -357,6 +357,11 @@ CREATE TABLE workers (
 ALTER TABLE tokens ADD COLUMN expires_at INTEGER;
 ALTER TABLE tokens ADD COLUMN last_used_at INTEGER;
 CREATE INDEX tokens_expiry ON tokens (expires_at) WHERE expires_at IS NOT NULL;
+)sql",
+    // 14: re-drives of a finished run's failed targets (issue 31), so each reopened run's end is
+    // told once.
+    R"sql(
+ALTER TABLE distributions ADD COLUMN run_redrives INTEGER NOT NULL DEFAULT 0;
 )sql",
 }};
 #undef BLOCK_OF

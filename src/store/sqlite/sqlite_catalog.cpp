@@ -53,7 +53,7 @@ std::vector<std::string> ids_from_json(const std::string& text) {
   "id, project_id, name, certificate_id, target_ids, canary, failure_tolerance, fail_fast, status, run_no, " \
   "mode, run_target_ids, job_ids, error, fan_out_total, fan_out_succeeded, fan_out_failed, fan_out_partial, " \
   "fan_out_cancelled, fan_out_retrying, fan_out_retry_wave, fail_fast_fired, cancel_requested, "             \
-  "run_started_at, run_finished_at, created_at, updated_at, auto_execute, run_certificate_version, run_trigger"
+  "run_started_at, run_finished_at, created_at, updated_at, auto_execute, run_certificate_version, run_trigger, run_redrives"
 
 distribution_record read_distribution(stmt& s) {
   distribution_record d;
@@ -87,6 +87,7 @@ distribution_record read_distribution(stmt& s) {
   d.auto_execute = s.int64(27) != 0;
   d.run_certificate_version = s.int64(28);
   d.run_trigger = s.text(29);
+  d.run_redrives = s.int64(30);
   return d;
 }
 
@@ -578,13 +579,13 @@ class tx_impl final : public reads<catalog_tx> {
         "fan_out_total = ?8, fan_out_succeeded = ?9, fan_out_failed = ?10, fan_out_partial = ?11, "
         "fan_out_cancelled = ?12, fan_out_retrying = ?13, fan_out_retry_wave = ?14, fail_fast_fired = ?15, "
         "cancel_requested = ?16, run_started_at = ?17, run_finished_at = ?18, updated_at = ?19, "
-        "run_certificate_version = ?20, run_trigger = ?21 WHERE id = ?1");
+        "run_certificate_version = ?20, run_trigger = ?21, run_redrives = ?22 WHERE id = ?1");
     s->bind(1, d.id).bind(2, d.status).bind(3, d.run_no).bind_or_null(4, d.mode).bind(5, ids_to_json(d.run_target_ids));
     s->bind(6, ids_to_json(d.job_ids)).bind_or_null(7, d.error).bind(8, d.fan_out_total).bind(9, d.fan_out_succeeded);
     s->bind(10, d.fan_out_failed).bind(11, d.fan_out_partial).bind(12, d.fan_out_cancelled);
     s->bind(13, d.fan_out_retrying).bind(14, d.fan_out_retry_wave).bind(15, d.fail_fast_fired ? 1 : 0);
     s->bind(16, d.cancel_requested ? 1 : 0).bind(17, d.run_started_at).bind(18, d.run_finished_at);
-    s->bind(19, d.updated_at).bind(20, d.run_certificate_version).bind_or_null(21, d.run_trigger);
+    s->bind(19, d.updated_at).bind(20, d.run_certificate_version).bind_or_null(21, d.run_trigger).bind(22, d.run_redrives);
     s->run();
     if (d_.changes() == 0) return object_not_found("distribution", d.id);
     return {};
