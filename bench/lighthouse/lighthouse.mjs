@@ -33,7 +33,7 @@ try {
   // A web UI sign-in: its cookie goes with every request Lighthouse's browser makes.
   const session = await srv.api('POST', '/api/v1/session', { token: srv.ownerToken }, '');
   const cookie = String(session.headers.get('set-cookie') ?? '').split(';')[0];
-  if (session.status !== 200 || !cookie) throw new Error(`sign-in failed: ${session.status} ${session.text}`);
+  if (session.status !== 201 || !cookie) throw new Error(`sign-in failed: ${session.status} ${session.text}`);
 
   chrome = await chromeLauncher.launch({
     chromePath: chromiumPath,

@@ -20,6 +20,10 @@ const files = {};
 /** @type {Record<string, number>} */
 const scales = { 'dashboard-phone': 0.8, dashboard: 0.66, domains: 0.64, 'certificates-revocation': 0.6, jobs: 0.64, 'distribution-detail': 0.62, 'acme-workflow-manual': 0.6, 'acme-workflow-failed': 0.56 };
 const defaultScale = 0.72;
+// Pages too tall for the docs: only their top this many source pixels (the Settings page's first
+// sections show what the rest looks like).
+/** @type {Record<string, number>} */
+const crops = { settings: 1250 };
 const limit = 150 * 1024;
 
 const browser = await launch();
@@ -38,7 +42,9 @@ try {
       await page.setContent(`<body style="margin:0"><img id="i" width="${w}" height="${hgt}" src="data:image/png;base64,${png.toString('base64')}"></body>`);
       await page.locator('#i').evaluate((img) => /** @type {HTMLImageElement} */ (img).decode());
       const out = `docs/img/ui-${name}-${scheme}.png`;
-      await page.locator('#i').screenshot({ path: out });
+      const crop = crops[name];
+      if (crop && crop < height) await page.setViewportSize({ width: w, height: Math.round(crop * scale) });
+      await (crop && crop < height ? page.screenshot({ path: out }) : page.locator('#i').screenshot({ path: out }));
       const size = (await stat(out)).size;
       console.log(`${out}: ${w}x${hgt}, ${Math.round(size / 1024)} KB${size > limit ? '  (over 150 KB!)' : ''}`);
     }
