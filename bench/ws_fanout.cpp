@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -355,6 +356,19 @@ int main(int argc, char** argv) {
   int subscribers = argc > 1 ? std::atoi(argv[1]) : 1000;
   int lines = argc > 2 ? std::atoi(argv[2]) : 10000;
   bool beast_clients = argc > 3 && std::string_view(argv[3]) == "beast";
+  // Each subscriber is a socket here and one in the server: raise the soft file limit to the hard
+  // one before the client process forks (it inherits it), as the systemd unit's LimitNOFILE does.
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < static_cast<rlim_t>(subscribers) + 256) {
+    std::cerr << fmt::format("ws_fanout: {} subscribers need about {} open files; the limit is {} (raise it with "
+                             "ulimit -Hn, or LimitNOFILE= for a service)\n",
+                             subscribers, subscribers + 256, static_cast<unsigned long long>(files.rlim_cur));
+    return 2;
+  }
   client_process child;
   if (!beast_clients) child = fork_raw_clients(subscribers);
   spdlog::set_level(spdlog::level::warn);
@@ -378,7 +392,11 @@ int main(int argc, char** argv) {
   so.listen = "127.0.0.1:0";
   // Every subscriber connects from 127.0.0.1: the per-client bound (http_max_connections_per_client,
   // 256 by default) would refuse all past the 256th; an operator behind a proxy raises it likewise.
+  so.max_connections = std::max(so.max_connections, subscribers + 64);
   so.max_connections_per_client = so.max_connections;
+  // One token and one address open every stream: the per-token and per-client stream caps
+  // (ws_streams_per_token 32, ws_streams_per_client 64 by default) would refuse all past them.
+  so.ws_streams_per_token = so.ws_streams_per_client = subscribers + 1;
   api::server srv(ioc.get_executor(), *st, q, clock, so);
   auto bound = srv.start();
   queue::worker_options wo;

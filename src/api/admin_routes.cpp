@@ -209,11 +209,7 @@ boost::asio::awaitable<reply> get_settings_schema(server_state&, const route_cal
   boost::json::array groups;
   for (const auto& g : setting_groups()) {
     boost::json::array names;
-    for (std::string_view rest = g.members; !rest.empty();) {
-      auto bar = rest.find('|');
-      names.emplace_back(rest.substr(0, bar));
-      rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
-    }
+    for (auto name : group_members(g)) names.emplace_back(name);
     groups.push_back(boost::json::object{{"id", g.id}, {"title", g.title}, {"doc", g.doc}, {"settings", std::move(names)}});
   }
   co_return json_reply(200, boost::json::object{{"items", std::move(items)}, {"groups", std::move(groups)}});

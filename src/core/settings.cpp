@@ -204,14 +204,15 @@ constexpr std::array<setting_group, 6> groups{{
      "jobs_page_size_default|ui_session_ttl_s|ui_base_url"},
 }};
 
-bool member_of(std::string_view members, std::string_view name) {
-  while (!members.empty()) {
-    auto bar = members.find('|');
-    if (members.substr(0, bar) == name) return true;
-    if (bar == std::string_view::npos) break;
-    members.remove_prefix(bar + 1);
+// The table's lists (a choice's values, a group's members) are words separated by '|'.
+std::vector<std::string_view> split_bars(std::string_view list) {
+  std::vector<std::string_view> out;
+  for (std::string_view rest = list; !rest.empty();) {
+    auto bar = rest.find('|');
+    out.push_back(rest.substr(0, bar));
+    rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
   }
-  return false;
+  return out;
 }
 
 bool parse_int(std::string_view s, std::int64_t& out) {
@@ -273,10 +274,13 @@ result<std::string> valid_data(const setting_def&, std::string_view value) {
 
 std::span<const setting_group> setting_groups() noexcept { return groups; }
 
+std::vector<std::string_view> group_members(const setting_group& group) { return split_bars(group.members); }
+
 std::string_view group_of(const setting_def& def) noexcept {
   if (def.scope != setting_scope::system) return {};
   for (const auto& g : groups)
-    if (member_of(g.members, def.name)) return g.id;
+    for (auto name : split_bars(g.members))
+      if (name == def.name) return g.id;
   return {};
 }
 
@@ -287,14 +291,8 @@ std::string_view type_name(setting_type t) noexcept {
 }
 
 std::vector<std::string_view> choice_values(const setting_def& def) {
-  std::vector<std::string_view> out;
-  if (def.type != T::choice) return out;
-  for (std::string_view rest = def.choices; !rest.empty();) {
-    auto bar = rest.find('|');
-    out.push_back(rest.substr(0, bar));
-    rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
-  }
-  return out;
+  if (def.type != T::choice) return {};
+  return split_bars(def.choices);
 }
 
 result<std::vector<std::int64_t>> parse_expiry_thresholds(std::string_view value, std::string_view setting) {

@@ -1,4 +1,5 @@
 #include "certfleet/distribution/acme_catalog.hpp"
+#include "certfleet/distribution/id_list.hpp"
 
 #include "certfleet/acme/dns.hpp"
 #include "certfleet/acme/key_type.hpp"
@@ -708,19 +709,9 @@ result<bulk_renew_request> parse_bulk_renew_request(std::string_view body) {
   }
   if (!*raw)
     return bad("body", "give certificate_ids (a list of certificate ids) or expiring_within_days (1 to 365)");
-  auto v = json::parse(**raw);
-  if (!v.is_array() || v.as_array().empty() || v.as_array().size() > bulk_renew_max)
-    return bad("certificate_ids", fmt::format("certificate_ids must be a list of 1 to {} certificate ids", bulk_renew_max));
-  const auto& ids = v.as_array();
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const auto field = fmt::format("certificate_ids[{}]", i);
-    if (!ids[i].is_string() || !is_object_id(ids[i].as_string()))
-      return bad(field, fmt::format("{} must be a 24-character hex certificate id", field));
-    std::string id(ids[i].as_string());
-    if (std::find(out.certificate_ids.begin(), out.certificate_ids.end(), id) != out.certificate_ids.end())
-      return bad(field, fmt::format("{} repeats certificate {}", field, id));
-    out.certificate_ids.push_back(std::move(id));
-  }
+  auto ids = parse_id_list(**raw, "certificate_ids", bulk_renew_max, "certificate");
+  if (!ids) return std::move(ids).error();
+  out.certificate_ids = std::move(*ids);
   return out;
 }
 

@@ -2,9 +2,9 @@
 
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/object_id.hpp"
+#include "certfleet/distribution/id_list.hpp"
 #include "certfleet/store/job_policy.hpp"
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,7 +13,6 @@
 
 namespace certfleet::distribution {
 
-namespace json = boost::json;
 using store::run_mode;
 using store::run_status;
 using store::target_status;
@@ -40,19 +39,10 @@ result<redrive_request> parse_redrive_request(std::string_view body) {
     return out;
   }
   if (!*raw) return bad("body", "give job_id (a job of the run: its failed targets) or target_ids (a list of target ids)");
-  auto v = json::parse(**raw);
-  if (!v.is_array() || v.as_array().empty() || v.as_array().size() > max_redrive_targets)
-    return bad("target_ids", fmt::format("target_ids must be a list of 1 to {} target ids", max_redrive_targets));
-  const auto& ids = v.as_array();
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const auto field = fmt::format("target_ids[{}]", i);
-    if (!ids[i].is_string() || !is_object_id(ids[i].as_string()))
-      return bad(field, fmt::format("{} must be a 24-character hex target id", field));
-    out.target_ids.emplace_back(ids[i].as_string());
-  }
+  auto ids = parse_id_list(**raw, "target_ids", max_redrive_targets, "target");
+  if (!ids) return std::move(ids).error();
+  out.target_ids = std::move(*ids);
   std::sort(out.target_ids.begin(), out.target_ids.end());
-  if (auto dup = std::adjacent_find(out.target_ids.begin(), out.target_ids.end()); dup != out.target_ids.end())
-    return bad("target_ids", fmt::format("target_ids names target {} twice", *dup));
   return out;
 }
 

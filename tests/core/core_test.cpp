@@ -226,16 +226,13 @@ TEST(settings, each_system_setting_is_in_exactly_one_group) {
   for (const auto& g : setting_groups()) {
     EXPECT_FALSE(g.title.empty());
     EXPECT_FALSE(g.doc.empty());
-    std::string_view rest = g.members;
-    while (!rest.empty()) {
-      auto bar = rest.find('|');
-      std::string name(rest.substr(0, bar));
+    for (auto member : group_members(g)) {
+      std::string name(member);
       auto* def = find_setting(name);
       ASSERT_NE(def, nullptr) << g.id << " names " << name;
       EXPECT_EQ(def->scope, setting_scope::system) << name;
       EXPECT_EQ(group_of(*def), g.id) << name;
       ++seen[name];
-      rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
     }
   }
   for (const auto& d : all_settings()) {

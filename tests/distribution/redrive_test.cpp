@@ -60,7 +60,7 @@ TEST(redrive_request, takes_a_job_or_targets_and_names_the_field_of_a_bad_one) {
            {R"({"target_ids":[]})", "target_ids"},
            {R"({"target_ids":"abc"})", "target_ids"},
            {R"({"target_ids":[")" + t1 + R"(",1]})", "target_ids[1]"},
-           {R"({"target_ids":[")" + t1 + R"(",")" + t1 + R"("]})", "target_ids"},
+           {R"({"target_ids":[")" + t1 + R"(",")" + t1 + R"("]})", "target_ids[1]"},
            {R"({"targets":[]})", "targets"}}) {
     auto r = parse_redrive_request(body);
     ASSERT_FALSE(r) << body;

@@ -50,6 +50,8 @@ struct setting_group {
   std::string_view members;  // setting names separated by '|', in page order
 };
 std::span<const setting_group> setting_groups() noexcept;
+// A group's setting names, in page order.
+std::vector<std::string_view> group_members(const setting_group& group);
 // The id of a system setting's group; empty for a process setting.
 std::string_view group_of(const setting_def& def) noexcept;
 // "integer", "string" or "choice" (docs/configuration.md and the settings schema route).
