@@ -21,7 +21,8 @@ function redrivable(job, dist) {
 
 /**
  * The buttons a job shows to this session: Retry on failed/dead, Cancel on pending/active,
- * both only for a role that may use them.
+ * both only for a role that may use them (admin); on an ended fan-out child, the re-drive of its
+ * failed targets (operator) or a link to its distribution.
  * @param {any} job
  * @param {string} project
  * @param {ReturnType<typeof import('./widgets.js').feedback>} fb
@@ -30,12 +31,14 @@ function redrivable(job, dist) {
  *   read it: then an ended child of its last run offers the in-run re-drive of its failed targets
  */
 export function jobActionButtons(job, project, fb, done, dist) {
-  if (!session.canManageJobs()) return [];
   /** @type {HTMLElement[]} */
   const out = [];
   const base = api.projectPath(project, `/jobs/${job.id}`);
   const ended = job.status === 'failed' || job.status === 'dead';
-  if (childKind(job) && job.distribution_id && dist && redrivable(job, dist)) {
+  // The re-drive is a distribution action (operator); a job's Retry and Cancel need admin.
+  const redrive = Boolean(childKind(job) && job.distribution_id && dist && session.canOperate() && redrivable(job, dist));
+  if (!redrive && !session.canManageJobs()) return out;
+  if (redrive) {
     // Issue 31: the child's failed targets run again in its own run, counted with it.
     const b = h('button', { type: 'button', class: 'action', 'data-action': 'retry-targets', text: 'Retry failed targets',
       'aria-label': `Retry the failed targets of job ${job.id} in run ${dist.run_no}` });
@@ -56,13 +59,18 @@ export function jobActionButtons(job, project, fb, done, dist) {
       }
     });
     out.push(b);
-  } else if (ended && childKind(job) && job.distribution_id) {
+  }
+  if (!session.canManageJobs()) return out;
+  if (ended && childKind(job) && job.distribution_id) {
     // A fan-out child is never retried as a job (the API answers 409): its failed targets are
-    // re-driven on its distribution, so that is where this leads (issue 31).
-    out.push(h('a', {
-      class: 'action', 'data-action': 'retry-distribution', href: href(`/distributions/${job.distribution_id}`, { project }),
-      text: 'Retry failed targets', 'aria-label': `Retry failed targets of job ${job.id} on its distribution`,
-    }));
+    // re-driven on its distribution, so that is where this leads (issue 31) — unless the
+    // re-drive above is offered, which the link would only repeat.
+    if (!redrive) {
+      out.push(h('a', {
+        class: 'action', 'data-action': 'retry-distribution', href: href(`/distributions/${job.distribution_id}`, { project }),
+        text: 'Retry failed targets', 'aria-label': `Retry failed targets of job ${job.id} on its distribution`,
+      }));
+    }
   } else if (ended) {
     const b = h('button', { type: 'button', class: 'action', 'data-action': 'retry', text: 'Retry', 'aria-label': `Retry job ${job.id}` });
     b.addEventListener('click', async (ev) => {

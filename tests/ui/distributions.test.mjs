@@ -113,6 +113,10 @@ test('a retry of a fan-out child answers 409 naming retry-targets; the UI re-dri
   assert.ok(failedChild, 'a child ended dead (its target failed in every wave)');
   const distId = failedChild.distribution_id;
   const before = await distributionEnded(distId);
+  // An operator may re-drive (a distribution action) though not retry jobs (admin).
+  await page.goto(`${cf.url}/jobs/${failedChild.id}`);
+  await page.getByRole('button', { name: `Retry the failed targets of job ${failedChild.id} in run ${before.run_no}` }).waitFor();
+  assert.equal(await page.getByRole('link', { name: `Retry failed targets of job ${failedChild.id} on its distribution` }).count(), 0);
   await admin.goto(`${cf.url}/jobs/${failedChild.id}`);
   const offer = admin.getByRole('button', { name: `Retry the failed targets of job ${failedChild.id} in run ${before.run_no}` });
   await offer.waitFor();
