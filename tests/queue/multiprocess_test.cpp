@@ -13,6 +13,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <regex>
 #include <set>
@@ -72,6 +73,25 @@ class multiprocess : public ::testing::Test {
     auto s = store::open_sqlite({dir.file("certfleet.db"), 1, 10'000, false});
     if (!s) throw std::runtime_error(s.error().message);
     return std::move(*s);
+  }
+  // SIGSTOP between the worker's write transactions. A SQLite process stopped inside one keeps the
+  // file's write lock, and every other process then waits on it past its busy timeout (the next
+  // worker cannot even open the store): that is SQLite's nature, not the liveness these tests are
+  // about. Stopped, the worker cannot take the lock, so a free lock now stays free.
+  void stop_between_writes(testbed::process& p) {
+    if (!testbed::test_store_uri(dir.path().string()).empty()) {
+      p.signal(SIGSTOP);  // MongoDB: no file lock
+      return;
+    }
+    const std::string probe = "sqlite3 -cmd '.timeout 50' '" + dir.file("certfleet.db") +
+                              "' 'BEGIN IMMEDIATE; ROLLBACK;' >/dev/null 2>&1";
+    for (int i = 0; i < 100; ++i) {
+      p.signal(SIGSTOP);
+      if (std::system(probe.c_str()) == 0) return;
+      p.signal(SIGCONT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(3 + i % 7));
+    }
+    ADD_FAILURE() << "the worker held the store's write lock at each of 100 tries";
   }
   store::job_record get(store::store& s, const std::string& id) {
     auto p = run_sync(s.projects().find_by_name("default"));
@@ -249,7 +269,7 @@ TEST_F(multiprocess, a_paused_worker_past_the_liveness_window_loses_its_job_and_
   const auto a_id = worker_id(*a);
   auto id = enqueue(R"({"ms":4000})");
   ASSERT_EQ(wait_status(*s, id, store::job_status::active, 10s).locked_by, a_id);
-  a->signal(SIGSTOP);
+  stop_between_writes(*a);
   const auto paused = std::chrono::steady_clock::now();
   auto b = worker({}, fast);
   const auto b_id = worker_id(*b);
@@ -294,7 +314,7 @@ TEST_F(multiprocess, a_frozen_worker_that_wakes_after_its_lease_is_refused) {
   auto a = worker({}, {"lease_ms=1000", "worker_poll_ms=20"});
   auto s = open();
   ASSERT_EQ(wait_status(*s, id, store::job_status::active, 10s).status, store::job_status::active);
-  a->signal(SIGSTOP);
+  stop_between_writes(*a);
   auto b = worker({}, {"lease_ms=5000", "worker_poll_ms=20"});
   auto j = wait_status(*s, id, store::job_status::completed, 20s);
   ASSERT_EQ(j.status, store::job_status::completed);
