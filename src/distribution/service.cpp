@@ -907,6 +907,13 @@ op<json::value> service::retry_targets(std::string project_id, std::string id, s
     j.triggered_by = actor;
     auto e = queue::enqueue_in(tx.jobs(), j, now);
     if (!e) return std::move(e).error();
+    // The key and run_redrives move in one transaction; a job already under the key means a store
+    // changed by hand, and counting it would leave the run waiting for a report long made.
+    if (!e->created)
+      return make_error(errc::conflict,
+                        fmt::format("re-drive {} of run {} exists already as job {}: the store's run_redrives is behind its jobs",
+                                    d.run_redrives + 1, d.run_no, e->job.id),
+                        "status");
     reopen_for_redrive(d, *r, now);
     if (auto u = tx.update_distribution(d); !u) return u;
     *created = {*e};
