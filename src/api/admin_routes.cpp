@@ -246,4 +246,31 @@ boost::asio::awaitable<reply> put_settings(server_state& s, const route_call& ca
   co_return co_await get_settings(s, call);
 }
 
+// A project's settings (setting_scope::project): its members read them, its admins change them.
+// Stored as the project's settings object (distribution/approval.hpp), so a change is seen by
+// the next request on every process at once.
+boost::asio::awaitable<reply> get_project_settings(server_state& s, const route_call& call) {
+  auto r = co_await s.catalog.project_settings(call.who.project->id);
+  if (!r) co_return error_reply(r.error());
+  co_return json_reply(200, *r);
+}
+
+boost::asio::awaitable<reply> put_project_settings(server_state& s, const route_call& call) {
+  const caller& c = call.who;
+  auto values = parse_settings_body(call.body, setting_scope::project);
+  if (!values) {
+    auto detail = boost::json::serialize(boost::json::object{{"message", values.error().message}});
+    co_await s.audit(c, "project_settings.update", "project_settings", errc_name(values.error().value()), detail);
+    co_return error_reply(values.error());
+  }
+  boost::json::object changed;
+  for (const auto& [k, v] : *values) changed[k] = v;
+  auto r = co_await s.catalog.put_project_settings(c.project->id, std::move(*values));
+  const std::string detail = boost::json::serialize(changed);
+  const std::string outcome = r ? std::string("ok") : std::string(errc_name(r.error().value()));
+  co_await s.audit(c, "project_settings.update", "project_settings", outcome, detail);
+  if (!r) co_return error_reply(r.error());
+  co_return json_reply(200, *r);
+}
+
 }  // namespace certfleet::api

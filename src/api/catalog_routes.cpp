@@ -75,6 +75,20 @@ boost::asio::awaitable<reply> issue_acme_certificate(server_state& s, const rout
   co_return co_await catalog_answer(s, call, "issue", 202, std::move(r), t0);
 }
 
+boost::asio::awaitable<reply> approve_acme_certificate(server_state& s, const route_call& call) {
+  auto t0 = steady::now();
+  const std::string actor = call.who.token ? "token:" + call.who.token->id : "anonymous";
+  auto r = co_await s.catalog.approve_certificate(call.who.project->id, call.match.id, actor);
+  co_return co_await catalog_answer(s, call, "approve", 202, std::move(r), t0);
+}
+
+boost::asio::awaitable<reply> reject_acme_certificate(server_state& s, const route_call& call) {
+  auto t0 = steady::now();
+  const std::string actor = call.who.token ? "token:" + call.who.token->id : "anonymous";
+  auto r = co_await s.catalog.reject_certificate(call.who.project->id, call.match.id, call.body, actor);
+  co_return co_await catalog_answer(s, call, "reject", 200, std::move(r), t0);
+}
+
 boost::asio::awaitable<reply> renew_acme_certificate(server_state& s, const route_call& call) {
   auto t0 = steady::now();
   const std::string actor = call.who.token ? "token:" + call.who.token->id : "anonymous";

@@ -90,6 +90,10 @@ boost::asio::awaitable<reply> get_catalog_object(server_state&, const route_call
 boost::asio::awaitable<reply> delete_catalog_object(server_state&, const route_call&);
 // POST …/certificates/issue (202 {certificate_id, job_id}) and …/certificates/{id}/renew (202 {job_id}).
 boost::asio::awaitable<reply> issue_acme_certificate(server_state&, const route_call&);
+boost::asio::awaitable<reply> approve_acme_certificate(server_state&, const route_call&);
+boost::asio::awaitable<reply> reject_acme_certificate(server_state&, const route_call&);
+boost::asio::awaitable<reply> get_project_settings(server_state&, const route_call&);
+boost::asio::awaitable<reply> put_project_settings(server_state&, const route_call&);
 boost::asio::awaitable<reply> renew_acme_certificate(server_state&, const route_call&);
 boost::asio::awaitable<reply> renew_acme_certificates(server_state&, const route_call&);
 // POST …/certificates/{id}/revoke {reason?} (202 {job_id}).

@@ -23,7 +23,7 @@ namespace {
 // distribution/acme_catalog.cpp, session_routes.cpp). Members the parsers refuse are refused here
 // too (additionalProperties: false), so a client generated from this document sends nothing the
 // server rejects as unknown. `settings` is not here: it is generated from the settings table.
-constexpr std::array<body_schema, 21> bodies{{
+constexpr std::array<body_schema, 22> bodies{{
     {"session", R"json({"type":"object","required":["token"],"additionalProperties":false,
       "properties":{"token":{"type":"string","description":"An API token (cf_…)"}}})json"},
     {"project", R"json({"type":"object","required":["name"],"additionalProperties":false,
@@ -56,6 +56,8 @@ constexpr std::array<body_schema, 21> bodies{{
           "uniqueItems":true,"description":"Issued ACME certificates of the project; one that is not refuses the whole call"},
         "expiring_within_days":{"type":"integer","minimum":1,"maximum":365,
           "description":"Every issued ACME certificate whose not_after is within this many days (expired ones too)"}}})json"},
+    {"certificate_reject", R"json({"type":"object","additionalProperties":false,"required":["reason"],"properties":{
+      "reason":{"type":"string","minLength":1,"maxLength":500,"description":"Why the issue request is rejected; the requester reads it"}}})json"},
     {"certificate_revoke", R"json({"type":"object","additionalProperties":false,
       "properties":{"reason":{"type":["string","integer"],
         "description":"An RFC 5280 reason name (keyCompromise, superseded, …) or its code 0-10 (7 is unused); absent: no reason. A bad one: 400 naming reason, with the list"}}})json"},
@@ -284,8 +286,10 @@ constexpr response_schema answers[] = {
       "skipped":{"type":"array","description":"expiring_within_days: matching certificates that cannot be renewed over ACME",
         "items":{"type":"object","required":["certificate_id","name","reason"],"properties":{
           "certificate_id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"reason":{"type":"string"}}}}}})json"},
-    {"IssueAccepted", R"json({"type":"object","required":["certificate_id","job_id"],"properties":{
-      "certificate_id":{"$ref":"#/components/schemas/ObjectId"},"job_id":{"$ref":"#/components/schemas/ObjectId"}}})json"},
+    {"IssueAccepted", R"json({"type":"object","required":["certificate_id","job_id","status"],"properties":{
+      "certificate_id":{"$ref":"#/components/schemas/ObjectId"},
+      "job_id":{"oneOf":[{"$ref":"#/components/schemas/ObjectId"},{"type":"null"}],"description":"The issue job; null while the request awaits approval"},
+      "status":{"enum":["pending","awaiting_approval"],"description":"pending: the issue job is enqueued; awaiting_approval: the project's issuance_requires_approval is on and an admin other than the requester decides (POST …/certificates/{id}/approve or /reject)"}}})json"},
     {"CertificateVersion", R"json({"type":"object","required":["version","serial","fingerprint_sha256","not_before","not_after","created_at"],
       "properties":{"version":{"type":"integer"},"serial":{"type":"string"},"fingerprint_sha256":{"type":"string"},
         "not_before":{"$ref":"#/components/schemas/NullableTime"},"not_after":{"$ref":"#/components/schemas/NullableTime"},
@@ -293,7 +297,7 @@ constexpr response_schema answers[] = {
     {"Certificate", R"json({"type":"object","required":["id","name","created_at","source","status","version","sans","not_before","not_after","versions"],
       "properties":{"id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
         "source":{"type":"string","description":"upload, acme or discovery"},
-        "status":{"type":"string","description":"active, expired, pending (ACME, not issued yet), revoked, …"},
+        "status":{"type":"string","description":"active, expired, pending (ACME, not issued yet), awaiting_approval (an issue request an admin has not decided), rejected (an issue request an admin rejected), failed, revoked"},
         "version":{"type":"integer","description":"The current version (0: none issued yet)"},
         "serial":{"type":"string"},"subject":{"type":"string"},"issuer":{"type":"string"},
         "sans":{"type":"array","items":{"type":"string"}},
@@ -303,6 +307,11 @@ constexpr response_schema answers[] = {
         "domains":{"type":"array","items":{"type":"string"},"description":"ACME certificates"},
         "key_type":{"type":"string"},"acme_account_id":{"type":"string"},"dns_provider_id":{"type":"string"},"profile":{"type":"string"},
         "auto_renew":{"type":"boolean"},"last_error":{"type":"string"},"last_job_id":{"$ref":"#/components/schemas/NullableText"},
+        "approval":{"oneOf":[{"type":"null"},{"type":"object","required":["requested_by","requested_at","decision","decided_by","decided_at","reason"],"additionalProperties":false,"properties":{
+          "requested_by":{"type":"string","description":"token:<id> of the requesting token, or cli"},"requested_at":{"$ref":"#/components/schemas/NullableTime"},
+          "decision":{"enum":["pending","approved","rejected"]},"decided_by":{"$ref":"#/components/schemas/NullableText"},
+          "decided_at":{"$ref":"#/components/schemas/NullableTime"},"reason":{"$ref":"#/components/schemas/NullableText"}}}],
+          "description":"ACME certificates: the approval its issue request waited for (issuance_requires_approval); null: none was needed"},
         "renewal":{"oneOf":[{"type":"null"},{"type":"object","required":["window_start","window_end","source"],"properties":{
           "window_start":{"$ref":"#/components/schemas/NullableTime"},"window_end":{"$ref":"#/components/schemas/NullableTime"},
           "source":{"type":"string"},"checked_at":{"$ref":"#/components/schemas/NullableTime"}}}]},
@@ -476,11 +485,12 @@ std::string_view role_name(access a) {
   return "none";
 }
 
-// PUT /api/v1/settings: one member per system setting of the settings table.
-json::object settings_body_schema() {
+// PUT /api/v1/settings (system) and PUT …/projects/{p}/settings (project): one member per setting
+// of that scope in the settings table.
+json::object settings_body_schema(setting_scope scope) {
   json::object props;
   for (const auto& d : all_settings()) {
-    if (d.scope != setting_scope::system) continue;
+    if (d.scope != scope) continue;
     json::object p{{"description", d.doc}};
     if (d.type == setting_type::integer) {
       // The parser takes the number or its decimal text ("30"), as the config file and the UI's
@@ -502,12 +512,13 @@ json::object settings_body_schema() {
                       {"properties", std::move(props)}};
 }
 
-// GET/PUT /api/v1/settings answers: every system setting, integers as numbers, the rest as text.
-json::object settings_answer_schema() {
+// GET/PUT /api/v1/settings and …/projects/{p}/settings answers: every setting of the scope,
+// integers as numbers, the rest as text.
+json::object settings_answer_schema(setting_scope scope) {
   json::object props;
   json::array required;
   for (const auto& d : all_settings()) {
-    if (d.scope != setting_scope::system) continue;
+    if (d.scope != scope) continue;
     props[d.name] = json::object{{"type", d.type == setting_type::integer ? "integer" : "string"}};
     required.emplace_back(d.name);
   }
@@ -515,7 +526,8 @@ json::object settings_answer_schema() {
 }
 
 json::value schema_of(std::string_view name) {
-  if (name == "settings") return settings_body_schema();
+  if (name == "settings") return settings_body_schema(setting_scope::system);
+  if (name == "project_settings") return settings_body_schema(setting_scope::project);
   for (const auto& b : bodies)
     if (b.name == name) return json::parse(b.schema);
   // A routes.def row names a body this table lacks: a bug the route test catches.
@@ -631,6 +643,10 @@ std::vector<success> success_of(route_id id) {
     case R::certificates_renew:
       return {{202, "One renew_certificate per certificate (created: false where one was already queued)", "BulkRenewAccepted"}};
     case R::certificate_renew: return {{202, "renew_certificate enqueued (or the one already enqueued for this version)", "JobAccepted"}};
+    case R::certificate_approve: return {{202, "Approved: the issue_certificate job is enqueued", "IssueAccepted"}};
+    case R::certificate_reject: return {{200, "Rejected: the certificate, status rejected, nothing issued", "Certificate"}};
+    case R::project_settings_get: return {{200, "Every project setting's value", "ProjectSettings"}};
+    case R::project_settings_put: return {{200, "Every project setting's value, after the change", "ProjectSettings"}};
     case R::certificate_revoke: return {{202, "revoke_certificate enqueued (or the one already enqueued)", "JobAccepted"}};
     case R::credentials_list: return {{200, "One page of credentials", "CredentialPage"}};
     case R::credential_create: return {{201, "Stored and sealed", "Credential"}};
@@ -816,7 +832,8 @@ std::string openapi_document(std::string_view version) {
                                                 {"field", json::object{{"type", "string"},
                                                                        {"description", "The request member, parameter or header at fault"}}}}}}}}}};
   for (const auto& rs : all_response_schemas()) schemas[std::string(rs.name)] = json::parse(rs.schema);
-  schemas["Settings"] = settings_answer_schema();
+  schemas["Settings"] = settings_answer_schema(setting_scope::system);
+  schemas["ProjectSettings"] = settings_answer_schema(setting_scope::project);
   // A created token: the Token answer and its text, once (derived, so the two cannot drift).
   {
     auto created = schemas.at("Token").as_object();

@@ -199,7 +199,7 @@ result<enqueue_body> parse_enqueue_body(std::string_view body) {
   return out;
 }
 
-result<std::map<std::string, std::string>> parse_settings_body(std::string_view body) {
+result<std::map<std::string, std::string>> parse_settings_body(std::string_view body, setting_scope scope) {
   if (body.size() > json::max_payload_bytes)
     return make_error(errc::payload_too_large, "body is larger than 1 MiB", "body");
   auto parsed = json::parse_value(body, "body", 8);
@@ -214,11 +214,16 @@ result<std::map<std::string, std::string>> parse_settings_body(std::string_view 
     std::string shown = name.substr(0, 64);
     const auto* def = find_setting(name);
     if (!def) return make_error(errc::invalid_argument, fmt::format("unknown setting {}", shown), shown);
-    if (def->scope != setting_scope::system)
+    if (def->scope != scope) {
+      const char* where = def->scope == setting_scope::process
+                              ? "a process setting (config file, environment or flag)"
+                              : def->scope == setting_scope::system ? "a system-wide setting (PUT /api/v1/settings)"
+                                                                    : "a project setting (PUT /api/v1/projects/{p}/settings)";
       return make_error(errc::invalid_argument,
-                        fmt::format("{} is a process setting (config file, environment or flag), not a system-wide one",
-                                    name),
+                        fmt::format("{} is {}, not a {} one", name, where,
+                                    scope == setting_scope::system ? "system-wide" : "project"),
                         name);
+    }
     std::string text;
     const auto& val = kv.value();
     if (val.is_int64()) text = std::to_string(val.get_int64());

@@ -37,7 +37,7 @@ result<std::string> valid_store(const setting_def& def, std::string_view value);
 result<std::string> valid_certificate_ref(const setting_def& def, std::string_view value);
 result<std::string> valid_optional_server(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 66> table{{
+constexpr std::array<setting_def, 67> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -131,6 +131,8 @@ constexpr std::array<setting_def, 66> table{{
      "How long a web UI sign-in lasts (seconds); after it the browser must sign in again with a token."},
     {"job_retry_per_minute", T::integer, S::system, 1, 10'000, "20", "",
      "Manual job retries one project may make per minute."},
+    {"issuance_requires_approval", T::choice, S::project, 0, 0, "off", "off|on",
+     "on: a certificate issue request waits as awaiting_approval until an admin of the project other than the requester approves it (then its issue job starts) or rejects it with a reason; renewals of an issued certificate do not wait."},
     {"certificate_expiry_thresholds_days", T::string, S::system, 0, 0, "30,14,7,1", "",
      "Days before not_after at which a certificate.expiring notification is sent (comma-separated, 1-3650, at most 10); the largest is the expiring-soon window.", valid_expiry_thresholds},
     {"egress_allow_list", T::string, S::system, 0, 0, "", "",
@@ -479,7 +481,7 @@ std::string settings_reference_markdown() {
     if (d.type == T::choice) range = fmt::format("{}", fmt::join(choice_values(d), ", "));
     const auto type = type_name(d.type);
     std::string def = d.default_value.empty() ? std::string("*(empty)*") : fmt::format("`{}`", d.default_value);
-    std::string scope = "process";
+    std::string scope = d.scope == S::project ? "project" : "process";
     if (d.scope == S::system)
       for (const auto& g : groups)
         if (g.id == group_of(d)) scope = fmt::format("system · {}", g.title);

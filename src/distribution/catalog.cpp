@@ -191,6 +191,10 @@ std::string certificate_doc_json(const certificate_doc& d) {
                                {"last_error", d.acme->last_error}};
     auto& ao = doc["acme"].as_object();
     if (!d.acme->last_job_id.empty()) ao["last_job_id"] = d.acme->last_job_id;
+    if (const auto& a = d.acme->approval)
+      ao["approval"] = json::object{{"requested_by", a->requested_by}, {"requested_at", a->requested_at},
+                                    {"decision", a->decision},         {"decided_by", a->decided_by},
+                                    {"decided_at", a->decided_at},     {"reason", a->reason}};
     if (d.acme->ari.checked_at > 0)
       ao["ari"] = json::object{{"serial", d.acme->ari.serial},
                                {"start", d.acme->ari.start},
@@ -298,6 +302,11 @@ result<certificate_doc> parse_certificate_doc(const store::catalog_object& o, bo
     if (auto* r = ao.if_contains("auto_renew"); r && r->is_bool()) acme.auto_renew = r->as_bool();
     acme.last_error = str(ao, "last_error");
     acme.last_job_id = str(ao, "last_job_id");
+    if (auto* ap = ao.if_contains("approval"); ap && ap->is_object()) {
+      const auto& po = ap->as_object();
+      acme.approval = certificate_approval{str(po, "requested_by"), num(po, "requested_at"), str(po, "decision"),
+                                           str(po, "decided_by"),   num(po, "decided_at"),   str(po, "reason")};
+    }
     if (auto* w = ao.if_contains("ari"); w && w->is_object()) {
       const auto& wo = w->as_object();
       acme.ari = {str(wo, "serial"), num(wo, "start"), num(wo, "end"), num(wo, "checked_at")};
@@ -392,6 +401,17 @@ boost::json::object certificate_view(const store::catalog_object& o) {
     v["auto_renew"] = d->acme->auto_renew;
     if (!d->acme->last_error.empty()) v["last_error"] = d->acme->last_error;
     v["last_job_id"] = d->acme->last_job_id.empty() ? json::value(nullptr) : json::value(d->acme->last_job_id);
+    if (const auto& a = d->acme->approval) {
+      auto opt_text = [](const std::string& t) { return t.empty() ? json::value(nullptr) : json::value(t); };
+      v["approval"] = json::object{{"requested_by", a->requested_by},
+                                   {"requested_at", certfleet::json::time_value(a->requested_at)},
+                                   {"decision", a->decision},
+                                   {"decided_by", opt_text(a->decided_by)},
+                                   {"decided_at", certfleet::json::time_value(a->decided_at)},
+                                   {"reason", opt_text(a->reason)}};
+    } else {
+      v["approval"] = nullptr;
+    }
     // The renewal window (DESIGN §9): the CA's (ARI) when the sweep read one for this version,
     // else the last third of the lifetime. Only for an issued version.
     if (d->version > 0) {

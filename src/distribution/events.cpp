@@ -74,6 +74,17 @@ constexpr event_field certificate_revoked_fields[] = {
     {"source", F::text, "who saw it: request (revoked through certfleet), crl or ocsp", "Seen by"},
 };
 
+constexpr event_field certificate_approval_fields[] = {
+    {"certificate_id", F::text, "the certificate"},
+    {"name", F::text, "the certificate's name", "Certificate"},
+    {"domains", F::list, "the names it is to cover", "Domains"},
+    {"requested_by", F::text, "who asked for it: token:<id> of the requesting token, or cli", "Requested by"},
+    {"requested_at", F::time, "when it was asked for", "Requested"},
+    {"decided_by", F::text, "the admin who approved or rejected it (empty while it waits)", "Decided by"},
+    {"reason", F::text, "why it was rejected (empty otherwise)", "Reason"},
+    {"job_id", F::text, "the issue job an approval started (empty otherwise)"},
+};
+
 constexpr event_field domain_expiring_fields[] = {
     {"domain_id", F::text, "the domain"},
     {"name", F::text, "the domain name", "Domain"},
@@ -92,7 +103,7 @@ constexpr event_field job_dead_fields[] = {
     {"distribution_id", F::text, "its distribution, if any"},
 };
 
-constexpr std::array<event_def, 9> table{{
+constexpr std::array<event_def, 12> table{{
     {n::distribution_finished,
      "a delivery run (execute or retry-failed) of a distribution reaches its final status; rollback runs never notify",
      distribution_finished_fields, "Distribution {{name}}: run {{run_no}} {{status}}",
@@ -134,6 +145,22 @@ constexpr std::array<event_def, 9> table{{
      certificate_revoked_fields, "Certificate {{name}} was revoked",
      "Certificate {{name}} (serial {{serial}}) was revoked at {{revoked_at}}; reason: {{reason}}; seen by: "
      "{{source}}.\nReplace it wherever it is served.",
+     "/certificates/{certificate_id}"},
+    {n::certificate_approval_requested,
+     "a certificate issue request in a project with issuance_requires_approval on waits for an admin's approval",
+     certificate_approval_fields, "Certificate {{name}} awaits approval",
+     "{{requested_by}} asked for certificate {{name}} for {{domains}} at {{requested_at}}.\n"
+     "An admin of the project other than the requester approves or rejects it on its page.",
+     "/certificates/{certificate_id}"},
+    {n::certificate_approved, "an admin approves a waiting issue request: its issue job starts", certificate_approval_fields,
+     "Certificate {{name}} approved",
+     "{{decided_by}} approved certificate {{name}} for {{domains}}, asked for by {{requested_by}}; issue job {{job_id}} "
+     "started.",
+     "/certificates/{certificate_id}"},
+    {n::certificate_rejected, "an admin rejects a waiting issue request, with a reason: nothing is issued",
+     certificate_approval_fields, "Certificate {{name}} rejected",
+     "{{decided_by}} rejected certificate {{name}} for {{domains}}, asked for by {{requested_by}}: {{reason}}\n"
+     "Nothing was issued. Delete it, or ask again with a new issue request.",
      "/certificates/{certificate_id}"},
     {n::domain_expiring, "the domain expiration check finds a domain's registration within one of its thresholds",
      domain_expiring_fields, "Domain {{name}} expires within {{days_threshold}} days",

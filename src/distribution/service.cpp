@@ -18,8 +18,10 @@
 #include "certfleet/distribution/certificates.hpp"
 #include "certfleet/distribution/checks.hpp"
 #include "certfleet/distribution/engine.hpp"
+#include "certfleet/distribution/events.hpp"
 #include "certfleet/distribution/notify.hpp"
 #include "certfleet/distribution/plan.hpp"
+#include "certfleet/distribution/approval.hpp"
 #include "certfleet/distribution/redrive.hpp"
 #include "certfleet/distribution/runs.hpp"
 #include "certfleet/queue/job_types.hpp"
@@ -574,19 +576,58 @@ op<json::value> service::add_certificate_version(std::string project_id, std::st
   co_return json::value(std::move(*out));
 }
 
+namespace {
+// The project's settings, read in the caller's transaction (approval.hpp).
+result<std::map<std::string, std::string, std::less<>>> read_project_settings(store::catalog_read& rd,
+                                                                              const std::string& project_id) {
+  auto found = rd.objects_named(project_id, store::kind_project_settings, project_settings_name, 1);
+  if (!found) return std::move(found).error();
+  return project_settings_from_doc(found->empty() ? std::string_view() : std::string_view(found->front().doc));
+}
+
+result<int> fire_approval_event(store::catalog_tx& tx, const catalog_object& cert, const certificate_doc& doc,
+                                std::string_view event, const std::string& job_id, const std::string& actor,
+                                time_ms now) {
+  fired_event e;
+  e.project_id = cert.project_id;
+  e.event = event;
+  e.event_id = fmt::format("{}:{}", event, cert.id);  // each happens once per certificate
+  e.data = approval_event_data(cert.id, cert.name, doc, job_id);
+  e.key_base = e.event_id;
+  e.source.certificate_id = cert.id;
+  e.source.triggered_by = actor;
+  return fire_event(tx, e, now);
+}
+}  // namespace
+
 op<json::value> service::issue_certificate(std::string project_id, std::string body, std::string actor) {
   auto req = parse_acme_issue_request(body);
   if (!req) co_return std::move(req).error();
   auto now = clock_.now_ms();
   auto cert = std::make_shared<catalog_object>(make_unissued_acme_certificate(*req, new_object_id(), project_id, now));
   auto created = std::make_shared<std::vector<store::enqueue_outcome>>();
-  store::tx_fn op = [cert, actor, now, created](store::catalog_tx& tx) -> result<void> {
+  auto waits = std::make_shared<bool>(false);
+  store::tx_fn op = [cert, actor, now, created, waits](store::catalog_tx& tx) -> result<void> {
     auto doc = parse_certificate_doc(*cert, true);
     if (!doc) return std::move(doc).error();
     if (auto r = check_ref(tx, cert->project_id, store::kind_acme_account, doc->acme->acme_account_id, "acme_account_id"); !r)
       return r;
     if (auto r = check_ref(tx, cert->project_id, store::kind_dns_provider, doc->acme->dns_provider_id, "dns_provider_id"); !r)
       return r;
+    // Read in this transaction: a request made after the setting is turned on waits.
+    auto settings = read_project_settings(tx, cert->project_id);
+    if (!settings) return std::move(settings).error();
+    if (issuance_requires_approval(*settings)) {
+      doc->status = "awaiting_approval";
+      doc->acme->approval = approval_request(actor, now);
+      cert->doc = certificate_doc_json(*doc);
+      *waits = true;
+      auto ins = tx.insert_object(*cert);
+      if (!ins) return std::move(ins).error();
+      auto fired = fire_approval_event(tx, *cert, *doc, event_names::certificate_approval_requested, "", actor, now);
+      if (!fired) return std::move(fired).error();
+      return {};
+    }
     auto ins = tx.insert_object(*cert);
     if (!ins) return std::move(ins).error();
     auto e = enqueue_certificate_job(tx, cert->project_id, cert->id, queue::job_names::issue_certificate,
@@ -597,8 +638,102 @@ op<json::value> service::issue_certificate(std::string project_id, std::string b
   };
   auto w = co_await st_.catalog().transact(std::move(op));
   if (!w) co_return std::move(w).error();
+  if (*waits)
+    co_return json::value(json::object{{"certificate_id", cert->id}, {"job_id", nullptr}, {"status", "awaiting_approval"}});
   queue_.jobs_created(*created);
-  co_return json::value(json::object{{"certificate_id", cert->id}, {"job_id", created->front().job.id}});
+  co_return json::value(
+      json::object{{"certificate_id", cert->id}, {"job_id", created->front().job.id}, {"status", "pending"}});
+}
+
+op<json::value> service::approve_certificate(std::string project_id, std::string id, std::string actor) {
+  auto now = clock_.now_ms();
+  auto created = std::make_shared<std::vector<store::enqueue_outcome>>();
+  store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
+    auto got = read_certificate(tx, project_id, id);
+    if (!got) return std::move(got).error();
+    auto& doc = got->doc;
+    if (auto ok = check_approval_decision(doc, id, actor); !ok) return ok;
+    approve_issuance(doc, actor, now);
+    if (auto u = tx.update_object_doc(id, certificate_doc_json(doc)); !u) return u;
+    auto e = enqueue_certificate_job(tx, project_id, id, queue::job_names::issue_certificate, acme_job_payload(id),
+                                     issue_job_key(id), actor, now);
+    if (!e) return std::move(e).error();
+    if (auto r = record_acme_job(tx, project_id, id, e->job.id); !r) return r;
+    auto fired = fire_approval_event(tx, got->object, doc, event_names::certificate_approved, e->job.id, actor, now);
+    if (!fired) return std::move(fired).error();
+    *created = {*e};
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op));
+  if (!w) co_return std::move(w).error();
+  queue_.jobs_created(*created);
+  co_return json::value(json::object{{"certificate_id", id}, {"job_id", created->front().job.id}, {"status", "pending"}});
+}
+
+op<json::value> service::reject_certificate(std::string project_id, std::string id, std::string body,
+                                            std::string actor) {
+  auto reason = parse_reject_request(body);
+  if (!reason) co_return std::move(reason).error();
+  auto now = clock_.now_ms();
+  auto out = std::make_shared<json::object>();
+  store::tx_fn op = [=, reason = std::move(*reason)](store::catalog_tx& tx) -> result<void> {
+    auto got = read_certificate(tx, project_id, id);
+    if (!got) return std::move(got).error();
+    auto& doc = got->doc;
+    if (auto ok = check_approval_decision(doc, id, actor); !ok) return ok;
+    reject_issuance(doc, actor, reason, now);
+    if (auto u = tx.update_object_doc(id, certificate_doc_json(doc)); !u) return u;
+    auto fired = fire_approval_event(tx, got->object, doc, event_names::certificate_rejected, "", actor, now);
+    if (!fired) return std::move(fired).error();
+    auto fresh = tx.get_object(project_id, store::kind_certificate, id);
+    if (!fresh) return std::move(fresh).error();
+    *out = certificate_view(*fresh);
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op));
+  if (!w) co_return std::move(w).error();
+  co_return json::value(std::move(*out));
+}
+
+op<json::value> service::project_settings(std::string project_id) {
+  store::read_value_fn<std::map<std::string, std::string, std::less<>>> read = [project_id](store::catalog_read& rd) {
+    return read_project_settings(rd, project_id);
+  };
+  auto values = co_await store::read_value(st_.catalog(), std::move(read));
+  if (!values) co_return std::move(values).error();
+  json::object o;
+  for (const auto& [k, v] : *values) o[k] = v;
+  co_return json::value(std::move(o));
+}
+
+op<json::value> service::put_project_settings(std::string project_id, std::map<std::string, std::string> values) {
+  auto now = clock_.now_ms();
+  auto out = std::make_shared<json::object>();
+  store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
+    auto found = tx.objects_named(project_id, store::kind_project_settings, project_settings_name, 1);
+    if (!found) return std::move(found).error();
+    auto merged = project_settings_from_doc(found->empty() ? std::string_view() : std::string_view(found->front().doc));
+    for (const auto& [k, v] : values) merged[k] = v;
+    const auto doc = project_settings_doc(merged);
+    if (found->empty()) {
+      catalog_object o;
+      o.id = new_object_id();
+      o.project_id = project_id;
+      o.kind = std::string(store::kind_project_settings);
+      o.name = std::string(project_settings_name);
+      o.doc = doc;
+      o.created_at = now;
+      auto ins = tx.insert_object(std::move(o));
+      if (!ins) return std::move(ins).error();
+    } else if (auto u = tx.update_object_doc(found->front().id, doc); !u) {
+      return u;
+    }
+    for (const auto& [k, v] : merged) (*out)[k] = v;
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op));
+  if (!w) co_return std::move(w).error();
+  co_return json::value(std::move(*out));
 }
 
 namespace {

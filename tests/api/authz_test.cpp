@@ -238,6 +238,17 @@ TEST_F(api_authz, every_route_every_role) {
       // never renewed (at most listed as skipped).
       {api::route_id::certificates_renew, "POST", [&](auto&) { return p + "/certificates/renew"; },
        R"({"expiring_within_days":30})", {401, 403, 202, 202, 202, 404, 202}},
+      // Approval is admin's; an uploaded certificate awaits no approval: refused after the role check.
+      {api::route_id::certificate_approve, "POST",
+       [&](api_authz& t) { return p + "/certificates/" + t.put_object(store::kind_certificate) + "/approve"; }, "",
+       {401, 403, 403, 409, 409, 404, 409}},
+      {api::route_id::certificate_reject, "POST",
+       [&](api_authz& t) { return p + "/certificates/" + t.put_object(store::kind_certificate) + "/reject"; },
+       R"({"reason":"not ours"})", {401, 403, 403, 409, 409, 404, 409}},
+      // A project's settings: its members read them, its admins change them.
+      {api::route_id::project_settings_get, "GET", [&](auto&) { return p + "/settings"; }, "", {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::project_settings_put, "PUT", [&](auto&) { return p + "/settings"; },
+       R"({"issuance_requires_approval":"off"})", {401, 403, 403, 200, 200, 404, 200}},
       // Revocation is admin's; an uploaded certificate is refused after the role check.
       {api::route_id::certificate_revoke, "POST",
        [&](api_authz& t) { return p + "/certificates/" + t.put_object(store::kind_certificate) + "/revoke"; },

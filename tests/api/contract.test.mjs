@@ -477,6 +477,31 @@ test('every operation of the served OpenAPI document, answers and errors, passes
     await call('POST', `${P}/certificates/${acmeCertId}/revoke`, { body: { reason: 4 }, expect: 202 });
     await call('POST', `${P}/certificates/${acmeCertId}/versions`, { body: renewed, expect: 409 });
 
+    // --- Issuance approval (docs/approval.md): the project's setting, a waiting request, the
+    // requester refused, another admin approves one and rejects another (a reason is required).
+    await call('GET', `${P}/settings`, { token: viewer, expect: 200 });
+    await call('PUT', `${P}/settings`, { body: { issuance_requires_approval: 'maybe' }, bad: true, expect: 400 });
+    await call('PUT', `${P}/settings`, { body: { jobs_page_size_default: 30 }, bad: true, expect: 400 });
+    await call('PUT', `${P}/settings`, { body: { issuance_requires_approval: 'on' }, expect: 200 });
+    const approver = need(await call('POST', `${P}/tokens`, { body: { name: 'contract-approver', role: 'admin', ttl_s: 3600 }, expect: 201 }), 'token');
+    const asks = [];
+    for (const name of ['shop-approved', 'shop-rejected']) {
+      const waiting = await call('POST', `${P}/certificates/issue`, { expect: 202, body: { name, domains: [`${name}.contract.test`],
+        acme_account_id: account.body.id, dns_provider_id: provider.body.id, auto_renew: false } });
+      assert.equal(waiting.body.status, 'awaiting_approval', JSON.stringify(waiting.body));
+      asks.push(need(waiting, 'certificate_id'));
+    }
+    await call('POST', `${P}/certificates/${asks[0]}/approve`, { expect: 403 });
+    const approved = await call('POST', `${P}/certificates/${asks[0]}/approve`, { token: approver, expect: 202 });
+    await call('POST', `${P}/certificates/${asks[0]}/approve`, { token: approver, expect: 409 });
+    await call('POST', `${P}/certificates/${asks[1]}/reject`, { token: approver, bad: true, expect: 400, body: { reason: ' ' } });
+    await call('POST', `${P}/certificates/${asks[1]}/reject`, { token: approver, expect: 200, body: { reason: 'not a name we serve' } });
+    await call('PUT', `${P}/settings`, { body: { issuance_requires_approval: 'off' }, expect: 200 });
+    // The account and the provider are deleted further down: these two go first (the approved
+    // one once its job has prepared the order).
+    await waitJob(need(approved, 'job_id'), finished, 60000);
+    for (const id of asks) await call('DELETE', `${P}/certificates/${id}`, { expect: 200 });
+
     // --- Distribution A: the certificate to the file target, executed, rolled back.
     // failure_tolerance: "a number from 0 to 1".
     const distA = await call('POST', `${P}/distributions`, { expect: 201, body: { name: 'www to local', certificate_id: certId,

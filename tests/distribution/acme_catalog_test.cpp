@@ -2,6 +2,7 @@
 // what each refusal names, what the stored documents read back as, and when a certificate is due.
 #include "certfleet/distribution/acme_catalog.hpp"
 #include "certfleet/distribution/acme_jobs.hpp"
+#include "certfleet/distribution/approval.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/dns_providers.hpp"
 #include "certfleet/core/clock.hpp"
@@ -288,6 +289,64 @@ TEST(acme_catalog, an_issue_body_becomes_an_unissued_acme_certificate) {
   EXPECT_FALSE(d->acme->auto_renew);
   EXPECT_EQ(issue_job_key("c1"), "issue:c1");
   EXPECT_EQ(renew_job_key("c1", 1'800'000'000'999), "renew:c1:1800000000");
+}
+
+// Issuance approval, pure: the project settings' reading, the reject body, who may decide, and
+// what each decision leaves on the certificate (stored and read back).
+TEST(acme_catalog, an_approval_is_decided_once_by_someone_other_than_the_requester) {
+  EXPECT_FALSE(issuance_requires_approval(project_settings_from_doc("")));
+  EXPECT_FALSE(issuance_requires_approval(project_settings_from_doc("[not json")));
+  EXPECT_TRUE(issuance_requires_approval(project_settings_from_doc(R"({"issuance_requires_approval":"on"})")));
+  // A stored value that no longer validates, or a setting of another scope, reads as the default.
+  auto odd = project_settings_from_doc(R"({"issuance_requires_approval":"maybe","jobs_page_size_default":"30"})");
+  EXPECT_FALSE(issuance_requires_approval(odd));
+  EXPECT_EQ(odd.count("jobs_page_size_default"), 0u);
+  EXPECT_EQ(project_settings_from_doc(project_settings_doc({{"issuance_requires_approval", "on"}})).at("issuance_requires_approval"), "on");
+
+  auto reason = parse_reject_request(R"({"reason":"  not ours  "})");
+  ASSERT_TRUE(reason) << reason.error().message;
+  EXPECT_EQ(*reason, "not ours");
+  for (const char* body : {"", "{}", R"({"reason":null})", R"({"reason":" "})", "{\"reason\":\"a\\u0007b\"}", R"({"reason":1})"}) {
+    auto r = parse_reject_request(body);
+    ASSERT_FALSE(r) << body;
+    EXPECT_EQ(r.error().field, "reason") << body << ": " << r.error().message;
+  }
+  EXPECT_FALSE(parse_reject_request(R"({"reason":")" + std::string(501, 'x') + R"("})"));
+  EXPECT_TRUE(parse_reject_request(R"({"reason":")" + std::string(500, 'x') + R"("})"));
+  EXPECT_EQ(parse_reject_request(R"({"reason":"x","more":1})").error().field, "more");
+
+  auto r = parse_acme_issue_request(
+      R"({"name":"www","domains":["www.example.test"],"acme_account_id":"0123456789abcdef01234567",
+          "dns_provider_id":"0123456789abcdef01234568"})");
+  ASSERT_TRUE(r);
+  auto o = make_unissued_acme_certificate(*r, "0123456789abcdef01234569", "p", 1000);
+  auto d = parse_certificate_doc(o, true);
+  ASSERT_TRUE(d);
+  // Not waiting: nobody decides anything.
+  EXPECT_EQ(check_approval_decision(*d, "c", "token:b").error().field, "status");
+  d->status = "awaiting_approval";
+  d->acme->approval = approval_request("token:a", 2000);
+  EXPECT_TRUE(check_approval_decision(*d, "c", "token:a").error().is(errc::forbidden));
+  EXPECT_TRUE(check_approval_decision(*d, "c", "token:b"));
+  auto rejected = *d;
+  reject_issuance(rejected, "token:b", "no", 3000);
+  EXPECT_EQ(rejected.status, "rejected");
+  EXPECT_EQ(check_approval_decision(rejected, "c", "token:c").error().field, "status");
+  approve_issuance(*d, "token:b", 3000);
+  EXPECT_EQ(d->status, "pending");
+  EXPECT_NE(check_approval_decision(*d, "c", "token:c").error().message.find("approved already"), std::string::npos);
+  o.doc = certificate_doc_json(*d);
+  auto back = parse_certificate_doc(o, true);
+  ASSERT_TRUE(back && back->acme && back->acme->approval);
+  EXPECT_EQ(back->acme->approval->requested_by, "token:a");
+  EXPECT_EQ(back->acme->approval->decided_by, "token:b");
+  EXPECT_EQ(back->acme->approval->decision, "approved");
+  EXPECT_EQ(back->acme->approval->decided_at, 3000);
+  auto view = certificate_view(o);
+  EXPECT_EQ(view.at("approval").at("decision"), "approved");
+  auto data = approval_event_data("c", "www", *back, "j1");
+  EXPECT_EQ(data.at("requested_by"), "token:a");
+  EXPECT_EQ(data.at("job_id"), "j1");
 }
 
 // The view's renewal window (DESIGN §9): none before the first version; then the last third of

@@ -1383,5 +1383,144 @@ TEST(acme_jobs, accounts_are_held_to_acme_allow_list_and_port_failures_read_alik
   EXPECT_EQ(num(env.ok("GET", "acme-accounts"), "total"), 0);
 }
 
+
+// Issuance approval (issue 31, docs/approval.md) through a real certfleet, pebble and knot: with the
+// project's issuance_requires_approval on, an issue request waits (no job) until an admin other
+// than the requester approves it, and then issues; a rejection needs a reason and issues nothing;
+// the three events reach a webhook once each; a renewal does not wait; the setting's bad values
+// are refused naming it; a project whose settings were changed is still deleted.
+TEST(acme_jobs, an_issue_request_waits_for_another_admins_approval_or_rejection) {
+  acme_env a;
+  testbed::webhook_sink sink;
+  a.env.set_settings(json::object{{"egress_allow_list", "127.0.0.1"}});
+  auto channel = a.create("notification-channels",
+                          json::object{{"name", "hook"}, {"kind", "webhook"}, {"url", sink.url("/events")}});
+  for (const char* event : {"certificate.approval_requested", "certificate.approved", "certificate.rejected"})
+    a.create("notification-rules", json::object{{"event", event}, {"channel_id", channel}});
+  auto account = a.create("acme-accounts", a.account_body("pebble"));
+  auto provider = a.create("dns-providers", a.provider_body("knot"));
+
+  // The setting: off by default; a bad value or a setting of another scope changes nothing.
+  EXPECT_EQ(str(a.env.ok("GET", "settings"), "issuance_requires_approval"), "off");
+  for (const char* body : {R"({"issuance_requires_approval":"yes"})", R"({"issuance_requires_approval":true})",
+                           R"({"jobs_page_size_default":30})", R"({"colour":"red"})", "{}"}) {
+    auto r = a.env.call("PUT", "settings", body);
+    EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+  }
+  auto bad = a.env.call("PUT", "settings", R"({"issuance_requires_approval":"yes"})");
+  EXPECT_EQ(str(bad.json().at("error"), "field"), "issuance_requires_approval") << bad.body;
+  EXPECT_EQ(str(a.env.ok("GET", "settings"), "issuance_requires_approval"), "off");
+  EXPECT_EQ(str(a.env.ok("PUT", "settings", R"({"issuance_requires_approval":"on"})"), "issuance_requires_approval"), "on");
+
+  // A second admin: the owner token asks, this one decides.
+  auto made = a.env.ok("POST", "tokens", R"({"name":"approver","role":"admin","ttl_s":3600})", 201);
+  const std::string approver = str(made, "token"), approver_id = str(made, "id");
+  auto as_approver = [&](std::string_view method, const std::string& path, const std::string& body = {}) {
+    return a.env.http->request(method, "/api/v1/projects/default/" + path, body, approver);
+  };
+
+  const std::string domain = "approved." + label() + "." + a.knot->zone();
+  auto asked = a.env.ok("POST", "certificates/issue",
+                        json::serialize(json::object{{"name", "approved"}, {"domains", json::array{json::value(domain)}},
+                                                     {"acme_account_id", account}, {"dns_provider_id", provider}}),
+                        202);
+  const std::string cert = str(asked, "certificate_id");
+  EXPECT_EQ(str(asked, "status"), "awaiting_approval");
+  EXPECT_TRUE(asked.at("job_id").is_null()) << json::serialize(asked);
+  EXPECT_EQ(num(a.env.ok("GET", "jobs?type=issue_certificate"), "total"), 0);
+  auto waiting = a.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(str(waiting, "status"), "awaiting_approval");
+  EXPECT_EQ(str(waiting.at("approval"), "decision"), "pending");
+  EXPECT_EQ(str(waiting.at("approval"), "requested_by").rfind("token:", 0), 0u) << json::serialize(waiting);
+  // Renewing what was never issued is refused as before.
+  EXPECT_EQ(a.env.call("POST", "certificates/" + cert + "/renew").status, 409);
+
+  // The requester may not approve their own request; nothing changes.
+  auto own = a.env.call("POST", "certificates/" + cert + "/approve");
+  EXPECT_EQ(own.status, 403) << own.body;
+  EXPECT_EQ(str(own.json().at("error"), "field"), "actor") << own.body;
+  EXPECT_EQ(str(a.env.ok("GET", "certificates/" + cert), "status"), "awaiting_approval");
+  EXPECT_EQ(as_approver("POST", "certificates/0123456789abcdef01234567/approve").status, 404);
+
+  auto approved = as_approver("POST", "certificates/" + cert + "/approve");
+  ASSERT_EQ(approved.status, 202) << approved.body;
+  const std::string job = str(approved.json(), "job_id");
+  ASSERT_FALSE(job.empty()) << approved.body;
+  auto twice = as_approver("POST", "certificates/" + cert + "/approve");
+  EXPECT_EQ(twice.status, 409) << twice.body;
+  EXPECT_NE(twice.body.find("approved already"), std::string::npos) << twice.body;
+  auto issued = a.wait_job(job);
+  ASSERT_EQ(str(issued, "status"), "completed") << a.log_text(job);
+  EXPECT_EQ(str(issued, "triggered_by"), "token:" + approver_id) << json::serialize(issued);
+  auto after = a.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(num(after, "version"), 1);
+  EXPECT_EQ(str(after, "status"), "active");
+  EXPECT_EQ(str(after.at("approval"), "decision"), "approved");
+  EXPECT_EQ(str(after.at("approval"), "decided_by"), "token:" + approver_id);
+  // A renewal of the issued certificate does not wait for anyone.
+  auto renew = a.env.ok("POST", "certificates/" + cert + "/renew", "", 202);
+  EXPECT_FALSE(str(renew, "job_id").empty());
+
+  // A rejection: a reason is required (named), then nothing is issued.
+  auto second = a.env.ok("POST", "certificates/issue",
+                         json::serialize(json::object{{"name", "rejected"},
+                                                      {"domains", json::array{json::value("no." + label() + "." + a.knot->zone())}},
+                                                      {"acme_account_id", account}, {"dns_provider_id", provider}}),
+                         202);
+  const std::string refused = str(second, "certificate_id");
+  for (const char* body : {"", "{}", R"({"reason":""})", R"({"reason":"   "})", R"({"reason":"a\nb"})", R"({"reason":7})",
+                           R"({"reason":"x","why":"y"})"}) {
+    auto r = as_approver("POST", "certificates/" + refused + "/reject", body);
+    EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+  }
+  EXPECT_EQ(str(as_approver("POST", "certificates/" + refused + "/reject", "{}").json().at("error"), "field"), "reason");
+  EXPECT_EQ(a.env.call("POST", "certificates/" + refused + "/reject", R"({"reason":"mine"})").status, 403);
+  auto rejected = as_approver("POST", "certificates/" + refused + "/reject", R"({"reason":"  not a name we serve  "})");
+  ASSERT_EQ(rejected.status, 200) << rejected.body;
+  EXPECT_EQ(str(rejected.json(), "status"), "rejected");
+  EXPECT_EQ(str(rejected.json().at("approval"), "reason"), "not a name we serve");
+  EXPECT_EQ(as_approver("POST", "certificates/" + refused + "/approve").status, 409);
+  EXPECT_EQ(num(a.env.ok("GET", "jobs?type=issue_certificate"), "total"), 1);  // the approved one only
+
+  // Each event once per certificate (receivers dedupe by event id), with who asked and who decided.
+  std::map<std::string, std::vector<json::object>> by_event;
+  auto collect = [&] {
+    by_event.clear();
+    std::set<std::string> seen;
+    for (const auto& r : sink.requests()) {
+      auto body = json::parse(r.body).as_object();
+      if (seen.insert(std::string(body.at("event_id").as_string())).second)
+        by_event[std::string(body.at("event").as_string())].push_back(body);
+    }
+    return by_event["certificate.approval_requested"].size() + by_event["certificate.approved"].size() +
+           by_event["certificate.rejected"].size();
+  };
+  for (auto until = std::chrono::steady_clock::now() + 60s; collect() < 4 && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(200ms);
+  ASSERT_EQ(by_event["certificate.approval_requested"].size(), 2u);
+  ASSERT_EQ(by_event["certificate.approved"].size(), 1u);
+  ASSERT_EQ(by_event["certificate.rejected"].size(), 1u);
+  const auto& ok_data = by_event["certificate.approved"][0].at("data");
+  EXPECT_EQ(str(ok_data, "certificate_id"), cert);
+  EXPECT_EQ(str(ok_data, "decided_by"), "token:" + approver_id);
+  EXPECT_EQ(str(ok_data, "job_id"), job);
+  const auto& no_data = by_event["certificate.rejected"][0].at("data");
+  EXPECT_EQ(str(no_data, "reason"), "not a name we serve");
+  EXPECT_EQ(str(no_data, "certificate_id"), refused);
+
+  // Both decisions are audited under the certificate.
+  auto audit = json::serialize(a.env.ok("GET", "audit?page_size=200"));
+  EXPECT_NE(audit.find("certificate.approve"), std::string::npos);
+  EXPECT_NE(audit.find("certificate.reject"), std::string::npos);
+  EXPECT_NE(audit.find("project_settings.update"), std::string::npos);
+
+  // A project's settings object is not content: the project is still deleted when empty.
+  ASSERT_EQ(a.env.http->post("/api/v1/projects", R"({"name":"scratch"})", a.env.token).status, 201);
+  ASSERT_EQ(a.env.http->request("PUT", "/api/v1/projects/scratch/settings", R"({"issuance_requires_approval":"on"})",
+                                a.env.token).status, 200);
+  auto gone = a.env.http->request("DELETE", "/api/v1/projects/scratch", "", a.env.token);
+  EXPECT_EQ(gone.status, 200) << gone.body;
+}
+
 }  // namespace
 }  // namespace dist_test

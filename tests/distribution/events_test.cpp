@@ -41,7 +41,8 @@ TEST(events_table, names_are_unique_and_links_name_fields_of_their_event) {
   for (auto want : {event_names::distribution_finished, event_names::certificate_expiring,
                     event_names::certificate_expired, event_names::certificate_issued, event_names::certificate_renewed,
                     event_names::certificate_renewal_failed, event_names::certificate_revoked,
-                    event_names::domain_expiring, event_names::job_dead})
+                    event_names::certificate_approval_requested, event_names::certificate_approved,
+                    event_names::certificate_rejected, event_names::domain_expiring, event_names::job_dead})
     EXPECT_NE(find_event(want), nullptr) << want;
   EXPECT_EQ(find_event("certificate.exploded"), nullptr);
   EXPECT_EQ(event_choices().rfind("distribution.finished, certificate.expiring, ", 0), 0u) << event_choices();

@@ -4,6 +4,7 @@
 #include "certfleet/api/router.hpp"
 #include "certfleet/core/clock.hpp"
 #include "certfleet/core/error.hpp"
+#include "certfleet/core/settings.hpp"
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/job.hpp"
 
@@ -54,9 +55,11 @@ struct enqueue_body {
 };
 result<enqueue_body> parse_enqueue_body(std::string_view body);
 
-// PUT /api/v1/settings: setting name -> canonical value, every one validated against the
-// settings table (system scope only). Nothing is returned unless all of it is valid.
-result<std::map<std::string, std::string>> parse_settings_body(std::string_view body);
+// PUT /api/v1/settings (system scope) and PUT /api/v1/projects/{p}/settings (project scope):
+// setting name -> canonical value, every one validated against the settings table and of that
+// scope. Nothing is returned unless all of it is valid.
+result<std::map<std::string, std::string>> parse_settings_body(std::string_view body,
+                                                               setting_scope scope = setting_scope::system);
 
 // Project names: 1-63 characters of [a-z0-9-], starting with a letter or digit, not ending with
 // '-' (they appear unescaped in every route: /api/v1/projects/{p}/…). invalid_argument naming

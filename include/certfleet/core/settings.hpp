@@ -15,6 +15,7 @@ namespace certfleet {
 enum class setting_scope {
   process,  // read at start from config file, CERTFLEET_<NAME>, flags
   system,   // system-wide, stored, changed through GET|PUT /api/v1/settings
+  project,  // per project, stored, changed by its admins through GET|PUT /api/v1/projects/{p}/settings
 };
 enum class setting_type { integer, string, choice };
 

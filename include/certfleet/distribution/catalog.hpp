@@ -49,6 +49,17 @@ struct manual_order {
   std::string last_validation_job_id;
 };
 
+// Issuance approval (docs/approval.md): a project with issuance_requires_approval on keeps an
+// issue request as status awaiting_approval until an admin other than the requester decides.
+struct certificate_approval {
+  std::string requested_by;  // the issue request's actor: "token:<id>", "cli"
+  time_ms requested_at = 0;
+  std::string decision = "pending";  // pending | approved | rejected
+  std::string decided_by;
+  time_ms decided_at = 0;
+  std::string reason;  // rejected: why (the rejecting admin's words)
+};
+
 // What an ACME certificate (source "acme") is issued from and renewed with (DESIGN §9). Kept
 // across versions: store_new_version carries it over.
 struct certificate_acme {
@@ -60,6 +71,7 @@ struct certificate_acme {
   std::string last_error;  // why the last issuance/renewal failed ("" after a success)
   std::optional<manual_order> manual;
   std::string last_job_id;  // the last issue/renew job enqueued for it (record_acme_job)
+  std::optional<certificate_approval> approval;  // its issue request waited for an approval
   // The CA's renewal window (RFC 9773) as the renewal sweep last read it, for the version with
   // this serial; checked_at 0: never read (the lifetime rule applies).
   struct ari_window {

@@ -24,6 +24,9 @@ inline constexpr std::string_view certificate_issued = "certificate.issued";
 inline constexpr std::string_view certificate_renewed = "certificate.renewed";
 inline constexpr std::string_view certificate_renewal_failed = "certificate.renewal_failed";
 inline constexpr std::string_view certificate_revoked = "certificate.revoked";
+inline constexpr std::string_view certificate_approval_requested = "certificate.approval_requested";
+inline constexpr std::string_view certificate_approved = "certificate.approved";
+inline constexpr std::string_view certificate_rejected = "certificate.rejected";
 inline constexpr std::string_view domain_expiring = "domain.expiring";
 inline constexpr std::string_view job_dead = "job.dead";
 }  // namespace event_names

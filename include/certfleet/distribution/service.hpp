@@ -13,6 +13,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/json/value.hpp>
 
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -56,8 +57,22 @@ class service {
   op<boost::json::value> add_certificate_version(std::string project_id, std::string id, std::string body,
                                                  std::string actor);
   // POST …/certificates/issue: an ACME certificate (source acme, version 0, status pending) and
-  // its issue_certificate job (key issue:<id>) in one transaction → {certificate_id, job_id}.
+  // its issue_certificate job (key issue:<id>) in one transaction → {certificate_id, job_id,
+  // status}. When the project's issuance_requires_approval is on, the certificate is stored as
+  // awaiting_approval with no job (job_id null) and certificate.approval_requested fires.
   op<boost::json::value> issue_certificate(std::string project_id, std::string body, std::string actor);
+  // POST …/certificates/{id}/approve: an admin other than the requester lets a waiting issue
+  // request go on: status pending, its issue job enqueued (key issue:<id>), certificate.approved,
+  // one transaction → {certificate_id, job_id, status}. approval.hpp says who may decide.
+  op<boost::json::value> approve_certificate(std::string project_id, std::string id, std::string actor);
+  // POST …/certificates/{id}/reject {reason}: status rejected, nothing issued, certificate.rejected
+  // → the certificate's view.
+  op<boost::json::value> reject_certificate(std::string project_id, std::string id, std::string body,
+                                            std::string actor);
+  // GET|PUT …/projects/{p}/settings: every project setting's value (approval.hpp); a PUT of
+  // validated values (the API parses them) merges them into the project's settings object.
+  op<boost::json::value> project_settings(std::string project_id);
+  op<boost::json::value> put_project_settings(std::string project_id, std::map<std::string, std::string> values);
   // POST …/certificates/{id}/renew: renew_certificate keyed renew:<id>:<expires_at_unix>, so a
   // second request while one is pending answers the same job → {job_id, created}.
   op<boost::json::value> renew_certificate(std::string project_id, std::string id, std::string actor);

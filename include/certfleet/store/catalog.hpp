@@ -39,6 +39,9 @@ inline constexpr std::string_view kind_domain = "domain";
 // SHA-256 of its leaf, unique per project; not_after: the leaf's).
 inline constexpr std::string_view kind_discovery_source = "discovery_source";
 inline constexpr std::string_view kind_discovered_certificate = "discovered_certificate";
+// A project's settings (setting_scope::project): at most one object per project, named
+// "settings", its doc the values set. Not content: deleting the project deletes it.
+inline constexpr std::string_view kind_project_settings = "project_settings";
 
 // The one registry of collections that hold sealed envelopes (DESIGN §11): each kind of catalog
 // object whose `sealed` column may hold one, and the word its envelopes' additional data ends in

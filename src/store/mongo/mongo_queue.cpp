@@ -781,6 +781,15 @@ class mongo_queue final : public job_queue {
               cmd.str("delete", coll).array("deletes", {del}).i32("maxTimeMS", c_->max_time_ms());
               if ((f = c_->command(client, cmd, reply, s))) return to_error(*f, "remove project");
             }
+            {  // its settings object (PUT …/projects/{p}/settings) is part of the project, not content
+              doc settings;
+              settings.str("project_id", p.id).str("kind", std::string(kind_project_settings));
+              doc del;
+              del.sub("q", settings).i32("limit", 0);
+              doc cmd;
+              cmd.str("delete", "objects").array("deletes", {del}).i32("maxTimeMS", c_->max_time_ms());
+              if ((f = c_->command(client, cmd, reply, s))) return to_error(*f, "remove project");
+            }
             doc by_id;
             by_id.str("_id", p.id);
             doc del;

@@ -838,7 +838,8 @@ class sqlite_store final : public store, public job_store, public project_store,
         s->bind(1, p.id);
         return s->step() ? s->int64(0) : 0;
       };
-      auto objects = count("SELECT count(*) FROM objects WHERE project_id = ?1");
+      // The project's settings object (PUT …/projects/{p}/settings) goes with it; it is not content.
+      auto objects = count("SELECT count(*) FROM objects WHERE project_id = ?1 AND kind != 'project_settings'");
       auto dists = count("SELECT count(*) FROM distributions WHERE project_id = ?1");
       auto live = count("SELECT count(*) FROM jobs WHERE project_id = ?1 AND status IN ('pending', 'active', 'failed')");
       auto system_tokens = count("SELECT count(*) FROM tokens WHERE project_id = ?1 AND system = 1 AND revoked_at IS NULL");
@@ -856,6 +857,7 @@ class sqlite_store final : public store, public job_store, public project_store,
       for (const char* sql : {"DELETE FROM job_logs WHERE job_id IN (SELECT id FROM jobs WHERE project_id = ?1)",
                               "DELETE FROM jobs WHERE project_id = ?1", "DELETE FROM rate_windows WHERE project_id = ?1",
                               "DELETE FROM acme_dns_records WHERE project_id = ?1",
+                              "DELETE FROM objects WHERE project_id = ?1 AND kind = 'project_settings'",
                               "DELETE FROM projects WHERE id = ?1"})
         d.prepare(sql)->bind(1, p.id).run();
       d.prepare("UPDATE tokens SET revoked_at = ?2 WHERE project_id = ?1 AND revoked_at IS NULL")->bind(1, p.id).bind(2, now).run();
