@@ -1,14 +1,15 @@
 // A certificate: tabs Overview · Distribution (?tab=distribution), and its actions by role
-// (issue 31): Renew (operator, ACME), Revoke (admin, an issued ACME certificate, with a reason,
-// confirmed), Delete (admin, confirmed), and Execute on each distribution that delivers it. A
-// started job is linked in the feedback line.
+// (issue 31): Approve / Reject an issue request that awaits approval (an admin who is not the
+// requester; a rejection with a reason), Renew (operator, an issued ACME certificate), Revoke
+// (admin, an issued ACME certificate, with a reason, confirmed), Delete (admin, confirmed), and
+// Execute on each distribution that delivers it. A started job is linked in the feedback line.
 import * as api from './api.js';
 import { allPages } from './catalog.js';
 import { h, replace, showAlert } from './dom.js';
 import { confirmAction, feedback, scrollRegion } from './widgets.js';
 import * as fmt from './format.js';
 import * as session from './session.js';
-import { expiry, renewalWindow } from './certificates.js';
+import { actorInWords, approvalText, expiry, renewalWindow, tokenNamesOf } from './certificates.js';
 import { href, navigate } from './router.js';
 
 // RFC 5280 reasons a subscriber may give an ACME CA (RFC 8555 §7.6); empty: none given.
@@ -79,6 +80,38 @@ export function renderCertificateDetail(ctx) {
     void load();
   }
 
+  /** Token ids to names, for the approval's people (admins may list tokens). @type {Map<string, string>} */
+  let tokenNames = new Map();
+  /** @param {string} actor */
+  const actorName = (actor) => actorInWords(actor, tokenNames);
+
+  /** @param {any} c */
+  async function approve(c) {
+    if (!await confirmAction({
+      title: `Approve ${c.name}?`,
+      text: `The CA is asked for a certificate for ${Array.isArray(c.domains) ? c.domains.join(', ') : ''}, requested by ${actorName(String(c.approval?.requested_by ?? ''))}. Its issue job starts now.`,
+      confirm: 'Approve', keep: 'Not now', undoable: true,
+    })) return;
+    const r = await api.post(api.projectPath(project, `/certificates/${id}/approve`));
+    fb.ok('Approved: issuance started, ', jobLink(String(r.body?.job_id)));
+    void load();
+  }
+
+  /** @param {any} c */
+  async function reject(c) {
+    const reason = h('textarea', { id: 'reject-reason', rows: '3', maxlength: '500', required: true, 'aria-describedby': 'reject-reason-help' });
+    const fields = h('p', { class: 'dialog-field' }, h('label', { for: 'reject-reason', text: 'Reason' }), ' ', reason,
+      h('span', { class: 'muted', id: 'reject-reason-help', text: ' The requester reads it (1 to 500 characters).' }));
+    if (!await confirmAction({
+      title: `Reject ${c.name}?`,
+      text: `Nothing is issued for ${Array.isArray(c.domains) ? c.domains.join(', ') : ''}. The request of ${actorName(String(c.approval?.requested_by ?? ''))} ends here; it cannot be approved afterwards.`,
+      confirm: 'Reject', keep: 'Keep it waiting', fields,
+    })) return;
+    await api.post(api.projectPath(project, `/certificates/${id}/reject`), { reason: reason.value });
+    fb.ok(`Rejected: nothing was issued for ${c.name}.`);
+    void load();
+  }
+
   /** @param {any} c */
   async function remove(c) {
     if (!await confirmAction({
@@ -96,10 +129,19 @@ export function renderCertificateDetail(ctx) {
     const revoked = Boolean(c.revocation) || c.status === 'revoked';
     /** @type {HTMLButtonElement[]} */
     const buttons = [];
-    if (acme && !revoked && session.canOperate()) buttons.push(actionButton('Renew', renew));
+    const issued = Number(c.version) > 0;
+    /** @type {Node | null} */
+    let note = null;
+    if (c.status === 'awaiting_approval' && session.hasRole('admin')) {
+      // The requester may not decide their own request: say who can instead of a button that fails.
+      const mine = c.approval?.requested_by === `token:${session.session()?.token_id ?? ''}`;
+      if (mine) note = h('p', { class: 'muted', id: 'approval-note', text: 'You asked for this certificate: another admin of the project approves or rejects it.' });
+      else buttons.push(actionButton('Approve', () => approve(c)), actionButton('Reject', () => reject(c)));
+    }
+    if (acme && !revoked && issued && session.canOperate()) buttons.push(actionButton('Renew', renew));
     if (acme && !revoked && Number(c.version) > 0 && session.hasRole('admin')) buttons.push(actionButton('Revoke', () => revoke(c)));
     if (session.hasRole('admin')) buttons.push(actionButton('Delete', () => remove(c)));
-    replace(actions, ...buttons);
+    replace(actions, note, ...buttons);
   }
 
   /** @param {any} d a distribution */
@@ -117,6 +159,7 @@ export function renderCertificateDetail(ctx) {
   async function load() {
     try {
       const c = await api.get(api.projectPath(project, `/certificates/${id}`));
+      if (c.approval) tokenNames = await tokenNamesOf(project);
       if (disposed) return;
       title.textContent = c.name ?? 'Certificate';
       state.hidden = true;
@@ -130,6 +173,7 @@ export function renderCertificateDetail(ctx) {
           : null;
         replace(panel, h('h2', { text: 'Overview' }), h('dl', { class: 'summary' },
           row('Name', String(c.name ?? '')), row('Status', fmt.outcomeTag(String(c.status ?? ''))),
+          c.approval ? row('Approval', approvalText(c.approval, actorName)) : null,
           row('Source', c.source === 'acme' ? 'ACME' : 'Uploaded'), row('Version', String(c.version ?? '')),
           revoked ? row('Revoked', revoked) : null,
           row('Revocation', fmt.revocationCheck(c.revocation_check)),

@@ -49,12 +49,50 @@ export function revocationTags(c) {
 }
 
 /**
+ * Token ids to names, when this session may list the project's tokens (admins); empty otherwise.
+ * @param {string} project @returns {Promise<Map<string, string>>}
+ */
+export async function tokenNamesOf(project) {
+  if (!session.hasRole('admin')) return new Map();
+  const list = await api.get(api.projectPath(project, '/tokens')).catch(() => null);
+  return new Map(Array.isArray(list?.items) ? list.items.map((/** @type {any} */ t) => [String(t.id), String(t.name)]) : []);
+}
+
+/**
+ * An approval's person ("token:<id>" or "cli") in words: the token's name when known.
+ * @param {string} actor @param {Map<string, string>} names
+ */
+export function actorInWords(actor, names) {
+  if (!actor.startsWith('token:')) return actor === 'cli' ? 'command line' : actor;
+  const id = actor.slice(6);
+  return names.get(id) ?? `token ${id.slice(0, 8)}`;
+}
+
+/**
+ * Who asked for an issuance and who decided, when (issuance approval; the certificate and job pages).
+ * @param {any} a the certificate's approval @param {(actor: string) => string} name
+ */
+export function approvalText(a, name) {
+  const asked = [`requested by ${name(String(a.requested_by))}, `, fmt.timeEl(a.requested_at)];
+  if (a.decision === 'approved')
+    return h('span', { 'data-field': 'approval' }, `Approved by ${name(String(a.decided_by))}, `, fmt.timeEl(a.decided_at), ' (', ...asked, ')');
+  if (a.decision === 'rejected')
+    return h('span', { 'data-field': 'approval' }, h('span', { class: 'error-text', text: `Rejected by ${name(String(a.decided_by))}: ${a.reason ?? ''}` }), ', ', fmt.timeEl(a.decided_at), ' (', ...asked, ')');
+  return h('span', { 'data-field': 'approval' }, h('span', { class: 'tag pending-tag', text: 'awaiting approval' }), ' ', ...asked);
+}
+
+/**
  * An ACME certificate that has no version yet says so beside its name (issue 31: the list showed
- * nothing for it): "pending" while its issue job runs or waits to retry, "issuance failed" (red)
- * once it gave up.
+ * nothing for it): "awaiting approval" while an admin has not decided its issue request,
+ * "rejected" (red) when one refused it, "pending" while its issue job runs or waits to retry,
+ * "issuance failed" (red) once it gave up.
  * @param {any} c
  */
 export function issuanceTags(c) {
+  if (c.status === 'awaiting_approval')
+    return [' ', h('span', { class: 'tag pending-tag', 'data-tag': 'awaiting_approval', text: 'awaiting approval', title: 'its issue request waits for an admin other than the requester to approve or reject it' })];
+  if (c.status === 'rejected')
+    return [' ', h('span', { class: 'tag rev-tag-revoked', 'data-tag': 'rejected', text: 'rejected', title: `rejected: ${c.approval?.reason ?? ''}` })];
   if (c.status === 'pending')
     return [' ', h('span', { class: 'tag pending-tag', 'data-tag': 'pending', text: 'pending', title: 'not issued yet: its issue job has not stored a certificate' })];
   if (c.status === 'failed')

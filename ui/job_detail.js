@@ -2,6 +2,7 @@
 // card, Why is it waiting? / lease, Target Progress, fan-out alerts, the ACME panels
 // (acme_workflow.js), the logs card.
 import { acmePanels, acmeWorkflow } from './acme_workflow.js';
+import { actorInWords, approvalText, tokenNamesOf } from './certificates.js';
 import * as api from './api.js';
 import { allPages, certificateNames } from './catalog.js';
 import { h, replace, showAlert } from './dom.js';
@@ -50,6 +51,8 @@ export function renderJobDetail(ctx) {
   let disposed = false;
   /** @type {ReturnType<typeof setTimeout> | null} */
   let timer = null;
+  /** Token ids to names, for an approval's people. @type {Map<string, string>} */
+  let names = new Map();
   /** @type {boolean | null} */
   let batchRetried = null;
 
@@ -91,8 +94,11 @@ export function renderJobDetail(ctx) {
     if (batchRetried && !disposed) void load();
   }
 
-  /** @param {any} job @param {Map<string, string>} certs @param {any} dist a child's distribution, or null */
-  function draw(job, certs, dist) {
+  /**
+   * @param {any} job @param {Map<string, string>} certs @param {any} dist a child's distribution, or null
+   * @param {any} cert an issue job's certificate (its approval), or null
+   */
+  function draw(job, certs, dist, cert) {
     const live = fmt.isLive(job);
     liveTag.hidden = !live;
     const kind = fmt.childKind(job);
@@ -110,6 +116,7 @@ export function renderJobDetail(ctx) {
       row('Attempts', `${job.attempts} / ${job.max_attempts}`),
       row('Duration', live ? '' : fmt.duration(job)),
       row('Triggered By', fmt.triggeredBy(job)),
+      cert?.approval?.decision === 'approved' ? row('Approval', approvalText(cert.approval, (a) => actorInWords(a, names))) : null,
       row('Certificate', job.certificate_id ? h('a', { href: href(`/certificates/${job.certificate_id}`, { project }), text: certs.get(job.certificate_id) ?? job.certificate_id }) : ''),
       row('Distribution', job.distribution_id ? h('a', { href: href(`/distributions/${job.distribution_id}`, { project }), text: job.distribution_id }) : ''),
       row('Created', fmt.timeEl(job.created_at)),
@@ -170,12 +177,16 @@ export function renderJobDetail(ctx) {
     if (timer) { clearTimeout(timer); timer = null; }
     try {
       const [job, certs] = await Promise.all([api.get(api.projectPath(project, `/jobs/${id}`)), certificateNames(project)]);
+      // An issue job an admin approved says who asked and who approved (issuance approval).
+      const cert = job.type === 'issue_certificate' && job.certificate_id
+        ? await api.get(api.projectPath(project, `/certificates/${job.certificate_id}`)).catch(() => null) : null;
+      if (cert?.approval) names = await tokenNamesOf(project);
       // A fan-out child's actions depend on its run: read the distribution (none when it is gone).
       const dist = fmt.childKind(job) && job.distribution_id && !fmt.isLive(job)
         ? await api.get(api.projectPath(project, `/distributions/${job.distribution_id}`)).catch(() => null) : null;
       if (disposed) return;
       state.hidden = true;
-      const live = draw(job, certs, dist);
+      const live = draw(job, certs, dist, cert);
       if (live) timer = setTimeout(() => { void load(); }, 2000);
     } catch (e) {
       if (!disposed) showAlert(state, e instanceof api.ApiError && e.status === 404 ? `Job ${id} not found` : api.errorText(e));

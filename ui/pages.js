@@ -39,7 +39,7 @@ export const pages = [
   { name: 'discovery-certificates', path: '/discovery/certificates', title: 'Discovered certificates', render: renderDiscoveredCertificates, section: 'discovery' },
   { name: 'notifications', path: '/notifications', title: 'Notifications', render: renderNotifications, section: 'notifications', nav: 'Notifications' },
   { name: 'tokens', path: '/tokens', title: 'Tokens', render: renderTokens, section: 'tokens', nav: 'Tokens', role: 'admin' },
-  { name: 'settings', path: '/settings', title: 'Settings', render: renderSettings, section: 'settings', nav: 'Settings', system: true },
+  { name: 'settings', path: '/settings', title: 'Settings', render: renderSettings, section: 'settings', nav: 'Settings', role: 'admin' },
   { name: 'login', path: '/login', title: 'Sign in', render: renderLogin, section: 'login' },
 ];
 

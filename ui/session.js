@@ -3,7 +3,7 @@ import * as api from './api.js';
 
 /**
  * @typedef {{csrf_token: string, project: string | null, role: string, system: boolean,
- *            token_name: string | null, expires_at: string | null}} Session
+ *            token_name: string | null, token_id: string | null, expires_at: string | null}} Session
  */
 
 /** @type {Session | null} */
@@ -27,6 +27,7 @@ function fromBody(body) {
     role: String(body?.role ?? 'viewer'),
     system: body?.system === true,
     token_name: typeof body?.token_name === 'string' ? body.token_name : null,
+    token_id: typeof body?.token_id === 'string' ? body.token_id : null,
     expires_at: typeof body?.expires_at === 'string' ? body.expires_at : null,
   };
 }

@@ -1,5 +1,5 @@
-// Settings (system admin): every system setting in its section, with its type, range, default
-// and doc; saved
+// Settings: the project's own settings (its admins: issuance approval) and, for a system admin,
+// every system setting in its section; each with its type, range, default and doc, saved
 // all-or-nothing; a refused value shows the API's message next to the field it names.
 import * as api from './api.js';
 import { h, replace } from './dom.js';
@@ -50,18 +50,13 @@ export function rangeText(s) {
   return s.type;
 }
 
-/** @param {import('./router.js').PageContext} ctx @returns {import('./router.js').PageHandle} */
-export function renderSettings(ctx) {
-  const fb = feedback();
-  let disposed = false;
-  const form = h('form', { class: 'settings-form', novalidate: true });
-  // The worker registry (issue 34): who runs the jobs, who died and what it gave back.
-  const workers = h('section', { class: 'card workers', 'aria-labelledby': 'workers-title' });
-  replace(ctx.root, h('div', { class: 'page-head' }, h('h1', { text: 'Settings' })), fb.el, workers, form);
-  if (!session.isSystem()) {
-    fb.fail('The settings are system-wide: only a system-admin token may read or change them.');
-    return {};
-  }
+/**
+ * A form of settings saved all-or-nothing with one PUT to `path`: a refused value shows the API's
+ * message next to the field it names.
+ * @param {{id: string, path: string, saveLabel: string, saved: () => Promise<void>, fb: ReturnType<typeof feedback>}} o
+ */
+function settingsForm(o) {
+  const form = h('form', { class: 'settings-form', id: o.id, novalidate: true });
   /** @type {Map<string, {input: HTMLInputElement | HTMLSelectElement, msg: HTMLElement, setting: Setting}>} */
   const fields = new Map();
 
@@ -86,15 +81,14 @@ export function renderSettings(ctx) {
 
   /**
    * One section per group (issue 31), each setting with its range and default.
-   * @param {Setting[]} settings
-   * @param {Array<{id: string, title: string, doc: string, settings: string[]}>} groups
+   * @param {Array<{id: string, title: string, doc: string, settings: Setting[]}>} sections
    */
-  function draw(settings, groups) {
+  function draw(sections) {
     fields.clear();
-    const sections = groupSettings(settings, groups).map((g) => h('fieldset', { class: 'setting-group', 'data-group': g.id },
+    replace(form, ...sections.map((g) => h('fieldset', { class: 'setting-group', 'data-group': g.id },
       h('legend', { text: g.title }), g.doc ? h('p', { class: 'setting-doc group-doc', text: g.doc }) : null,
-      ...g.settings.map(settingRow)));
-    replace(form, ...sections, h('div', { class: 'form-actions' }, h('button', { type: 'submit', class: 'primary', text: 'Save settings' })));
+      ...g.settings.map(settingRow))),
+    h('div', { class: 'form-actions' }, h('button', { type: 'submit', class: 'primary', text: o.saveLabel })));
   }
 
   form.addEventListener('submit', async (ev) => {
@@ -109,11 +103,11 @@ export function renderSettings(ctx) {
       const isInt = f.setting.type === 'integer' || f.setting.type === 'int';
       changes[name] = isInt && /^-?\d+$/.test(v.trim()) ? Number(v.trim()) : v;
     }
-    if (!Object.keys(changes).length) { fb.ok('Nothing changed'); return; }
+    if (!Object.keys(changes).length) { o.fb.ok('Nothing changed'); return; }
     try {
-      await api.put('/api/v1/settings', changes);
-      fb.ok(`Settings saved (${Object.keys(changes).join(', ')})`);
-      await load();
+      await api.put(o.path, changes);
+      o.fb.ok(`Settings saved (${Object.keys(changes).join(', ')})`);
+      await o.saved();
     } catch (e) {
       const field = e instanceof api.ApiError ? e.field : null;
       const f = field ? fields.get(field) : undefined;
@@ -121,17 +115,41 @@ export function renderSettings(ctx) {
         f.msg.textContent = api.errorText(e);
         f.input.setAttribute('aria-invalid', 'true');
         f.input.focus();
-        fb.fail('Nothing was saved: one value was refused.');
+        o.fb.fail('Nothing was saved: one value was refused.');
       } else {
-        fb.fail(`Nothing was saved: ${api.errorText(e)}`);
+        o.fb.fail(`Nothing was saved: ${api.errorText(e)}`);
       }
     }
   });
+  return { form, draw };
+}
 
-  /** @param {{alive: number, items: Array<Record<string, any>>}} list */
+/** @param {import('./router.js').PageContext} ctx @returns {import('./router.js').PageHandle} */
+export function renderSettings(ctx) {
+  const { project } = ctx;
+  const fb = feedback();
+  let disposed = false;
+  const system = session.isSystem();
+  const projectForm = settingsForm({ id: 'project-settings-form', path: api.projectPath(project, '/settings'), saveLabel: 'Save project settings', saved: () => load(), fb });
+  const systemForm = settingsForm({ id: 'system-settings-form', path: '/api/v1/settings', saveLabel: 'Save settings', saved: () => load(), fb });
+  if (!session.hasRole('admin')) {
+    replace(ctx.root, h('div', { class: 'page-head' }, h('h1', { text: 'Settings' })), fb.el);
+    fb.fail('Settings are changed by an admin of the project (and system-wide ones by a system-admin token): this token is not one.');
+    return {};
+  }
+  // The worker registry (issue 34): who runs the jobs, who died and what it gave back.
+  const workers = h('section', { class: 'card workers', 'aria-labelledby': 'workers-title' });
+  replace(ctx.root, h('div', { class: 'page-head' }, h('h1', { text: 'Settings' })), fb.el,
+    h('section', { class: 'card', 'aria-labelledby': 'project-settings-title' },
+      h('h2', { id: 'project-settings-title', text: `Project ${project}` }),
+      h('p', { class: 'muted', text: 'Settings of this project only; its admins change them.' }), projectForm.form),
+    system ? [workers, h('h2', { class: 'section-title', text: 'System-wide' }), systemForm.form]
+      : h('p', { class: 'muted', id: 'system-settings-note', text: 'System-wide settings (queue, distribution, ACME, sessions, …) and the worker list need a system-admin token.' }));
+
+  /** @param {Record<string, any>} list */
   function drawWorkers(list) {
     const head = h('tr', null, ...['Worker', 'State', 'Last heartbeat', 'Lanes', 'Running', 'Version', 'Why'].map((t) => h('th', { scope: 'col', text: t })));
-    const rows = list.items.map((w) => h('tr', { 'data-worker': w.id },
+    const rows = list.items.map((/** @type {Record<string, any>} */ w) => h('tr', { 'data-worker': w.id },
       h('td', null, h('code', { text: w.id })),
       h('td', null, h('span', { class: `tag status-${w.state === 'alive' ? 'completed' : 'dead'}`, text: w.state })),
       h('td', { text: `${(Number(w.heartbeat_age_ms) / 1000).toFixed(1)} s ago` }),
@@ -144,10 +162,14 @@ export function renderSettings(ctx) {
 
   async function load() {
     try {
+      const [pschema, pvalues] = await Promise.all([api.get(api.projectPath(project, '/settings/schema')), api.get(api.projectPath(project, '/settings'))]);
+      if (disposed) return;
+      projectForm.draw([{ id: 'project', title: 'Issuance', doc: '', settings: settingsRows(pschema, pvalues) }]);
+      if (!system) return;
       const [schema, values, list] = await Promise.all([api.get('/api/v1/settings/schema'), api.get('/api/v1/settings'), api.get('/api/v1/workers')]);
       if (!disposed) {
         drawWorkers(list);
-        draw(settingsRows(schema, values), Array.isArray(schema.groups) ? schema.groups : []);
+        systemForm.draw(groupSettings(settingsRows(schema, values), Array.isArray(schema.groups) ? schema.groups : []));
       }
     } catch (e) {
       if (!disposed) fb.fail(api.errorText(e));

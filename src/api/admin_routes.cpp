@@ -184,11 +184,11 @@ boost::asio::awaitable<reply> get_openapi(server_state& s, const route_call&) {
   co_return r;
 }
 
-// Each system setting as the settings table describes it (the UI's Settings page reads it).
-boost::asio::awaitable<reply> get_settings_schema(server_state&, const route_call&) {
+// Each setting of a scope as the settings table describes it (the UI's Settings page reads it).
+boost::json::object settings_schema(setting_scope scope) {
   boost::json::array items;
   for (const auto& d : all_settings()) {
-    if (d.scope != setting_scope::system) continue;
+    if (d.scope != scope) continue;
     boost::json::object o;
     o["name"] = d.name;
     o["type"] = type_name(d.type);
@@ -207,12 +207,21 @@ boost::asio::awaitable<reply> get_settings_schema(server_state&, const route_cal
     items.push_back(std::move(o));
   }
   boost::json::array groups;
-  for (const auto& g : setting_groups()) {
-    boost::json::array names;
-    for (auto name : group_members(g)) names.emplace_back(name);
-    groups.push_back(boost::json::object{{"id", g.id}, {"title", g.title}, {"doc", g.doc}, {"settings", std::move(names)}});
-  }
-  co_return json_reply(200, boost::json::object{{"items", std::move(items)}, {"groups", std::move(groups)}});
+  if (scope == setting_scope::system)
+    for (const auto& g : setting_groups()) {
+      boost::json::array names;
+      for (auto name : group_members(g)) names.emplace_back(name);
+      groups.push_back(boost::json::object{{"id", g.id}, {"title", g.title}, {"doc", g.doc}, {"settings", std::move(names)}});
+    }
+  return boost::json::object{{"items", std::move(items)}, {"groups", std::move(groups)}};
+}
+
+boost::asio::awaitable<reply> get_settings_schema(server_state&, const route_call&) {
+  co_return json_reply(200, settings_schema(setting_scope::system));
+}
+
+boost::asio::awaitable<reply> get_project_settings_schema(server_state&, const route_call&) {
+  co_return json_reply(200, settings_schema(setting_scope::project));
 }
 
 boost::asio::awaitable<reply> put_settings(server_state& s, const route_call& call) {

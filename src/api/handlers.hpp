@@ -93,6 +93,7 @@ boost::asio::awaitable<reply> issue_acme_certificate(server_state&, const route_
 boost::asio::awaitable<reply> approve_acme_certificate(server_state&, const route_call&);
 boost::asio::awaitable<reply> reject_acme_certificate(server_state&, const route_call&);
 boost::asio::awaitable<reply> get_project_settings(server_state&, const route_call&);
+boost::asio::awaitable<reply> get_project_settings_schema(server_state&, const route_call&);
 boost::asio::awaitable<reply> put_project_settings(server_state&, const route_call&);
 boost::asio::awaitable<reply> renew_acme_certificate(server_state&, const route_call&);
 boost::asio::awaitable<reply> renew_acme_certificates(server_state&, const route_call&);

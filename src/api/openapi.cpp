@@ -173,10 +173,11 @@ constexpr response_schema answers[] = {
     {"Ready", R"json({"type":"object","required":["status"],"properties":{"status":{"const":"ready"},
       "workers_alive":{"type":"integer","minimum":0,"description":"Live workers in the worker registry (once the first check ran)"},
       "warning":{"type":"string","description":"Present when no worker is alive: jobs wait"}}})json"},
-    {"Session", R"json({"type":"object","required":["csrf_token","project","role","system","token_name","expires_at"],
+    {"Session", R"json({"type":"object","required":["csrf_token","project","role","system","token_name","token_id","expires_at"],
       "properties":{"csrf_token":{"type":"string","description":"Send it as X-CSRF-Token on every change made with the cookie"},
         "project":{"type":["string","null"]},"role":{"$ref":"#/components/schemas/Role"},"system":{"type":"boolean"},
-        "token_name":{"type":"string"},"expires_at":{"$ref":"#/components/schemas/Time"}}})json"},
+        "token_name":{"type":"string"},"token_id":{"$ref":"#/components/schemas/ObjectId","description":"The signed-in token's id: token:<id> in a job's triggered_by or a certificate's approval is this token"},
+        "expires_at":{"$ref":"#/components/schemas/Time"}}})json"},
     {"Role", R"json({"enum":["viewer","operator","admin","owner"]})json"},
     {"Project", R"json({"type":"object","required":["id","name","created_at"],"properties":{
       "id":{"$ref":"#/components/schemas/ObjectId"},"name":{"$ref":"#/components/schemas/ProjectName"},
@@ -646,6 +647,7 @@ std::vector<success> success_of(route_id id) {
     case R::certificate_approve: return {{202, "Approved: the issue_certificate job is enqueued", "IssueAccepted"}};
     case R::certificate_reject: return {{200, "Rejected: the certificate, status rejected, nothing issued", "Certificate"}};
     case R::project_settings_get: return {{200, "Every project setting's value", "ProjectSettings"}};
+    case R::project_settings_schema: return {{200, "The project settings of the settings table", "SettingsSchema"}};
     case R::project_settings_put: return {{200, "Every project setting's value, after the change", "ProjectSettings"}};
     case R::certificate_revoke: return {{202, "revoke_certificate enqueued (or the one already enqueued)", "JobAccepted"}};
     case R::credentials_list: return {{200, "One page of credentials", "CredentialPage"}};

@@ -35,6 +35,7 @@ boost::asio::awaitable<reply> session_answer(server_state& s, unsigned status, c
   o["role"] = std::string(store::to_string(t.token_role));
   o["system"] = t.system;
   o["token_name"] = t.name;
+  o["token_id"] = t.id;  // not a secret: "token:<id>" names a person's acts (jobs, approvals)
   o["expires_at"] = format_iso8601(expires_at);
   co_return json_reply(status, o);
 }

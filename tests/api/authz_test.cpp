@@ -247,6 +247,7 @@ TEST_F(api_authz, every_route_every_role) {
        R"({"reason":"not ours"})", {401, 403, 403, 409, 409, 404, 409}},
       // A project's settings: its members read them, its admins change them.
       {api::route_id::project_settings_get, "GET", [&](auto&) { return p + "/settings"; }, "", {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::project_settings_schema, "GET", [&](auto&) { return p + "/settings/schema"; }, "", {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::project_settings_put, "PUT", [&](auto&) { return p + "/settings"; },
        R"({"issuance_requires_approval":"off"})", {401, 403, 403, 200, 200, 404, 200}},
       // Revocation is admin's; an uploaded certificate is refused after the role check.

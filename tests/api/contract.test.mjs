@@ -480,6 +480,7 @@ test('every operation of the served OpenAPI document, answers and errors, passes
     // --- Issuance approval (docs/approval.md): the project's setting, a waiting request, the
     // requester refused, another admin approves one and rejects another (a reason is required).
     await call('GET', `${P}/settings`, { token: viewer, expect: 200 });
+    await call('GET', `${P}/settings/schema`, { token: viewer, expect: 200 });
     await call('PUT', `${P}/settings`, { body: { issuance_requires_approval: 'maybe' }, bad: true, expect: 400 });
     await call('PUT', `${P}/settings`, { body: { jobs_page_size_default: 30 }, bad: true, expect: 400 });
     await call('PUT', `${P}/settings`, { body: { issuance_requires_approval: 'on' }, expect: 200 });

@@ -50,8 +50,8 @@ test('a wrong token is refused with the API message; the right one signs in; sig
   assert.ok(c, 'the session cookie is set');
   assert.equal(c.httpOnly, true);
   assert.equal(c.sameSite, 'Strict');
-  // Not a system token: no Settings link.
-  assert.equal(await page.getByRole('link', { name: 'Settings' }).count(), 0);
+  // An admin, not a system admin: Settings holds the project's own settings only.
+  assert.equal(await page.getByRole('link', { name: 'Settings' }).count(), 1);
 
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.waitForURL(/\/login/);

@@ -79,10 +79,10 @@ test('the settings are shown in the API\'s sections, in its order, each with its
   const errors = collectErrors(page);
   await signIn(page, cf.url, cf.ownerToken);
   await page.goto(`${cf.url}/settings`);
-  await page.locator('fieldset.setting-group').first().waitFor();
+  await page.locator('#system-settings-form fieldset.setting-group').first().waitFor();
   const schema = (await cf.api('GET', '/api/v1/settings/schema')).body;
   assert.ok(Array.isArray(schema.groups) && schema.groups.length >= 5, JSON.stringify(schema.groups));
-  const legends = await page.locator('fieldset.setting-group > legend').allInnerTexts();
+  const legends = await page.locator('#system-settings-form fieldset.setting-group > legend').allInnerTexts();
   assert.deepEqual(legends, schema.groups.map((/** @type {any} */ g) => g.title));
   assert.equal(legends[0], 'Distribution');
   for (const g of schema.groups) {
@@ -93,7 +93,7 @@ test('the settings are shown in the API\'s sections, in its order, each with its
   for (const item of schema.items) {
     assert.equal(await page.locator(`fieldset[data-group="${item.group}"] [data-setting="${item.name}"]`).count(), 1, item.name);
   }
-  assert.equal(await page.locator('[data-setting]').count(), schema.items.length);
+  assert.equal(await page.locator('#system-settings-form [data-setting]').count(), schema.items.length);
   const doc = await page.locator('[data-setting="distribution_fanout_batch_size"] .setting-doc').innerText();
   assert.match(doc, /integer from 0 to 200 · default 0/);
   assert.match(await page.locator('[data-setting="ui_base_url"] .setting-doc').innerText(), /default empty/);
@@ -101,13 +101,20 @@ test('the settings are shown in the API\'s sections, in its order, each with its
   await page.close();
 });
 
-test('a token that is not a system admin gets no Settings link and the page says why', async () => {
+test('a project admin sees only the project\'s settings; an operator gets no Settings link and the page says why', async () => {
   const page = await browser.newPage();
   await page.context().clearCookies();
   await signIn(page, cf.url, await cf.token('owner', { name: 'project-owner' }));
+  await page.getByRole('link', { name: 'Settings' }).click();
+  await page.locator('#project-settings-form [data-setting="issuance_requires_approval"]').waitFor();
+  await page.locator('#system-settings-note', { hasText: 'system-admin token' }).waitFor();
+  assert.equal(await page.locator('#system-settings-form').count(), 0);
+  assert.equal(await page.locator('#workers-table').count(), 0);
+  await page.context().clearCookies();
+  await signIn(page, cf.url, await cf.token('operator', { name: 'project-operator' }));
   assert.equal(await page.getByRole('link', { name: 'Settings' }).count(), 0);
   await page.goto(`${cf.url}/settings`);
-  await page.locator('.feedback.error', { hasText: 'system-admin token' }).waitFor();
+  await page.locator('.feedback.error', { hasText: 'admin of the project' }).waitFor();
   await page.close();
 });
 
