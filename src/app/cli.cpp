@@ -1584,16 +1584,26 @@ int run_cli(int argc, char** argv) {
       csub("renew", "Renew an ACME certificate now (enqueues renew_certificate)", true);
       csub("revoke", "Revoke an ACME certificate at its CA", true)
           ->add_option("--reason", ca.reason, "keyCompromise, superseded, cessationOfOperation, … or 0-10");
+      csub("approve", "Approve an issue request that awaits approval (an admin other than the requester)", true);
+      csub("reject", "Reject an issue request that awaits approval, with a reason the requester reads", true)
+          ->add_option("--reason", ca.reason, "Why (1 to 500 characters)")
+          ->required();
     }
   }
   {
-    auto csub = catalog_group("settings", "Read and change the system settings over the API (system-admin token)");
+    auto csub = catalog_group("settings", "Read and change the system settings (system-admin token), or with --project a project's (its admins)");
+    auto project_flag = [&](CLI::App* c) {
+      c->add_option_function<std::string>(
+          "--project", [&](const std::string& p) { ca.project = p; ca.settings_project = true; },
+          "That project's settings (issuance_requires_approval) instead of the system-wide ones");
+    };
     auto* get = csub("get", "Every system setting, or one (prints its value)", false);
     get->add_option("name", ca.name, "A setting's name");
     add_json(get, ca.json, "Print them as JSON");
-    csub("set", "Change settings: NAME=VALUE…, all of them or none", false)
-        ->add_option("assignments", ca.assignments, "NAME=VALUE (one or more)")
-        ->required();
+    project_flag(get);
+    auto* set = csub("set", "Change settings: NAME=VALUE…, all of them or none", false);
+    set->add_option("assignments", ca.assignments, "NAME=VALUE (one or more)")->required();
+    project_flag(set);
   }
 
   auto* project = app.add_subcommand("project", "Create, list and delete projects");

@@ -115,6 +115,9 @@ int remote_catalog(const remote_client& c, const std::string& kind, const std::s
     return answer(c.call("POST", *base + "/issue", json::value(std::move(body))));
   }
   if (cmd == "renew") return answer(c.call("POST", one + "/renew", json::value(json::object{})));
+  // Issuance approval (docs/approval.md): another admin than the requester decides.
+  if (cmd == "approve") return answer(c.call("POST", one + "/approve", json::value(json::object{})));
+  if (cmd == "reject") return answer(c.call("POST", one + "/reject", json::value(json::object{{"reason", a.reason}})));
   if (cmd == "revoke") {
     json::object body;
     if (!a.reason.empty()) body["reason"] = a.reason;
@@ -124,14 +127,23 @@ int remote_catalog(const remote_client& c, const std::string& kind, const std::s
 }
 
 int remote_settings(const remote_client& c, const std::string& cmd, const catalog_args& a) {
+  // --project P: that project's settings (docs/approval.md); without it the system-wide ones.
+  std::string path = "/api/v1/settings";
+  if (a.settings_project) {
+    auto p = project_path(a.project, "/settings");
+    if (!p) return fail(p.error());
+    path = *p;
+  }
   if (cmd == "get") {
-    auto r = c.call("GET", "/api/v1/settings");
+    auto r = c.call("GET", path);
     if (!r) return fail(r.error());
     if (!r->body.is_object()) return fail(make_error(errc::store_busy, "the settings answer is not an object", "server"));
     const auto& o = r->body.as_object();
     if (!a.name.empty()) {
       const auto* v = o.if_contains(a.name);
-      if (!v) return fail(make_error(errc::not_found, fmt::format("no system setting {}", a.name), "name"));
+      if (!v)
+        return fail(make_error(errc::not_found,
+                               fmt::format("no {} setting {}", a.settings_project ? "project" : "system", a.name), "name"));
       std::cout << (v->is_string() ? std::string(v->as_string()) : json::serialize(*v)) << "\n";
       return 0;
     }
@@ -155,7 +167,7 @@ int remote_settings(const remote_client& c, const std::string& cmd, const catalo
         return fail(make_error(errc::invalid_argument, fmt::format("{}: expected NAME=VALUE", kv), "setting"));
       body[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
-    return answer(c.call("PUT", "/api/v1/settings", json::value(std::move(body))));
+    return answer(c.call("PUT", path, json::value(std::move(body))));
   }
   return to_int(exit_code::usage);
 }

@@ -13,6 +13,7 @@ namespace certfleet::app {
 
 struct catalog_args {
   std::string project = "default";
+  bool settings_project = false;  // settings --project P: the project's settings, not the system's
   std::string id, name, cert_file, key_file, chain_file, from_file, reason, acme_account, dns_provider, key_type,
       profile;
   std::vector<std::string> domains, assignments;  // issue --domain; settings set NAME=VALUE…

@@ -207,6 +207,23 @@ TEST_F(remote_cli, certificates_credentials_and_settings_over_the_api) {
   EXPECT_EQ(refused.status, to_int(exit_code::usage)) << refused.err;
   EXPECT_EQ(run({"settings", "get", "jobs_page_size_default"}, env(owner)).out, "40\n") << "all of it or none";
 
+  // A project's settings with --project (docs/approval.md); a system setting there is refused.
+  EXPECT_EQ(run({"settings", "get", "issuance_requires_approval", "--project", "default"}, env(owner)).out, "off\n");
+  EXPECT_EQ(run({"settings", "set", "issuance_requires_approval=on", "--project", "default"}, env(owner)).status, 0);
+  EXPECT_EQ(run({"settings", "get", "issuance_requires_approval", "--project", "default"}, env(owner)).out, "on\n");
+  auto wrong_scope = run({"settings", "set", "jobs_page_size_default=30", "--project", "default"}, env(owner));
+  EXPECT_EQ(wrong_scope.status, to_int(exit_code::usage)) << wrong_scope.err;
+  EXPECT_NE(wrong_scope.err.find("system-wide setting"), std::string::npos) << wrong_scope.err;
+  EXPECT_EQ(run({"settings", "get", "issuance_requires_approval"}, env(owner)).status, to_int(exit_code::not_found))
+      << "without --project: the system settings, which do not have it";
+  EXPECT_EQ(run({"settings", "set", "issuance_requires_approval=off", "--project", "default"}, env(owner)).status, 0);
+  // approve / reject reach their routes: an uploaded certificate awaits no approval (conflict),
+  // an unknown one is not found; reject needs --reason.
+  EXPECT_EQ(run({"certificates", "approve", cert}, env(owner)).status, to_int(exit_code::conflict));
+  EXPECT_EQ(run({"certificates", "reject", cert, "--reason", "no"}, env(owner)).status, to_int(exit_code::conflict));
+  EXPECT_EQ(run({"certificates", "approve", "0123456789abcdef01234567"}, env(owner)).status, to_int(exit_code::not_found));
+  EXPECT_EQ(run({"certificates", "reject", cert}, env(owner)).status, to_int(exit_code::usage));
+
   EXPECT_EQ(run({"certificates", "delete", cert}, env(owner)).status, 0);
   // Without --server these commands say where they work.
   auto local = run({"certificates", "list", "--data", data});
