@@ -1,6 +1,7 @@
 // Every catalog request body (targets, credentials, distributions, channels, rules, certificates),
 // the distribution job payload and the retry-targets body: any input gets a value or an error
 // naming a field, never a crash; an accepted target reads back through the stored-document parser.
+#include "certfleet/distribution/approval.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/distribution/redrive.hpp"
@@ -20,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto must_name_field = [](const error& e) {
     if (e.field.empty()) std::abort();
   };
-  switch (data[0] % 8) {
+  switch (data[0] % 9) {
     case 0: {
       auto t = parse_target_request(in);
       if (!t) {
@@ -73,14 +74,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     }
     case 7: {
-      // retry-targets: exactly one of a job id and 1-1000 distinct sorted target ids.
+      // retry-targets: exactly one of a job id and 1-1000 distinct target ids (in the client's order).
       auto r = parse_redrive_request(in);
       if (!r) {
         must_name_field(r.error());
         break;
       }
-      if (r->job_id.empty() == r->target_ids.empty() || r->target_ids.size() > max_redrive_targets ||
-          !std::is_sorted(r->target_ids.begin(), r->target_ids.end()))
+      if (r->job_id.empty() == r->target_ids.empty() || r->target_ids.size() > max_redrive_targets) std::abort();
+      auto ids = r->target_ids;
+      std::sort(ids.begin(), ids.end());
+      if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) std::abort();
+      break;
+    }
+    case 8: {
+      // reject (issuance approval): a reason of 1-500 characters, trimmed, no control characters.
+      auto r = parse_reject_request(in);
+      if (!r) {
+        must_name_field(r.error());
+        break;
+      }
+      if (r->empty() || r->size() > max_reject_reason_length || r->front() == ' ' || r->back() == ' ' ||
+          std::any_of(r->begin(), r->end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }))
         std::abort();
       break;
     }

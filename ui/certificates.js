@@ -1,5 +1,6 @@
 // The Certificates list: name, subject, issuer, SANs, not_after with days left, the renewal
-// window and the last issue/renew job of an ACME certificate, fingerprint; and, for an operator,
+// window and the last issue/renew job of an ACME certificate, fingerprint; for an admin, Issue
+// certificate… (a new ACME certificate, issue 31); and, for an operator,
 // bulk renewal (issue 31): the selected ACME certificates, or every one expiring within N days,
 // in one call (POST …/certificates/renew).
 import * as api from './api.js';
@@ -180,11 +181,67 @@ function bulkRenewTools(project, list) {
   return h('div', { class: 'page-tools bulk-renew' }, selectedButton, expiringButton, fb.el);
 }
 
+/**
+ * "Issue certificate…" (admin): a new ACME certificate from the project's ACME accounts and DNS
+ * providers. The answer says whether its issue job started or it awaits approval, linked; a
+ * refusal shows the API's message (the field it names).
+ * @param {string} project @param {import('./catalog_list.js').CatalogListTools} list
+ */
+function issueTool(project, list) {
+  const fb = feedback();
+  const button = h('button', { type: 'button', id: 'issue-certificate', text: 'Issue certificate…' });
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    try {
+      const [accounts, providers] = await Promise.all([api.get(api.projectPath(project, '/acme-accounts')), api.get(api.projectPath(project, '/dns-providers'))]);
+      const acc = Array.isArray(accounts?.items) ? accounts.items : [];
+      const dns = Array.isArray(providers?.items) ? providers.items : [];
+      if (!acc.length || !dns.length) {
+        fb.fail('Issuing needs an ACME account and a DNS provider in this project: ',
+          h('a', { href: href('/dns-providers', { project }), text: 'DNS Providers' }), ' (accounts: POST …/acme-accounts, docs/acme.md).');
+        return;
+      }
+      const name = h('input', { id: 'issue-name', type: 'text', required: true, maxlength: '200', autocomplete: 'off', spellcheck: 'false' });
+      const domains = h('textarea', { id: 'issue-domains', rows: '2', required: true, spellcheck: 'false', 'aria-describedby': 'issue-domains-help' });
+      const account = h('select', { id: 'issue-account' }, ...acc.map((/** @type {any} */ a) => h('option', { value: String(a.id), text: String(a.name) })));
+      const provider = h('select', { id: 'issue-provider' }, ...dns.map((/** @type {any} */ d) => h('option', { value: String(d.id), text: `${d.name} (${d.kind})` })));
+      const renew = h('input', { id: 'issue-auto-renew', type: 'checkbox', checked: true });
+      /** @param {string} id @param {string} label @param {HTMLElement} input @param {HTMLElement | null} [help] */
+      const field = (id, label, input, help = null) => h('p', { class: 'dialog-field' }, h('label', { for: id, text: label }), ' ', input, help);
+      const fields = h('div', { class: 'issue-fields' },
+        field('issue-name', 'Name', name),
+        field('issue-domains', 'Domains', domains, h('span', { class: 'muted', id: 'issue-domains-help', text: ' One per line or separated by commas; *.example.com for a wildcard.' })),
+        field('issue-account', 'ACME account', account), field('issue-provider', 'DNS provider', provider),
+        h('p', { class: 'dialog-field' }, renew, h('label', { for: 'issue-auto-renew', text: 'Renew automatically' })));
+      if (!await confirmAction({
+        title: 'Issue a certificate?',
+        text: 'certfleet orders it from the account\'s CA with DNS-01 through the DNS provider, and renews it itself when asked to. In a project that requires approval, another admin approves it first.',
+        confirm: 'Issue', keep: 'Not now', undoable: true, fields,
+      })) return;
+      const list_ = domains.value.split(/[\s,]+/).map((d) => d.trim()).filter(Boolean);
+      const r = await api.post(api.projectPath(project, '/certificates/issue'), { name: name.value.trim(), domains: list_,
+        acme_account_id: account.value, dns_provider_id: provider.value, auto_renew: renew.checked });
+      const cert = h('a', { href: href(`/certificates/${r.body?.certificate_id}`, { project }), text: name.value.trim() });
+      if (r.body?.status === 'awaiting_approval') fb.ok('Certificate ', cert, ' awaits approval by another admin of the project.');
+      else fb.ok('Certificate ', cert, ' is being issued: ', h('a', { href: href(`/jobs/${r.body?.job_id}`, { project }), text: `job ${r.body?.job_id}` }));
+      list.reload();
+    } catch (e) {
+      fb.fail(api.errorText(e));
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return h('div', { class: 'page-tools issue-tool' }, button, fb.el);
+}
+
 /** @param {import('./router.js').PageContext} ctx @returns {import('./router.js').PageHandle} */
 export function renderCertificates(ctx) {
   const operate = session.canOperate();
+  const admin = session.hasRole('admin');
+  /** @param {any} list */
+  const tools = (list) => h('div', { class: 'page-tools' }, admin ? issueTool(ctx.project, list) : null, operate ? bulkRenewTools(ctx.project, list) : null);
   return renderCatalogList(ctx, {
-    ...(operate ? { selectable: renewable, tools: (/** @type {any} */ list) => bulkRenewTools(ctx.project, list) } : {}),
+    ...(operate ? { selectable: renewable, tools } : {}),
     title: 'Certificates', path: '/certificates', apiPath: '/certificates',
     columns: ['Name', 'Subject', 'Issuer', 'SANs', 'Not After', 'Renewal', 'Last Renewal Job', 'Fingerprint'],
     empty: 'No certificates in this project.',

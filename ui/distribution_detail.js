@@ -219,20 +219,21 @@ export function renderDistributionDetail(ctx) {
           void load();
         }
       });
-      return h('td', null, b);
+      return h('td', { class: 'actions', 'data-label': 'Actions' }, b);
     };
     const columns = ['Target', 'Status', 'Error class', 'Error', 'Retry wave', 'Job', 'Finished', ...(redrive ? ['Actions'] : [])];
     replace(results, h('div', { class: 'card-head' }, h('h2', { id: 'results-title', text: 'Target results' }),
       h('div', { class: 'card-tools' }, statusSel, classSel)),
-    scrollRegion('Target results table', h('table', { id: 'results-table' },
+    // At phone width each row is a card (table.phone-cards): the Retry button stays in view.
+    scrollRegion('Target results table', h('table', { id: 'results-table', class: 'phone-cards' },
       h('caption', { class: 'visually-hidden', text: 'Per-target results' }),
       h('thead', null, h('tr', null, ...columns.map((c) => h('th', { scope: 'col', text: c })))),
       h('tbody', null, ...pageItems.map((r) => h('tr', null,
-        h('td', null, h('span', { title: r.target_id, text: targetName(r.target_id) })), h('td', null, fmt.outcomeTag(String(r.status))),
-        h('td', { text: r.error_class ?? '' }), h('td', { class: 'error-cell' }, r.error ? h('span', { class: 'tag error-tag', title: r.error, text: r.error }) : ''),
-        h('td', { class: 'num', text: String(r.retry_attempt ?? 0) }),
-        h('td', null, r.job_id ? h('a', { href: href(`/jobs/${r.job_id}`, { project }), text: `${String(r.job_id).slice(0, 8)}…`, title: `Job ${r.job_id}` }) : ''),
-        h('td', null, fmt.timeEl(r.finished_at)), redrive ? retryCell(r) : null))))),
+        h('td', { 'data-label': 'Target' }, h('span', { title: r.target_id, text: targetName(r.target_id) })), h('td', { 'data-label': 'Status' }, fmt.outcomeTag(String(r.status))),
+        h('td', { 'data-label': 'Error class', text: r.error_class ?? '' }), h('td', { class: 'error-cell', 'data-label': 'Error' }, r.error ? h('span', { class: 'tag error-tag', title: r.error, text: r.error }) : ''),
+        h('td', { class: 'num', 'data-label': 'Retry wave', text: String(r.retry_attempt ?? 0) }),
+        h('td', { 'data-label': 'Job' }, r.job_id ? h('a', { href: href(`/jobs/${r.job_id}`, { project }), text: `${String(r.job_id).slice(0, 8)}…`, title: `Job ${r.job_id}` }) : ''),
+        h('td', { 'data-label': 'Finished' }, fmt.timeEl(r.finished_at)), redrive ? retryCell(r) : null))))),
     h('p', { class: 'muted', id: 'results-count', text: matching ? `${matching} of ${all} targets` : (all ? 'No target matches the filter.' : 'No results yet.') }),
     pages > 1 ? h('nav', { class: 'pager', 'aria-label': 'Result pages' },
       ...pagerLinks(rpage, pages, pageLink)) : null);

@@ -351,6 +351,7 @@ constexpr response_schema answers[] = {
         "canary":{"type":"boolean"},"failure_tolerance":{"type":"number"},"fail_fast":{"type":"boolean"},"auto_execute":{"type":"boolean"},
         "created_at":{"$ref":"#/components/schemas/NullableTime"},"updated_at":{"$ref":"#/components/schemas/NullableTime"},
         "mode":{"type":"string","description":"deliver, rollback or fan_out (once it ran)"},
+        "run_redrives":{"type":"integer","description":"Re-drives of this run (POST …/retry-targets), each a new end and a new distribution.finished"},
         "run_started_at":{"$ref":"#/components/schemas/NullableTime"},"run_finished_at":{"$ref":"#/components/schemas/NullableTime"},
         "run_certificate_version":{"type":"integer"},"run_trigger":{"type":"string"},"error":{"type":"string"},
         "job_ids":{"type":"array","items":{"type":"string"}},

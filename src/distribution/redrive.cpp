@@ -41,8 +41,8 @@ result<redrive_request> parse_redrive_request(std::string_view body) {
   if (!*raw) return bad("body", "give job_id (a job of the run: its failed targets) or target_ids (a list of target ids)");
   auto ids = parse_id_list(**raw, "target_ids", max_redrive_targets, "target");
   if (!ids) return std::move(ids).error();
+  // Kept in the client's order: a refusal of target_ids[i] names the i-th id the client sent.
   out.target_ids = std::move(*ids);
-  std::sort(out.target_ids.begin(), out.target_ids.end());
   return out;
 }
 
@@ -102,6 +102,7 @@ result<redrive> plan_redrive(const store::distribution_record& d, const std::vec
                           fmt::format("target_ids[{}]", i));
     }
     chosen = req.target_ids;
+    std::sort(chosen.begin(), chosen.end());  // the job's targets in one order, however they were named
     if (auto it = last.find(chosen.front()); it != last.end()) out.parent_job_id = it->second->job_id;
   }
 

@@ -379,6 +379,22 @@ op<json::value> service::remove(std::string_view kind_view, std::string project_
       if (!d) return std::move(d).error();
       if (!d->empty())
         return make_error(errc::conflict, fmt::format("certificate {} is used by distribution {}", id, d->front()), "id");
+      // An issue or renewal still to run would fail on a certificate that is gone (a dead job and
+      // its alert for nothing): it ends first.
+      if (auto doc = parse_certificate_doc(*o, true); doc && doc->acme && !doc->acme->last_job_id.empty()) {
+        auto j = tx.get_job(doc->acme->last_job_id);
+        if (!j && !j.error().is(errc::not_found)) return std::move(j).error();
+        using store::job_status;
+        if (j && (j->status == job_status::pending || j->status == job_status::active || j->status == job_status::failed))
+          return make_error(errc::conflict,
+                            fmt::format("certificate {} has its {} job {} {}: cancel it (POST …/jobs/{}/cancel) or let "
+                                        "it end, then delete",
+                                        id, j->type, j->id,
+                                        j->status == job_status::failed ? std::string_view("waiting to retry")
+                                                                         : store::to_string(j->status),
+                                        j->id),
+                            "id");
+      }
       // Its earlier versions go with it.
       auto versions = tx.objects_referencing(project_id, store::kind_certificate_version, id);
       if (!versions) return std::move(versions).error();
@@ -414,6 +430,7 @@ json::object distribution_view(const store::distribution_record& d, const std::v
     v["run_started_at"] = certfleet::json::time_value(d.run_started_at);
     if (d.run_finished_at) v["run_finished_at"] = certfleet::json::time_value(d.run_finished_at);
     v["run_certificate_version"] = d.run_certificate_version;
+    v["run_redrives"] = d.run_redrives;  // retry-targets calls in this run (each re-ends it)
     if (!d.run_trigger.empty()) v["run_trigger"] = d.run_trigger;
     if (!d.error.empty()) v["error"] = d.error;
     json::array jobs;

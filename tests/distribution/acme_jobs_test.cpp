@@ -157,6 +157,20 @@ class acme_env {
   std::unique_ptr<testbed::pebble> ca;
 };
 
+// The events a webhook sink received, each once (receivers dedupe by event id), by event name;
+// every request's X-Certfleet-Event-Id header is its body's event_id.
+std::map<std::string, std::vector<json::object>> events_by_name(const testbed::webhook_sink& sink) {
+  std::map<std::string, std::vector<json::object>> out;
+  std::set<std::string> seen;
+  for (const auto& r : sink.requests()) {
+    auto body = json::parse(r.body).as_object();
+    auto id = std::string(body.at("event_id").as_string());
+    EXPECT_EQ(r.header("x-certfleet-event-id"), id);
+    if (seen.insert(id).second) out[std::string(body.at("event").as_string())].push_back(body);
+  }
+  return out;
+}
+
 std::string label() {
   static int n = 0;
   return fmt::format("t{}-{}", ::getpid() % 100000, n++);
@@ -569,14 +583,7 @@ TEST(acme_jobs, revoke_is_seen_by_pebble_and_every_certificate_event_reaches_a_w
   // Every event once (receivers dedupe by event id: count distinct ids), as signed-off JSON.
   std::map<std::string, std::vector<json::object>> by_event;
   auto collect = [&] {
-    by_event.clear();
-    std::set<std::string> seen;
-    for (const auto& r : sink.requests()) {
-      auto body = json::parse(r.body).as_object();
-      auto id = std::string(body.at("event_id").as_string());
-      EXPECT_EQ(r.header("x-certfleet-event-id"), id);
-      if (seen.insert(id).second) by_event[std::string(body.at("event").as_string())].push_back(body);
-    }
+    by_event = events_by_name(sink);
     return by_event.size();
   };
   for (auto until = std::chrono::steady_clock::now() + 60s; collect() < 4 && std::chrono::steady_clock::now() < until;)
@@ -1485,13 +1492,7 @@ TEST(acme_jobs, an_issue_request_waits_for_another_admins_approval_or_rejection)
   // Each event once per certificate (receivers dedupe by event id), with who asked and who decided.
   std::map<std::string, std::vector<json::object>> by_event;
   auto collect = [&] {
-    by_event.clear();
-    std::set<std::string> seen;
-    for (const auto& r : sink.requests()) {
-      auto body = json::parse(r.body).as_object();
-      if (seen.insert(std::string(body.at("event_id").as_string())).second)
-        by_event[std::string(body.at("event").as_string())].push_back(body);
-    }
+    by_event = events_by_name(sink);
     return by_event["certificate.approval_requested"].size() + by_event["certificate.approved"].size() +
            by_event["certificate.rejected"].size();
   };
@@ -1513,6 +1514,28 @@ TEST(acme_jobs, an_issue_request_waits_for_another_admins_approval_or_rejection)
   EXPECT_NE(audit.find("certificate.approve"), std::string::npos);
   EXPECT_NE(audit.find("certificate.reject"), std::string::npos);
   EXPECT_NE(audit.find("project_settings.update"), std::string::npos);
+
+  // A rejected request has no job: it is deleted. A certificate whose issue job has not ended is
+  // not deleted from under it (the job would die for nothing): cancel it, then delete.
+  EXPECT_EQ(a.env.call("DELETE", "certificates/" + refused).status, 200);
+  a.env.ok("PUT", "settings", R"({"issuance_requires_approval":"off"})");
+  testbed::closed_port closed;
+  auto nowhere = a.create("dns-providers",
+                          json::object{{"name", "nowhere"},
+                                       {"kind", "rfc2136"},
+                                       {"rfc2136", json::object{{"server", fmt::format("127.0.0.1:{}", closed.port())},
+                                                                {"zone", a.knot->zone()},
+                                                                {"tsig_key_name", a.knot->key_name()},
+                                                                {"tsig_algorithm", "hmac-sha256"},
+                                                                {"tsig_secret", a.knot->secret_base64()}}}});
+  auto [stuck, stuck_job] = a.issue("stuck", {"stuck." + label() + "." + a.knot->zone()}, account, nowhere);
+  auto busy = a.env.call("DELETE", "certificates/" + stuck);
+  EXPECT_EQ(busy.status, 409) << busy.body;
+  EXPECT_NE(busy.body.find(stuck_job), std::string::npos) << busy.body;
+  EXPECT_NE(busy.body.find("cancel it"), std::string::npos) << busy.body;
+  a.env.ok("POST", "jobs/" + stuck_job + "/cancel", "", 0);
+  a.wait_job(stuck_job);
+  EXPECT_EQ(a.env.call("DELETE", "certificates/" + stuck).status, 200);
 
   // A project's settings object is not content: the project is still deleted when empty.
   ASSERT_EQ(a.env.http->post("/api/v1/projects", R"({"name":"scratch"})", a.env.token).status, 201);

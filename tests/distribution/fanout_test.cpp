@@ -393,6 +393,7 @@ TEST(fanout, a_finished_run_is_redriven_by_child_and_by_target_and_counted_once)
   EXPECT_EQ(str(d, "status"), "success") << json::serialize(d);
   EXPECT_EQ(str(d, "error"), "");
   EXPECT_EQ(d.at("summary").at("succeeded").as_int64(), 4);
+  EXPECT_EQ(num(d, "run_redrives"), 2) << json::serialize(d);
 
   // Each end of run 1 is told once: the first, then one per re-drive (event ids apart).
   ASSERT_TRUE(sink.wait_for(3, 30s));

@@ -49,7 +49,7 @@ TEST(redrive_request, takes_a_job_or_targets_and_names_the_field_of_a_bad_one) {
   EXPECT_EQ(a->job_id, j1);
   auto b = parse_redrive_request(R"({"target_ids":[")" + t3 + R"(",")" + t1 + R"("]})");
   ASSERT_TRUE(b) << b.error().message;
-  EXPECT_EQ(b->target_ids, (std::vector<std::string>{t1, t3}));
+  EXPECT_EQ(b->target_ids, (std::vector<std::string>{t3, t1}));  // the client's order: errors name its index
   for (auto [body, field] : std::vector<std::pair<std::string, std::string>>{
            {"", "body"},
            {"[]", "body"},
@@ -119,6 +119,14 @@ TEST(redrive_plan, named_targets_failed_or_cancelled_run_again_and_others_are_re
   ASSERT_FALSE(outside);
   EXPECT_TRUE(outside.error().is(errc::invalid_argument));
   EXPECT_EQ(outside.error().field, "target_ids[1]");
+  // Named out of order: the refusal names the position the client used, not a sorted one.
+  auto late = plan_redrive(d, run_results(), redrive_request{{}, {t3, t1}});
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().field, "target_ids[1]");
+  auto reversed = plan_redrive(d, run_results(), redrive_request{{}, {t3, t2}});
+  ASSERT_TRUE(reversed) << reversed.error().message;
+  EXPECT_EQ(reversed->plan.target_ids, (std::vector<std::string>{t2, t3}));
+  EXPECT_EQ(reversed->parent_job_id, j2);
 
   auto no_job = plan_redrive(d, run_results(), redrive_request{"65f0c0ffee0000000000000c", {}});
   ASSERT_FALSE(no_job);

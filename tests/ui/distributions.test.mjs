@@ -141,6 +141,12 @@ test('a retry of a fan-out child answers 409 naming retry-targets; the UI re-dri
   const failedRows = (await cf.api('GET', `${P}/distributions/${distId}/results?status=failed`)).body.items;
   assert.ok(failedRows.length >= 1);
   assert.equal(await admin.locator('#results-table button[data-action="retry-target"]').count(), failedRows.length);
+  // At 360 px the rows are cards: Retry is in view without scrolling sideways.
+  await admin.setViewportSize({ width: 360, height: 740 });
+  const box = await admin.locator('#results-table button[data-action="retry-target"]').first().boundingBox();
+  assert.ok(box && box.x >= 0 && box.x + box.width <= 360, `Retry at 360 px: ${JSON.stringify(box)}`);
+  assert.ok(await admin.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways page scroll at 360 px');
+  await admin.setViewportSize({ width: 1440, height: 900 });
   await admin.locator('#results-table button[data-action="retry-target"]').first().click();
   await admin.locator('.feedback.ok', { hasText: `runs again in run ${before.run_no} as job` }).waitFor();
   const last = await distributionEnded(distId);

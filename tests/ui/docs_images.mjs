@@ -10,21 +10,21 @@ const pages = ['login', 'jobs', 'jobs-failed', 'job-active', 'job-detail', 'job-
   'certificate-revocation-unchecked', 'certificates-revocation', 'discovery', 'discovery-certificates', 'discovery-empty',
   'discovery-import', 'dns-providers', 'dashboard', 'dashboard-phone', 'certificates-bulk-renew',
   'certificates-bulk-renew-dialog', 'approval-settings', 'approval-waiting', 'approval-waiting-phone',
-  'approval-reject-dialog', 'approval-job', 'approval-list'];
+  'approval-reject-dialog', 'approval-job', 'approval-list', 'jobs-phone', 'approval-issue-dialog'];
 const dark = new Set(['dashboard', 'login', 'jobs', 'job-active', 'distribution-detail', 'notifications', 'settings',
   'acme-workflow-manual', 'domains', 'certificate-revoked', 'discovery', 'discovery-certificates', 'approval-waiting']);
 const only = process.argv.slice(2);
 // Screenshots whose file is not NAME-SCHEME.png (pages.test.mjs's phone shots, SCHEME-phone, are
 // full pages too tall for the docs; approval.test.mjs's phone shot is short).
 /** @type {Record<string, string>} */
-const files = { 'approval-waiting-phone-light': 'approval-waiting-light-phone' };
+const files = { 'approval-waiting-phone-light': 'approval-waiting-light-phone', 'jobs-phone-light': 'jobs-light-phone' };
 /** @type {Record<string, number>} */
-const scales = { 'dashboard-phone': 0.8, dashboard: 0.66, domains: 0.64, 'certificates-revocation': 0.6, jobs: 0.64, 'distribution-detail': 0.62, 'acme-workflow-manual': 0.6, 'acme-workflow-failed': 0.56 };
+const scales = { 'dashboard-phone': 0.8, 'jobs-phone': 0.8, dashboard: 0.66, domains: 0.64, 'certificates-revocation': 0.6, jobs: 0.64, 'distribution-detail': 0.62, 'acme-workflow-manual': 0.6, 'acme-workflow-failed': 0.56 };
 const defaultScale = 0.72;
 // Pages too tall for the docs: only their top this many source pixels (the Settings page's first
 // sections show what the rest looks like).
 /** @type {Record<string, number>} */
-const crops = { settings: 1250, 'approval-job': 760 };
+const crops = { settings: 1250, 'approval-job': 760, 'jobs-phone': 1100 };
 const limit = 150 * 1024;
 
 const browser = await launch();

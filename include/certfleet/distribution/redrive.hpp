@@ -21,7 +21,7 @@ inline constexpr std::size_t max_redrive_targets = 1000;
 // max_redrive_targets distinct target ids).
 struct redrive_request {
   std::string job_id;
-  std::vector<std::string> target_ids;  // sorted and unique
+  std::vector<std::string> target_ids;  // unique, in the client's order (errors name target_ids[i])
 };
 result<redrive_request> parse_redrive_request(std::string_view body);
 
