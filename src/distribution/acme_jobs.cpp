@@ -214,6 +214,19 @@ asio::awaitable<result<job_inputs>> acme_job::load(std::string certificate_id) {
       return make_error(errc::invalid_argument,
                         fmt::format("certificate {} is not an ACME certificate (source {})", certificate_id, in.doc.source),
                         "certificate_id");
+    // Issuance approval (docs/approval.md): a job enqueued by hand (POST …/jobs) does not go
+    // around it; only the approval enqueues the issue job of a waiting request.
+    if (in.doc.status == "awaiting_approval")
+      return make_error(errc::invalid_argument,
+                        fmt::format("certificate {} awaits approval by an admin other than its requester (POST "
+                                    "…/certificates/{}/approve): no job orders it before that",
+                                    certificate_id, certificate_id),
+                        "certificate_id");
+    if (in.doc.status == "rejected")
+      return make_error(errc::invalid_argument,
+                        fmt::format("certificate {} was rejected ({}): nothing is ordered for it; delete it and ask again",
+                                    certificate_id, in.doc.acme->approval ? in.doc.acme->approval->reason : ""),
+                        "certificate_id");
     auto a = rd.get_object(project, store::kind_acme_account, in.doc.acme->acme_account_id);
     if (!a)
       return make_error(errc::invalid_argument,

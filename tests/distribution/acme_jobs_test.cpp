@@ -1448,6 +1448,15 @@ TEST(acme_jobs, an_issue_request_waits_for_another_admins_approval_or_rejection)
   EXPECT_EQ(str(own.json().at("error"), "field"), "actor") << own.body;
   EXPECT_EQ(str(a.env.ok("GET", "certificates/" + cert), "status"), "awaiting_approval");
   EXPECT_EQ(as_approver("POST", "certificates/0123456789abcdef01234567/approve").status, 404);
+  // Nor does a job enqueued by hand go around the approval: it ends dead, the request still waits.
+  auto by_hand = a.env.ok("POST", "jobs",
+                          json::serialize(json::object{{"type", "issue_certificate"},
+                                                       {"payload", json::object{{"certificate_id", cert}}}}),
+                          201);
+  auto bypass = a.wait_job(str(by_hand, "id"));
+  EXPECT_EQ(str(bypass, "status"), "dead");
+  EXPECT_NE(str(bypass, "error").find("awaits approval"), std::string::npos) << json::serialize(bypass);
+  EXPECT_EQ(str(a.env.ok("GET", "certificates/" + cert), "status"), "awaiting_approval");
 
   auto approved = as_approver("POST", "certificates/" + cert + "/approve");
   ASSERT_EQ(approved.status, 202) << approved.body;
@@ -1487,7 +1496,8 @@ TEST(acme_jobs, an_issue_request_waits_for_another_admins_approval_or_rejection)
   EXPECT_EQ(str(rejected.json(), "status"), "rejected");
   EXPECT_EQ(str(rejected.json().at("approval"), "reason"), "not a name we serve");
   EXPECT_EQ(as_approver("POST", "certificates/" + refused + "/approve").status, 409);
-  EXPECT_EQ(num(a.env.ok("GET", "jobs?type=issue_certificate"), "total"), 1);  // the approved one only
+  // The approved one and the dead one enqueued by hand; the rejection enqueued nothing.
+  EXPECT_EQ(num(a.env.ok("GET", "jobs?type=issue_certificate"), "total"), 2);
 
   // Each event once per certificate (receivers dedupe by event id), with who asked and who decided.
   std::map<std::string, std::vector<json::object>> by_event;
