@@ -706,4 +706,36 @@ TEST_F(mongo_wire, a_project_is_ensured_by_one_upsert_and_a_taken_name_is_a_conf
   EXPECT_EQ(taken.error().field, "name");
 }
 
+// Deleting a project is one transaction: the check for unfinished jobs, its jobs, logs and rate
+// windows, its settings object (PUT …/projects/{p}/settings: not content, it goes with the
+// project), then the project, committed once with a majority write concern.
+TEST_F(mongo_wire, removing_a_project_deletes_its_settings_object_in_the_same_transaction) {
+  const json::object project{{"_id", "650000000000000000000011"}, {"name", "scratch"}, {"created_at", t0}};
+  testbed::mockupdb db(
+      dir, script({rule("find",
+                        {{"ok", 1},
+                         {"cursor", {{"id", 0}, {"ns", "certfleet.projects"}, {"firstBatch", json::array{project}}}}},
+                        1, {{"find", "projects"}})}));
+  auto q = open(db);
+  ASSERT_TRUE(q);
+  auto r = run_sync(q->projects().remove("scratch", t0));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->id, "650000000000000000000011");
+  std::vector<std::string> order;
+  json::value settings_filter;
+  for (const auto& c : db.commands("delete")) {
+    const auto d = doc_of(c);
+    const std::string coll(d.at("delete").as_string());
+    order.push_back(coll);
+    EXPECT_EQ(d.at("autocommit"), false) << coll << " outside the transaction: " << json::serialize(d);
+    EXPECT_TRUE(d.contains("txnNumber")) << json::serialize(d);
+    if (coll == "objects") settings_filter = d.at("deletes").at(0).at("q");
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"job_logs", "jobs", "rate_windows", "objects", "projects"}));
+  EXPECT_EQ(json::serialize(settings_filter), R"({"project_id":"650000000000000000000011","kind":"project_settings"})");
+  auto commits = db.commands("commitTransaction");
+  ASSERT_EQ(commits.size(), 1u);
+  EXPECT_EQ(doc_of(commits[0]).at("writeConcern").at("w"), "majority");
+}
+
 }  // namespace
