@@ -180,7 +180,8 @@ export function renderJobDetail(ctx) {
       // An issue job an admin approved says who asked and who approved (issuance approval).
       const cert = job.type === 'issue_certificate' && job.certificate_id
         ? await api.get(api.projectPath(project, `/certificates/${job.certificate_id}`)).catch(() => null) : null;
-      if (cert?.approval) names = await tokenNamesOf(project);
+      // Once per page: a live job refetches every 2 s, the token names do not change that fast.
+      if (cert?.approval && !names.size) names = await tokenNamesOf(project);
       // A fan-out child's actions depend on its run: read the distribution (none when it is gone).
       const dist = fmt.childKind(job) && job.distribution_id && !fmt.isLive(job)
         ? await api.get(api.projectPath(project, `/distributions/${job.distribution_id}`)).catch(() => null) : null;
