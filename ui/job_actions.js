@@ -37,7 +37,6 @@ export function jobActionButtons(job, project, fb, done, dist) {
   const ended = job.status === 'failed' || job.status === 'dead';
   // The re-drive is a distribution action (operator); a job's Retry and Cancel need admin.
   const redrive = Boolean(childKind(job) && job.distribution_id && dist && session.canOperate() && redrivable(job, dist));
-  if (!redrive && !session.canManageJobs()) return out;
   if (redrive) {
     // Issue 31: the child's failed targets run again in its own run, counted with it.
     const b = h('button', { type: 'button', class: 'action', 'data-action': 'retry-targets', text: 'Retry failed targets',

@@ -215,12 +215,17 @@ result<std::map<std::string, std::string>> parse_settings_body(std::string_view 
     const auto* def = find_setting(name);
     if (!def) return make_error(errc::invalid_argument, fmt::format("unknown setting {}", shown), shown);
     if (def->scope != scope) {
-      const char* where = def->scope == setting_scope::process
-                              ? "a process setting (config file, environment or flag)"
-                              : def->scope == setting_scope::system ? "a system-wide setting (PUT /api/v1/settings)"
-                                                                    : "a project setting (PUT /api/v1/projects/{p}/settings)";
+      // Where the setting is changed instead, by its scope.
+      auto where = [](setting_scope s) {
+        switch (s) {
+          case setting_scope::process: return "a process setting (config file, environment or flag)";
+          case setting_scope::system: return "a system-wide setting (PUT /api/v1/settings)";
+          case setting_scope::project: break;
+        }
+        return "a project setting (PUT /api/v1/projects/{p}/settings)";
+      };
       return make_error(errc::invalid_argument,
-                        fmt::format("{} is {}, not a {} one", name, where,
+                        fmt::format("{} is {}, not a {} one", name, where(def->scope),
                                     scope == setting_scope::system ? "system-wide" : "project"),
                         name);
     }

@@ -15,6 +15,11 @@ boost::json::value time_value(std::int64_t ms) {
   return boost::json::value(format_iso8601(ms));
 }
 
+boost::json::value text_value(std::string_view text) {
+  if (text.empty()) return nullptr;
+  return boost::json::value(text);
+}
+
 namespace {
 const char* type_name(simdjson::dom::element_type t) {
   using T = simdjson::dom::element_type;

@@ -400,15 +400,14 @@ boost::json::object certificate_view(const store::catalog_object& o) {
     if (!d->acme->profile.empty()) v["profile"] = d->acme->profile;
     v["auto_renew"] = d->acme->auto_renew;
     if (!d->acme->last_error.empty()) v["last_error"] = d->acme->last_error;
-    v["last_job_id"] = d->acme->last_job_id.empty() ? json::value(nullptr) : json::value(d->acme->last_job_id);
+    v["last_job_id"] = certfleet::json::text_value(d->acme->last_job_id);
     if (const auto& a = d->acme->approval) {
-      auto opt_text = [](const std::string& t) { return t.empty() ? json::value(nullptr) : json::value(t); };
       v["approval"] = json::object{{"requested_by", a->requested_by},
                                    {"requested_at", certfleet::json::time_value(a->requested_at)},
                                    {"decision", a->decision},
-                                   {"decided_by", opt_text(a->decided_by)},
+                                   {"decided_by", certfleet::json::text_value(a->decided_by)},
                                    {"decided_at", certfleet::json::time_value(a->decided_at)},
-                                   {"reason", opt_text(a->reason)}};
+                                   {"reason", certfleet::json::text_value(a->reason)}};
     } else {
       v["approval"] = nullptr;
     }
@@ -432,11 +431,9 @@ boost::json::object certificate_view(const store::catalog_object& o) {
   }
   if (d->revocation)
     v["revocation"] = json::object{{"serial", d->revocation->serial},
-                                   {"reason", d->revocation->reason.empty() ? json::value(nullptr)
-                                                                            : json::value(d->revocation->reason)},
+                                   {"reason", certfleet::json::text_value(d->revocation->reason)},
                                    {"revoked_at", certfleet::json::time_value(d->revocation->revoked_at)},
-                                   {"job_id", d->revocation->job_id.empty() ? json::value(nullptr)
-                                                                            : json::value(d->revocation->job_id)},
+                                   {"job_id", certfleet::json::text_value(d->revocation->job_id)},
                                    {"source", d->revocation->source}};
   // Only an answer about the version now current: an older version's check says nothing of it.
   if (d->revocation_check && d->revocation_check->serial == d->serial)

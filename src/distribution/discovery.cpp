@@ -209,7 +209,7 @@ json::object discovered_certificate_view(const store::catalog_object& o) {
                       {"endpoints", std::move(endpoints)},
                       {"first_seen_at", certfleet::json::time_value(num(d, "first_seen_at"))},
                       {"last_seen_at", certfleet::json::time_value(num(d, "last_seen_at"))},
-                      {"managed_certificate_id", managed.empty() ? json::value(nullptr) : json::value(managed)}};
+                      {"managed_certificate_id", certfleet::json::text_value(managed)}};
 }
 
 result<void> check_discovered_filter(std::string_view source, std::string_view finding) {

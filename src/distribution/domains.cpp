@@ -100,18 +100,17 @@ json::object domain_view(const store::catalog_object& o) {
   else if (!d.last_error.empty()) state = "error";
   json::array statuses;
   for (const auto& s : d.statuses) statuses.emplace_back(s);
-  auto opt = [](const std::string& s) { return s.empty() ? json::value(nullptr) : json::value(s); };
   return json::object{{"id", o.id},
                       {"name", o.name},
                       {"created_at", certfleet::json::time_value(o.created_at)},
                       {"state", state},
                       {"expires_at", certfleet::json::time_value(d.expires_at)},
-                      {"registrar", opt(d.registrar)},
+                      {"registrar", certfleet::json::text_value(d.registrar)},
                       {"statuses", std::move(statuses)},
-                      {"source", opt(d.source)},
-                      {"server", opt(d.server)},
+                      {"source", certfleet::json::text_value(d.source)},
+                      {"server", certfleet::json::text_value(d.server)},
                       {"checked_at", certfleet::json::time_value(d.checked_at)},
-                      {"last_error", opt(d.last_error)}};
+                      {"last_error", certfleet::json::text_value(d.last_error)}};
 }
 
 domain_expiry_step plan_domain_expiry(const domain_doc& before, time_ms expires_at, time_ms now,

@@ -61,7 +61,7 @@ json::object run_entry(const store::distribution_record& d) {
                       {"run_no", d.run_no},
                       {"started_at", certfleet::json::time_value(d.run_started_at)},
                       {"finished_at", certfleet::json::time_value(d.run_finished_at)},
-                      {"error", d.error.empty() ? json::value(nullptr) : json::value(d.error)}};
+                      {"error", certfleet::json::text_value(d.error)}};
 }
 
 json::object distributions_part(const std::vector<store::distribution_record>& dists) {

@@ -32,6 +32,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 #include <set>
 
 namespace certfleet::distribution {
@@ -594,12 +595,31 @@ op<json::value> service::add_certificate_version(std::string project_id, std::st
 }
 
 namespace {
-// The project's settings, read in the caller's transaction (approval.hpp).
-result<std::map<std::string, std::string, std::less<>>> read_project_settings(store::catalog_read& rd,
-                                                                              const std::string& project_id) {
+// The project's settings object (approval.hpp), or none while nothing was ever set.
+result<std::optional<catalog_object>> project_settings_object(store::catalog_read& rd, const std::string& project_id) {
   auto found = rd.objects_named(project_id, store::kind_project_settings, project_settings_name, 1);
   if (!found) return std::move(found).error();
-  return project_settings_from_doc(found->empty() ? std::string_view() : std::string_view(found->front().doc));
+  if (found->empty()) return std::optional<catalog_object>{};
+  return std::optional<catalog_object>(std::move(found->front()));
+}
+
+// The project's settings, read in the caller's transaction.
+result<std::map<std::string, std::string, std::less<>>> read_project_settings(store::catalog_read& rd,
+                                                                              const std::string& project_id) {
+  auto o = project_settings_object(rd, project_id);
+  if (!o) return std::move(o).error();
+  return project_settings_from_doc(*o ? std::string_view((*o)->doc) : std::string_view());
+}
+
+// The issue_certificate job of a certificate (key issue:<id>), recorded as its last ACME job: an
+// issue request's, or an approval's.
+result<store::enqueue_outcome> enqueue_issue(store::catalog_tx& tx, const std::string& project_id,
+                                             const std::string& certificate_id, const std::string& actor, time_ms now) {
+  auto e = enqueue_certificate_job(tx, project_id, certificate_id, queue::job_names::issue_certificate,
+                                   acme_job_payload(certificate_id), issue_job_key(certificate_id), actor, now);
+  if (!e) return e;
+  if (auto r = record_acme_job(tx, project_id, certificate_id, e->job.id); !r) return std::move(r).error();
+  return e;
 }
 
 result<int> fire_approval_event(store::catalog_tx& tx, const catalog_object& cert, const certificate_doc& doc,
@@ -634,24 +654,23 @@ op<json::value> service::issue_certificate(std::string project_id, std::string b
     // Read in this transaction: a request made after the setting is turned on waits.
     auto settings = read_project_settings(tx, cert->project_id);
     if (!settings) return std::move(settings).error();
-    if (issuance_requires_approval(*settings)) {
+    *waits = issuance_requires_approval(*settings);
+    if (*waits) {
       doc->status = "awaiting_approval";
       doc->acme->approval = approval_request(actor, now);
       cert->doc = certificate_doc_json(*doc);
-      *waits = true;
-      auto ins = tx.insert_object(*cert);
-      if (!ins) return std::move(ins).error();
+    }
+    auto ins = tx.insert_object(*cert);
+    if (!ins) return std::move(ins).error();
+    if (*waits) {
       auto fired = fire_approval_event(tx, *cert, *doc, event_names::certificate_approval_requested, "", actor, now);
       if (!fired) return std::move(fired).error();
       return {};
     }
-    auto ins = tx.insert_object(*cert);
-    if (!ins) return std::move(ins).error();
-    auto e = enqueue_certificate_job(tx, cert->project_id, cert->id, queue::job_names::issue_certificate,
-                                     acme_job_payload(cert->id), issue_job_key(cert->id), actor, now);
+    auto e = enqueue_issue(tx, cert->project_id, cert->id, actor, now);
     if (!e) return std::move(e).error();
     *created = {*e};
-    return record_acme_job(tx, cert->project_id, cert->id, e->job.id);
+    return {};
   };
   auto w = co_await st_.catalog().transact(std::move(op));
   if (!w) co_return std::move(w).error();
@@ -672,10 +691,8 @@ op<json::value> service::approve_certificate(std::string project_id, std::string
     if (auto ok = check_approval_decision(doc, id, actor); !ok) return ok;
     approve_issuance(doc, actor, now);
     if (auto u = tx.update_object_doc(id, certificate_doc_json(doc)); !u) return u;
-    auto e = enqueue_certificate_job(tx, project_id, id, queue::job_names::issue_certificate, acme_job_payload(id),
-                                     issue_job_key(id), actor, now);
+    auto e = enqueue_issue(tx, project_id, id, actor, now);
     if (!e) return std::move(e).error();
-    if (auto r = record_acme_job(tx, project_id, id, e->job.id); !r) return r;
     auto fired = fire_approval_event(tx, got->object, doc, event_names::certificate_approved, e->job.id, actor, now);
     if (!fired) return std::move(fired).error();
     *created = {*e};
@@ -727,12 +744,12 @@ op<json::value> service::put_project_settings(std::string project_id, std::map<s
   auto now = clock_.now_ms();
   auto out = std::make_shared<json::object>();
   store::tx_fn op = [=](store::catalog_tx& tx) -> result<void> {
-    auto found = tx.objects_named(project_id, store::kind_project_settings, project_settings_name, 1);
+    auto found = project_settings_object(tx, project_id);
     if (!found) return std::move(found).error();
-    auto merged = project_settings_from_doc(found->empty() ? std::string_view() : std::string_view(found->front().doc));
+    auto merged = project_settings_from_doc(*found ? std::string_view((*found)->doc) : std::string_view());
     for (const auto& [k, v] : values) merged[k] = v;
     const auto doc = project_settings_doc(merged);
-    if (found->empty()) {
+    if (!*found) {
       catalog_object o;
       o.id = new_object_id();
       o.project_id = project_id;
@@ -742,7 +759,7 @@ op<json::value> service::put_project_settings(std::string project_id, std::map<s
       o.created_at = now;
       auto ins = tx.insert_object(std::move(o));
       if (!ins) return std::move(ins).error();
-    } else if (auto u = tx.update_object_doc(found->front().id, doc); !u) {
+    } else if (auto u = tx.update_object_doc((*found)->id, doc); !u) {
       return u;
     }
     for (const auto& [k, v] : merged) (*out)[k] = v;

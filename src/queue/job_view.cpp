@@ -7,9 +7,7 @@
 
 namespace certfleet::queue {
 
-namespace {
-boost::json::value opt_text(const std::string& s) { return s.empty() ? boost::json::value(nullptr) : boost::json::value(s); }
-}  // namespace
+using certfleet::json::text_value;
 
 std::optional<std::string_view> trigger_in_words(std::string_view t) noexcept {
   if (t.empty() || token_of(t)) return std::nullopt;
@@ -25,7 +23,7 @@ boost::json::object to_json(const store::job_record& j) {
   o["type"] = j.type;
   o["lane"] = j.lane;
   o["status"] = std::string(store::to_string(j.status));
-  o["result_status"] = opt_text(j.result_status);
+  o["result_status"] = text_value(j.result_status);
   o["attempts"] = j.attempts;
   o["max_attempts"] = j.max_attempts;
   o["fence"] = j.fence;
@@ -35,20 +33,20 @@ boost::json::object to_json(const store::job_record& j) {
                     : boost::json::value(nullptr);
   o["held"] = j.held;
   const bool active = j.status == store::job_status::active;
-  o["locked_by"] = active ? opt_text(j.locked_by) : boost::json::value(nullptr);
-  o["worker"] = opt_text(j.locked_by);  // the worker of the current or last attempt
+  o["locked_by"] = active ? text_value(j.locked_by) : boost::json::value(nullptr);
+  o["worker"] = text_value(j.locked_by);  // the worker of the current or last attempt
   o["locked_until"] = json::time_value(j.locked_until);
-  o["idempotency_key"] = opt_text(j.idempotency_key);
-  o["parent_job_id"] = opt_text(j.parent_job_id);
-  o["certificate_id"] = opt_text(j.certificate_id);
-  o["distribution_id"] = opt_text(j.distribution_id);
-  o["triggered_by"] = opt_text(j.triggered_by);
+  o["idempotency_key"] = text_value(j.idempotency_key);
+  o["parent_job_id"] = text_value(j.parent_job_id);
+  o["certificate_id"] = text_value(j.certificate_id);
+  o["distribution_id"] = text_value(j.distribution_id);
+  o["triggered_by"] = text_value(j.triggered_by);
   o["created_at"] = json::time_value(j.created_at);
   o["started_at"] = json::time_value(j.started_at);
   o["completed_at"] = json::time_value(j.completed_at);
   o["duration_ms"] = j.started_at && j.completed_at ? boost::json::value(j.completed_at - j.started_at)
                                                     : boost::json::value(nullptr);
-  o["error"] = opt_text(j.error);
+  o["error"] = text_value(j.error);
   o["progress"] = {{"current", j.progress_current}, {"total", j.progress_total}};
   o["cancel_requested"] = j.cancel_requested;
   boost::json::error_code ec;

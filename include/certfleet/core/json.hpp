@@ -30,6 +30,8 @@ result<boost::json::value> parse_value(std::string_view text, std::string_view w
 // A time in an answer (DESIGN §6): RFC 3339 UTC with milliseconds, "2026-11-29T09:05:18.123Z";
 // null for 0 (never set). The store and job payloads keep milliseconds since the epoch.
 boost::json::value time_value(std::int64_t ms);
+// A text in an answer that may be unset: null for "" (never set), else the text.
+boost::json::value text_value(std::string_view text);
 
 // Reads the members of one JSON object (a request body) by name. Errors name a member by its
 // path from what the client sent: bare in a "body" ("type"), else after the document's name
