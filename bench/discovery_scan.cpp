@@ -1,10 +1,10 @@
-// Discovery scan rate and memory (docs/performance.md): delivery::scan, the code discovery_execute
+// Discovery scan rate and memory (docs/performance.md): net::scan, the code discovery_execute
 // runs, against real TLS servers on loopback (`openssl s_server`, started by the testbed) at a
 // given concurrency, and over a whole /20 of loopback addresses on a closed port (every target
 // refused: the cost of the plan and the scan loop themselves), with the process's peak RSS.
 //
 //   bench/run discovery_scan [--targets N] [--servers K] [--concurrency C] [--range CIDR]
-#include "certfleet/delivery/tls_probe.hpp"
+#include "certfleet/net/tls_probe.hpp"
 #include "certs.hpp"
 #include "s_server.hpp"
 #include "temp_dir.hpp"
@@ -34,22 +34,22 @@ long peak_rss_kib() {
 }
 
 struct timed {
-  delivery::scan_counts counts;
+  net::scan_counts counts;
   double seconds = 0;
 };
 
-timed run_scan(const delivery::discovery_plan& plan, std::size_t concurrency, std::chrono::milliseconds timeout) {
+timed run_scan(const net::discovery_plan& plan, std::size_t concurrency, std::chrono::milliseconds timeout) {
   asio::io_context io;
   timed out;
   auto t0 = std::chrono::steady_clock::now();
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        delivery::scan_options so;
+        net::scan_options so;
         so.concurrency = concurrency;
         so.per_endpoint_timeout = timeout;
-        out.counts = co_await delivery::scan(
-            plan, so, [](std::uint64_t, const delivery::probe_target&, delivery::probe_outcome) -> asio::awaitable<void> {
+        out.counts = co_await net::scan(
+            plan, so, [](std::uint64_t, const net::probe_target&, net::probe_outcome) -> asio::awaitable<void> {
               co_return;
             });
       },
@@ -76,9 +76,9 @@ int main(int argc, char** argv) {
   std::vector<testbed::s_server> fleet;
   for (std::size_t i = 0; i < servers; ++i)
     fleet.push_back(testbed::start_s_server(dir, "s" + std::to_string(i), leaf, ca.cert_pem));
-  std::vector<delivery::probe_target> list;
+  std::vector<net::probe_target> list;
   for (std::size_t i = 0; i < targets; ++i) list.push_back({"127.0.0.1", fleet[i % servers].port, "bench.test"});
-  auto plan = delivery::discovery_plan::from_targets(std::move(list));
+  auto plan = net::discovery_plan::from_targets(std::move(list));
   auto tls = run_scan(plan, concurrency, std::chrono::milliseconds(5000));
   std::printf("tls: %llu targets over %zu s_server at concurrency %zu: %llu handshakes, %llu failed in %.2f s = %.0f endpoints/s\n",
               static_cast<unsigned long long>(tls.counts.total), servers, concurrency,
@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
     closed = a.local_endpoint().port();
   }
   const long rss_before = peak_rss_kib();
-  auto range_plan = delivery::parse_discovery_spec({}, {range}, {closed}, {}, 1'048'576);
+  auto range_plan = net::parse_discovery_spec({}, {range}, {closed}, {}, 1'048'576);
   if (!range_plan) {
     std::fprintf(stderr, "range: %s\n", range_plan.error().message.c_str());
     return 2;
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
               range.c_str(), closed, static_cast<unsigned long long>(swept.counts.total),
               static_cast<unsigned long long>(swept.counts.refused),
               static_cast<unsigned long long>(swept.counts.total - swept.counts.refused), swept.seconds,
-              swept.counts.total / swept.seconds, rss_before, peak_rss_kib(), sizeof(delivery::discovery_plan),
+              swept.counts.total / swept.seconds, rss_before, peak_rss_kib(), sizeof(net::discovery_plan),
               range_plan->ranges().size());
   return 0;
 }

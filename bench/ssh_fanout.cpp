@@ -44,6 +44,7 @@
 namespace fs = std::filesystem;
 namespace asio = boost::asio;
 using namespace certfleet::delivery;
+using namespace certfleet::net;
 using steady = std::chrono::steady_clock;
 
 namespace {

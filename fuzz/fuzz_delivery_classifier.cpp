@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/net/error_class.hpp"
 
-using namespace certfleet::delivery;
+using namespace certfleet::net;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1 + sizeof(long long)) return 0;

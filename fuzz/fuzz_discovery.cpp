@@ -1,4 +1,4 @@
-// Discovery (certfleet/delivery/tls_probe.hpp), the two inputs others shape: a source's spec (from
+// Discovery (certfleet/net/tls_probe.hpp), the two inputs others shape: a source's spec (from
 // the API) and the certificate chain a scanned endpoint sends. The first byte picks one:
 //   even: the spec parser. The rest is lines, each "<kind><text>": e = endpoint, c = CIDR,
 //         p = port (a decimal number, sign allowed), s = SNI name; a parsed plan is walked at its
@@ -14,10 +14,10 @@
 #include <string_view>
 #include <vector>
 
-#include "certfleet/delivery/tls_probe.hpp"
+#include "certfleet/net/tls_probe.hpp"
 
 using namespace certfleet;
-using namespace certfleet::delivery;
+using namespace certfleet::net;
 
 namespace {
 

@@ -1,10 +1,10 @@
-// What registries send (delivery/domain_registry): the first byte picks the reader — IANA's RDAP
+// What registries send (net/domain_registry): the first byte picks the reader — IANA's RDAP
 // bootstrap file (an operator's override goes through it too), an RDAP domain answer (the domain
 // asked for on the first line, the answer after it), a WHOIS answer, or a registry date — and the
 // rest is the input. None may crash, leak or throw; what they return must hold what the header
 // promises.
-#include "certfleet/delivery/domain_registry.hpp"
-#include "certfleet/delivery/http.hpp"  // parse_url
+#include "certfleet/net/domain_registry.hpp"
+#include "certfleet/net/http.hpp"  // parse_url
 
 #include <algorithm>
 #include <cstddef>
@@ -13,7 +13,7 @@
 #include <string_view>
 
 using namespace certfleet;
-using namespace certfleet::delivery;
+using namespace certfleet::net;
 
 namespace {
 

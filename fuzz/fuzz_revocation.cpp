@@ -14,9 +14,9 @@
 #include <string>
 #include <string_view>
 
-#include "certfleet/delivery/revocation.hpp"
+#include "certfleet/net/revocation.hpp"
 
-using namespace certfleet::delivery;
+using namespace certfleet::net;
 
 namespace {
 

@@ -1,9 +1,9 @@
-// What an SMTP server can send (delivery/smtp_protocol): the reply parser consumes any bytes
+// What an SMTP server can send (net/smtp_protocol): the reply parser consumes any bytes
 // reply by reply without a crash, with codes in 2xx-5xx and printable summaries; EHLO parsing of
 // any reply; and for the other direction, dot-stuffing of any message leaves no line that ends
 // DATA early, RFC 2047 header text stays one header, a Retry-After of any text is bounded.
-#include "certfleet/delivery/mime.hpp"
-#include "certfleet/delivery/smtp_protocol.hpp"
+#include "certfleet/net/mime.hpp"
+#include "certfleet/net/smtp_protocol.hpp"
 #include "certfleet/delivery/webhook.hpp"
 
 #include <cstddef>
@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-using namespace certfleet::delivery;
+using namespace certfleet::net;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/net/error_class.hpp"
 #include "delivery/ssh/outcome.hpp"
 
 using namespace certfleet::delivery;
@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (bool(f) != (transport || out.exit_status != 0)) std::abort();
   if (f) {
     if (f->cls == error_class::none || f->message.empty()) std::abort();
-    if (!parse_error_class(error_class_name(f->cls))) std::abort();
+    if (!certfleet::net::parse_error_class(error_class_name(f->cls))) std::abort();
     if (transport && f->cls != transport->cls) std::abort();
     // At most the last 2000 characters of stderr, plus a fixed text.
     if (f->message.size() > 2000 + 512) std::abort();

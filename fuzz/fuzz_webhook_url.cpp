@@ -9,6 +9,7 @@
 #include "certfleet/delivery/webhook.hpp"
 
 using namespace certfleet::delivery;
+using namespace certfleet::net;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);

@@ -12,7 +12,7 @@
 
 #include "certfleet/core/allow_list.hpp"  // valid_dns_name
 #include "certfleet/core/log.hpp"
-#include "certfleet/delivery/http.hpp"
+#include "certfleet/net/http.hpp"
 
 namespace certfleet::acme {
 
@@ -98,7 +98,7 @@ bool is_json_type(std::string_view content_type) {
 // A Location may be relative (RFC 9110 §10.2.2): resolved against the request URL.
 std::string absolute(const std::string& location, const std::string& request_url) {
   if (location.empty() || location.find("://") != std::string::npos) return location;
-  auto u = delivery::parse_url(request_url);
+  auto u = net::parse_url(request_url);
   if (!u) return location;
   std::string base = u->scheme + "://" + u->authority();
   if (location.front() == '/') return base + location;
@@ -108,7 +108,7 @@ std::string absolute(const std::string& location, const std::string& request_url
 
 // "order https://ca/acme/order/1/2" is long in a log: the path is what identifies it.
 std::string short_url(const std::string& url) {
-  auto u = delivery::parse_url(url);
+  auto u = net::parse_url(url);
   return u ? u->target : url;
 }
 
@@ -119,7 +119,7 @@ constexpr std::string_view allow_list_hint =
 
 // HOST:PORT, the port always shown: what a uniform message names (never the path or query).
 std::string endpoint_of(const std::string& url) {
-  auto u = delivery::parse_url(url);
+  auto u = net::parse_url(url);
   if (!u) return "(an invalid URL)";
   return u->host_is_ip() && u->host.find(':') != std::string::npos ? "[" + u->host + "]:" + std::to_string(u->port)
                                                                      : u->host + ":" + std::to_string(u->port);
@@ -173,7 +173,7 @@ namespace {
 
 // One HTTP exchange with the client's settings; collects the Replay-Nonce of any answer.
 struct exchange_result {
-  delivery::http_response res;
+  net::http_response res;
   std::optional<std::int64_t> retry_after_s;
 };
 
@@ -189,17 +189,17 @@ awaitable<void> client::log_line(std::string level, std::string message) {
 
 namespace {
 
-const delivery::egress_policy& default_policy() {
-  static const delivery::egress_policy p = [] {
-    auto parsed = delivery::parse_egress_allow_list("0.0.0.0/0, ::/0", allow_list_setting);
-    return parsed ? std::move(*parsed) : delivery::egress_policy{};
+const net::egress_policy& default_policy() {
+  static const net::egress_policy p = [] {
+    auto parsed = net::parse_egress_allow_list("0.0.0.0/0, ::/0", allow_list_setting);
+    return parsed ? std::move(*parsed) : net::egress_policy{};
   }();
   return p;
 }
 
-delivery::http_request base_request(const client_options& o, delivery::http_method m, std::string url,
+net::http_request base_request(const client_options& o, net::http_method m, std::string url,
                                     milliseconds timeout) {
-  delivery::http_request r;
+  net::http_request r;
   r.method = m;
   r.url = std::move(url);
   r.timeout = timeout;
@@ -215,7 +215,7 @@ delivery::http_request base_request(const client_options& o, delivery::http_meth
 // A URL the client is about to follow: https only (a directory may not send it to plain http
 // on another port). The egress policy itself is applied by the HTTP client after resolution.
 std::optional<failure> refuse_url(const std::string& url, std::string_view step) {
-  auto u = delivery::parse_url(url, "directory_url");
+  auto u = net::parse_url(url, "directory_url");
   if (!u) return bad_input("directory_url", std::string(step) + ": " + u.error().message);
   if (!u->tls())
     return bad_input("directory_url", std::string(step) + ": http://" + u->authority() +
@@ -225,16 +225,16 @@ std::optional<failure> refuse_url(const std::string& url, std::string_view step)
 
 // A transport failure (no answer) as the operation's failure: refused before connecting (the
 // URL, acme_allow_list) is the caller's input and said as such; anything after is no_acme_answer.
-failure transport_failure(const delivery::http_response& res, std::string_view step, const std::string& url) {
+failure transport_failure(const net::http_response& res, std::string_view step, const std::string& url) {
   if (res.phase == "check") return bad_input("directory_url", std::string(step) + ": " + res.error);
   if (res.phase == "egress")
     return bad_input("directory_url", std::string(step) + ": " + endpoint_of(url) + " is refused by " +
                                           std::string(allow_list_setting) + " (" + std::string(allow_list_hint) + ")");
   switch (res.cls) {
-    case delivery::error_class::auth:
+    case net::error_class::auth:
       return no_acme_answer(failure_kind::untrusted, step, url,
                             res.error + " (a private CA: give the account's ca_bundle_pem; a public CA: check the host's CA store)");
-    case delivery::error_class::validation:
+    case net::error_class::validation:
       return no_acme_answer(failure_kind::not_acme, step, url, res.error + " (is the URL an ACME server?)");
     default:
       return no_acme_answer(res.timed_out ? failure_kind::timeout : failure_kind::network, step, url, res.error);
@@ -243,7 +243,7 @@ failure transport_failure(const delivery::http_response& res, std::string_view s
 
 // The directory's URLs, before any is followed: each https, and an IP literal inside the policy
 // (a name is checked when it is resolved). The error names the member.
-std::optional<failure> refuse_directory(const acme::directory& d, const delivery::egress_policy& policy) {
+std::optional<failure> refuse_directory(const acme::directory& d, const net::egress_policy& policy) {
   const std::pair<std::string_view, const std::string*> members[] = {
       {"newNonce", &d.new_nonce},     {"newAccount", &d.new_account}, {"newOrder", &d.new_order},
       {"revokeCert", &d.revoke_cert}, {"keyChange", &d.key_change},   {"newAuthz", &d.new_authz},
@@ -252,8 +252,8 @@ std::optional<failure> refuse_directory(const acme::directory& d, const delivery
     if (url->empty()) continue;
     const std::string step = "directory: its " + std::string(name);
     if (auto bad = refuse_url(*url, step)) return bad;
-    auto u = delivery::parse_url(*url);
-    if (u->host_is_ip() && !delivery::egress_allows(policy, u->host, {}))
+    auto u = net::parse_url(*url);
+    if (u->host_is_ip() && !net::egress_allows(policy, u->host, {}))
       return bad_input("directory_url", step + " (" + endpoint_of(*url) + ") is refused by " + std::string(allow_list_setting) +
                                             " (" + std::string(allow_list_hint) + ")");
   }
@@ -262,16 +262,16 @@ std::optional<failure> refuse_directory(const acme::directory& d, const delivery
 
 }  // namespace
 
-const delivery::egress_policy& client::egress() const { return opts_.egress ? *opts_.egress : default_policy(); }
+const net::egress_policy& client::egress() const { return opts_.egress ? *opts_.egress : default_policy(); }
 
 awaitable<outcome<acme::directory>> client::get_directory() {
   if (directory_) co_return *directory_;
   const std::string& url = opts_.directory_url;
-  if (auto u = delivery::parse_url(url, "directory_url"); !u)
+  if (auto u = net::parse_url(url, "directory_url"); !u)
     co_return bad_input("directory_url", "directory_url: " + u.error().message);
   if (auto bad = refuse_url(url, "directory_url")) co_return std::move(*bad);
-  auto res = co_await delivery::http_exchange(
-      base_request(opts_, delivery::http_method::get, url, opts_.request_timeout));
+  auto res = co_await net::http_exchange(
+      base_request(opts_, net::http_method::get, url, opts_.request_timeout));
   if (!res.ok()) {
     auto f = transport_failure(res, "directory", url);
     // The directory_url itself is the field at fault: say it once, as the API names it.
@@ -338,8 +338,8 @@ awaitable<outcome<std::string>> client::take_nonce(std::string_view step) {
   if (!dir) co_return std::move(dir).failure();
   const std::string nonce_step = std::string(step) + " (newNonce)";
   if (auto bad = refuse_url(dir->new_nonce, nonce_step)) co_return std::move(*bad);
-  auto res = co_await delivery::http_exchange(
-      base_request(opts_, delivery::http_method::head, dir->new_nonce, opts_.request_timeout));
+  auto res = co_await net::http_exchange(
+      base_request(opts_, net::http_method::head, dir->new_nonce, opts_.request_timeout));
   if (!res.ok()) co_return transport_failure(res, nonce_step, dir->new_nonce);
   std::string nonce = res.header("Replay-Nonce");
   if (res.status >= 300 || !valid_nonce(nonce))
@@ -363,11 +363,11 @@ awaitable<outcome<client::answer>> client::post(std::string url, std::string ste
     // A poll's last request ends with the poll (at least a second, so it can be answered).
     if (deadline)
       timeout = std::min(timeout, std::max(std::chrono::duration_cast<milliseconds>(*deadline - steady::now()), milliseconds(1000)));
-    auto req = base_request(opts_, delivery::http_method::post, url, timeout);
+    auto req = base_request(opts_, net::http_method::post, url, timeout);
     req.headers.emplace_back("Content-Type", "application/jose+json");
     if (!accept.empty()) req.headers.emplace_back("Accept", accept);
     req.body = std::move(*jws);
-    auto res = co_await delivery::http_exchange(std::move(req));
+    auto res = co_await net::http_exchange(std::move(req));
     if (!res.ok()) co_return transport_failure(res, step, url);
     // Every answer carries a fresh nonce (§6.5): keep it for the next request.
     if (auto n = res.header("Replay-Nonce"); valid_nonce(n)) {
@@ -457,7 +457,7 @@ awaitable<outcome<account_info>> client::new_account(account_request req) {
   }
   auto a = co_await post(dir->new_account, "newAccount", boost::json::serialize(payload), true);
   if (!a) co_return std::move(a).failure();
-  if (a->location.empty() || !delivery::parse_url(a->location))
+  if (a->location.empty() || !net::parse_url(a->location))
     co_return no_acme_answer(failure_kind::not_acme, "newAccount", dir->new_account,
                              "newAccount: the answer has no account URL (Location)");
   auto acct = parse_account(a->body);
@@ -498,7 +498,7 @@ awaitable<outcome<order_info>> client::new_order(order_request req) {
   }
   auto a = co_await post(dir->new_order, "newOrder", boost::json::serialize(payload), false);
   if (!a) co_return std::move(a).failure();
-  if (a->location.empty() || !delivery::parse_url(a->location))
+  if (a->location.empty() || !net::parse_url(a->location))
     co_return no_acme_answer(failure_kind::not_acme, "newOrder", dir->new_order, "newOrder: the answer has no order URL (Location)");
   auto o = parse_order(a->body);
   if (!o) co_return bad_document("newOrder", o.error(), a->status, dir->new_order);
@@ -728,7 +728,7 @@ awaitable<outcome<renewal_info_answer>> client::get_renewal_info(std::string cer
   if (url.back() != '/') url += '/';
   url += cert_id;
   if (auto bad = refuse_url(url, "renewalInfo")) co_return std::move(*bad);
-  auto res = co_await delivery::http_exchange(base_request(opts_, delivery::http_method::get, url, opts_.request_timeout));
+  auto res = co_await net::http_exchange(base_request(opts_, net::http_method::get, url, opts_.request_timeout));
   if (!res.ok()) co_return transport_failure(res, "renewalInfo", url);
   auto retry_after = parse_retry_after(res.header("Retry-After"), system_clock().now_ms());
   if (res.status != 200) {

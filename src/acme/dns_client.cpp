@@ -17,7 +17,7 @@
 
 #include "certfleet/acme/dns.hpp"
 #include "certfleet/core/allow_list.hpp"
-#include "certfleet/delivery/resolve.hpp"
+#include "certfleet/net/resolve.hpp"
 
 namespace certfleet::acme::dns {
 
@@ -84,14 +84,14 @@ awaitable<result<peer>> resolve_peer(const server_address& s, const client_optio
   if (s.host_is_ip()) p.addresses.push_back(asio::ip::make_address(s.host));
   if (!s.host_is_ip()) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
-    auto r = co_await delivery::resolve_host(s.host, s.port, o.resolve_pool, std::max(left, std::chrono::milliseconds(1)));
+    auto r = co_await net::resolve_host(s.host, s.port, o.resolve_pool, std::max(left, std::chrono::milliseconds(1)));
     if (!r.ok()) co_return dns_error_hinted(dns_errc::network, "DNS server " + p.where + ": " + r.error);
     for (const auto& ep : r.endpoints)
       if (std::find(p.addresses.begin(), p.addresses.end(), ep.address()) == p.addresses.end())
         p.addresses.push_back(ep.address());
   }
   // On what the name resolved to, and only those addresses are then used.
-  if (o.egress && !delivery::egress_allows(*o.egress, s.host, p.addresses)) {
+  if (o.egress && !net::egress_allows(*o.egress, s.host, p.addresses)) {
     auto e = dns_error_hinted(dns_errc::not_allowed, "DNS server " + p.where + " is refused by acme_allow_list");
     e.field = "server";
     co_return e;

@@ -12,7 +12,7 @@
 
 #include "certfleet/acme/jose.hpp"
 #include "certfleet/core/json.hpp"
-#include "certfleet/delivery/http.hpp"
+#include "certfleet/net/http.hpp"
 
 namespace certfleet::acme {
 
@@ -70,7 +70,7 @@ struct reader {
   result<std::string> url(std::string_view key, bool required) const {
     auto s = string(key, required);
     if (!s || s->empty()) return s;
-    if (!delivery::parse_url(*s, field(key))) return bad(field(key), "is not an absolute http(s) URL");
+    if (!net::parse_url(*s, field(key))) return bad(field(key), "is not an absolute http(s) URL");
     return s;
   }
 
@@ -102,7 +102,7 @@ struct reader {
       const auto& e = (**a)[i];
       std::string f = field(key) + "[" + std::to_string(i) + "]";
       if (!e.is_string()) return bad(f, "must be a string");
-      if (urls && !delivery::parse_url(e.as_string(), f)) return bad(f, "is not an absolute http(s) URL");
+      if (urls && !net::parse_url(e.as_string(), f)) return bad(f, "is not an absolute http(s) URL");
       out.emplace_back(e.as_string());
     }
     return out;

@@ -6,7 +6,7 @@
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/core/errc_table.hpp"
 #include "certfleet/core/time_text.hpp"
-#include "certfleet/delivery/http.hpp"
+#include "certfleet/net/http.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -34,15 +34,15 @@ std::string trim(std::string s) {
 
 // This machine by address (a name such as 127.example.com could resolve anywhere) or by
 // "localhost".
-bool loopback(const delivery::http_url& u) {
+bool loopback(const net::http_url& u) {
   return u.host == "localhost" || (u.host_is_ip() && (u.host == "::1" || u.host.rfind("127.", 0) == 0));
 }
 
-std::optional<delivery::http_method> method_of(std::string_view m) {
-  if (m == "GET") return delivery::http_method::get;
-  if (m == "POST") return delivery::http_method::post;
-  if (m == "PUT") return delivery::http_method::put;
-  if (m == "DELETE") return delivery::http_method::delete_;
+std::optional<net::http_method> method_of(std::string_view m) {
+  if (m == "GET") return net::http_method::get;
+  if (m == "POST") return net::http_method::post;
+  if (m == "PUT") return net::http_method::put;
+  if (m == "DELETE") return net::http_method::delete_;
   return std::nullopt;
 }
 
@@ -66,7 +66,7 @@ time_ms time_at(const json::object& o, std::string_view k) {
 }  // namespace
 
 result<remote_client> remote_client::open(const remote_flags& f) {
-  auto url = delivery::parse_url(f.server, "server");
+  auto url = net::parse_url(f.server, "server");
   if (!url)
     return make_error(errc::invalid_argument,
                       fmt::format("--server (CERTFLEET_ADDR) must be an https:// URL like https://certfleet.example.com:8443: "
@@ -109,7 +109,7 @@ result<remote_answer> remote_client::call(std::string_view method, std::string_v
                                         const std::optional<json::value>& body) const {
   auto m = method_of(method);
   if (!m) throw std::logic_error(fmt::format("remote call with method {}", method));
-  delivery::http_request req;
+  net::http_request req;
   req.method = *m;
   req.url = base_ + std::string(path);
   req.headers = {{"Authorization", "Bearer " + token_}, {"Accept", "application/json"}};
@@ -121,7 +121,7 @@ result<remote_answer> remote_client::call(std::string_view method, std::string_v
   req.timeout = std::chrono::seconds(30);
   req.max_body = 64 * 1024 * 1024;
   boost::asio::io_context ioc;
-  auto fut = boost::asio::co_spawn(ioc, delivery::http_exchange(std::move(req)), boost::asio::use_future);
+  auto fut = boost::asio::co_spawn(ioc, net::http_exchange(std::move(req)), boost::asio::use_future);
   ioc.run();
   auto res = fut.get();
   // No answer, or not the API's: store_busy, whose exit code (unavailable) says "try again".

@@ -1,9 +1,5 @@
 #include "delivery/codec.hpp"
 
-#include <openssl/evp.h>
-
-#include <array>
-
 namespace certfleet::delivery {
 namespace {
 constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -60,24 +56,6 @@ std::optional<std::string> base64_decode(std::string_view in) {
     if (d >= 0) out += char(v & 0xff);
   }
   return out;
-}
-
-std::string hex_encode(std::string_view in) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(in.size() * 2);
-  for (unsigned char c : in) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
-}
-
-std::string sha256_hex(std::string_view in) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned len = 0;
-  EVP_Digest(in.data(), in.size(), md.data(), &len, EVP_sha256(), nullptr);
-  return hex_encode(std::string_view(reinterpret_cast<const char*>(md.data()), len));
 }
 
 std::string shell_quote(std::string_view in) {

@@ -23,7 +23,7 @@
 #include "certfleet/delivery/ssh_target.hpp"
 #include "certfleet/delivery/module.hpp"
 #include "delivery/codec.hpp"
-#include "delivery/x509.hpp"
+#include "certfleet/net/x509.hpp"
 
 namespace certfleet::delivery {
 namespace {
@@ -459,7 +459,7 @@ result<certificate_info> parse_certificate_bundle(std::string_view cert_pem, std
   info.subject = name_text(X509_get_subject_name(leaf));
   info.issuer = name_text(X509_get_issuer_name(leaf));
   info.sans = subject_alt_names(leaf);
-  info.fingerprint_sha256 = detail::fingerprint_sha256(leaf);
+  info.fingerprint_sha256 = net::fingerprint_sha256(leaf);
   if (info.fingerprint_sha256.empty()) return bad("cert_pem", "the certificate cannot be hashed");
   info.serial = serial_hex(leaf);
   info.chain_length = chain->size();
@@ -479,24 +479,13 @@ result<ssh_key_info> parse_ssh_private_key(std::string_view pem, std::string_vie
   return key_bad("is not a private key in OpenSSH or PEM format");
 }
 
-namespace detail {
-std::string fingerprint_sha256(const X509* cert) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  if (!cert || X509_digest(cert, EVP_sha256(), md, &len) != 1) {
-    ERR_clear_error();
-    return {};
-  }
-  return hex_encode(std::string_view(reinterpret_cast<const char*>(md), len));
-}
-}  // namespace detail
 
 std::optional<std::string> certificate_fingerprint(std::string_view pem) {
   clear_errors_on_exit clear;
   auto bio = mem_bio(pem);
   x509_ptr x(PEM_read_bio_X509(bio.get(), nullptr, no_password, nullptr));
   if (!x) return std::nullopt;
-  auto fp = detail::fingerprint_sha256(x.get());
+  auto fp = net::fingerprint_sha256(x.get());
   if (fp.empty()) return std::nullopt;
   return fp;
 }
@@ -521,7 +510,7 @@ result<std::string> check_bundle(const cert_bundle& b) {
     return make_error(errc::invalid_argument, "the private key PEM does not parse (encrypted keys are not accepted)", "key_pem");
   if (X509_check_private_key(cert.get(), key.get()) != 1)
     return make_error(errc::invalid_argument, "the private key does not belong to the certificate", "key_pem");
-  return detail::fingerprint_sha256(cert.get());
+  return net::fingerprint_sha256(cert.get());
 }
 
 result<std::string> bundle_fingerprint(const cert_bundle& b) {

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/net/error_class.hpp"
 #include "certfleet/delivery/module.hpp"
 
 namespace certfleet::delivery::detail {

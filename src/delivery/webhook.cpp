@@ -97,14 +97,14 @@ awaitable<webhook_result> post_json(webhook_request req) {
       co_return refused(error_class::validation, "check", "header " + name + " is set by certfleet", started);
     }
   if (!req.egress || req.egress->empty()) {
-    auto url = parse_url(req.url);
+    auto url = net::parse_url(req.url);
     wipe();
     co_return refused(error_class::validation, "check",
                       url ? "egress_allow_list does not allow " + url->host : url.error().message, started);
   }
 
-  http_request h;
-  h.method = http_method::post;
+  net::http_request h;
+  h.method = net::http_method::post;
   h.url = std::move(req.url);
   h.headers = std::move(req.headers);
   bool has_type = std::any_of(h.headers.begin(), h.headers.end(), [](const auto& kv) {
@@ -122,9 +122,9 @@ awaitable<webhook_result> post_json(webhook_request req) {
   h.ca_pem = std::move(req.ca_pem);
   h.resolve_pool = req.resolve_pool;
   h.max_body = max_response_body;
-  const auto where = parse_url(h.url);
+  const auto where = net::parse_url(h.url);
 
-  auto res = co_await http_exchange(std::move(h));
+  auto res = co_await net::http_exchange(std::move(h));
   webhook_result r;
   r.status = res.status;
   r.cls = res.cls;
@@ -154,7 +154,7 @@ awaitable<delivery_result> deliver_webhook(std::string url_text, std::string sec
     wipe();
     co_return fail_check("run id must be 1-64 characters of [A-Za-z0-9._-]");
   }
-  auto url = parse_url(url_text, "webhook.url");
+  auto url = net::parse_url(url_text, "webhook.url");
   if (!url) {
     wipe();
     co_return fail_check(url.error().field + ": " + url.error().message);

@@ -12,7 +12,7 @@
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/object_id.hpp"
-#include "certfleet/delivery/egress.hpp"
+#include "certfleet/net/egress.hpp"
 #include "certfleet/delivery/pem.hpp"
 #include "certfleet/distribution/acme_workflow.hpp"
 #include "certfleet/distribution/certificates.hpp"
@@ -115,13 +115,13 @@ queue::enqueue_request cleanup_job(std::string project_id, const std::string& jo
 // acme_allow_list: the one egress policy of every CA URL and DNS-01 server (docs/acme.md). A
 // value that no longer parses cannot be stored (the settings table validates it, and a stale
 // one reads as the default), so this fails only on a bug; it then refuses everything.
-delivery::egress_policy acme_allow_list_of(const settings_map& settings) {
-  auto p = delivery::parse_egress_allow_list(settings.text("acme_allow_list"), "acme_allow_list");
-  return p ? std::move(*p) : delivery::egress_policy{};
+net::egress_policy acme_allow_list_of(const settings_map& settings) {
+  auto p = net::parse_egress_allow_list(settings.text("acme_allow_list"), "acme_allow_list");
+  return p ? std::move(*p) : net::egress_policy{};
 }
 
 acme::client_options client_options_for(const acme_account_spec& account, const acme_job_options& opt,
-                                        queue::job_context& ctx, const delivery::egress_policy& allow) {
+                                        queue::job_context& ctx, const net::egress_policy& allow) {
   acme::client_options co;
   co.directory_url = account.directory_url;
   co.ca_pem = trust_anchors(account.ca_bundle_pem, opt.ca_pem);
@@ -186,7 +186,7 @@ class acme_job {
   std::vector<presented_record> presented_;
   std::string zone_;  // the zone the records went to
   acme::dns::client_options dns_opts_;
-  delivery::egress_policy allow_;  // acme_allow_list, read at the job's start
+  net::egress_policy allow_;  // acme_allow_list, read at the job's start
   std::chrono::seconds propagation_timeout_{300};
   std::string resolver_;  // acme_dns_resolver ("": /etc/resolv.conf)
 };
@@ -1220,9 +1220,9 @@ asio::awaitable<result<void>> register_acme_account(new_acme_account& account, c
   auto key = co_await on_cpu<result<acme::account_key>>(opt.cpu, [] { return acme::account_key::generate(); });
   if (!key) co_return std::move(key).error();
   // The caller read acme_allow_list; without it, the setting's default (never loopback).
-  delivery::egress_policy allow;
+  net::egress_policy allow;
   if (opt.acme_allow_list) {
-    auto parsed = delivery::parse_egress_allow_list(*opt.acme_allow_list, "acme_allow_list");
+    auto parsed = net::parse_egress_allow_list(*opt.acme_allow_list, "acme_allow_list");
     if (!parsed) co_return std::move(parsed).error();
     allow = std::move(*parsed);
   } else {
@@ -1326,7 +1326,7 @@ namespace {
 // certificate. Requests are unauthenticated; the client still wants a key, so a throwaway one.
 class ari_reader {
  public:
-  ari_reader(const acme_job_options& opt, sweep_logger log, delivery::egress_policy allow)
+  ari_reader(const acme_job_options& opt, sweep_logger log, net::egress_policy allow)
       : opt_(opt), log_(std::move(log)), allow_(std::move(allow)) {}
 
   asio::awaitable<std::optional<acme_renewal_window>> window(const acme_account_spec& account, const std::string& account_id,
@@ -1371,7 +1371,7 @@ class ari_reader {
   }
   const acme_job_options& opt_;
   sweep_logger log_;
-  delivery::egress_policy allow_;  // acme_allow_list, read at the sweep's start
+  net::egress_policy allow_;  // acme_allow_list, read at the sweep's start
   std::unique_ptr<acme::account_key> key_;
   std::map<std::string, std::unique_ptr<acme::client>> clients_;
 };

@@ -6,7 +6,7 @@
 #include "certfleet/core/json.hpp"
 #include "certfleet/delivery/pem.hpp"
 #include "certfleet/delivery/webhook.hpp"
-#include "certfleet/delivery/smtp_protocol.hpp"
+#include "certfleet/net/smtp_protocol.hpp"
 #include "certfleet/distribution/events.hpp"
 #include "certfleet/distribution/notify_template.hpp"
 
@@ -627,7 +627,7 @@ result<target_spec> parse_target_fields(const json::object& o) {
         return bad("webhook." + std::string(k), fmt::format("unknown field \"webhook.{}\"", std::string_view(k)));
     auto url = text(w, "url", true, 2048, "webhook.");
     if (!url) return std::move(url).error();
-    auto u = delivery::parse_url(*url, "webhook.url");
+    auto u = net::parse_url(*url, "webhook.url");
     if (!u) return std::move(u).error();
     t.webhook_url = *url;
     auto cred = id_field(w, "secret_credential_id", true, "webhook.");
@@ -768,7 +768,7 @@ bool loopback_host(std::string_view host) {
 bool valid_host(std::string_view host) {
   boost::system::error_code ec;
   (void)boost::asio::ip::make_address(std::string(host), ec);
-  return !ec || delivery::valid_dns_name(host);
+  return !ec || net::valid_dns_name(host);
 }
 
 // The members of a kind's section: refused when unknown, named "<section>.<member>".
@@ -820,7 +820,7 @@ result<void> parse_email(const json::object& e, new_channel& c) {
   c.secret.password = std::move(*pw);
   auto from = text(e, "from", true, 254, "email.");
   if (!from) return std::move(from).error();
-  if (!delivery::valid_mailbox(*from))
+  if (!net::valid_mailbox(*from))
     return bad("email.from", "email.from must be a plain address like alerts@example.com (no display name)");
   m.from = *from;
   auto* to = e.if_contains("to");
@@ -829,7 +829,7 @@ result<void> parse_email(const json::object& e, new_channel& c) {
   if (to->as_array().size() > max_email_recipients)
     return bad("email.to", fmt::format("email.to has more than {} addresses", max_email_recipients));
   for (const auto& a : to->as_array()) {
-    if (!a.is_string() || !delivery::valid_mailbox(a.as_string()))
+    if (!a.is_string() || !net::valid_mailbox(a.as_string()))
       return bad("email.to", "email.to must hold plain addresses like ops@example.com");
     std::string addr(a.as_string());
     if (std::find(m.to.begin(), m.to.end(), addr) == m.to.end()) m.to.push_back(std::move(addr));
@@ -842,7 +842,7 @@ result<void> parse_hook(const json::object& s, std::string_view kind, new_channe
   const std::string field = fmt::format("{}.webhook_url", kind);
   auto url = text(s, "webhook_url", true, 2048, std::string(kind) + ".");
   if (!url) return std::move(url).error();
-  auto u = delivery::parse_url(*url, field);
+  auto u = net::parse_url(*url, field);
   if (!u) return std::move(u).error();
   if (!u->tls()) return bad(field, fmt::format("{} must be https:// (the URL is the channel's secret)", field));
   c.spec.webhook_host = u->authority();
@@ -898,7 +898,7 @@ result<new_channel> parse_channel_request(std::string_view body) {
         if (o->if_contains(k)) return bad(k, fmt::format("a webhook channel has no {} section", k));
       auto url = text(*o, "url", true, 2048);
       if (!url) return std::move(url).error();
-      if (auto u = delivery::parse_url(*url, "url"); !u) return std::move(u).error();
+      if (auto u = net::parse_url(*url, "url"); !u) return std::move(u).error();
       c.spec.url = *url;
       auto cred = id_field(*o, "secret_credential_id", false);
       if (!cred) return std::move(cred).error();

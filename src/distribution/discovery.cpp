@@ -11,7 +11,7 @@
 #include "certfleet/core/base64.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/object_id.hpp"
-#include "certfleet/delivery/tls_probe.hpp"
+#include "certfleet/net/tls_probe.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/store/settings.hpp"
 #include "certfleet/store/store.hpp"
@@ -192,7 +192,7 @@ json::object discovered_certificate_view(const store::catalog_object& o) {
   if (auto* a = d.if_contains("findings"); a && a->is_array())
     for (const auto& x : a->as_array())
       if (x.is_string())
-        if (const auto* row = delivery::find_finding(x.as_string()))
+        if (const auto* row = net::find_finding(x.as_string()))
           findings.push_back(json::object{{"name", row->name}, {"severity", row->severity}, {"text", row->text}});
   auto managed = str(d, "managed_certificate_id");
   return json::object{{"id", o.id},
@@ -213,9 +213,9 @@ json::object discovered_certificate_view(const store::catalog_object& o) {
 }
 
 result<void> check_discovered_filter(std::string_view source, std::string_view finding) {
-  if (!finding.empty() && !delivery::find_finding(finding)) {
+  if (!finding.empty() && !net::find_finding(finding)) {
     std::string names;
-    for (const auto& row : delivery::finding_table) names += (names.empty() ? "" : ", ") + std::string(row.name);
+    for (const auto& row : net::finding_table) names += (names.empty() ? "" : ", ") + std::string(row.name);
     return bad("finding", fmt::format("finding must be one of {}", names));
   }
   if (!source.empty() && !std::all_of(source.begin(), source.end(), [](char c) {
@@ -270,8 +270,8 @@ result<std::string> parse_payload(std::string_view payload) {
 
 // One successful handshake's certificate, upserted by the leaf's SHA-256 in the source's project.
 result<void> upsert_discovered(store::catalog_tx& tx, const std::string& project_id, const std::string& source_id,
-                               const delivery::probe_target& target, const delivery::probe_outcome& out,
-                               const delivery::chain_assessment& a, time_ms now) {
+                               const net::probe_target& target, const net::probe_outcome& out,
+                               const net::chain_assessment& a, time_ms now) {
   auto found = tx.objects_named(project_id, store::kind_discovered_certificate, a.sha256, 1);
   if (!found) return std::move(found).error();
   store::catalog_object o;
@@ -341,11 +341,11 @@ asio::awaitable<queue::outcome> run_discovery(queue::job_context& ctx, std::shar
   auto allow = parse_egress_allow_list(settings.text("discovery_allow_list"), "discovery_allow_list");
   if (!allow) co_return queue::outcome::permanent_failure(allow.error().message);
   const auto spec = parse_discovery_source_doc(*source);
-  auto plan = delivery::parse_discovery_spec(spec.endpoints, spec.cidrs, spec.ports, spec.sni,
+  auto plan = net::parse_discovery_spec(spec.endpoints, spec.cidrs, spec.ports, spec.sni,
                                              static_cast<std::uint64_t>(settings.integer("discovery_max_addresses")));
   if (!plan) co_return queue::outcome::permanent_failure(plan.error().message);
   // Checked again at every run: the allow-list may have been narrowed since the source was made.
-  if (auto ok = delivery::check_discovery_egress(*plan, *allow); !ok)
+  if (auto ok = net::check_discovery_egress(*plan, *allow); !ok)
     co_return queue::outcome::permanent_failure(
         fmt::format("{} (discovery_allow_list decides what may be scanned)", ok.error().message));
 
@@ -360,33 +360,33 @@ asio::awaitable<queue::outcome> run_discovery(queue::job_context& ctx, std::shar
     std::string store_error;
   };
   auto t = std::make_shared<tally>();
-  delivery::scan_options so;
+  net::scan_options so;
   so.concurrency = static_cast<std::size_t>(settings.integer("discovery_concurrency"));
   so.per_endpoint_timeout = std::chrono::milliseconds(settings.integer("discovery_endpoint_timeout_ms"));
   so.egress = &*allow;
   so.resolve_pool = opt->cpu;
   so.stop_requested = [&ctx, t] { return ctx.interrupted() != queue::interrupt_reason::none || t->store_errors > 0; };
   const std::string source_name = source->name;
-  auto on_result = [&ctx, t, project, id, total](std::uint64_t, const delivery::probe_target& target,
-                                                 delivery::probe_outcome out) -> asio::awaitable<void> {
+  auto on_result = [&ctx, t, project, id, total](std::uint64_t, const net::probe_target& target,
+                                                 net::probe_outcome out) -> asio::awaitable<void> {
     ++t->done;
     if (!out.ok()) {
       // Listed endpoints are few and each failure matters; a range's closed ports are the norm.
       if (t->logged_failures < 100) {
         ++t->logged_failures;
         out.error = with_allow_list_named(std::move(out.error), "discovery_allow_list");
-        auto msg = fmt::format("{}: {} ({})", target.endpoint_text(), delivery::probe_failure_name(out.failure), out.error);
+        auto msg = fmt::format("{}: {} ({})", target.endpoint_text(), net::probe_failure_name(out.failure), out.error);
         co_await ctx.log("warn", std::move(msg));
       }
     } else {
       const auto now = ctx.clock().now_ms();
-      auto a = delivery::assess_chain(out.chain_der, target.expected_name(), out.protocol, now, expiring_days);
+      auto a = net::assess_chain(out.chain_der, target.expected_name(), out.protocol, now, expiring_days);
       if (!a) {
         auto msg = fmt::format("{}: the certificate it sent cannot be read: {}", target.endpoint_text(), a.error().message);
         co_await ctx.log("warn", std::move(msg));
       } else {
-        auto assessed = std::make_shared<delivery::chain_assessment>(std::move(*a));
-        auto outcome = std::make_shared<delivery::probe_outcome>(std::move(out));
+        auto assessed = std::make_shared<net::chain_assessment>(std::move(*a));
+        auto outcome = std::make_shared<net::probe_outcome>(std::move(out));
         store::tx_fn fn = [project, id, target, outcome, assessed, now](store::catalog_tx& tx) {
           return upsert_discovered(tx, project, id, target, *outcome, *assessed, now);
         };
@@ -407,7 +407,7 @@ asio::awaitable<queue::outcome> run_discovery(queue::job_context& ctx, std::shar
     }
     if (t->done % 64 == 0 || t->done == total) co_await ctx.progress(t->done, total);
   };
-  auto counts = co_await delivery::scan(*plan, std::move(so), std::move(on_result));
+  auto counts = co_await net::scan(*plan, std::move(so), std::move(on_result));
   ctx.checkpoint();
   if (t->store_errors > 0) co_return queue::outcome::failure(t->store_error);
 

@@ -2,7 +2,7 @@
 #include "certfleet/distribution/dns_providers.hpp"
 
 #include "certfleet/core/base64.hpp"
-#include "certfleet/delivery/http.hpp"
+#include "certfleet/net/http.hpp"
 #include "certfleet/delivery/local_command.hpp"
 #include "certfleet/delivery/redact.hpp"
 
@@ -140,18 +140,18 @@ std::string api_message(const dns_provider_handle& p, const std::string& body) {
 }
 
 // One call; a transport failure or a status outside 2xx becomes the error to return.
-asio::awaitable<result<delivery::http_response>> call_api(const dns_provider_handle& p, delivery::http_request req,
+asio::awaitable<result<net::http_response>> call_api(const dns_provider_handle& p, net::http_request req,
                                                           const dns_call_options& o, std::string what) {
   req.timeout = std::chrono::seconds(p.spec.timeout_s);
   req.egress = o.dns.egress;
   req.egress_setting = "acme_allow_list";
   req.ca_pem = p.spec.ca_bundle_pem;
   req.resolve_pool = o.cpu;
-  auto r = co_await delivery::http_exchange(std::move(req));
+  auto r = co_await net::http_exchange(std::move(req));
   if (!r.ok()) {
     if (r.phase == "egress") co_return dns_error(dns_errc::not_allowed, fmt::format("{}: {}", what, r.error));
     if (r.timed_out) co_return dns_error(dns_errc::timeout, fmt::format("{}: {}", what, r.error));
-    if (r.cls == delivery::error_class::validation || r.cls == delivery::error_class::auth)
+    if (r.cls == net::error_class::validation || r.cls == net::error_class::auth)
       co_return dns_error(dns_errc::update_failed, fmt::format("{}: {}", what, r.error));
     co_return dns_error(dns_errc::network, fmt::format("{}: {}", what, r.error));
   }
@@ -169,8 +169,8 @@ asio::awaitable<result<delivery::http_response>> call_api(const dns_provider_han
 
 asio::awaitable<result<std::string>> run_httpreq(const dns_provider_handle& p, std::string_view action, std::string fqdn,
                                                  std::string value, const dns_call_options& o) {
-  delivery::http_request req;
-  req.method = delivery::http_method::post;
+  net::http_request req;
+  req.method = net::http_method::post;
   req.url = p.spec.endpoint + "/" + std::string(action);
   req.headers = {{"Content-Type", "application/json"}, {"Accept", "application/json"}};
   if (!p.spec.username.empty())
@@ -245,7 +245,7 @@ asio::awaitable<result<std::string>> run_powerdns(const dns_provider_handle& p, 
     if (!name.ends_with("." + zone.name) && name != zone.name)
       co_return permanent(fmt::format("{} is not inside powerdns.zone {}", name, p.spec.zone), "powerdns.zone");
   } else {
-    delivery::http_request list;
+    net::http_request list;
     list.url = base + "/zones";
     list.headers = headers;
     list.max_body = 8 * 1024 * 1024;
@@ -262,7 +262,7 @@ asio::awaitable<result<std::string>> run_powerdns(const dns_provider_handle& p, 
   name_lock_guard held;
   co_await lock_name(held, p.spec.api_url + " " + lower(zone.name));
   const std::string zone_url = base + "/zones/" + url_path_segment(zone.id);
-  delivery::http_request get;
+  net::http_request get;
   get.url = zone_url + "?rrsets=true&rrset_name=" + url_path_segment(name) + "&rrset_type=TXT";
   get.headers = headers;
   get.max_body = 8 * 1024 * 1024;
@@ -279,8 +279,8 @@ asio::awaitable<result<std::string>> run_powerdns(const dns_provider_handle& p, 
   if (!add && at == contents.end()) co_return lower(zone.name.substr(0, zone.name.size() - 1));  // gone already
   if (add) contents.push_back(content);
   else contents.erase(at);
-  delivery::http_request patch;
-  patch.method = delivery::http_method::patch;
+  net::http_request patch;
+  patch.method = net::http_method::patch;
   patch.url = zone_url;
   patch.headers = headers;
   patch.headers.emplace_back("Content-Type", "application/json");

@@ -5,7 +5,7 @@
 #include "certfleet/core/allow_list.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/settings.hpp"
-#include "certfleet/delivery/domain_registry.hpp"
+#include "certfleet/net/domain_registry.hpp"
 #include "certfleet/distribution/checks.hpp"
 #include "certfleet/distribution/events.hpp"
 #include "certfleet/queue/job_types.hpp"
@@ -167,15 +167,15 @@ namespace {
 // The bootstrap table for this check: the operator's file when rdap_bootstrap_file names one,
 // else the snapshot in the binary. A file that cannot be read or parsed fails the job naming the
 // setting: silently using the old snapshot would hide that the operator's update did not apply.
-result<delivery::rdap_bootstrap> bootstrap_for(const check_options& o) {
-  if (o.rdap_bootstrap_file.empty()) return delivery::shipped_rdap_bootstrap();
+result<net::rdap_bootstrap> bootstrap_for(const check_options& o) {
+  if (o.rdap_bootstrap_file.empty()) return net::shipped_rdap_bootstrap();
   std::ifstream in(o.rdap_bootstrap_file, std::ios::binary);
   if (!in)
     return make_error(errc::config_invalid,
                       fmt::format("rdap_bootstrap_file {} cannot be read", o.rdap_bootstrap_file), "rdap_bootstrap_file");
   std::ostringstream text;
   text << in.rdbuf();
-  auto table = delivery::parse_rdap_bootstrap(text.str());
+  auto table = net::parse_rdap_bootstrap(text.str());
   if (!table)
     return make_error(errc::config_invalid,
                       fmt::format("rdap_bootstrap_file {}: {}", o.rdap_bootstrap_file, table.error().message),
@@ -186,10 +186,10 @@ result<delivery::rdap_bootstrap> bootstrap_for(const check_options& o) {
 // Records one lookup's answer (or failure) on the domain, and its notification, in one
 // transaction. Returns the notifications enqueued.
 asio::awaitable<result<int>> record_lookup(store::store& st, const store::catalog_object& domain,
-                                           const result<delivery::domain_registration>& found,
+                                           const result<net::domain_registration>& found,
                                            std::vector<std::int64_t> thresholds, time_ms now) {
   auto sent = std::make_shared<int>(0);
-  std::optional<delivery::domain_registration> reg;
+  std::optional<net::domain_registration> reg;
   std::string failure;
   if (found) reg = *found;
   else failure = found.error().message;
@@ -278,7 +278,7 @@ asio::awaitable<queue::outcome> run_domain_check(queue::job_context& ctx, std::s
     co_return queue::outcome::failure(domains.error().message);
   }
 
-  delivery::registration_options lo;
+  net::registration_options lo;
   lo.bootstrap = &*bootstrap;
   lo.rdap_timeout = lo.whois_timeout = std::chrono::seconds(settings.integer("check_fetch_timeout_s"));
   lo.egress = &*allow;
@@ -299,7 +299,7 @@ asio::awaitable<queue::outcome> run_domain_check(queue::job_context& ctx, std::s
   for (const auto& d : *domains) {
     ctx.checkpoint();
     std::string name = d.name;
-    auto found = co_await delivery::lookup_domain_registration(std::move(name), lo);
+    auto found = co_await net::lookup_domain_registration(std::move(name), lo);
     const auto now = ctx.clock().now_ms();
     // Built before it is awaited: GCC 12 mishandles temporaries inside co_await.
     std::string level = "info", line;

@@ -11,7 +11,7 @@
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/settings.hpp"
 #include "certfleet/core/spawn.hpp"
-#include "certfleet/delivery/egress.hpp"
+#include "certfleet/net/egress.hpp"
 #include "certfleet/delivery/file.hpp"
 #include "certfleet/delivery/ssh.hpp"
 #include "certfleet/delivery/webhook.hpp"
@@ -74,7 +74,7 @@ struct run_inputs {
   settings_map settings;
   // ssh_allow_list as read at the job's start; a value that no longer parses refuses every SSH
   // destination rather than allowing all.
-  std::optional<delivery::egress_policy> ssh_allow;
+  std::optional<net::egress_policy> ssh_allow;
 };
 
 // Reads everything the run needs in one snapshot and opens the secrets.
@@ -119,7 +119,7 @@ asio::awaitable<result<run_inputs>> load_inputs(job_context& ctx, const job_plan
   in->settings = co_await store::read_settings(ctx.store());
   // The settings table lets only a valid list through (a stored one that no longer parses reads
   // as its fail-closed fallback), so this cannot fail short of a bug.
-  auto ssh_allow = delivery::parse_egress_allow_list(in->settings.text("ssh_allow_list"), "ssh_allow_list");
+  auto ssh_allow = net::parse_egress_allow_list(in->settings.text("ssh_allow_list"), "ssh_allow_list");
   if (!ssh_allow) co_return std::move(ssh_allow).error();
   in->ssh_allow = std::move(*ssh_allow);
   if (!opt.key) co_return make_error(errc::config_invalid, "no key-encryption key loaded: cannot open secrets", "key_file");
@@ -167,7 +167,7 @@ asio::awaitable<result<run_inputs>> load_inputs(job_context& ctx, const job_plan
   co_return std::move(*in);
 }
 
-delivery::delivery_result failed_result(delivery::error_class cls, std::string error, std::string phase) {
+delivery::delivery_result failed_result(net::error_class cls, std::string error, std::string phase) {
   delivery::delivery_result r;
   r.status = delivery::delivery_status::failed;
   r.cls = cls;
@@ -187,7 +187,7 @@ std::vector<std::string> file_base_dirs(const run_inputs& in) {
 // made by any project admin: it never runs.
 std::optional<delivery::delivery_result> file_target_refused(const loaded_target& t) {
   if (!t.spec.created_by_system_admin.empty()) return std::nullopt;
-  return failed_result(delivery::error_class::validation,
+  return failed_result(net::error_class::validation,
                        fmt::format("file target {} was not created by a system admin (it predates that rule): re-create it "
                                    "with a system-admin token", t.name),
                        "check");
@@ -197,10 +197,10 @@ std::optional<delivery::delivery_result> file_target_refused(const loaded_target
 // `conn`: the lane's SSH connection, reused when it fits this target (nullptr: reuse is off).
 asio::awaitable<delivery::delivery_result> deliver_one(const loaded_target& t, const run_inputs& in,
                                                        const job_plan& plan, const engine_options& opt,
-                                                       const delivery::egress_policy* egress,
-                                                       const delivery::egress_policy* ssh_allow,
+                                                       const net::egress_policy* egress,
+                                                       const net::egress_policy* ssh_allow,
                                                        delivery::ssh_connection* conn) {
-  using delivery::error_class;
+  using net::error_class;
   if (plan.mode == job_mode::rollback) {
     auto it = in.files_run.find(t.id);
     if (it == in.files_run.end()) {
@@ -377,7 +377,7 @@ std::string timings_text(const delivery::delivery_result& r) {
 // before it started (not part of its own time).
 asio::awaitable<void> deliver_target(job_context& ctx, const job_plan& plan, const run_inputs& in,
                                      const loaded_target& t, const engine_options& opt,
-                                     const delivery::egress_policy* egress, run_state& st, std::size_t total,
+                                     const net::egress_policy* egress, run_state& st, std::size_t total,
                                      delivery::ssh_connection* conn, std::int64_t session_wait_ms) {
   auto started = ctx.clock().now_ms();
   named_lock lock(ctx, "path:" + t.lock_key, opt);
@@ -386,7 +386,7 @@ asio::awaitable<void> deliver_target(job_context& ctx, const job_plan& plan, con
   auto line1 = fmt::format("target {} ({}): {} starting", t.name, t.id,
                                        plan.mode == job_mode::rollback ? "rollback" : "delivery");
   co_await ctx.log("info", std::move(line1));
-  const delivery::egress_policy* ssh_allow = in.ssh_allow ? &*in.ssh_allow : nullptr;
+  const net::egress_policy* ssh_allow = in.ssh_allow ? &*in.ssh_allow : nullptr;
   auto res = co_await deliver_one(t, in, plan, opt, egress, ssh_allow, conn);
   co_await lock.release();
   if (opt.phases) opt.phases->observe(res.timings);
@@ -418,7 +418,7 @@ asio::awaitable<void> deliver_target(job_context& ctx, const job_plan& plan, con
     ++st.succeeded;
   } else {
     r.status = to_string(target_status::failed);
-    r.error_class = delivery::error_class_name(res.cls);
+    r.error_class = net::error_class_name(res.cls);
     r.error = res.error;
     ++st.failed;
     if (st.first_error.empty()) st.first_error = fmt::format("{}: {}", t.name, res.error);
@@ -506,7 +506,7 @@ struct job_lanes {
   const job_plan& plan;
   const run_inputs& in;
   const engine_options& opt;
-  const delivery::egress_policy* egress;
+  const net::egress_policy* egress;
   session_limiter& limiter;
   run_state& st;
   std::size_t total;
@@ -640,8 +640,8 @@ asio::awaitable<outcome> run_distribution(job_context& ctx, std::shared_ptr<cons
     co_await ctx.log("warn", std::move(line4));
   }
 
-  std::optional<delivery::egress_policy> egress;
-  if (auto e = delivery::parse_egress_allow_list(in.settings.text("egress_allow_list")); e) egress = std::move(*e);
+  std::optional<net::egress_policy> egress;
+  if (auto e = net::parse_egress_allow_list(in.settings.text("egress_allow_list")); e) egress = std::move(*e);
 
   // The per-certificate lock of a normal run: two normal runs of one certificate never overlap.
   std::optional<named_lock> dist_lock;
@@ -666,7 +666,7 @@ asio::awaitable<outcome> run_distribution(job_context& ctx, std::shared_ptr<cons
     queued.push_back(std::move(q));
   }
   run_state st;
-  const delivery::egress_policy* policy = egress ? &*egress : nullptr;
+  const net::egress_policy* policy = egress ? &*egress : nullptr;
   job_lanes jl{ctx, *plan, in, *opt, policy, *limiter, st, total, target_queue(std::move(queued))};
   jl.limit = limit;
   jl.reuse = reuse;

@@ -4,9 +4,9 @@
 
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/settings.hpp"
-#include "certfleet/delivery/egress.hpp"
-#include "certfleet/delivery/mime.hpp"
-#include "certfleet/delivery/smtp.hpp"
+#include "certfleet/net/egress.hpp"
+#include "certfleet/net/mime.hpp"
+#include "certfleet/net/smtp.hpp"
 #include "certfleet/delivery/webhook.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/events.hpp"
@@ -26,7 +26,7 @@ namespace certfleet::distribution {
 
 namespace asio = boost::asio;
 namespace json = boost::json;
-using delivery::error_class;
+using net::error_class;
 
 namespace {
 
@@ -124,8 +124,8 @@ std::string domain_of(std::string_view mailbox) {
 
 asio::awaitable<send_report> deliver(const loaded_channel& ch, const outgoing& ev, const settings_map& settings,
                                      const notify_options& opt, const std::string& project, time_ms now) {
-  auto egress = delivery::parse_egress_allow_list(settings.text("egress_allow_list"));
-  const delivery::egress_policy* policy = egress ? &*egress : nullptr;
+  auto egress = net::parse_egress_allow_list(settings.text("egress_allow_list"));
+  const net::egress_policy* policy = egress ? &*egress : nullptr;
   const std::string kind(channel_kind_name(ch.spec.kind));
 
   if (ch.spec.kind == channel_kind::webhook) {
@@ -148,21 +148,21 @@ asio::awaitable<send_report> deliver(const loaded_channel& ch, const outgoing& e
 
   if (ch.spec.kind == channel_kind::email) {
     auto mail = render_email(content);
-    delivery::mail_parts parts;
+    net::mail_parts parts;
     parts.from = ch.spec.email.from;
     parts.to = ch.spec.email.to;
     parts.subject = mail.subject;
     parts.text = std::move(mail.text);
     parts.html = std::move(mail.html);
-    parts.message_id = delivery::message_id_for(ev.event_id, domain_of(ch.spec.email.from));
+    parts.message_id = net::message_id_for(ev.event_id, domain_of(ch.spec.email.from));
     parts.date = now;
     parts.headers.emplace_back("X-Certfleet-Event-Id", ev.event_id);
     parts.headers.emplace_back("X-Certfleet-Event", std::string(ev.def->name));
-    delivery::smtp_envelope env;
+    net::smtp_envelope env;
     env.from = ch.spec.email.from;
     env.to = ch.spec.email.to;
-    env.message = delivery::build_mime_message(parts);
-    delivery::smtp_options so;
+    env.message = net::build_mime_message(parts);
+    net::smtp_options so;
     so.host = ch.spec.email.host;
     so.port = ch.spec.email.port;
     so.starttls = ch.spec.email.starttls;
@@ -171,7 +171,7 @@ asio::awaitable<send_report> deliver(const loaded_channel& ch, const outgoing& e
     so.egress = policy;
     so.ca_pem = opt.ca_pem;
     so.resolve_pool = opt.cpu;
-    auto r = co_await delivery::send_mail(std::move(env), std::move(so));
+    auto r = co_await net::send_mail(std::move(env), std::move(so));
     send_report out;
     out.channel_kind = kind;
     out.cls = r.cls;
@@ -240,7 +240,7 @@ asio::awaitable<queue::outcome> send_notification(queue::job_context& ctx, std::
     co_return queue::outcome::ok();
   }
   auto line = fmt::format("event {} to channel {} ({}): [{}] {}", ev->event_id, ch->obj.name, r.channel_kind,
-                          delivery::error_class_name(r.cls), r.error);
+                          net::error_class_name(r.cls), r.error);
   co_await ctx.log("error", std::move(line));
   if (!r.retryable()) co_return queue::outcome::permanent_failure(r.error);
   auto wait = std::min<std::chrono::milliseconds>(r.retry_after, retry_after_cap);
@@ -275,7 +275,7 @@ json::object send_report_view(const send_report& r, const std::string& channel_i
                  {"event_id", r.event_id},
                  {"duration_ms", r.duration.count()}};
   if (!r.ok()) {
-    v["error_class"] = delivery::error_class_name(r.cls);
+    v["error_class"] = net::error_class_name(r.cls);
     v["error"] = r.error;
     v["retryable"] = r.retryable();
   }

@@ -13,7 +13,7 @@ delivery_phase_metrics::delivery_phase_metrics() {
   for (auto p : tail_phases) phases_.emplace_back(std::string(p), histogram(bounds()));
 }
 
-void delivery_phase_metrics::observe(const std::vector<delivery::phase_timing>& timings) {
+void delivery_phase_metrics::observe(const std::vector<net::phase_timing>& timings) {
   for (const auto& t : timings)
     for (auto& [phase, h] : phases_)
       if (phase == t.phase) h.observe(static_cast<double>(t.ms) / 1000.0);

@@ -1,7 +1,7 @@
 #include "certfleet/distribution/plan.hpp"
 
 #include "certfleet/core/json.hpp"
-#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/net/error_class.hpp"
 #include "certfleet/store/job_policy.hpp"
 
 #include <boost/json.hpp>
@@ -187,7 +187,7 @@ std::vector<std::vector<std::string>> split_batches(std::vector<std::string> ids
   return out;
 }
 
-bool retryable_class(std::string_view c) noexcept { return delivery::retryable(c); }
+bool retryable_class(std::string_view c) noexcept { return net::retryable(c); }
 
 std::vector<store::target_result> outcomes(const std::vector<store::target_result>& results) {
   return store::target_outcomes(results);

@@ -6,7 +6,7 @@
 // revocation.
 #include "certfleet/core/allow_list.hpp"
 #include "certfleet/core/json.hpp"
-#include "certfleet/delivery/revocation.hpp"
+#include "certfleet/net/revocation.hpp"
 #include "certfleet/distribution/catalog.hpp"
 #include "certfleet/distribution/checks.hpp"
 #include "certfleet/distribution/events.hpp"
@@ -84,12 +84,12 @@ std::string random_nonce() {
 
 struct check_answer {
   revocation_check_info info;
-  std::optional<delivery::revocation_verdict> revoked;  // set when revoked
+  std::optional<net::revocation_verdict> revoked;  // set when revoked
 };
 
 struct check_limits {
   std::chrono::milliseconds timeout{15000};
-  std::size_t crl_max_bytes = delivery::default_max_crl_bytes;
+  std::size_t crl_max_bytes = net::default_max_crl_bytes;
   const egress_policy* egress = nullptr;
   asio::thread_pool* pool = nullptr;
 };
@@ -102,7 +102,7 @@ asio::awaitable<check_answer> check_one(const certificate_doc& doc, crl_cache& c
   a.info.serial = doc.serial;
   a.info.checked_at = now;
   const std::string issuer = first_pem(doc.chain_pem);
-  auto points = delivery::revocation_points_of(doc.cert_pem);
+  auto points = net::revocation_points_of(doc.cert_pem);
   if (!points) {
     a.info.status = "error";
     a.info.detail = points.error().message;
@@ -122,18 +122,18 @@ asio::awaitable<check_answer> check_one(const certificate_doc& doc, crl_cache& c
   }
   std::vector<std::string> problems;
   auto named = [](std::string why) { return with_allow_list_named(std::move(why), "check_allow_list"); };
-  auto settle = [&](const delivery::revocation_verdict& v, std::string_view source) {
-    a.info.status = delivery::revocation_status_name(v.status);
+  auto settle = [&](const net::revocation_verdict& v, std::string_view source) {
+    a.info.status = net::revocation_status_name(v.status);
     a.info.source = std::string(source);
     a.info.next_update = v.next_update_ms;
     a.info.detail.clear();
-    if (v.status == delivery::revocation_status::revoked) a.revoked = v;
+    if (v.status == net::revocation_status::revoked) a.revoked = v;
   };
   for (const auto& url : points->crl_urls) {
     auto bytes = cache.find(url, now);
     bool fresh = false;
     if (!bytes) {
-      auto got = co_await delivery::fetch_crl(url, lim.timeout, lim.crl_max_bytes, lim.egress, lim.pool);
+      auto got = co_await net::fetch_crl(url, lim.timeout, lim.crl_max_bytes, lim.egress, lim.pool);
       if (!got) {
         problems.push_back(fmt::format("CRL {}: {}", url, named(got.error().message)));
         continue;
@@ -141,7 +141,7 @@ asio::awaitable<check_answer> check_one(const certificate_doc& doc, crl_cache& c
       bytes = std::move(*got);
       fresh = true;
     }
-    auto v = delivery::check_crl(*bytes, issuer, doc.cert_pem, now, lim.crl_max_bytes);
+    auto v = net::check_crl(*bytes, issuer, doc.cert_pem, now, lim.crl_max_bytes);
     if (!v) {
       problems.push_back(fmt::format("CRL {}: {}", url, v.error().message));
       continue;
@@ -152,23 +152,23 @@ asio::awaitable<check_answer> check_one(const certificate_doc& doc, crl_cache& c
   }
   for (const auto& url : points->ocsp_urls) {
     const auto nonce = random_nonce();
-    auto req = delivery::ocsp_request_der(doc.cert_pem, issuer, nonce);
+    auto req = net::ocsp_request_der(doc.cert_pem, issuer, nonce);
     if (!req) {
       problems.push_back(fmt::format("OCSP {}: {}", url, req.error().message));
       continue;
     }
-    auto resp = co_await delivery::query_ocsp(url, std::move(*req), lim.timeout, lim.egress, lim.pool);
+    auto resp = co_await net::query_ocsp(url, std::move(*req), lim.timeout, lim.egress, lim.pool);
     if (!resp) {
       problems.push_back(fmt::format("OCSP {}: {}", url, named(resp.error().message)));
       continue;
     }
-    auto v = delivery::check_ocsp_response(*resp, doc.cert_pem, issuer, nonce, now);
+    auto v = net::check_ocsp_response(*resp, doc.cert_pem, issuer, nonce, now);
     if (!v) {
       problems.push_back(fmt::format("OCSP {}: {}", url, v.error().message));
       continue;
     }
     settle(*v, "ocsp");
-    if (v->status == delivery::revocation_status::unknown)
+    if (v->status == net::revocation_status::unknown)
       a.info.detail = fmt::format("the OCSP responder {} does not know this certificate", url);
     co_return a;
   }

@@ -1,6 +1,6 @@
 #include "certfleet/distribution/run_view.hpp"
 
-#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/net/error_class.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -36,11 +36,11 @@ result<result_filter> parse_result_filter(std::string_view status, std::string_v
     f.status = std::string(status);
   }
   if (!error_class.empty()) {
-    auto c = delivery::parse_error_class(error_class);
-    if (!c || *c == delivery::error_class::none) {
+    auto c = net::parse_error_class(error_class);
+    if (!c || *c == net::error_class::none) {
       std::vector<std::string_view> names;
-      for (int i = 1; i <= static_cast<int>(delivery::error_class::unknown); ++i)
-        names.emplace_back(delivery::error_class_name(static_cast<delivery::error_class>(i)));
+      for (int i = 1; i <= static_cast<int>(net::error_class::unknown); ++i)
+        names.emplace_back(net::error_class_name(static_cast<net::error_class>(i)));
       return make_error(errc::invalid_argument, fmt::format("error_class must be one of {}", fmt::join(names, ", ")),
                         "error_class");
     }

@@ -2,7 +2,7 @@
 
 #include "certfleet/distribution/checks.hpp"
 #include "certfleet/distribution/discovery.hpp"
-#include "certfleet/delivery/tls_probe.hpp"
+#include "certfleet/net/tls_probe.hpp"
 #include "certfleet/core/allow_list.hpp"
 
 #include "certfleet/core/crash.hpp"
@@ -45,15 +45,15 @@ namespace {
 // The stored ssh_allow_list, for a route that contacts an SSH target (the create check,
 // scan-host-key): a value that no longer parses is the caller's error (a job refuses every
 // destination instead).
-boost::asio::awaitable<result<delivery::egress_policy>> read_ssh_allow_list(store::store& st) {
+boost::asio::awaitable<result<net::egress_policy>> read_ssh_allow_list(store::store& st) {
   auto settings = co_await store::read_settings(st);
-  auto allow = delivery::parse_egress_allow_list(settings.text("ssh_allow_list"), "ssh_allow_list");
+  auto allow = net::parse_egress_allow_list(settings.text("ssh_allow_list"), "ssh_allow_list");
   if (!allow) co_return std::move(allow).error();
   co_return std::move(*allow);
 }
 
 // `allow` must outlive the options.
-delivery::ssh_options ssh_dial_options(boost::asio::thread_pool* cpu, const delivery::egress_policy& allow) {
+delivery::ssh_options ssh_dial_options(boost::asio::thread_pool* cpu, const net::egress_policy& allow) {
   delivery::ssh_options so;
   so.resolve_pool = cpu;
   so.allow = &allow;
@@ -256,13 +256,13 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
     auto req = parse_discovery_source_request(body);
     if (!req) co_return std::move(req).error();
     auto settings = co_await store::read_settings(st_);
-    auto plan = delivery::parse_discovery_spec(req->spec.endpoints, req->spec.cidrs, req->spec.ports, req->spec.sni,
+    auto plan = net::parse_discovery_spec(req->spec.endpoints, req->spec.cidrs, req->spec.ports, req->spec.sni,
                                                static_cast<std::uint64_t>(settings.integer("discovery_max_addresses")));
     if (!plan) co_return std::move(plan).error();
     auto allow = parse_egress_allow_list(settings.text("discovery_allow_list"), "discovery_allow_list");
     if (!allow) co_return std::move(allow).error();
     // Nothing the operator did not allow is ever scanned: a range reaching outside is refused whole.
-    if (auto ok = delivery::check_discovery_egress(*plan, *allow); !ok)
+    if (auto ok = net::check_discovery_egress(*plan, *allow); !ok)
       co_return make_error(errc::invalid_argument, with_allow_list_named(ok.error().message, "discovery_allow_list"),
                            ok.error().field);
     obj->id = id;

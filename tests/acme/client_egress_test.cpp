@@ -26,13 +26,13 @@
 using namespace certfleet::acme;
 using namespace std::chrono_literals;
 using boost::asio::awaitable;
-using certfleet::delivery::egress_policy;
+using certfleet::net::egress_policy;
 namespace ip = boost::asio::ip;
 
 namespace {
 
 egress_policy policy(std::string_view text) {
-  auto p = certfleet::delivery::parse_egress_allow_list(text, "acme_allow_list");
+  auto p = certfleet::net::parse_egress_allow_list(text, "acme_allow_list");
   if (!p) throw std::runtime_error(p.error().message);
   return std::move(*p);
 }
@@ -97,7 +97,7 @@ protocol_logger capture() {
 // addresses, never this host, link-local or a metadata service, however the address is spelled;
 // listing the address is what reaches one.
 TEST(acme_egress, the_rule_refuses_this_host_and_metadata_services_in_every_spelling) {
-  using certfleet::delivery::egress_allows;
+  using certfleet::net::egress_allows;
   const auto def = policy("0.0.0.0/0, ::/0");
   auto allows = [](const egress_policy& p, const std::string& a) { return egress_allows(p, a, {ip::make_address(a)}); };
   for (std::string a : {"127.0.0.1", "127.1.2.3", "0.0.0.0", "0.1.2.3", "::", "::1", "::ffff:127.0.0.1", "::127.0.0.1",

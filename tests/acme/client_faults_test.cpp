@@ -24,8 +24,8 @@ using steady = std::chrono::steady_clock;
 namespace {
 
 // acme_allow_list = "127.0.0.1": the testbed's servers.
-const certfleet::delivery::egress_policy* loopback() {
-  static const auto p = *certfleet::delivery::parse_egress_allow_list("127.0.0.1", "acme_allow_list");
+const certfleet::net::egress_policy* loopback() {
+  static const auto p = *certfleet::net::parse_egress_allow_list("127.0.0.1", "acme_allow_list");
   return &p;
 }
 

@@ -110,7 +110,7 @@ class acme_pebble : public ::testing::Test {
   client_options options() {
     // pebble (and the renewal-information server beside it) listen on 127.0.0.1: acme_allow_list
     // reaches loopback only when it lists it.
-    static const auto loopback = *certfleet::delivery::parse_egress_allow_list("127.0.0.1", "acme_allow_list");
+    static const auto loopback = *certfleet::net::parse_egress_allow_list("127.0.0.1", "acme_allow_list");
     client_options o;
     o.directory_url = ca->directory_url();
     o.ca_pem = ca->tls_ca_pem();

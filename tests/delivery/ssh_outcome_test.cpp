@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/net/error_class.hpp"
 #include "delivery/ssh/outcome.hpp"
 #include "delivery/ssh/script.hpp"
 
@@ -195,7 +195,7 @@ TEST(ssh_outcome, a_post_exit_of_zero_is_no_post_command_failure) {
     for (auto k : {script_kind::install, script_kind::restore}) {
       auto f = judge(ctx(k), exited(1, started_line() + std::string(marker_post) + post + "\n", "boom"));
       ASSERT_TRUE(f) << post;
-      EXPECT_NE(f->cls, certfleet::delivery::error_class::none) << post;
+      EXPECT_NE(f->cls, certfleet::net::error_class::none) << post;
       EXPECT_EQ(f->message.find("post-deploy"), std::string::npos) << f->message;
       EXPECT_NE(f->message.find(k == script_kind::install ? "install script exited 1" : "restore script exited 1"),
                 std::string::npos)

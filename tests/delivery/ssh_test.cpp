@@ -40,6 +40,7 @@
 #include "temp_dir.hpp"
 
 using namespace certfleet::delivery;
+using namespace certfleet::net;
 namespace fs = std::filesystem;
 
 namespace {

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <thread>
 
-#include "certfleet/delivery/egress.hpp"
+#include "certfleet/net/egress.hpp"
 #include "certfleet/delivery/webhook.hpp"
 #include "process.hpp"
 #include "run_sync.hpp"
@@ -23,6 +23,7 @@
 #include "webhook_sink.hpp"
 
 using namespace certfleet::delivery;
+using namespace certfleet::net;
 namespace fs = std::filesystem;
 namespace ip = boost::asio::ip;
 using std::chrono::milliseconds;

@@ -309,7 +309,7 @@ TEST(acme_jobs, the_renewal_sweep_follows_the_cas_renewal_information_when_the_d
   acme_env a({}, {"scheduler_interval_ms=1000", "scheduler_lease_ms=3000"});
   auto key = certfleet::acme::account_key::generate();
   ASSERT_TRUE(key);
-  static const auto loopback = *certfleet::delivery::parse_egress_allow_list("127.0.0.1", "acme_allow_list");
+  static const auto loopback = *certfleet::net::parse_egress_allow_list("127.0.0.1", "acme_allow_list");
   certfleet::acme::client_options co;
   co.directory_url = a.ca->directory_url();
   co.ca_pem = a.ca->tls_ca_pem();

@@ -14,16 +14,17 @@ get_filename_component(SOURCE_DIR "${SOURCE_DIR}" ABSOLUTE)
 
 # The modules, in DESIGN §2's order, and the modules each may use besides core (every module may
 # use core; core uses nothing of ours).
-set(modules core store queue delivery acme distribution scheduler api app)
+set(modules core store queue net delivery acme distribution scheduler api app)
 set(uses_core "")
+set(uses_net "")
 set(uses_store "")
 set(uses_queue store)
-set(uses_delivery "")
-set(uses_acme delivery)
-set(uses_distribution queue store delivery acme)
+set(uses_delivery net)
+set(uses_acme net)
+set(uses_distribution queue store net delivery acme)
 set(uses_scheduler queue store acme distribution)
 set(uses_api queue store distribution)
-set(uses_app store queue delivery acme distribution scheduler api)
+set(uses_app store queue net delivery acme distribution scheduler api)
 
 # The module a path (relative to SOURCE_DIR) belongs to, or "" when it belongs to none.
 function(module_of rel out)

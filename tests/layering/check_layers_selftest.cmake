@@ -22,7 +22,7 @@ file(WRITE "${root}/src/app/main.cpp"
 
 # Forbidden, each in one of the ways a module reaches another.
 file(WRITE "${root}/src/api/routes.cpp"  # public header of a module api may not use
-     "// a comment\n#include \"log_hub.hpp\"\n  #  include \"certfleet/delivery/egress.hpp\"\n")
+     "// a comment\n#include \"log_hub.hpp\"\n  #  include \"certfleet/net/egress.hpp\"\n")
 file(WRITE "${root}/src/store/sqlite/store.cpp"  # upwards, with angle brackets
      "#include \"db.hpp\"\n#define X(a) \\\n  a[0] = ';' \\\n\n#include <certfleet/api/router.hpp>\n")
 file(WRITE "${root}/src/queue/worker.cpp"  # another module's private header, relative
@@ -35,11 +35,11 @@ file(WRITE "${root}/src/widgets/w.cpp" "\n")  # not a module of DESIGN §2
 
 set(expected
     "include/certfleet/core/error.hpp:2: core -> store is not allowed (core may use: nothing of ours): #include \"certfleet/store/job.hpp\""
-    "src/api/routes.cpp:3: api -> delivery is not allowed (api may use: core, queue, store, distribution): #include \"certfleet/delivery/egress.hpp\""
+    "src/api/routes.cpp:3: api -> net is not allowed (api may use: core, queue, store, distribution): #include \"certfleet/net/egress.hpp\""
     "src/queue/worker.cpp:1: queue -> api is not allowed (queue may use: core, store): #include \"../api/log_hub.hpp\""
     "src/scheduler/scheduler.cpp:1: scheduler -> delivery is not allowed (scheduler may use: core, queue, store, acme, distribution): #include \"delivery/codec.hpp\""
     "src/store/sqlite/store.cpp:5: store -> api is not allowed (store may use: core): #include <certfleet/api/router.hpp>"
-    "src/widgets/w.cpp: module 'widgets' is not one of DESIGN §2's modules (core, store, queue, delivery, acme, distribution, scheduler, api, app)"
+    "src/widgets/w.cpp: module 'widgets' is not one of DESIGN §2's modules (core, store, queue, net, delivery, acme, distribution, scheduler, api, app)"
     "layering: 6 forbidden include(s) in 15 files (DESIGN §2)")
 
 execute_process(COMMAND "${CMAKE_COMMAND}" -DSOURCE_DIR=${root} -P "${CHECKER}"

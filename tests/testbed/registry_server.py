@@ -13,7 +13,7 @@
 # referral can point at a sibling listener. Each connection and query is printed
 # ("connect whois registry", "query whois registry example.com", "request rdap GET /path
 # accept=…") for the test to count. A "hang" entry accepts and never answers. Started and
-# stopped by PID by tests/delivery/domain_registry_test.cpp.
+# stopped by PID by tests/net/domain_registry_test.cpp.
 import argparse
 import asyncio
 import json

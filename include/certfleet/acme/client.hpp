@@ -40,7 +40,7 @@
 #include "certfleet/acme/jose.hpp"
 #include "certfleet/acme/renewal_info.hpp"
 #include "certfleet/core/error.hpp"
-#include "certfleet/delivery/egress.hpp"
+#include "certfleet/net/egress.hpp"
 
 namespace certfleet::acme {
 
@@ -138,7 +138,7 @@ struct client_options {
   // acme_allow_list, parsed. Must outlive the client. nullptr: that setting's default
   // ("0.0.0.0/0, ::/0": public and private destinations, never loopback, link-local,
   // unspecified or cloud metadata addresses), so a caller that forgets it stays safe.
-  const delivery::egress_policy* egress = nullptr;
+  const net::egress_policy* egress = nullptr;
   boost::asio::thread_pool* resolve_pool = nullptr;  // getaddrinfo (the cpu pool)
   std::chrono::milliseconds request_timeout{30000};  // each HTTP exchange, resolve to last byte
   int bad_nonce_retries = 10;                          // per request, each with the answer's nonce
@@ -256,7 +256,7 @@ class client {
   boost::asio::awaitable<outcome<std::string>> take_nonce(std::string_view step);
   boost::asio::awaitable<void> log_line(std::string level, std::string message);
   // opts_.egress, or acme_allow_list's default.
-  const delivery::egress_policy& egress() const;
+  const net::egress_policy& egress() const;
 
   client_options opts_;
   const account_key& key_;

@@ -32,7 +32,7 @@
 #include "certfleet/acme/dns_message.hpp"
 #include "certfleet/core/clock.hpp"
 #include "certfleet/core/error.hpp"
-#include "certfleet/delivery/egress.hpp"
+#include "certfleet/net/egress.hpp"
 
 namespace certfleet::acme::dns {
 
@@ -103,7 +103,7 @@ struct client_options {
   // txt_lookup is never asked this way: a record's presence is checked at the zone's own servers.
   bool recursion_desired = false;
   // acme_allow_list, parsed (must outlive the calls); nullptr: no check (the system's resolver).
-  const delivery::egress_policy* egress = nullptr;
+  const net::egress_policy* egress = nullptr;
 };
 
 // The first `nameserver` of a resolv.conf text as "host:53" ("[v6]:53" for IPv6; a scoped

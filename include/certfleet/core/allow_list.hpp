@@ -3,7 +3,7 @@
 // webhook deliveries and notifications may talk to, so a project cannot point certfleet at
 // arbitrary internal addresses) and ssh_allow_list (the same for SSH targets). Pure: no I/O, no
 // resolution. It lives in core so the settings table validates both settings with it; delivery
-// (certfleet/delivery/egress.hpp) resolves names and applies the rule before it connects.
+// (certfleet/net/egress.hpp) resolves names and applies the rule before it connects.
 //
 // Setting `egress_allow_list`: entries separated by commas and/or whitespace, each one of
 //   10.0.0.0/8, 2001:db8::/32   CIDR ranges (IPv4 or IPv6); host bits must be zero

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "certfleet/core/error.hpp"
-#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/net/error_class.hpp"
 #include "certfleet/delivery/module.hpp"
 
 namespace certfleet::delivery {

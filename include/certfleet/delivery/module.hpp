@@ -12,9 +12,22 @@
 #include <vector>
 
 #include "certfleet/core/error.hpp"
-#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/net/error_class.hpp"
+#include "certfleet/net/phase_timing.hpp"
 
 namespace certfleet::delivery {
+
+// A delivery reports in net's terms (net/error_class.hpp, net/phase_timing.hpp): its modules speak
+// net's protocols, and a target result's class is the class the protocol's failure has.
+using net::cause;
+using net::cause_kind;
+using net::classify;
+using net::describe;
+using net::error_class;
+using net::error_class_name;
+using net::phase_timing;
+using net::remote_step;
+using net::retryable;
 
 enum class module_kind : std::uint8_t { ssh, file, webhook };
 
@@ -43,11 +56,6 @@ struct cert_bundle {
 
 enum class delivery_status { succeeded, failed, skipped_by_hash };
 const char* delivery_status_name(delivery_status s) noexcept;
-
-struct phase_timing {
-  std::string phase;  // resolve, connect, handshake, host_key, auth, hash_check, upload, install, validate, restore
-  std::int64_t ms = 0;
-};
 
 struct delivery_result {
   delivery_status status = delivery_status::failed;

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "certfleet/core/error.hpp"
-#include "certfleet/delivery/egress.hpp"
-#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/net/egress.hpp"
+#include "certfleet/net/error_class.hpp"
 #include "certfleet/delivery/module.hpp"  // cert_bundle, delivery_result
 #include "certfleet/delivery/ssh_target.hpp"
 

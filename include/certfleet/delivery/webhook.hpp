@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "certfleet/core/error.hpp"
-#include "certfleet/delivery/egress.hpp"
-#include "certfleet/delivery/error_class.hpp"
-#include "certfleet/delivery/http.hpp"  // http_url, parse_url
+#include "certfleet/net/egress.hpp"
+#include "certfleet/net/error_class.hpp"
+#include "certfleet/net/http.hpp"  // http_url, parse_url
 #include "certfleet/delivery/module.hpp"
 
 namespace certfleet::delivery {

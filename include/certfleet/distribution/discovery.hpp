@@ -1,6 +1,6 @@
 #pragma once
 // Discovery (DESIGN §12): discovery sources (endpoints, bounded CIDR ranges with ports, SNI
-// names) scanned by `discovery_execute` with TLS handshakes (delivery/tls_probe.hpp), and the
+// names) scanned by `discovery_execute` with TLS handshakes (net/tls_probe.hpp), and the
 // certificates found, kept per project by the SHA-256 of the leaf with where each was seen and
 // what is wrong with it. Operator page: docs/discovery.md.
 #include "certfleet/core/clock.hpp"
@@ -32,7 +32,7 @@ inline constexpr std::int64_t max_discovery_schedule_s = 30 * 86400;
 
 // POST …/discovery-sources {name, endpoints?, cidrs?, ports?, sni?, schedule_s?}: the shape
 // only (fields named: "endpoints[2]", "schedule_s"); the targets and the allow-list are checked by
-// the caller with delivery::parse_discovery_spec / check_discovery_egress.
+// the caller with net::parse_discovery_spec / check_discovery_egress.
 struct discovery_source_request {
   std::string name;
   discovery_source_spec spec;

@@ -6,7 +6,7 @@
 // what happened, classified.
 #include "certfleet/core/clock.hpp"
 #include "certfleet/core/secrets.hpp"
-#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/net/error_class.hpp"
 #include "certfleet/delivery/module.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/store/store.hpp"
@@ -30,15 +30,15 @@ struct notify_options {
 // What one delivery attempt of a message to a channel did.
 struct send_report {
   std::string channel_kind;  // webhook | email | slack | teams
-  delivery::error_class cls = delivery::error_class::none;
+  net::error_class cls = net::error_class::none;
   std::string error;   // for operators; never a secret
   std::string reply;   // the server's answer: "250 2.0.0 Ok: queued as …" or "HTTP 200 ok"
   int http_status = 0;
   std::chrono::seconds retry_after{0};  // a 429's (or 503's) Retry-After
-  std::vector<delivery::phase_timing> timings;
+  std::vector<net::phase_timing> timings;
   std::string event_id;                 // the test message's
   std::chrono::milliseconds duration{0};  // the test message's, end to end
-  bool ok() const { return cls == delivery::error_class::none; }
+  bool ok() const { return cls == net::error_class::none; }
   // Whether the queue should try again (network and io_transient); other classes are final.
   bool retryable() const;
 };

@@ -15,7 +15,7 @@ class delivery_phase_metrics {
  public:
   delivery_phase_metrics();
   // Every tail phase among a delivery's timings; other phases are not kept.
-  void observe(const std::vector<delivery::phase_timing>& timings);
+  void observe(const std::vector<net::phase_timing>& timings);
   // (phase, histogram of its seconds), in tail_phases order.
   const std::vector<std::pair<std::string, histogram>>& phases() const noexcept { return phases_; }
   // Seconds, 5 ms to 60 s: a phase runs from a loopback millisecond to a 60 s command deadline.

@@ -21,7 +21,7 @@
 #include "delivery/ssh/outcome.hpp"
 #include "delivery/ssh/script.hpp"
 #include "delivery/ssh/session.hpp"
-#include "delivery/x509.hpp"
+#include "certfleet/net/x509.hpp"
 
 namespace certfleet::delivery {
 
@@ -60,7 +60,7 @@ step check_allowed(const ssh_options& opts, const std::string& host, const std::
   const egress_policy& allow = opts.allow ? *opts.allow : default_ssh_allow_list();
   std::vector<asio::ip::address> addrs;
   for (const auto& ep : eps) addrs.push_back(ep.address());
-  if (egress_allows(allow, host, addrs)) return std::nullopt;
+  if (net::egress_allows(allow, host, addrs)) return std::nullopt;
   return failure{error_class::validation, "ssh_allow_list does not allow " + host};
 }
 
@@ -102,7 +102,7 @@ awaitable<step> fetch_served_fingerprint(const ssh_options& opts, const tls_vali
                                   "TLS handshake with " + tv.host + ":" + std::to_string(tv.port) + " failed: " + ec.message()});
   std::unique_ptr<X509, x509_deleter> peer(SSL_get1_peer_certificate(stream.native_handle()));
   if (!peer) co_return failure{error_class::validation, "TLS endpoint sent no certificate"};
-  fingerprint = detail::fingerprint_sha256(peer.get());
+  fingerprint = net::fingerprint_sha256(peer.get());
   boost::system::error_code ec;
   stream.lowest_layer().close(ec);
   co_return std::nullopt;

@@ -1,6 +1,6 @@
 #include "delivery/ssh/outcome.hpp"
 
-#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/net/error_class.hpp"
 
 namespace certfleet::delivery::detail {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/delivery/module.hpp"  // remote_step, classify
 #include "delivery/codec.hpp"
 
 namespace certfleet::delivery::detail {

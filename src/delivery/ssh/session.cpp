@@ -1,5 +1,7 @@
 #include "delivery/ssh/session.hpp"
 
+#include "certfleet/net/resolve.hpp"
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
@@ -41,13 +43,6 @@ void init_libssh2_once() {
   std::call_once(once, [] { libssh2_init(0); });
 }
 
-asio::thread_pool& default_resolve_pool() {
-  // Two threads: resolution is rare (once per target) and getaddrinfo blocks for seconds only
-  // when DNS is slow, which a second thread keeps from serializing a whole fleet behind it.
-  static asio::thread_pool pool(2);
-  return pool;
-}
-
 const char* host_key_type_name(int t) {
   switch (t) {
     case LIBSSH2_HOSTKEY_TYPE_RSA: return "ssh-rsa";
@@ -59,65 +54,13 @@ const char* host_key_type_name(int t) {
   }
 }
 
-struct resolve_state {
-  explicit resolve_state(asio::any_io_executor ex) : timer(ex) {}
-  asio::steady_timer timer;
-  std::vector<tcp::endpoint> eps;
-  int rc = 0;
-  int sys_errno = 0;
-  bool done = false;
-};
-
 }  // namespace
 
 awaitable<step> resolve_on_pool(const ssh_options& opts, const std::string& host, std::uint16_t port,
                                 std::vector<tcp::endpoint>& out) {
-  auto ex = co_await asio::this_coro::executor;
-  auto st = std::make_shared<resolve_state>(ex);
-  st->timer.expires_after(opts.resolve_timeout);
-  auto& pool = opts.resolve_pool ? *opts.resolve_pool : default_resolve_pool();
-  // getaddrinfo cannot be cancelled: the deadline is the loop-side timer; the work guard keeps
-  // the loop alive until the pool thread has handed its (possibly late) answer back.
-  asio::post(pool, [st, host, port, guard = asio::make_work_guard(ex)]() mutable {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    addrinfo* res = nullptr;
-    std::string service = std::to_string(port);
-    int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
-    int err = errno;
-    std::vector<tcp::endpoint> eps;
-    if (rc == 0) {
-      for (auto* a = res; a; a = a->ai_next) {
-        if (a->ai_family != AF_INET && a->ai_family != AF_INET6) continue;
-        tcp::endpoint e;
-        std::memcpy(e.data(), a->ai_addr, a->ai_addrlen);
-        eps.push_back(e);
-      }
-      freeaddrinfo(res);
-    }
-    // The state (and its timer) moves to the loop: this pool task must not hold the last
-    // reference, or the timer would be destroyed here, possibly after its io_context.
-    asio::post(guard.get_executor(), [st = std::move(st), rc, err, eps = std::move(eps)]() mutable {
-      st->rc = rc;
-      st->sys_errno = err;
-      st->eps = std::move(eps);
-      st->done = true;
-      st->timer.cancel();
-    });
-    guard.reset();
-  });
-  co_await st->timer.async_wait(tuple_awaitable);
-  if (!st->done)
-    co_return failure{classify(cause_kind::deadline), "resolving " + host + " took longer than " + ms_text(opts.resolve_timeout)};
-  if (st->rc != 0) {
-    cause c{cause_kind::resolver, st->rc};
-    std::string why = st->rc == EAI_SYSTEM ? describe({cause_kind::posix_errno, st->sys_errno}) : describe(c);
-    co_return failure{classify(c), "cannot resolve " + host + ": " + why};
-  }
-  if (st->eps.empty()) co_return failure{error_class::network, "cannot resolve " + host + ": no address"};
-  out = std::move(st->eps);
+  auto r = co_await net::resolve_host(host, port, opts.resolve_pool, opts.resolve_timeout);
+  if (!r.ok()) co_return failure{r.cls, std::move(r.error)};
+  out = std::move(r.endpoints);
   co_return std::nullopt;
 }
 

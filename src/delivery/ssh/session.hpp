@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "certfleet/delivery/error_class.hpp"
+#include "certfleet/net/error_class.hpp"
 #include "certfleet/delivery/ssh.hpp"
 #include "delivery/recorder.hpp"
 #include "delivery/ssh/outcome.hpp"  // exec_output, ms_text
@@ -77,7 +77,7 @@ class session {
   std::string peer_;
 };
 
-// Resolution helper shared with TLS validation: runs getaddrinfo on the pool.
+// net::resolve_host with the options' pool and deadline, as a step (TLS validation uses it too).
 boost::asio::awaitable<step> resolve_on_pool(const ssh_options& opts, const std::string& host, std::uint16_t port,
                                              std::vector<boost::asio::ip::tcp::endpoint>& out);
 
