@@ -12,7 +12,8 @@ import { renderSettings } from './settings.js';
 import { renderNotifications } from './notifications.js';
 import { renderDomains } from './domains.js';
 import { renderDnsProviders } from './dns_providers.js';
-import { renderDiscoverySources, renderDiscoveredCertificates } from './discovery.js';
+import { renderDiscoverySources } from './discovery_sources.js';
+import { renderDiscoveredCertificates } from './discovered_certificates.js';
 import { renderLogin } from './login.js';
 import { renderTokens } from './tokens.js';
 

@@ -1,8 +1,11 @@
 // issue_certificate / renew_certificate: one RFC 8555 order with DNS-01 through a DNS provider
 // (rfc2136, exec, or manual: dns_providers.hpp), the certificate stored as its next version (which opens its auto_execute
 // distributions' runs in the same transaction), and the TXT records removed whatever happened.
-// revoke_certificate: revokeCert at the CA, the certificate marked revoked.
+// revoke_certificate and cleanup_dns are acme_revoke.cpp's and acme_cleanup.cpp's; all are
+// registered here.
 #include "certfleet/distribution/acme_jobs.hpp"
+
+#include "distribution/acme_job_common.hpp"
 
 #include "certfleet/acme/client.hpp"
 #include "certfleet/acme/dns.hpp"
@@ -48,6 +51,11 @@ namespace certfleet::distribution {
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace std::chrono_literals;
+using detail::acme_allow_list_of;
+using detail::client_options_for;
+using detail::from_failure;
+using detail::run_cleanup;
+using detail::run_revoke;
 
 namespace {
 
@@ -80,11 +88,6 @@ std::string trust_anchors(const std::string& account_ca, const std::string& extr
   return account_ca + "\n" + extra;
 }
 
-queue::outcome from_failure(const acme::failure& f) {
-  if (f.permanent()) return queue::outcome::permanent_failure(f.message);
-  auto wait = std::chrono::seconds(std::clamp<std::int64_t>(f.retry_after_s.value_or(0), 0, retry_after_cap_s));
-  return queue::outcome::failure(f.message, std::chrono::duration_cast<std::chrono::milliseconds>(wait));
-}
 
 // What one job works with, read in one snapshot.
 struct job_inputs {
@@ -112,26 +115,7 @@ queue::enqueue_request cleanup_job(std::string project_id, const std::string& jo
   return j;
 }
 
-// acme_allow_list: the one egress policy of every CA URL and DNS-01 server (docs/acme.md). A
-// value that no longer parses cannot be stored (the settings table validates it, and a stale
-// one reads as the default), so this fails only on a bug; it then refuses everything.
-net::egress_policy acme_allow_list_of(const settings_map& settings) {
-  auto p = net::parse_egress_allow_list(settings.text("acme_allow_list"), "acme_allow_list");
-  return p ? std::move(*p) : net::egress_policy{};
-}
 
-acme::client_options client_options_for(const acme_account_spec& account, const acme_job_options& opt,
-                                        queue::job_context& ctx, const net::egress_policy& allow) {
-  acme::client_options co;
-  co.directory_url = account.directory_url;
-  co.ca_pem = trust_anchors(account.ca_bundle_pem, opt.ca_pem);
-  co.resolve_pool = opt.cpu;
-  co.egress = &allow;
-  co.log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
-    co_await ctx.log(std::move(level), std::move(message));
-  };
-  return co;
-}
 
 class acme_job {
  public:
@@ -968,247 +952,39 @@ asio::awaitable<queue::outcome> acme_job::run() {
   co_return out;
 }
 
-// ---- revoke_certificate ------------------------------------------------------------------
+}  // namespace
 
+namespace detail {
 
-struct revoke_inputs {
-  store::catalog_object cert, account;
-  certificate_doc doc;
-  acme_account_spec account_spec;
-};
-
-// revokeCert (RFC 8555 §7.6) signed with the certificate's account key, for the current
-// version; then, in one transaction, the certificate marked revoked and certificate.revoked fired.
-// A CA that answers alreadyRevoked has the same state as one that just revoked: the certificate
-// is marked all the same (a retried job whose first attempt revoked and then lost its lease).
-asio::awaitable<queue::outcome> run_revoke(queue::job_context& ctx, const acme_job_options& opt) {
-  auto p = parse_revoke_job_payload(ctx.payload());
-  if (!p) co_return queue::outcome::permanent_failure(p.error().message);
-  if (!opt.key) co_return queue::outcome::failure("no key-encryption key is loaded in this worker: secrets cannot be opened");
-  const std::string project = ctx.job().project_id, cert_id = p->certificate_id;
-  store::read_value_fn<revoke_inputs> read = [project, cert_id](store::catalog_read& rd) -> result<revoke_inputs> {
-    revoke_inputs in;
-    auto got = read_certificate(rd, project, cert_id);
-    if (!got) return std::move(got).error();
-    in.cert = std::move(got->object);
-    in.doc = std::move(got->doc);
-    if (in.doc.source != "acme" || !in.doc.acme)
-      return make_error(errc::invalid_argument,
-                        fmt::format("certificate {} was uploaded, not obtained from an ACME CA: certfleet revokes only the "
-                                    "certificates it issued through ACME (revoke this one with the CA that issued it)",
-                                    cert_id),
-                        "certificate_id");
-    if (in.doc.version == 0)
-      return make_error(errc::invalid_argument, fmt::format("certificate {} has no issued version to revoke", cert_id),
-                        "certificate_id");
-    auto a = rd.get_object(project, store::kind_acme_account, in.doc.acme->acme_account_id);
-    if (!a)
-      return make_error(errc::invalid_argument,
-                        fmt::format("the ACME account {} of certificate {} no longer exists: only the account that "
-                                    "ordered a certificate (or its private key's holder) can revoke it",
-                                    in.doc.acme->acme_account_id, cert_id),
-                        "acme_account_id");
-    in.account = std::move(*a);
-    auto as = parse_acme_account_doc(in.account);
-    if (!as) return std::move(as).error();
-    in.account_spec = std::move(*as);
-    return in;
-  };
-  auto in = co_await store::read_value(ctx.store().catalog(), std::move(read));
-  if (!in) {
-    if (in.error().is(errc::not_found) || in.error().is(errc::invalid_argument))
-      co_return queue::outcome::permanent_failure(in.error().message);
-    co_return queue::outcome::failure(in.error().message);
-  }
-  const std::string serial = in->doc.serial;
-  if (!p->serial.empty() && p->serial != serial)
-    co_return queue::outcome::permanent_failure(fmt::format(
-        "certificate {} is at version {} (serial {}) now, not the version with serial {} this revocation was asked "
-        "for: nothing was revoked; ask again to revoke the current version",
-        cert_id, in->doc.version, serial, p->serial));
-  if (in->doc.status == "revoked" && in->doc.revocation && in->doc.revocation->serial == serial) {
-    co_await ctx.log("info", fmt::format("certificate {} (serial {}) is already revoked: nothing to do", cert_id, serial));
-    co_return queue::outcome::ok();
-  }
-  const std::string reason_name = p->reason ? std::string(acme::revocation_reason_name(*p->reason)) : std::string();
-  // Named first: GCC 12 and ?: inside a co_await expression.
-  const std::string why = reason_name.empty() ? std::string(", no reason given")
-                                              : fmt::format(", reason {} ({})", reason_name, *p->reason);
-  auto line = fmt::format("revoking version {} (serial {}) of certificate {} ({}) at {} with ACME account {}{}",
-                          in->doc.version, serial, in->cert.name, cert_id, in->account_spec.directory_url,
-                          in->account.name, why);
-  co_await ctx.log("info", std::move(line));
-
-  auto secret = open_acme_account_secret(*opt.key, in->account);
-  if (!secret) co_return queue::outcome::permanent_failure(fmt::format("ACME account {}: {}", in->account.name, secret.error().message));
-  auto akey = acme::account_key::from_pem(secret->account_key_pem);
-  if (!akey) co_return queue::outcome::permanent_failure(fmt::format("ACME account {}: {}", in->account.name, akey.error().message));
-  auto der = acme::certificate_der(in->doc.cert_pem, "cert_pem");
-  if (!der) co_return queue::outcome::permanent_failure(fmt::format("certificate {}: {}", cert_id, der.error().message));
-
-  auto revoke_settings = co_await store::read_settings(ctx.store());
-  const auto allow = acme_allow_list_of(revoke_settings);
-  acme::client client(client_options_for(in->account_spec, opt, ctx, allow), *akey);
-  auto dir = co_await client.get_directory();
-  if (!dir) co_return from_failure(dir.failure());
-  if (in->account_spec.account_url.empty()) {
-    acme::account_request req(in->account_spec.contact, in->account_spec.terms_agreed, std::nullopt, true);
-    auto acct = co_await client.new_account(std::move(req));
-    if (!acct) co_return from_failure(acct.failure());
-  } else {
-    client.set_account_url(in->account_spec.account_url);
-  }
-  ctx.checkpoint();
-  auto revoked = co_await client.revoke(std::move(*der), p->reason);
-  if (!revoked) {
-    const auto& f = revoked.failure();
-    if (!f.problem || f.problem->acme_type() != "alreadyRevoked") co_return from_failure(f);
-    co_await ctx.log("warn", fmt::format("the CA says serial {} is already revoked ({}): marking the certificate revoked",
-                                         serial, f.problem->text()));
-  }
-
-  auto now = ctx.clock().now_ms();
-  const std::string job_id = ctx.job().id, name = in->cert.name;
-  auto marked = std::make_shared<bool>(false);
-  store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
-    auto got = read_certificate(tx, project, cert_id);
-    if (!got) return std::move(got).error();
-    auto* cert = &got->object;
-    auto* doc = &got->doc;
-    // A renewal stored a newer version while the CA revoked this one: that one is not revoked.
-    if (doc->serial != serial) return {};
-    doc->status = "revoked";
-    doc->revocation = certificate_revocation{serial, reason_name, now, job_id};
-    if (auto u = tx.update_object_doc(cert_id, certificate_doc_json(*doc)); !u) return u;
-    fired_event e;
-    e.project_id = project;
-    e.event = event_names::certificate_revoked;
-    e.event_id = certificate_event_id(e.event, cert_id, serial);
-    e.data = json::object{{"certificate_id", cert_id}, {"name", cert->name},  {"serial", serial},
-                          {"reason", reason_name},     {"revoked_at", now},   {"source", "request"}};
-    e.key_base = e.event_id;
-    e.source.certificate_id = cert_id;
-    e.source.parent_job_id = job_id;
-    e.source.triggered_by = queue::triggers::revoke_certificate;
-    auto fired = fire_event(tx, e, now);
-    if (!fired) return std::move(fired).error();
-    *marked = true;
-    return {};
-  };
-  if (auto w = co_await ctx.store().catalog().transact(std::move(write)); !w)
-    co_return queue::outcome::failure(fmt::format("the CA revoked serial {}, but recording it failed: {}", serial,
-                                                  w.error().message));
-  if (*marked)
-    co_await ctx.log("info", fmt::format("certificate {} ({}) marked revoked: serial {}", name, cert_id, serial));
-  else
-    co_await ctx.log("warn", fmt::format("serial {} was revoked at the CA, but certificate {} has a newer version now, "
-                                         "which stays active",
-                                         serial, cert_id));
-  co_return queue::outcome::ok();
+queue::outcome from_failure(const acme::failure& f) {
+  if (f.permanent()) return queue::outcome::permanent_failure(f.message);
+  auto wait = std::chrono::seconds(std::clamp<std::int64_t>(f.retry_after_s.value_or(0), 0, retry_after_cap_s));
+  return queue::outcome::failure(f.message, std::chrono::duration_cast<std::chrono::milliseconds>(wait));
 }
 
-// ---- cleanup_dns ---------------------------------------------------------------------------
+// acme_allow_list: the one egress policy of every CA URL and DNS-01 server (docs/acme.md). A
+// value that no longer parses cannot be stored (the settings table validates it, and a stale
+// one reads as the default), so this fails only on a bug; it then refuses everything.
+net::egress_policy acme_allow_list_of(const settings_map& settings) {
+  auto p = net::parse_egress_allow_list(settings.text("acme_allow_list"), "acme_allow_list");
+  return p ? std::move(*p) : net::egress_policy{};
+}
 
-struct cleanup_inputs {
-  std::vector<store::dns_record> records;                  // still in a zone, of this project
-  std::map<std::string, store::catalog_object> providers;  // by id; a deleted one is missing
-};
-
-// Removes the challenge records one attempt left (RFC 2136 delete of exactly that value, TSIG
-// with the provider's key), marking each removed. Records whose removal fails stay listed, and
-// the job fails naming each: retried while a retry can help (the server did not answer), dead
-// at once when not (the key is refused, the provider is gone).
-asio::awaitable<queue::outcome> run_cleanup(queue::job_context& ctx, const acme_job_options& opt) {
-  auto p = parse_cleanup_dns_payload(ctx.payload());
-  if (!p) co_return queue::outcome::permanent_failure(p.error().message);
-  if (!opt.key) co_return queue::outcome::failure("no key-encryption key is loaded in this worker: secrets cannot be opened");
-  const std::string project = ctx.job().project_id, job_id = p->job_id;
-  const std::int64_t fence = p->fence;
-  store::read_value_fn<cleanup_inputs> read = [project, job_id, fence](store::catalog_read& rd) -> result<cleanup_inputs> {
-    cleanup_inputs in;
-    auto all = rd.dns_records_of(job_id, fence);
-    if (!all) return std::move(all).error();
-    for (auto& r : *all) {
-      if (r.removed_at != 0 || r.project_id != project) continue;
-      if (!in.providers.count(r.provider_id))
-        if (auto o = rd.get_object(project, store::kind_dns_provider, r.provider_id)) in.providers.emplace(r.provider_id, std::move(*o));
-      in.records.push_back(std::move(r));
-    }
-    return in;
-  };
-  auto in = co_await store::read_value(ctx.store().catalog(), std::move(read));
-  if (!in) co_return queue::outcome::failure(in.error().message);
-  if (in->records.empty()) {
-    auto line = fmt::format("no challenge record of job {} (attempt {}) is left in DNS: nothing to remove", job_id, fence);
-    co_await ctx.log("info", std::move(line));
-    co_return queue::outcome::ok();
-  }
-  auto settings = co_await store::read_settings(ctx.store());
-  acme::dns::client_options dns_opts;
-  dns_opts.resolve_pool = opt.cpu;
-  dns_opts.clock = &ctx.clock();
-  dns_opts.nameserver_port = static_cast<std::uint16_t>(settings.integer("acme_dns_nameserver_port"));
-  const auto allow = acme_allow_list_of(settings);
-  dns_opts.egress = &allow;
-  dns_call_options call;
-  call.dns = dns_opts;
-  call.cpu = opt.cpu;
-  call.log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
+acme::client_options client_options_for(const acme_account_spec& account, const acme_job_options& opt,
+                                        queue::job_context& ctx, const net::egress_policy& allow) {
+  acme::client_options co;
+  co.directory_url = account.directory_url;
+  co.ca_pem = trust_anchors(account.ca_bundle_pem, opt.ca_pem);
+  co.resolve_pool = opt.cpu;
+  co.egress = &allow;
+  co.log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
     co_await ctx.log(std::move(level), std::move(message));
   };
-
-  std::vector<std::string> failures;
-  bool retry_can_help = false;
-  for (const auto& r : in->records) {
-    ctx.checkpoint();
-    const std::string zone_text = r.zone.empty() ? std::string("(the zone its server serves)") : r.zone;
-    auto it = in->providers.find(r.provider_id);
-    if (it == in->providers.end()) {
-      failures.push_back(fmt::format("TXT {} \"{}\" in zone {}: the DNS provider {} no longer exists", r.fqdn, r.value,
-                                     zone_text, r.provider_id));
-      continue;
-    }
-    const auto& provider = it->second;
-    auto spec = parse_dns_provider_doc(provider);
-    if (!spec) {
-      failures.push_back(fmt::format("TXT {} in zone {} (provider {}): {}", r.fqdn, zone_text, provider.name, spec.error().message));
-      continue;
-    }
-    auto handle = open_dns_provider(*opt.key, provider, *spec);
-    if (!handle) {
-      failures.push_back(fmt::format("TXT {} in zone {} (provider {}): {}", r.fqdn, zone_text, provider.name, handle.error().message));
-      continue;
-    }
-    std::string zone = r.zone, fqdn = r.fqdn, value = r.value;
-    auto removed = co_await remove_dns_record(*handle, zone, fqdn, value, call);
-    if (!removed) {
-      retry_can_help = retry_can_help || !acme::dns::dns_permanent(removed.error());
-      failures.push_back(fmt::format("TXT {} in zone {} at {} (provider {}): {}", r.fqdn, zone_text, spec->where(),
-                                     provider.name, removed.error().message));
-      continue;
-    }
-    const std::string id = r.id;
-    const time_ms now = ctx.clock().now_ms();
-    store::tx_fn mark = [id, now](store::catalog_tx& tx) { return tx.mark_dns_record_removed(id, now); };
-    if (auto m = co_await ctx.store().catalog().transact(std::move(mark)); !m)
-      co_return queue::outcome::failure(fmt::format("TXT {} removed, but recording it failed: {}", r.fqdn, m.error().message));
-    auto line = fmt::format("DNS: removed TXT {} in zone {} at {} (provider {}), presented by job {} at {}", r.fqdn,
-                            removed->empty() ? zone_text : *removed, spec->where(), provider.name, r.job_id,
-                            format_iso8601(r.presented_at));
-    co_await ctx.log("info", std::move(line));
-  }
-  if (failures.empty()) {
-    auto line = fmt::format("removed the {} challenge record(s) job {} (attempt {}) left", in->records.size(), job_id, fence);
-    co_await ctx.log("info", std::move(line));
-    co_return queue::outcome::ok();
-  }
-  auto msg = fmt::format("{} of {} challenge record(s) not removed: {}", failures.size(), in->records.size(),
-                         fmt::join(failures, "; "));
-  if (retry_can_help) co_return queue::outcome::failure(std::move(msg));
-  co_return queue::outcome::permanent_failure(std::move(msg));
+  return co;
 }
 
-}  // namespace
+}  // namespace detail
+
 
 std::string acme_job_payload(std::string_view certificate_id, std::int64_t version) {
   json::object o{{"certificate_id", certificate_id}};

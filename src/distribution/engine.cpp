@@ -20,6 +20,8 @@
 #include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/distribution/target_queue.hpp"
+#include "distribution/named_lock.hpp"
+#include "distribution/session_limiter.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/make_job.hpp"
 #include "certfleet/queue/triggers.hpp"
@@ -50,6 +52,8 @@ using queue::outcome;
 using store::run_mode;
 using store::run_status;
 using store::target_status;
+using detail::named_lock;
+using detail::session_limiter;
 
 namespace {
 
@@ -274,77 +278,6 @@ asio::awaitable<result<void>> record(job_context& ctx, store::target_result r) {
   co_return co_await ctx.store().catalog().transact(std::move(op2));
 }
 
-// A named lock in the lease table, waited for while another holder has it.
-class named_lock {
- public:
-  named_lock(job_context& ctx, std::string name, const engine_options& opt)
-      : ctx_(ctx), name_(std::move(name)), holder_(fmt::format("{}:{}", ctx.job().id, ctx.job().fence)), opt_(opt) {}
-
-  asio::awaitable<bool> acquire(bool& logged_wait) {
-    while (true) {
-      auto l = co_await ctx_.store().leases().acquire(name_, holder_, ctx_.clock().now_ms(), opt_.lock_ttl.count());
-      if (l && l->held) {
-        epoch_ = l->epoch;
-        held_ = true;
-        renewed_at_ = ctx_.clock().now_ms();
-        co_return true;
-      }
-      if (ctx_.interrupted() != queue::interrupt_reason::none) co_return false;
-      // The holder is "job:fence". A holder whose attempt is over (its worker died and the job
-      // was reaped, or retried with a new fence) will never release it: take it over now.
-      if (l && co_await holder_gone(l->holder)) {
-        (void)co_await ctx_.store().leases().release(name_, l->holder, l->epoch);
-        continue;
-      }
-      if (!logged_wait && l) {
-        logged_wait = true;
-        co_await ctx_.log("info", fmt::format("waiting for the lock {} held by job {}", name_, l->holder));
-      }
-      asio::steady_timer t(co_await asio::this_coro::executor, opt_.lock_poll);
-      co_await t.async_wait(asio::use_awaitable);
-    }
-  }
-
-  asio::awaitable<bool> holder_gone(std::string holder) {
-    auto colon = holder.rfind(':');
-    if (colon == std::string::npos) co_return false;
-    std::string job_id = holder.substr(0, colon);
-    std::int64_t fence = std::atoll(holder.c_str() + colon + 1);
-    auto gone = std::make_shared<bool>(false);
-    store::tx_fn fn = [job_id, fence, gone](store::catalog_tx& tx) -> result<void> {
-      auto j = tx.get_job(job_id);
-      *gone = !j || j->fence != fence || j->status != store::job_status::active;
-      return {};
-    };
-    auto r = co_await ctx_.store().catalog().transact(std::move(fn));
-    co_return r && *gone;
-  }
-
-  // Extends the lock while the job holds it, at most every ttl/3 (a long run keeps it).
-  asio::awaitable<void> renew_if_due() {
-    auto now = ctx_.clock().now_ms();
-    if (!held_ || now - renewed_at_ < opt_.lock_ttl.count() / 3) co_return;
-    renewed_at_ = now;
-    auto l = co_await ctx_.store().leases().acquire(name_, holder_, now, opt_.lock_ttl.count());
-    if (l && !l->held) log::write(spdlog::level::warn, {.job_id = ctx_.job().id}, "job {}: lost the lock {} to {}", ctx_.job().id, name_, l->holder);
-  }
-
-  asio::awaitable<void> release() {
-    if (!held_) co_return;
-    held_ = false;
-    (void)co_await ctx_.store().leases().release(name_, holder_, epoch_);
-  }
-
- private:
-  job_context& ctx_;
-  std::string name_;
-  std::string holder_;
-  const engine_options& opt_;
-  std::int64_t epoch_ = 0;
-  time_ms renewed_at_ = 0;
-  bool held_ = false;
-};
-
 struct run_state {
   std::size_t done = 0;
   std::size_t running = 0;
@@ -445,60 +378,6 @@ asio::awaitable<void> deliver_target(job_context& ctx, const job_plan& plan, con
   ++st.done;
   co_await ctx.progress(static_cast<std::int64_t>(st.done + in.deleted.size()), static_cast<std::int64_t>(total));
 }
-
-// The sessions this process holds per destination (issue 20), over the store's slots, which
-// count every process's: a lane asks the store only for a destination this process has not
-// filled itself; a refusal (other processes hold the rest) makes every lane of the process pass
-// that destination over for one poll interval; a slot given back wakes the process's waiting
-// lanes at once (one freed by another process is seen at the next poll). On the event loop: no
-// locks.
-class session_limiter {
- public:
-  using steady = std::chrono::steady_clock;
-
-  bool may_try(const std::string& destination, int limit, steady::time_point now) const {
-    if (auto it = held_.find(destination); it != held_.end() && it->second >= limit) return false;
-    auto r = refused_until_.find(destination);
-    return r == refused_until_.end() || r->second <= now;
-  }
-
-  // A slot of `destination` for `holder`, or 0 when all are taken (or the store did not answer).
-  asio::awaitable<std::int64_t> acquire(store::store& st, const std::string& destination, const store::slot_holder& holder,
-                                        int limit, time_ms now, time_ms ttl, std::chrono::milliseconds poll) {
-    auto g = co_await st.session_slots().acquire(destination, holder, limit, now, ttl);
-    if (g && g->granted()) {
-      ++held_[destination];
-      co_return g->slot_id;
-    }
-    if (!g) spdlog::warn("session slot of {}: {}", destination, g.error().message);
-    refused_until_[destination] = steady::now() + poll;
-    co_return 0;
-  }
-
-  asio::awaitable<void> release(store::store& st, const std::string& destination, std::int64_t slot_id,
-                                const store::slot_holder& holder) {
-    // In the store first: a lane woken below must find the slot free there too.
-    auto r = co_await st.session_slots().release(slot_id, holder);
-    if (!r) spdlog::warn("giving back a session slot of {}: {} (it frees with the job's lease)", destination, r.error().message);
-    if (auto it = held_.find(destination); it != held_.end() && --it->second <= 0) held_.erase(it);
-    refused_until_.erase(destination);
-    for (auto* w : waiters_) w->cancel();
-  }
-
-  // Returns after a slot of this process was given back, or after `at_most`.
-  asio::awaitable<void> wait(std::chrono::milliseconds at_most) {
-    asio::steady_timer t(co_await asio::this_coro::executor, at_most);
-    waiters_.push_back(&t);
-    boost::system::error_code ec;
-    co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &t));
-  }
-
- private:
-  std::map<std::string, int> held_;
-  std::map<std::string, steady::time_point> refused_until_;
-  std::vector<asio::steady_timer*> waiters_;
-};
 
 // What the lanes of one job share.
 struct job_lanes {
@@ -762,150 +641,6 @@ void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_
   auto kek_rotation = std::make_shared<kek_rotation_options>();
   kek_rotation->key = options->key;
   register_kek_rotation_handlers(r, std::move(kek_rotation));
-}
-
-namespace {
-
-using run_pass = std::function<result<void>(store::catalog_tx&, const std::string& id, time_ms now, bool& touched)>;
-
-// Runs `pass` on each running distribution (up to `limit`, oldest update first), each in its own
-// write transaction; returns how many it changed.
-asio::awaitable<result<int>> for_each_running(store::store& st, const clock_source& clock, int limit, run_pass pass) {
-  store::read_value_fn<std::vector<store::distribution_record>> list = [limit](store::catalog_read& rd) {
-    return rd.distributions_in_status(to_string(run_status::running), limit);
-  };
-  auto running = co_await store::read_value(st.catalog(), std::move(list));
-  if (!running) co_return std::move(running).error();
-  int changed = 0;
-  for (const auto& d : *running) {
-    auto touched = std::make_shared<bool>(false);
-    auto now = clock.now_ms();
-    auto id = d.id;
-    store::tx_fn one = [id, now, touched, pass](store::catalog_tx& tx) -> result<void> {
-      return pass(tx, id, now, *touched);
-    };
-    auto w = co_await st.catalog().transact(std::move(one));
-    if (!w) co_return std::move(w).error();
-    if (*touched) ++changed;
-  }
-  co_return changed;
-}
-
-// One running run: reports its terminal children missing from the finalized set, then completes
-// it when every batch is in.
-result<void> reconcile_run(store::catalog_tx& tx, const std::string& id, time_ms now, bool& touched) {
-  auto dist = tx.get_distribution("", id);
-  if (!dist || dist->status != to_string(run_status::running)) return {};
-  auto kids = tx.children_of(id, run_key_prefix(id, dist->run_no));
-  if (!kids) return std::move(kids).error();
-  auto fin = tx.finalized_children(id, dist->run_no);
-  if (!fin) return std::move(fin).error();
-  std::set<std::string> done;
-  for (const auto& f : *fin) done.insert(f.job_id);
-  for (const auto& k : *kids) {
-    if (!store::is_terminal(k.status) || done.count(k.id)) continue;
-    if (auto rep = report_child(tx, k, now); !rep) return rep;
-    touched = true;
-  }
-  auto again = tx.get_distribution("", id);
-  if (!again) return std::move(again).error();
-  auto completed = try_complete(tx, *again, now);
-  if (!completed) return std::move(completed).error();
-  if (*completed) touched = true;
-  return {};
-}
-
-}  // namespace
-
-asio::awaitable<result<int>> reconcile(store::store& st, const clock_source& clock, int limit) {
-  run_pass pass = reconcile_run;  // named: GCC 12 destroys a temporary built in a co_await expression twice
-  auto changed = co_await for_each_running(st, clock, limit, std::move(pass));
-  co_return changed;
-}
-
-namespace {
-
-// One running run: re-enqueues the work no job holds (under the lost job's own key, so a job
-// that does exist is never doubled), or closes the run when nothing is left to do.
-result<void> retrigger_run(store::catalog_tx& tx, const std::string& id, time_ms now, bool& touched) {
-  auto dist = tx.get_distribution("", id);
-  if (!dist || dist->status != to_string(run_status::running)) return {};
-  auto& d = *dist;
-  auto kids = tx.children_of(id, run_key_prefix(id, d.run_no));
-  if (!kids) return std::move(kids).error();
-  std::vector<job_plan> present;
-  std::vector<std::string> batch_job_ids;
-  std::string canary_job;
-  for (const auto& k : *kids) {
-    auto p = parse_payload(k.payload);
-    if (!p) continue;
-    if (p->mode != job_mode::retry) batch_job_ids.push_back(k.id);
-    if (p->mode == job_mode::batch && p->batch_no == 1) canary_job = k.id;
-    present.push_back(std::move(*p));
-  }
-  // A batch that reported and whose job row has since gone (retention) is not lost work.
-  auto fin = tx.finalized_children(id, d.run_no);
-  if (!fin) return std::move(fin).error();
-  for (const auto& f : *fin)
-    if (f.batch && std::none_of(kids->begin(), kids->end(), [&](const auto& k) { return k.id == f.job_id; })) {
-      present.push_back(job_plan{d.id, d.run_no, job_mode::batch, {}, 0, 0, 0});
-      batch_job_ids.push_back(f.job_id);
-    }
-  auto results = tx.run_results(id, d.run_no);
-  if (!results) return std::move(results).error();
-  std::vector<std::string> with_results;
-  for (const auto& r : *results) with_results.push_back(r.target_id);
-  auto lost = find_lost_work(d, present, with_results);
-  if (lost.missing_batches == 0) return {};
-  touched = true;
-  d.updated_at = now;
-  if (d.mode == to_string(run_mode::rollback)) {
-    // A rollback's job carries which run's backups it restores; with the job gone that choice
-    // is unknown, so the run ends and the operator starts the rollback again.
-    d.status = to_string(run_status::failed);
-    d.error = "the rollback job of this run was lost before it ran; start the rollback again";
-    d.run_finished_at = now;
-    spdlog::warn("distribution {} run {}: rollback job lost, run closed as failed", d.id, d.run_no);
-    return tx.update_distribution(d);
-  }
-  d.fan_out_total -= lost.missing_batches;
-  d.job_ids = batch_job_ids;
-  if (!lost.uncovered.empty()) {
-    const bool fan_out = d.mode == to_string(run_mode::fan_out);
-    job_plan p{d.id, d.run_no, fan_out ? job_mode::batch : job_mode::normal, lost.uncovered, lost.batch_no,
-               0, 0};
-    bool canary_pending = false;
-    if (d.canary && fan_out && p.batch_no != 1) {
-      canary_pending = std::none_of(fin->begin(), fin->end(), [&](const auto& f) { return f.job_id == canary_job; });
-    }
-    queue::enqueue_request j;
-    j.project_id = d.project_id;
-    j.type = queue::job_names::distribution_execute;
-    j.payload = to_payload(p);
-    j.idempotency_key = job_key(p);
-    j.certificate_id = d.certificate_id;
-    j.distribution_id = d.id;
-    j.triggered_by = queue::triggers::distribution_sweep;
-    j.held = canary_pending;
-    auto e = queue::enqueue_in(tx.jobs(), j, now);
-    if (!e) return std::move(e).error();
-    ++d.fan_out_total;
-    d.job_ids.push_back(e->job.id);
-    spdlog::warn("distribution {} run {}: {} lost job(s), {} targets re-triggered as job {}", d.id, d.run_no,
-                 lost.missing_batches, lost.uncovered.size(), e->job.id);
-  }
-  auto done = try_complete(tx, d, now);
-  if (!done) return std::move(done).error();
-  if (!*done) return tx.update_distribution(d);
-  return {};
-}
-
-}  // namespace
-
-asio::awaitable<result<int>> retrigger_lost(store::store& st, const clock_source& clock, int limit) {
-  run_pass pass = retrigger_run;  // named: GCC 12 destroys a temporary built in a co_await expression twice
-  auto changed = co_await for_each_running(st, clock, limit, std::move(pass));
-  co_return changed;
 }
 
 }  // namespace certfleet::distribution

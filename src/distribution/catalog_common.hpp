@@ -1,0 +1,33 @@
+#pragma once
+// What the catalog's kind files share (private to src/distribution): the strict readers of a
+// request body's members, each error naming its field, and the stored document's basics.
+#include <boost/json.hpp>
+
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "certfleet/core/error.hpp"
+#include "certfleet/store/catalog.hpp"
+
+namespace certfleet::distribution::detail {
+
+error bad(std::string field, std::string message);
+// A request body: one JSON object whose members are all known.
+result<boost::json::object> body_object(std::string_view body, std::initializer_list<std::string_view> allowed);
+// A string member (`prefix` + `key` is the field an error names): NUL refused, at most `max` bytes.
+result<std::string> text(const boost::json::object& o, std::string_view key, bool required, std::size_t max = 64 * 1024,
+                         std::string_view prefix = {});
+result<bool> boolean(const boost::json::object& o, std::string_view key, bool fallback);
+// `name`: required, at most max_name_length, no control characters.
+result<std::string> name_of(const boost::json::object& o);
+bool valid_id(std::string_view id);
+result<std::string> id_field(const boost::json::object& o, std::string_view key, bool required, std::string_view prefix = {});
+// The stored document as an object ({} when it does not parse).
+boost::json::object parse_doc(const store::catalog_object& o);
+// The additional data a sealed field of this object is bound to.
+std::string aad_for(const store::catalog_object& o, std::string_view what);
+boost::json::object base_view(const store::catalog_object& o);
+
+}  // namespace certfleet::distribution::detail
