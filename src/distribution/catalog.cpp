@@ -1,10 +1,10 @@
 // The catalog bodies (catalog.hpp): what every kind's reader shares, and any object's view. Each
 // kind's body, stored document and view are in catalog_<kind>.cpp.
 #include "certfleet/distribution/catalog.hpp"
+#include "certfleet/distribution/checks.hpp"     // domain_view
+#include "certfleet/distribution/discovery.hpp"  // discovery_source_view, discovered_certificate_view
 
 #include "distribution/catalog_common.hpp"
-#include "certfleet/distribution/checks.hpp"
-#include "certfleet/distribution/discovery.hpp"
 
 #include "certfleet/acme/renewal_info.hpp"
 #include "certfleet/core/json.hpp"

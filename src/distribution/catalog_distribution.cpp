@@ -2,8 +2,6 @@
 #include "certfleet/distribution/catalog.hpp"
 
 #include "distribution/catalog_common.hpp"
-#include "certfleet/distribution/checks.hpp"
-#include "certfleet/distribution/discovery.hpp"
 
 #include "certfleet/acme/renewal_info.hpp"
 #include "certfleet/core/json.hpp"
