@@ -1,7 +1,7 @@
 // Tokens, UI sessions, the audit log and system settings (auth_store); the /metrics and live-log
-// reads (observe_store); the scheduler's leader lease and retention (lease_store,
-// maintenance_store); SSH session slots — on MongoDB, mirroring sqlite_auth.cpp,
-// sqlite_maintenance.cpp and sqlite_session_slots.cpp method by method (DESIGN §10).
+// reads (observe_store) — on MongoDB, mirroring sqlite_auth.cpp method by method (DESIGN §10).
+// The leader lease and retention are mongo_maintenance.cpp's, SSH session slots
+// mongo_session_slots.cpp's; the indexes of all their collections are here.
 //
 // Collections (indexes in auth_index_commands):
 //   tokens        {_id: id, project_id, role, system, name|null, hash, created_by|null, created_at,
@@ -17,6 +17,7 @@
 // commands inside connection::transaction carry the session and maxTimeMS only. Token and session
 // hashes are never logged and never read back (tokens are read with {hash: 0}).
 #include "mongo_auth.hpp"
+#include "auth_commands.hpp"
 #include "schema.hpp"
 
 #include "certfleet/core/object_id.hpp"
@@ -32,11 +33,9 @@
 
 namespace certfleet::store::mongo {
 
-namespace {
+using namespace detail;
 
-// Reads whose result set is not bounded by a limit ask for everything in the first batch (the
-// server's default first batch is 101 documents); each is small (tokens, settings, slots).
-constexpr std::int32_t whole_batch = 100'000;
+namespace detail {
 
 doc op(const char* name, const doc& v) {
   doc d;
@@ -68,8 +67,6 @@ doc str_in(const std::vector<std::string>& values) {
   return d;
 }
 
-// find with an optional sort and projection; `limit` 0: no limit (whole_batch); readConcern
-// majority when a decision depends on the read.
 doc find_cmd(std::string_view coll, const doc& filter, const doc* sort, const doc* projection, std::int64_t limit,
              std::int64_t skip, bool majority, std::int32_t max_time_ms) {
   doc cmd;
@@ -85,7 +82,6 @@ doc find_cmd(std::string_view coll, const doc& filter, const doc* sort, const do
   return cmd;
 }
 
-// The same inside a transaction: the transaction's read concern, no command-level one.
 doc find_txn(std::string_view coll, const doc& filter, const doc* sort, const doc* projection, std::int64_t limit,
              std::int32_t max_time_ms) {
   doc cmd;
@@ -99,8 +95,7 @@ doc find_txn(std::string_view coll, const doc& filter, const doc* sort, const do
   return cmd;
 }
 
-// One delete statement (limit 0: every match).
-doc delete_cmd(std::string_view coll, const doc& filter, bool many, const connection& c, bool in_txn = false) {
+doc delete_cmd(std::string_view coll, const doc& filter, bool many, const connection& c, bool in_txn) {
   doc stmt;
   stmt.sub("q", filter).i32("limit", many ? 0 : 1);
   doc cmd;
@@ -110,13 +105,17 @@ doc delete_cmd(std::string_view coll, const doc& filter, bool many, const connec
   return cmd;
 }
 
-doc insert_cmd(std::string_view coll, const doc& d, const connection& c, bool in_txn = false) {
+doc insert_cmd(std::string_view coll, const doc& d, const connection& c, bool in_txn) {
   doc cmd;
   cmd.str("insert", coll).array("documents", {d});
   if (!in_txn) cmd.sub("writeConcern", write_concern(c));
   cmd.i32("maxTimeMS", c.max_time_ms());
   return cmd;
 }
+
+}  // namespace detail
+
+namespace {
 
 doc no_hash() {
   doc p;
@@ -199,144 +198,6 @@ std::optional<failure> insert_audit(const connection& c, mongoc_client_t* client
     if (f && is_duplicate_key(*f)) f.reset();
   }
   return f;
-}
-
-struct slot {
-  std::int64_t id = 0;
-  std::string job_id;
-  std::int64_t fence = 0;
-  time_ms acquired_at = 0;
-  time_ms expires_at = 0;
-};
-
-std::vector<slot> read_slots(const bson_t* d) {
-  std::vector<slot> out;
-  for (const auto& s : view(d).docs("slots")) {
-    view v(s.get());
-    out.push_back(slot{v.i64("id"), v.str("job_id"), v.i64("fence"), v.i64("acquired_at"), v.i64("expires_at")});
-  }
-  return out;
-}
-
-doc slot_doc(const slot& s) {
-  doc d;
-  d.i64("id", s.id).str("job_id", s.job_id).i64("fence", s.fence).i64("acquired_at", s.acquired_at);
-  d.i64("expires_at", s.expires_at);
-  return d;
-}
-
-doc acquire_command(const std::string& name, const std::string& holder, time_ms now, time_ms ttl,
-                    std::int32_t max_time_ms) {
-  doc mine;
-  mine.str("holder", holder);
-  doc expired;
-  expired.sub("expires_at", i64_op("$lte", now));
-  doc query;
-  query.str("_id", name).array("$or", {mine, expired});
-  doc same;
-  {
-    list l;
-    l.str("$holder").sub(literal(holder));
-    same.arr("$eq", l);
-  }
-  doc next_epoch;
-  {
-    list if_null;
-    if_null.str("$epoch").i64(0);
-    doc prev;
-    prev.arr("$ifNull", if_null);
-    list add;
-    add.sub(prev).i64(1);
-    next_epoch.arr("$add", add);
-  }
-  doc epoch;
-  {
-    list l;
-    l.sub(same).str("$epoch").sub(next_epoch);
-    epoch.arr("$cond", l);
-  }
-  doc set;
-  set.sub("epoch", epoch).sub("holder", literal(holder)).i64("expires_at", now + ttl);
-  std::vector<doc> pipeline;
-  pipeline.push_back(op("$set", set));
-  doc cmd;
-  cmd.str("findAndModify", "leases").sub("query", query).array("update", pipeline);
-  cmd.boolean("upsert", true).boolean("new", true);
-  cmd.sub("writeConcern", majority_write_concern(max_time_ms)).i32("maxTimeMS", max_time_ms);
-  return cmd;
-}
-
-doc release_command(const std::string& name, const std::string& holder, std::int64_t epoch, std::int32_t max_time_ms) {
-  doc q;
-  q.str("_id", name).str("holder", holder).i64("epoch", epoch);
-  doc set;
-  set.i64("expires_at", 0);
-  doc stmt;
-  stmt.sub("q", q).sub("u", op("$set", set));
-  doc cmd;
-  cmd.str("update", "leases").array("updates", {stmt});
-  cmd.sub("writeConcern", majority_write_concern(max_time_ms)).i32("maxTimeMS", max_time_ms);
-  return cmd;
-}
-
-doc holder_filter(const slot_holder& holder) {
-  doc match;
-  match.str("job_id", holder.job_id).i64("fence", holder.fence);
-  doc f;
-  f.sub("slots", op("$elemMatch", match));
-  return f;
-}
-
-doc write_command(const std::string& destination, std::int64_t version, const std::vector<slot>& slots,
-                  const connection& c) {
-  doc q;
-  q.str("_id", destination).i64("v", version);
-  std::vector<doc> items;
-  for (const auto& s : slots) items.push_back(slot_doc(s));
-  doc set;
-  set.i64("v", version + 1).array("slots", items);
-  doc stmt;
-  stmt.sub("q", q).sub("u", op("$set", set)).boolean("upsert", true);
-  doc cmd;
-  cmd.str("update", "session_slots").array("updates", {stmt});
-  cmd.sub("writeConcern", write_concern(c)).i32("maxTimeMS", c.max_time_ms());
-  return cmd;
-}
-
-doc renew_command(const slot_holder& holder, time_ms expires_at, const connection& c) {
-  doc set;
-  set.i64("slots.$[s].expires_at", expires_at);
-  doc inc;
-  inc.i64("v", 1);
-  doc u;
-  u.sub("$set", set).sub("$inc", inc);
-  doc af;
-  af.str("s.job_id", holder.job_id).i64("s.fence", holder.fence);
-  doc stmt;
-  stmt.sub("q", holder_filter(holder)).sub("u", u).array("arrayFilters", {af}).boolean("multi", true);
-  doc cmd;
-  cmd.str("update", "session_slots").array("updates", {stmt});
-  cmd.sub("writeConcern", write_concern(c)).i32("maxTimeMS", c.max_time_ms());
-  return cmd;
-}
-
-doc release_slot_command(std::int64_t slot_id, const slot_holder& holder, const connection& c) {
-  doc match;
-  match.i64("id", slot_id).str("job_id", holder.job_id).i64("fence", holder.fence);
-  doc q;
-  q.sub("slots", op("$elemMatch", match));
-  doc pull;
-  pull.sub("slots", match);
-  doc inc;
-  inc.i64("v", 1);
-  doc u;
-  u.sub("$pull", pull).sub("$inc", inc);
-  doc stmt;
-  stmt.sub("q", q).sub("u", u);
-  doc cmd;
-  cmd.str("update", "session_slots").array("updates", {stmt});
-  cmd.sub("writeConcern", write_concern(c)).i32("maxTimeMS", c.max_time_ms());
-  return cmd;
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -785,368 +646,12 @@ class mongo_auth final : public auth_store, public observe_store {
   executor& ex_;
 };
 
-// ----------------------------------------------------------------------------------------------
-class mongo_leases final : public lease_store {
- public:
-  mongo_leases(connection& c, executor& ex) : c_(c), ex_(ex) {}
-
-  task<leader_lease> acquire(std::string name, std::string holder, time_ms now, time_ms ttl) override {
-    return run<result<leader_lease>>(
-        ex_, [this, name = std::move(name), holder = std::move(holder), now, ttl](mongoc_client_t* client)
-                 -> result<leader_lease> {
-          // Free, expired or ours: one findAndModify (upsert) takes or renews it; a change of
-          // holder bumps the epoch. Times are the caller's `now`, as in SQLite (the interface's
-          // contract: every holder computes expiry on its own clock).
-          doc reply;
-          auto fail = c_.command(client, acquire_command(name, holder, now, ttl, c_.max_time_ms()), reply);
-          // A duplicate key on the upsert: the lease exists and the filter did not match it (held
-          // by another, unexpired) — or another process inserted it first. Not acquired.
-          if (fail && !is_duplicate_key(*fail)) return to_error(*fail, "acquire lease");
-          if (!fail) {
-            if (auto v = find_and_modify_value(reply)) {
-              view l(v->get());
-              return leader_lease{name, l.str("holder"), l.i64("epoch"), l.i64("expires_at"), true};
-            }
-          }
-          doc q;
-          q.str("_id", name);
-          if (auto f = c_.command(client, find_cmd("leases", q, nullptr, nullptr, 1, 0, true, c_.max_time_ms()), reply))
-            return to_error(*f, "acquire lease: reading its holder");
-          auto batch = first_batch(reply);
-          if (batch.empty()) return leader_lease{name, "", 0, 0, false};
-          view l(batch.front().get());
-          return leader_lease{name, l.str("holder"), l.i64("epoch"), l.i64("expires_at"), false};
-        });
-  }
-
-  task<void> release(std::string name, std::string holder, std::int64_t epoch) override {
-    return run<result<void>>(
-        ex_, [this, name = std::move(name), holder = std::move(holder), epoch](mongoc_client_t* client) -> result<void> {
-          doc reply;
-          if (auto f = c_.command(client, release_command(name, holder, epoch, c_.max_time_ms()), reply))
-            return to_error(*f, "release lease");
-          return {};
-        });
-  }
-
- private:
-  connection& c_;
-  executor& ex_;
-};
-
-// ----------------------------------------------------------------------------------------------
-class mongo_maintenance final : public maintenance_store {
- public:
-  mongo_maintenance(connection& c, executor& ex) : c_(c), ex_(ex) {}
-
-  task<int> purge_finished(time_ms before, int limit) override {
-    return run<result<int>>(ex_, [this, before, limit](mongoc_client_t* client) -> result<int> {
-      if (limit <= 0) return 0;
-      // Batched deletes, not one transaction (a batch's log lines can be far more than a
-      // transaction should hold): the oldest finished jobs' ids, then their log lines, their
-      // DNS-01 records that are out of the zone, then the jobs. Completed and cancelled jobs never
-      // change again, so the three deletes see the same set; a stop between them leaves jobs
-      // without lines, which the next run deletes — never lines without their job.
-      const std::vector<std::string> finished{"completed", "cancelled"};
-      doc filter;
-      filter.sub("status", str_in(finished)).sub("completed_at", i64_op("$lt", before));
-      doc sort;
-      sort.i32("completed_at", 1);
-      doc proj;
-      proj.i32("_id", 1);
-      doc reply;
-      if (auto f = c_.command(client, find_cmd("jobs", filter, &sort, &proj, limit, 0, false, c_.max_time_ms()), reply))
-        return to_error(*f, "purge finished jobs");
-      std::vector<std::string> ids;
-      for (const auto& d : first_batch(reply)) ids.push_back(view(d.get()).str("_id"));
-      if (ids.empty()) return 0;
-      doc logs;
-      logs.sub("job_id", str_in(ids));
-      if (auto f = send_delete(client, delete_cmd("job_logs", logs, true, c_), reply))
-        return to_error(*f, "purge finished jobs: their logs");
-      // The catalog's DNS-01 records (mongo_catalog.cpp: dns_records, removed_at 0 while the
-      // record is still in the zone — one still there stays for the DNS cleanup sweep).
-      doc records;
-      records.sub("job_id", str_in(ids)).sub("removed_at", i64_op("$gt", 0));
-      if (auto f = send_delete(client, delete_cmd("dns_records", records, true, c_), reply))
-        return to_error(*f, "purge finished jobs: their DNS records");
-      doc jobs;
-      jobs.sub("_id", str_in(ids)).sub("status", str_in(finished));
-      if (auto f = send_delete(client, delete_cmd("jobs", jobs, true, c_), reply))
-        return to_error(*f, "purge finished jobs");
-      return static_cast<int>(view(reply.get()).i64("n"));
-    });
-  }
-
-  task<int> purge_audit(time_ms before, int limit) override {
-    return run<result<int>>(ex_, [this, before, limit](mongoc_client_t* client) -> result<int> {
-      if (limit <= 0) return 0;
-      // Entries are numbered in time order: look at the oldest `limit` only and delete those
-      // before the cutoff, up to the first that is not.
-      doc all;
-      doc sort;
-      sort.i32("_id", 1);
-      doc proj;
-      proj.i32("at", 1);
-      doc reply;
-      if (auto f = c_.command(client, find_cmd("audit_log", all, &sort, &proj, limit, 0, false, c_.max_time_ms()), reply))
-        return to_error(*f, "purge audit");
-      std::int64_t last = -1;
-      int n = 0;
-      for (const auto& d : first_batch(reply)) {
-        view v(d.get());
-        if (v.i64("at") >= before) break;
-        last = v.i64("_id");
-        ++n;
-      }
-      if (n == 0) return 0;
-      doc filter;
-      filter.sub("_id", i64_op("$lte", last));
-      if (auto f = send_delete(client, delete_cmd("audit_log", filter, true, c_), reply)) return to_error(*f, "purge audit");
-      return n;
-    });
-  }
-
-  task<int> purge_expired_tokens(time_ms before, int limit) override {
-    return run<result<int>>(ex_, [this, before, limit](mongoc_client_t* client) -> result<int> {
-      if (limit <= 0) return 0;
-      doc filter;
-      filter.sub("expires_at", i64_op("$lt", before));
-      doc sort;
-      sort.i32("expires_at", 1);
-      doc proj;
-      proj.i32("_id", 1);
-      doc reply;
-      if (auto f = c_.command(client, find_cmd("tokens", filter, &sort, &proj, limit, 0, false, c_.max_time_ms()), reply))
-        return to_error(*f, "purge expired tokens");
-      std::vector<std::string> ids;
-      for (const auto& d : first_batch(reply)) ids.push_back(view(d.get()).str("_id"));
-      if (ids.empty()) return 0;
-      // Sessions first: a stop between the two deletes leaves tokens without sessions, which
-      // the next run deletes — never a session whose token is gone.
-      doc sessions;
-      sessions.sub("token_id", str_in(ids));
-      if (auto f = send_delete(client, delete_cmd("ui_sessions", sessions, true, c_), reply))
-        return to_error(*f, "purge expired tokens: their sessions");
-      doc tokens;
-      tokens.sub("_id", str_in(ids)).sub("expires_at", i64_op("$lt", before));
-      if (auto f = send_delete(client, delete_cmd("tokens", tokens, true, c_), reply))
-        return to_error(*f, "purge expired tokens");
-      return static_cast<int>(view(reply.get()).i64("n"));
-    });
-  }
-
-  task<void> backup_to(std::string path) override {
-    return run<result<void>>(ex_, [](mongoc_client_t*) -> result<void> {
-      return make_error(errc::invalid_argument,
-                        "backup of a MongoDB store: the embedded backup does not apply; use mongodump --uri <the store "
-                        "URI> --archive=<file> (docs/operations-mongodb.md)",
-                        "store");
-    });
-  }
-
- private:
-  // A multi-document delete is not a retryable write: its filter makes it idempotent, so an
-  // unknown outcome is sent again once.
-  std::optional<failure> send_delete(mongoc_client_t* client, const doc& cmd, doc& reply) {
-    auto f = c_.command(client, cmd, reply);
-    if (f && f->network) f = c_.command(client, cmd, reply);
-    return f;
-  }
-
-  connection& c_;
-  executor& ex_;
-};
-
-// ----------------------------------------------------------------------------------------------
-// Session slots: one document per destination, {_id: destination, v, slots: [...]}. An acquire
-// reads it and the jobs its slots belong to, decides which slots are dead (expired, or their
-// attempt is over: the job is not active under that fence or its lease ran out — SQLite's
-// SLOT_LIVE), and writes the pruned list plus the new slot with one update filtered on the version
-// it read (upsert: a missing document is version 0). Any concurrent change (another acquire, a
-// renew, a release) bumps v, so the write then misses: its upsert hits the existing _id (11000)
-// and the acquire reads again. At most `limit` live slots per destination, whatever the number of
-// processes.
-class mongo_slots final : public session_slot_store {
- public:
-  mongo_slots(connection& c, executor& ex) : c_(c), ex_(ex), rng_(std::random_device{}()) {}
-
-  task<slot_grant> acquire(std::string destination, slot_holder holder, int limit, time_ms now, time_ms ttl) override {
-    return run<result<slot_grant>>(
-        ex_, [this, destination = std::move(destination), holder = std::move(holder), limit, now,
-              ttl](mongoc_client_t* client) -> result<slot_grant> {
-          if (limit < 1) return make_error(errc::invalid_argument, "a session limit is 1 or more", "limit");
-          for (int attempt = 0; attempt < max_attempts; ++attempt) {
-            doc q;
-            q.str("_id", destination);
-            doc reply;
-            // The primary's latest (no majority): the write below is fenced on `v`, so a stale read
-            // only costs another round.
-            if (auto f = c_.command(client, find_cmd("session_slots", q, nullptr, nullptr, 1, 0, false, c_.max_time_ms()),
-                                    reply))
-              return to_error(*f, "acquire session slot");
-            auto batch = first_batch(reply);
-            std::int64_t version = 0;
-            std::vector<slot> slots;
-            if (!batch.empty()) {
-              version = view(batch.front().get()).i64("v");
-              slots = read_slots(batch.front().get());
-            }
-            std::vector<slot> live_slots;
-            auto live = live_of(client, slots, now);
-            if (!live) return std::move(live).error();
-            for (std::size_t i = 0; i < slots.size(); ++i)
-              if ((*live)[i]) live_slots.push_back(slots[i]);
-            slot_grant g;
-            g.in_use = static_cast<std::int64_t>(live_slots.size());
-            const bool pruned = live_slots.size() != slots.size();
-            if (g.in_use >= limit && !pruned) return g;
-            slot mine;
-            if (g.in_use < limit) {
-              mine = slot{new_slot_id(), holder.job_id, holder.fence, now, now + ttl};
-              live_slots.push_back(mine);
-            }
-            auto f = c_.command(client, write_command(destination, version, live_slots, c_), reply);
-            if (f && is_duplicate_key(*f)) continue;  // changed since the read: read again
-            if (f) return to_error(*f, "acquire session slot");
-            if (view(reply.get()).i64("n") == 0) continue;
-            if (mine.id != 0) {
-              g.slot_id = mine.id;
-              ++g.in_use;
-            }
-            return g;
-          }
-          return make_error(errc::store_busy,
-                            fmt::format("the session slots of {} changed under {} acquires in a row; try again",
-                                        destination, max_attempts),
-                            "destination");
-        });
-  }
-
-  task<int> renew(slot_holder holder, time_ms now, time_ms ttl) override {
-    return run<result<int>>(ex_, [this, holder = std::move(holder), now, ttl](mongoc_client_t* client) -> result<int> {
-      doc reply;
-      if (auto f = c_.command(client, find_cmd("session_slots", holder_filter(holder), nullptr, nullptr, 0, 0, false,
-                                               c_.max_time_ms()),
-                              reply))
-        return to_error(*f, "renew session slots");
-      int n = 0;
-      for (const auto& d : first_batch(reply))
-        for (const auto& s : read_slots(d.get()))
-          if (s.job_id == holder.job_id && s.fence == holder.fence) ++n;
-      if (n == 0) return 0;
-      if (auto f = c_.command(client, renew_command(holder, now + ttl, c_), reply)) return to_error(*f, "renew session slots");
-      return n;
-    });
-  }
-
-  task<void> release(std::int64_t slot_id, slot_holder holder) override {
-    return run<result<void>>(ex_, [this, slot_id, holder = std::move(holder)](mongoc_client_t* client) -> result<void> {
-      doc reply;
-      if (auto f = c_.command(client, release_slot_command(slot_id, holder, c_), reply))
-        return to_error(*f, "release session slot");
-      return {};
-    });
-  }
-
-  task<std::vector<std::pair<std::string, std::int64_t>>> live(time_ms now) override {
-    return run<result<std::vector<std::pair<std::string, std::int64_t>>>>(
-        ex_, [this, now](mongoc_client_t* client) -> result<std::vector<std::pair<std::string, std::int64_t>>> {
-          doc unexpired;
-          unexpired.sub("slots.expires_at", i64_op("$gt", now));
-          doc sort;
-          sort.i32("_id", 1);
-          doc reply;
-          if (auto f = c_.command(client, find_cmd("session_slots", unexpired, &sort, nullptr, 0, 0, false,
-                                                   c_.max_time_ms()),
-                                  reply))
-            return to_error(*f, "live session slots");
-          std::vector<std::pair<std::string, std::int64_t>> out;
-          for (const auto& d : first_batch(reply)) {
-            auto slots = read_slots(d.get());
-            auto alive = live_of(client, slots, now);
-            if (!alive) return std::move(alive).error();
-            const auto n = std::count(alive->begin(), alive->end(), true);
-            if (n > 0) out.emplace_back(view(d.get()).str("_id"), n);
-          }
-          return out;
-        });
-  }
-
- private:
-  static constexpr int max_attempts = 16;
-
-  // Which of `slots` are live at `now`: unexpired, and their job active under that fence with its
-  // lease ahead (the lease is on the jobs' clock: the caller's time moved by the server offset
-  // when leases come from the server's clock, as the queue's due-time filters do).
-  result<std::vector<bool>> live_of(mongoc_client_t* client, const std::vector<slot>& slots, time_ms now) {
-    std::vector<bool> out(slots.size(), false);
-    std::vector<std::string> ids;
-    for (const auto& s : slots)
-      if (s.expires_at > now) ids.push_back(s.job_id);
-    if (ids.empty()) return out;
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    doc filter;
-    filter.sub("_id", str_in(ids));
-    doc proj;
-    proj.i32("fence", 1).i32("status", 1).i32("locked_until", 1);
-    doc reply;
-    if (auto f = c_.command(client, find_cmd("jobs", filter, nullptr, &proj, 0, 0, false, c_.max_time_ms()), reply))
-      return to_error(*f, "session slots: reading their jobs");
-    struct attempt {
-      std::int64_t fence;
-      bool active;
-      time_ms locked_until;
-    };
-    std::map<std::string, attempt> jobs;
-    for (const auto& d : first_batch(reply)) {
-      view v(d.get());
-      jobs[v.str("_id")] = attempt{v.i64("fence"), v.str("status") == "active", v.i64("locked_until")};
-    }
-    const auto lease_now = c_.options().clock == lease_clock::server ? now + c_.clock_offset_ms() : now;
-    for (std::size_t i = 0; i < slots.size(); ++i) {
-      if (slots[i].expires_at <= now) continue;
-      auto it = jobs.find(slots[i].job_id);
-      out[i] = it != jobs.end() && it->second.fence == slots[i].fence && it->second.active &&
-               it->second.locked_until > lease_now;
-    }
-    return out;
-  }
-
-  std::int64_t new_slot_id() {
-    // Random, positive, never 0 (0 means "not granted"); unique among live slots in practice
-    // (63 bits), and release also filters on the holder.
-    std::lock_guard lk(rng_m_);
-    std::int64_t id = 0;
-    while (id == 0) id = static_cast<std::int64_t>(rng_() >> 1);
-    return id;
-  }
-
-  connection& c_;
-  executor& ex_;
-  std::mutex rng_m_;
-  std::mt19937_64 rng_;
-};
-
 }  // namespace
 
 std::unique_ptr<auth_store> make_auth_store(connection& c, executor& ex) { return std::make_unique<mongo_auth>(c, ex); }
 std::unique_ptr<observe_store> make_observe_store(connection& c, executor& ex) {
   return std::make_unique<mongo_auth>(c, ex);
 }
-std::unique_ptr<lease_store> make_lease_store(connection& c, executor& ex) { return std::make_unique<mongo_leases>(c, ex); }
-std::unique_ptr<maintenance_store> make_maintenance_store(connection& c, executor& ex) {
-  return std::make_unique<mongo_maintenance>(c, ex);
-}
-std::unique_ptr<session_slot_store> make_session_slot_store(connection& c, executor& ex) {
-  return std::make_unique<mongo_slots>(c, ex);
-}
-
-namespace {
-
-
-}  // namespace
 
 std::vector<doc> auth_index_commands(std::int32_t max_time_ms) {
   std::vector<doc> out;
