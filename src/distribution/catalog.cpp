@@ -1,8 +1,7 @@
 // The catalog bodies (catalog.hpp): what every kind's reader shares, and any object's view. Each
 // kind's body, stored document and view are in catalog_<kind>.cpp.
 #include "certfleet/distribution/catalog.hpp"
-#include "certfleet/distribution/checks.hpp"     // domain_view
-#include "certfleet/distribution/discovery.hpp"  // discovery_source_view, discovered_certificate_view
+#include "certfleet/distribution/catalog_kinds.hpp"
 
 #include "distribution/catalog_common.hpp"
 
@@ -100,6 +99,12 @@ std::string aad_for(const store::catalog_object& o, std::string_view what) {
   return fmt::format("{}:{}:{}", o.kind, o.id, what);
 }
 
+json::object document_view(const store::catalog_object& o) {
+  auto v = base_view(o);
+  for (auto& [k, val] : parse_doc(o)) v[k] = val;
+  return v;
+}
+
 json::object base_view(const store::catalog_object& o) {
   return json::object{{"id", o.id}, {"name", o.name}, {"created_at", certfleet::json::time_value(o.created_at)}};
 }
@@ -107,17 +112,8 @@ json::object base_view(const store::catalog_object& o) {
 }  // namespace detail
 
 boost::json::object object_view(const store::catalog_object& o) {
-  if (o.kind == store::kind_certificate) return certificate_view(o);
-  if (o.kind == store::kind_credential) return credential_view(o);
-  if (o.kind == store::kind_target) return target_view(o);
-  if (o.kind == store::kind_domain) return domain_view(o);
-  if (o.kind == store::kind_discovery_source) return discovery_source_view(o);
-  if (o.kind == store::kind_discovered_certificate) return discovered_certificate_view(o);
-  auto v = base_view(o);
-  for (auto& [k, val] : parse_doc(o)) v[k] = val;
-  // Whether a secret is stored (an email password, a Slack/Teams URL), never the secret.
-  if (o.kind == store::kind_channel) v["secret_set"] = !o.sealed.empty();
-  return v;
+  if (const auto* k = find_catalog_kind(o.kind); k && k->view) return k->view(o);
+  return document_view(o);
 }
 
 }  // namespace certfleet::distribution

@@ -335,4 +335,10 @@ std::string rule_doc_json(const rule_spec& r) {
   return json::serialize(o);
 }
 
+boost::json::object channel_view(const store::catalog_object& o) {
+  auto v = document_view(o);
+  v["secret_set"] = !o.sealed.empty();
+  return v;
+}
+
 }  // namespace certfleet::distribution

@@ -29,5 +29,7 @@ boost::json::object parse_doc(const store::catalog_object& o);
 // The additional data a sealed field of this object is bound to.
 std::string aad_for(const store::catalog_object& o, std::string_view what);
 boost::json::object base_view(const store::catalog_object& o);
+// base_view with the stored document's members.
+boost::json::object document_view(const store::catalog_object& o);
 
 }  // namespace certfleet::distribution::detail

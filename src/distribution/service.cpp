@@ -19,6 +19,7 @@
 #include "certfleet/distribution/acme_jobs.hpp"
 #include "certfleet/distribution/acme_workflow.hpp"
 #include "certfleet/distribution/catalog.hpp"
+#include "certfleet/distribution/catalog_kinds.hpp"
 #include "certfleet/distribution/certificates.hpp"
 #include "certfleet/distribution/checks.hpp"
 #include "certfleet/distribution/engine.hpp"
@@ -349,57 +350,12 @@ op<json::value> service::remove(std::string_view kind_view, std::string project_
                                                       id, users->size(), by_kind, users->front().id), "id");
       return {};
     };
-    if (kind == store::kind_credential) {
-      if (auto u = in_use(store::kind_target); !u) return u;
-      if (auto u = in_use(store::kind_channel); !u) return u;
+    if (const auto* k = find_catalog_kind(kind)) {
+      for (auto by : k->used_by)
+        if (auto u = in_use(by); !u) return u;
+      if (k->before_delete)
+        if (auto ok = k->before_delete(tx, *o); !ok) return ok;
     }
-    if (kind == store::kind_channel)
-      if (auto u = in_use(store::kind_rule); !u) return u;
-    if (kind == store::kind_acme_account)
-      if (auto u = in_use(store::kind_certificate); !u) return u;
-    if (kind == store::kind_dns_provider) {
-      // Certificates name their provider in their document: read them (a project has few).
-      for (int page = 1;; ++page) {
-        auto certs = tx.list_objects(project_id, store::kind_certificate, page, 200);
-        if (!certs) return std::move(certs).error();
-        for (const auto& c : certs->items) {
-          auto d = parse_certificate_doc(c, true);
-          if (d && d->acme && d->acme->dns_provider_id == id)
-            return make_error(errc::conflict,
-                              fmt::format("dns_provider {} is used by certificate {}; delete or change it first", id, c.id),
-                              "id");
-        }
-        if (certs->items.size() < 200) break;
-      }
-    }
-    if (kind == store::kind_certificate) {
-      auto d = tx.distributions_using(project_id, id);
-      if (!d) return std::move(d).error();
-      if (!d->empty())
-        return make_error(errc::conflict, fmt::format("certificate {} is used by distribution {}", id, d->front()), "id");
-      // An issue or renewal still to run would fail on a certificate that is gone (a dead job and
-      // its alert for nothing): it ends first.
-      if (auto doc = parse_certificate_doc(*o, true); doc && doc->acme && !doc->acme->last_job_id.empty()) {
-        auto j = tx.get_job(doc->acme->last_job_id);
-        if (!j && !j.error().is(errc::not_found)) return std::move(j).error();
-        using store::job_status;
-        if (j && (j->status == job_status::pending || j->status == job_status::active || j->status == job_status::failed))
-          return make_error(errc::conflict,
-                            fmt::format("certificate {} has its {} job {} {}: cancel it (POST …/jobs/{}/cancel) or let "
-                                        "it end, then delete",
-                                        id, j->type, j->id,
-                                        j->status == job_status::failed ? std::string_view("waiting to retry")
-                                                                         : store::to_string(j->status),
-                                        j->id),
-                            "id");
-      }
-      // Its earlier versions go with it.
-      auto versions = tx.objects_referencing(project_id, store::kind_certificate_version, id);
-      if (!versions) return std::move(versions).error();
-      for (const auto& v : *versions)
-        if (auto del = tx.delete_object(project_id, store::kind_certificate_version, v.id); !del) return del;
-    }
-    // A target may go while distributions name it: their next run skips it.
     return tx.delete_object(project_id, kind, id);
   };
   auto r = co_await st_.catalog().transact(std::move(op4));

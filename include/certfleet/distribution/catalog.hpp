@@ -294,7 +294,12 @@ std::string rule_doc_json(const rule_spec& r);
 std::string rule_object_name(std::string_view event, std::string_view channel_id);
 std::string rule_name_prefix(std::string_view event);
 
-// The API view of any object kind (never a secret).
+// A channel's view: its document and whether a secret is stored (an email password, a
+// Slack/Teams URL), never the secret.
+boost::json::object channel_view(const store::catalog_object& o);
+
+// The API view of any object kind (never a secret): its row's view in catalog_kinds.hpp, or its
+// stored document with id, name and created_at.
 boost::json::object object_view(const store::catalog_object& o);
 
 }  // namespace certfleet::distribution
