@@ -1,10 +1,9 @@
 // What an SMTP server can send (net/smtp_protocol): the reply parser consumes any bytes
 // reply by reply without a crash, with codes in 2xx-5xx and printable summaries; EHLO parsing of
 // any reply; and for the other direction, dot-stuffing of any message leaves no line that ends
-// DATA early, RFC 2047 header text stays one header, a Retry-After of any text is bounded.
+// DATA early, RFC 2047 header text stays one header, and secrets are scrubbed from any text.
 #include "certfleet/net/mime.hpp"
 #include "certfleet/net/smtp_protocol.hpp"
-#include "certfleet/delivery/webhook.hpp"
 
 #include <cstddef>
 #include <cstdint>
