@@ -27,10 +27,6 @@ std::string time_cell(time_ms t) {
   return text.substr(0, 19);
 }
 
-// --timeout of --watch and --wait: 0 waits as long as it takes.
-
-// Settings and store for a command that works on the store directly. On failure the error is
-// printed and `exit` holds the exit code.
 std::optional<cli_context> open_cli(common_flags& flags, int& exit) {
   auto settings = settings_from(flags);
   if (!settings) {

@@ -70,6 +70,7 @@ using app::time_cell;  // the JSON one (output.hpp), beside this one
 // A time for a table cell: "YYYY-MM-DD HH:MM:SS", "-" for none.
 std::string time_cell(time_ms t);
 
+// --timeout of --watch and --wait: 0 waits as long as it takes.
 struct deadline {
   std::chrono::steady_clock::time_point at;
   bool none;

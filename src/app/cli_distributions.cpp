@@ -29,8 +29,6 @@ std::string progress_line(const boost::json::object& d, bool bar) {
   return line;
 }
 
-// `certfleet distributions list|show|execute`: on the store directly, like jobs; execute only
-// enqueues (a worker process runs the run) and, with --wait, follows the run to its end.
 // `certfleet distributions …` on the store itself (local mode): the distribution service, as
 // the API's handlers call it; each change audited with actor "cli".
 class local_dist_backend final : public dist_backend {
@@ -136,6 +134,8 @@ int follow_run(dist_backend& be, const std::string& id, const boost::json::value
 
 }  // namespace
 
+// `certfleet distributions list|show|execute`: on the store directly, like jobs; execute only
+// enqueues (a worker process runs the run) and, with --wait, follows the run to its end.
 int run_distributions(const std::string& cmd, common_flags& flags, dist_args& a) {
   if (a.timeout_s < 0) return usage("timeout must be 0 (no limit) or more seconds", "timeout");
   int exit = 0;

@@ -64,6 +64,8 @@ std::string versions_cell(const std::vector<std::uint32_t>& vs) {
 
 }  // namespace
 
+// `certfleet kek rotate|status|retire` (DESIGN §11, docs/secrets.md): the keyring in the key file
+// and the rotation jobs in the store.
 int run_kek(const std::string& cmd, common_flags& flags, kek_args& a) {
   int exit = 0;
   auto cli = open_cli(flags, exit);

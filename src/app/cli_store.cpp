@@ -22,6 +22,8 @@ result<void> refuse_mongodb_for(common_flags& flags, std::string_view command) {
 
 }  // namespace
 
+// `certfleet project create|list|delete`: like tokens, on the store directly, each change audited
+// with actor "cli" (in the `default` project: the project itself may be gone afterwards).
 int run_project(const std::string& cmd, common_flags& flags, const std::string& name, bool json) {
   if (auto refused = refuse_both_modes(flags)) return *refused;
   if (flags.remote.wanted()) {

@@ -31,8 +31,6 @@ result<std::int64_t> parse_ttl(std::string_view text) {
   return n;
 }
 
-// `certfleet token create|list|revoke`: tokens are managed on the store directly (whoever can
-// read the data directory owns the store anyway); each change is audited with actor "cli".
 // Remote mode (--server): the token routes of the API, for one project.
 int run_remote_token(const std::string& cmd, common_flags& flags, const token_args& a) {
   auto c = remote_client::open(flags.remote);
@@ -47,13 +45,10 @@ int run_remote_token(const std::string& cmd, common_flags& flags, const token_ar
 }
 
 
-// `certfleet project create|list|delete`: like tokens, on the store directly, each change audited
-// with actor "cli" (in the `default` project: the project itself may be gone afterwards).
-// `certfleet kek rotate|status|retire` (DESIGN §11, docs/secrets.md): the keyring in the key file
-// and the rotation jobs in the store.
-
 }  // namespace
 
+// `certfleet token create|list|revoke`: tokens are managed on the store directly (whoever can
+// read the data directory owns the store anyway); each change is audited with actor "cli".
 int run_token(const std::string& cmd, common_flags& flags, token_args& a) {
   if (auto refused = refuse_both_modes(flags)) return *refused;
   if (flags.remote.wanted()) return run_remote_token(cmd, flags, a);
