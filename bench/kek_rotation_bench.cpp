@@ -6,7 +6,7 @@
 //   bench/run kek_rotation_bench --certfleet build/certfleet --secrets 100000 --batch 500
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/core/secrets.hpp"
-#include "certfleet/distribution/catalog.hpp"
+#include "certfleet/catalog/catalog.hpp"
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/store/store.hpp"
@@ -96,11 +96,11 @@ int main(int argc, char** argv) {
   for (int start = 0; start < secrets; start += 5000) {
     auto objects = std::make_shared<std::vector<store::catalog_object>>();
     for (int i = start; i < std::min(secrets, start + 5000); ++i) {
-      distribution::new_credential c;
+      catalog::new_credential c;
       c.name = "cred-" + std::to_string(i);
       c.kind = "password";
       c.secret.password = std::string(40, 'p');
-      objects->push_back(distribution::make_credential_object(c, *key, new_object_id(), project, 1).value());
+      objects->push_back(catalog::make_credential_object(c, *key, new_object_id(), project, 1).value());
     }
     store::tx_fn fn = [objects](store::catalog_tx& tx) -> result<void> {
       for (const auto& o : *objects)

@@ -4,7 +4,7 @@
 // payload) parser unchanged.
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/object_id.hpp"
-#include "certfleet/distribution/acme_catalog.hpp"
+#include "certfleet/lifecycle/acme_catalog.hpp"
 
 #include <boost/json.hpp>
 
@@ -15,7 +15,7 @@
 #include <vector>
 
 using namespace certfleet;
-using namespace certfleet::distribution;
+using namespace certfleet::lifecycle;
 
 namespace {
 // How many string values (not keys), at any depth, are exactly `text`.
@@ -46,30 +46,30 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   };
   switch (data[0] % 6) {
     case 0: {
-      auto a = parse_acme_account_request(in);
+      auto a = lifecycle::parse_acme_account_request(in);
       if (!a) {
         must_name_field(a.error());
         break;
       }
       store::catalog_object o;
       o.kind = "acme_account";
-      o.doc = acme_account_doc_json(a->spec);
-      auto back = parse_acme_account_doc(o);
+      o.doc = lifecycle::acme_account_doc_json(a->spec);
+      auto back = lifecycle::parse_acme_account_doc(o);
       if (!back || back->directory_url != a->spec.directory_url || back->contact != a->spec.contact ||
           back->eab_kid != a->spec.eab_kid || !back->terms_agreed)
         std::abort();
       break;
     }
     case 1: {
-      auto p = parse_dns_provider_request(in);
+      auto p = lifecycle::parse_dns_provider_request(in);
       if (!p) {
         must_name_field(p.error());
         break;
       }
       store::catalog_object o;
       o.kind = "dns_provider";
-      o.doc = dns_provider_doc_json(p->spec);
-      auto back = parse_dns_provider_doc(o);
+      o.doc = lifecycle::dns_provider_doc_json(p->spec);
+      auto back = lifecycle::parse_dns_provider_doc(o);
       if (!back || back->kind != p->spec.kind || back->server != p->spec.server || back->zone != p->spec.zone ||
           back->tsig_key_name != p->spec.tsig_key_name || back->check_server != p->spec.check_server ||
           back->program != p->spec.program || back->env_names != p->spec.env_names ||
@@ -88,8 +88,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::string other(secret.size(), secret.front() == 'x' ? 'y' : 'x');
         boost::json::value changed = *input;
         replace_values(changed, secret, other);
-        auto again = parse_dns_provider_request(boost::json::serialize(changed));
-        return !again || dns_provider_doc_json(again->spec) == o.doc;
+        auto again = lifecycle::parse_dns_provider_request(boost::json::serialize(changed));
+        return !again || lifecycle::dns_provider_doc_json(again->spec) == o.doc;
       };
       for (const auto& [k, v] : p->secrets)
         if (!stores_the_same_without(v)) std::abort();
@@ -97,48 +97,48 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     }
     case 2: {
-      auto r = parse_acme_issue_request(in);
+      auto r = lifecycle::parse_acme_issue_request(in);
       if (!r) {
         must_name_field(r.error());
         break;
       }
-      auto o = make_unissued_acme_certificate(*r, "0123456789abcdef01234567", "p", 1);
-      auto back = parse_certificate_doc(o, true);
+      auto o = lifecycle::make_unissued_acme_certificate(*r, "0123456789abcdef01234567", "p", 1);
+      auto back = catalog::parse_certificate_doc(o, true);
       if (!back || !back->acme || back->acme->domains != r->acme.domains || back->version != 0 ||
           back->acme->acme_account_id != r->acme.acme_account_id)
         std::abort();
       break;
     }
     case 3: {
-      auto r = parse_revoke_request(in);
+      auto r = lifecycle::parse_revoke_request(in);
       if (!r) {
         must_name_field(r.error());
         break;
       }
       if (r->reason && (*r->reason < 0 || *r->reason > 10 || *r->reason == 7)) std::abort();
-      auto back = parse_revoke_job_payload(revoke_job_payload(revoke_job{"0123456789abcdef01234567", "0a", r->reason}));
+      auto back = lifecycle::parse_revoke_job_payload(lifecycle::revoke_job_payload(lifecycle::revoke_job{"0123456789abcdef01234567", "0a", r->reason}));
       if (!back || back->reason != r->reason || back->serial != "0a") std::abort();
       break;
     }
     case 4: {
-      auto p = parse_revoke_job_payload(in);
+      auto p = lifecycle::parse_revoke_job_payload(in);
       if (p) {
-        auto back = parse_revoke_job_payload(revoke_job_payload(*p));
+        auto back = lifecycle::parse_revoke_job_payload(lifecycle::revoke_job_payload(*p));
         if (!back || back->certificate_id != p->certificate_id || back->serial != p->serial || back->reason != p->reason)
           std::abort();
       } else {
         must_name_field(p.error());
       }
-      auto c = parse_cleanup_dns_payload(in);
+      auto c = lifecycle::parse_cleanup_dns_payload(in);
       if (c) {
-        auto back = parse_cleanup_dns_payload(cleanup_dns_payload(c->job_id, c->fence));
+        auto back = lifecycle::parse_cleanup_dns_payload(lifecycle::cleanup_dns_payload(c->job_id, c->fence));
         if (!back || back->job_id != c->job_id || back->fence != c->fence) std::abort();
       } else {
         must_name_field(c.error());
       }
-      auto v = parse_validate_dns_payload(in);
+      auto v = lifecycle::parse_validate_dns_payload(in);
       if (v) {
-        auto back = parse_validate_dns_payload(validate_dns_payload(v->certificate_id, v->order_job_id));
+        auto back = lifecycle::parse_validate_dns_payload(lifecycle::validate_dns_payload(v->certificate_id, v->order_job_id));
         if (!back || back->certificate_id != v->certificate_id || back->order_job_id != v->order_job_id) std::abort();
       } else {
         must_name_field(v.error());
@@ -147,7 +147,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     case 5: {
       // POST …/certificates/renew: exactly one selector, within its bounds.
-      auto r = parse_bulk_renew_request(in);
+      auto r = lifecycle::parse_bulk_renew_request(in);
       if (!r) {
         must_name_field(r.error());
         break;
@@ -157,7 +157,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
       }
       const auto& ids = r->certificate_ids;
-      if (ids.empty() || ids.size() > bulk_renew_max) std::abort();
+      if (ids.empty() || ids.size() > lifecycle::bulk_renew_max) std::abort();
       for (std::size_t i = 0; i < ids.size(); ++i) {
         if (!is_object_id(ids[i])) std::abort();
         for (std::size_t k = 0; k < i; ++k)

@@ -4,8 +4,8 @@
 // through its stored-document parser unchanged.
 #include "certfleet/api/requests.hpp"
 #include "certfleet/api/router.hpp"
-#include "certfleet/distribution/checks.hpp"
-#include "certfleet/distribution/discovery.hpp"
+#include "certfleet/checks/checks.hpp"
+#include "certfleet/checks/discovery.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include <string_view>
 
 using namespace certfleet;
-using namespace certfleet::distribution;
+using namespace certfleet::checks;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
@@ -23,26 +23,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   };
   switch (data[0] % 4) {
     case 0:
-      if (auto n = parse_domain_request(in); !n) must_name_field(n.error());
+      if (auto n = checks::parse_domain_request(in); !n) must_name_field(n.error());
       else if (n->empty() || n->find('.') == std::string::npos) std::abort();
       break;
     case 1:
-      if (auto p = parse_domain_check_payload(in); !p) must_name_field(p.error());
+      if (auto p = checks::parse_domain_check_payload(in); !p) must_name_field(p.error());
       break;
     case 2: {
-      auto r = parse_discovery_source_request(in);
+      auto r = checks::parse_discovery_source_request(in);
       if (!r) {
         must_name_field(r.error());
         break;
       }
       store::catalog_object o;
       o.kind = std::string(store::kind_discovery_source);
-      o.doc = discovery_source_doc_json(r->spec, 0);
-      auto back = parse_discovery_source_doc(o);
+      o.doc = checks::discovery_source_doc_json(r->spec, 0);
+      auto back = checks::parse_discovery_source_doc(o);
       if (back.endpoints != r->spec.endpoints || back.cidrs != r->spec.cidrs || back.ports != r->spec.ports ||
           back.sni != r->spec.sni || back.schedule_s != r->spec.schedule_s)
         std::abort();
-      (void)discovery_source_view(o);
+      (void)checks::discovery_source_view(o);
       break;
     }
     case 3: {
@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         must_name_field(dq.error());
         break;
       }
-      if (auto ok = check_discovered_filter(dq->source, dq->finding); !ok) must_name_field(ok.error());
+      if (auto ok = checks::check_discovered_filter(dq->source, dq->finding); !ok) must_name_field(ok.error());
       break;
     }
   }

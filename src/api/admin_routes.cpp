@@ -5,7 +5,7 @@
 #include "certfleet/queue/liveness.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/store/workers.hpp"
-#include "certfleet/distribution/gauges.hpp"
+#include "certfleet/checks/gauges.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/store/settings.hpp"
 #include "handlers.hpp"
@@ -107,8 +107,8 @@ boost::asio::awaitable<reply> get_metrics(server_state& s, const route_call&) {
   }
   {
     (void)co_await s.setting_int("jobs_page_size_default");  // refreshes the cached system settings
-    const time_ms window = distribution::expiry_window_ms(s.system_settings);
-    auto g = co_await s.timed("catalog_gauges", distribution::read_catalog_gauges(s.st, snap.now, window));
+    const time_ms window = checks::expiry_window_ms(s.system_settings);
+    auto g = co_await s.timed("catalog_gauges", checks::read_catalog_gauges(s.st, snap.now, window));
     if (g) {
       snap.certificates_expiring_soon = g->certificates_expiring_soon;
       snap.certificates_expired = g->certificates_expired;
@@ -256,7 +256,7 @@ boost::asio::awaitable<reply> put_settings(server_state& s, const route_call& ca
 }
 
 // A project's settings (setting_scope::project): its members read them, its admins change them.
-// Stored as the project's settings object (distribution/approval.hpp), so a change is seen by
+// Stored as the project's settings object (lifecycle/approval.hpp), so a change is seen by
 // the next request on every process at once.
 boost::asio::awaitable<reply> get_project_settings(server_state& s, const route_call& call) {
   auto r = co_await s.catalog.project_settings(call.who.project->id);

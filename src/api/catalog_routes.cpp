@@ -42,7 +42,7 @@ boost::asio::awaitable<reply> create_catalog_object(server_state& s, const route
   const std::string kind(call.match.route->object_kind);
   const auto& c = call.who;
   const std::string actor = c.token ? "token:" + c.token->id : "anonymous";
-  distribution::requester who{actor, c.token && c.token->system};  // named: GCC 12 and co_await temporaries
+  service::requester who{actor, c.token && c.token->system};  // named: GCC 12 and co_await temporaries
   auto r = co_await s.catalog.create(kind, c.project->id, call.body, who);
   co_return co_await catalog_answer(s, call, "create", 201, std::move(r), t0);
 }
@@ -135,7 +135,7 @@ boost::asio::awaitable<reply> list_discovered_certificates(server_state& s, cons
 boost::asio::awaitable<reply> import_discovered_certificate(server_state& s, const route_call& call) {
   auto t0 = steady::now();
   const auto& c = call.who;
-  distribution::requester who{c.token ? "token:" + c.token->id : "anonymous", c.token && c.token->system};
+  service::requester who{c.token ? "token:" + c.token->id : "anonymous", c.token && c.token->system};
   auto r = co_await s.catalog.import_discovered(c.project->id, call.match.id, call.body, who);
   co_return co_await catalog_answer(s, call, "import", 201, std::move(r), t0);
 }

@@ -1,6 +1,6 @@
 // The console's landing page in one answer (issue 31): jobs per status, and per type with its
 // lane (the store's exact tab counts: one read for the project, one per job type of the type
-// table), and the catalog's overview (distribution/overview.hpp).
+// table), and the catalog's overview (service/overview.hpp).
 #include "certfleet/core/json.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "handlers.hpp"

@@ -75,7 +75,7 @@ std::string api_metrics::render(const snapshot& s) const {
 
   // Heads always: a dashboard's query names a family that exists, with or without series.
   auto seconds = [](time_ms ms) { return fmt::format("{:.3f}", static_cast<double>(ms) / 1000.0); };
-  auto cert_labels = [](const distribution::certificate_series& c) {
+  auto cert_labels = [](const checks::certificate_series& c) {
     return fmt::format("project=\"{}\",certificate=\"{}\",issuer=\"{}\"", escape_label(c.project),
                        escape_label(c.name), escape_label(c.issuer));
   };

@@ -1,7 +1,7 @@
 #pragma once
 // In-process counters of the API and the Prometheus text rendering of /metrics.
 #include "certfleet/core/histogram.hpp"
-#include "certfleet/distribution/gauges.hpp"
+#include "certfleet/checks/gauges.hpp"
 #include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/queue/liveness.hpp"
 #include "certfleet/queue/worker.hpp"
@@ -56,9 +56,9 @@ class api_metrics {
     std::int64_t distributions_running = -1;
     std::int64_t distributions_running_long = 0;
     // Per-certificate, per-distribution and per-target series (empty when not read).
-    std::vector<distribution::certificate_series> certificate_series;
-    std::vector<distribution::distribution_series> distribution_series;
-    std::vector<distribution::target_series> target_series;
+    std::vector<checks::certificate_series> certificate_series;
+    std::vector<checks::distribution_series> distribution_series;
+    std::vector<checks::target_series> target_series;
     std::optional<process_stats> process;
     std::string version;  // certfleet_build_info
     // The API listener's TLS certificate (only when it serves HTTPS).

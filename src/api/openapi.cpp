@@ -19,8 +19,8 @@ namespace json = boost::json;
 
 namespace {
 
-// The request bodies, as the parsers accept them (requests.cpp, distribution/catalog.cpp,
-// distribution/acme_catalog.cpp, session_routes.cpp). Members the parsers refuse are refused here
+// The request bodies, as the parsers accept them (requests.cpp, src/catalog/, src/notify/channel.cpp,
+// src/lifecycle/acme_catalog.cpp, session_routes.cpp). Members the parsers refuse are refused here
 // too (additionalProperties: false), so a client generated from this document sends nothing the
 // server rejects as unknown. `settings` is not here: it is generated from the settings table.
 constexpr std::array<body_schema, 22> bodies{{

@@ -6,7 +6,7 @@
 #include "certfleet/api/tls.hpp"
 #include "certfleet/core/settings.hpp"
 #include "certfleet/distribution/phase_metrics.hpp"
-#include "certfleet/distribution/service.hpp"
+#include "certfleet/service/service.hpp"
 #include "certfleet/store/store.hpp"
 #include "auth.hpp"
 #include "log_hub.hpp"
@@ -50,7 +50,7 @@ struct server_state : std::enable_shared_from_this<server_state> {
   std::function<std::pair<bool, std::int64_t>()> scheduler_probe;
   log_hub hub;
   api_metrics metrics;
-  distribution::service catalog;
+  service::service catalog;
 
   // Open connections, so stop() can end them and the limits can count them.
   struct conn {

@@ -4,7 +4,7 @@
 #include "certfleet/api/alpn.hpp"
 
 #include "certfleet/core/secrets.hpp"
-#include "certfleet/distribution/catalog.hpp"
+#include "certfleet/catalog/catalog.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/store/store.hpp"
 
@@ -227,12 +227,12 @@ asio::awaitable<result<std::optional<tls_material>>> read_managed_certificate(st
       co_return fail(fmt::format("project {} has no certificate {}", ref.project, ref.id));
     co_return fail(obj.error().message);
   }
-  auto doc = distribution::parse_certificate_doc(*obj);
+  auto doc = catalog::parse_certificate_doc(*obj);
   if (!doc) co_return fail(fmt::format("it holds no certificate yet ({})", doc.error().message));
   if (!known_fingerprint.empty() && doc->fingerprint_sha256 == known_fingerprint)
     co_return std::optional<tls_material>{};
   if (!key) co_return fail("no key-encryption key to open its private key");
-  auto key_pem = distribution::open_certificate_key(*key, *obj);
+  auto key_pem = catalog::open_certificate_key(*key, *obj);
   if (!key_pem) co_return fail(fmt::format("its private key does not open: {}", key_pem.error().message));
   tls_material m;
   m.chain_pem = doc->cert_pem;

@@ -93,7 +93,7 @@ class local_dist_backend final : public dist_backend {
   std::string pid_;
   queue::handler_registry handlers_;
   queue::queue_service queue_;
-  distribution::service service_;
+  service::service service_;
 };
 
 // --wait: follows the run `opened` started with a progress bar on stderr until it ends; the exit

@@ -88,7 +88,7 @@ int run_kek(const std::string& cmd, common_flags& flags, kek_args& a) {
   if (!open_jobs) return fail(open_jobs.error());
   auto meta = run_sync([&] {
     return store::read_value<std::optional<std::string>>(
-        store.catalog(), [](store::catalog_read& rd) { return rd.meta(distribution::kek_rotation_meta_key); });
+        store.catalog(), [](store::catalog_read& rd) { return rd.meta(catalog::kek_rotation_meta_key); });
   });
   if (!meta) return fail(meta.error());
   auto record = parse_rotation_record(*meta);
@@ -124,8 +124,8 @@ int run_kek(const std::string& cmd, common_flags& flags, kek_args& a) {
     register_handlers(handlers, cli->settings);
     queue::queue_service queue(store, handlers, clock, static_cast<int>(cli->settings.integer("job_retry_per_minute")));
     queue::enqueue_request req{project->id, std::string(queue::job_names::kek_rotation_orchestrate),
-                               distribution::kek_orchestrate_payload(from, to)};
-    req.idempotency_key = distribution::kek_orchestrate_key(from, to);
+                               catalog::kek_orchestrate_payload(from, to)};
+    req.idempotency_key = catalog::kek_orchestrate_key(from, to);
     req.triggered_by = queue::triggers::cli;
     auto prepared = queue.prepare(req, queue::caller::system);
     if (!prepared) return fail(prepared.error());
@@ -135,7 +135,7 @@ int run_kek(const std::string& cmd, common_flags& flags, kek_args& a) {
       auto e = tx.jobs().enqueue(nj, now);
       if (!e) return std::move(e).error();
       *job = e->job;
-      return tx.set_meta(distribution::kek_rotation_meta_key,
+      return tx.set_meta(catalog::kek_rotation_meta_key,
                          boost::json::serialize(boost::json::object{
                              {"from", from}, {"to", to}, {"started_at", now}, {"job_id", e->job.id}}));
     };
@@ -188,7 +188,7 @@ int run_kek(const std::string& cmd, common_flags& flags, kek_args& a) {
   }
 
   // status
-  auto progress = distribution::rotation_progress(*counts, ring->version());
+  auto progress = catalog::rotation_progress(*counts, ring->version());
   std::int64_t left = 0;
   for (const auto& p : progress) left += p.total - p.done;
   const bool running = *open_jobs > 0;

@@ -9,7 +9,7 @@
 #include "certfleet/core/clock.hpp"
 #include "certfleet/core/secrets.hpp"
 #include "certfleet/delivery/ssh_target.hpp"
-#include "certfleet/distribution/service.hpp"
+#include "certfleet/service/service.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/catalog.hpp"
@@ -447,7 +447,7 @@ int run_doctor(const result<settings_map>& loaded, const doctor_flags& flags) {
       boost::asio::thread_pool cpu(1);
       queue::handler_registry handlers;
       queue::queue_service queue(*st, handlers, system_clock());
-      distribution::service svc(*st, queue, system_clock(), key ? &*key : nullptr, &cpu);
+      service::service svc(*st, queue, system_clock(), key ? &*key : nullptr, &cpu);
       auto projects = run_sync([&] { return st->projects().list(); });
       int seen = 0;
       if (projects)

@@ -5,7 +5,13 @@
 #include "certfleet/app/app.hpp"
 #include "certfleet/core/log.hpp"
 #include "certfleet/core/spawn.hpp"
+#include "certfleet/catalog/kek_rotation.hpp"
+#include "certfleet/checks/checks.hpp"
+#include "certfleet/checks/discovery.hpp"
+#include "certfleet/checks/expiry.hpp"
 #include "certfleet/distribution/engine.hpp"
+#include "certfleet/lifecycle/acme_jobs.hpp"
+#include "certfleet/notify/send.hpp"
 #include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/queue/handler.hpp"
@@ -134,16 +140,39 @@ std::string extra_ca_pem() {
 
 void register_handlers(queue::handler_registry& r, const settings_map& s, const kek* key, asio::thread_pool* cpu,
                        distribution::delivery_phase_metrics* phases) {
+  const auto ca_pem = extra_ca_pem();
   queue::register_noop(r);
   scheduler::register_sweep_handler(r, s.integer("job_retention_s") * 1000, s.integer("audit_retention_s") * 1000, cpu,
-                                    extra_ca_pem());
-  auto o = std::make_shared<distribution::engine_options>();
-  o->key = key;
-  o->cpu = cpu;
-  o->ca_pem = extra_ca_pem();
-  o->phases = phases;
-  o->rdap_bootstrap_file = s.text("rdap_bootstrap_file");
-  distribution::register_handlers(r, o);
+                                    ca_pem);
+  // Each module registers the handlers of the job types it owns (DESIGN §3's table).
+  auto rotation = std::make_shared<catalog::kek_rotation_options>();
+  rotation->key = key;
+  catalog::register_kek_rotation_handlers(r, std::move(rotation));
+  auto notify = std::make_shared<notify::notify_options>();
+  notify->key = key;
+  notify->cpu = cpu;
+  notify->ca_pem = ca_pem;
+  notify::register_notification_handler(r, std::move(notify));
+  auto engine = std::make_shared<distribution::engine_options>();
+  engine->key = key;
+  engine->cpu = cpu;
+  engine->ca_pem = ca_pem;
+  engine->phases = phases;
+  distribution::register_handlers(r, std::move(engine));
+  auto acme = std::make_shared<lifecycle::acme_job_options>();
+  acme->key = key;
+  acme->cpu = cpu;
+  acme->ca_pem = ca_pem;
+  lifecycle::register_acme_handlers(r, std::move(acme));
+  checks::register_expiration_check(r);
+  auto check = std::make_shared<checks::check_options>();
+  check->cpu = cpu;
+  check->rdap_bootstrap_file = s.text("rdap_bootstrap_file");
+  check->ca_pem = ca_pem;
+  checks::register_check_handlers(r, std::move(check));
+  auto discovery = std::make_shared<checks::discovery_options>();
+  discovery->cpu = cpu;
+  checks::register_discovery_handler(r, std::move(discovery));
 }
 
 std::filesystem::path key_file_path(const settings_map& s) {

@@ -22,9 +22,9 @@ bool owes_auto_execute(const store::distribution_record& d, std::int64_t certifi
 }
 
 result<version_stored> store_new_version(store::catalog_tx& tx, const kek& key, const store::catalog_object& cert,
-                                         const new_certificate& next, const run_settings& rs, time_ms now,
+                                         const catalog::new_certificate& next, const run_settings& rs, time_ms now,
                                          std::string_view actor) {
-  auto current = parse_certificate_doc(cert, true);
+  auto current = catalog::parse_certificate_doc(cert, true);
   if (!current) return std::move(current).error();
   version_stored out;
   out.version = current->version + 1;
@@ -48,7 +48,7 @@ result<version_stored> store_new_version(store::catalog_tx& tx, const kek& key, 
     if (auto ins = tx.insert_object(std::move(old)); !ins) return std::move(ins).error();
   }
 
-  certificate_doc doc = next.doc;
+  catalog::certificate_doc doc = next.doc;
   doc.version = out.version;
   doc.version_created_at = now;
   doc.versions = current->versions;
@@ -62,7 +62,7 @@ result<version_stored> store_new_version(store::catalog_tx& tx, const kek& key, 
   if (doc.acme) doc.acme->last_error.clear();
 
   store::catalog_object updated = cert;
-  updated.doc = certificate_doc_json(doc);
+  updated.doc = catalog::certificate_doc_json(doc);
   updated.not_after = doc.not_after;
   auto sealed = seal(key, next.key_pem, key_aad(cert.kind, cert.id));
   if (!sealed) return std::move(sealed).error();
@@ -97,7 +97,7 @@ boost::asio::awaitable<result<int>> run_pending_auto_executes(store::store& st, 
       if (d.run_no == 0) continue;
       auto cert = rd.get_object(d.project_id, store::kind_certificate, d.certificate_id);
       if (!cert) continue;
-      auto doc = parse_certificate_doc(*cert, true);
+      auto doc = catalog::parse_certificate_doc(*cert, true);
       if (doc && owes_auto_execute(d, doc->version)) candidates->push_back(std::move(d));
     }
     return {};
@@ -114,7 +114,7 @@ boost::asio::awaitable<result<int>> run_pending_auto_executes(store::store& st, 
       if (!fresh) return {};
       auto cert = tx.get_object(d.project_id, store::kind_certificate, fresh->certificate_id);
       if (!cert) return {};
-      auto doc = parse_certificate_doc(*cert, true);
+      auto doc = catalog::parse_certificate_doc(*cert, true);
       if (!doc || !owes_auto_execute(*fresh, doc->version)) return {};
       run_request req{d.project_id, d.id, "distribution sweep", run_kind::execute, 0,
                       renewal_run_trigger(d.id, doc->version)};

@@ -1,12 +1,8 @@
 // The distribution_execute / distribution_rollback handlers: they deliver, record one result per
 // target (fenced by the job's attempt), and leave the reporting to the terminal hook
-// (report.cpp), which runs in the transaction that ends the job. notification.send is notify.cpp's.
+// (report.cpp), which runs in the transaction that ends the job. notification.send is notify's (src/notify/send.cpp).
 #include "certfleet/core/log.hpp"
-#include "certfleet/distribution/kek_rotation.hpp"
-#include "certfleet/distribution/checks.hpp"
-#include "certfleet/distribution/discovery.hpp"
 #include "certfleet/distribution/engine.hpp"
-#include "certfleet/distribution/acme_jobs.hpp"
 
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/settings.hpp"
@@ -15,8 +11,8 @@
 #include "certfleet/delivery/file.hpp"
 #include "certfleet/delivery/ssh.hpp"
 #include "certfleet/delivery/webhook.hpp"
-#include "certfleet/distribution/catalog.hpp"
-#include "certfleet/distribution/notify.hpp"
+#include "certfleet/catalog/catalog.hpp"
+#include "certfleet/notify/send.hpp"
 #include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/distribution/target_queue.hpp"
@@ -62,8 +58,8 @@ struct loaded_target {
   std::string id;
   std::string name;
   delivery::module_kind module = delivery::module_kind::ssh;
-  target_spec spec;
-  credential_secret secret;
+  catalog::target_spec spec;
+  catalog::credential_secret secret;
   std::string lock_key;  // host + path: two runs never write it at once
 };
 
@@ -128,13 +124,13 @@ asio::awaitable<result<run_inputs>> load_inputs(job_context& ctx, const job_plan
   in->ssh_allow = std::move(*ssh_allow);
   if (!opt.key) co_return make_error(errc::config_invalid, "no key-encryption key loaded: cannot open secrets", "key_file");
 
-  auto cert_doc = parse_certificate_doc(*cert);
+  auto cert_doc = catalog::parse_certificate_doc(*cert);
   if (!cert_doc) co_return std::move(cert_doc).error();
   in->bundle.cert_pem = cert_doc->cert_pem;
   in->bundle.chain_pem = cert_doc->chain_pem;
   in->fingerprint = cert_doc->fingerprint_sha256;
   if (plan.mode != job_mode::rollback) {
-    auto key = open_certificate_key(*opt.key, *cert);
+    auto key = catalog::open_certificate_key(*opt.key, *cert);
     if (!key) co_return std::move(key).error();
     in->bundle.key_pem = std::move(*key);
     // Once per job, not once per target; a bundle that fails is left unchecked so that each
@@ -153,7 +149,7 @@ asio::awaitable<result<run_inputs>> load_inputs(job_context& ctx, const job_plan
     loaded_target lt;
     lt.id = id;
     lt.name = it->second->name;
-    auto spec = parse_target_doc(*it->second);
+    auto spec = catalog::parse_target_doc(*it->second);
     if (!spec) co_return std::move(spec).error();
     lt.spec = std::move(*spec);
     lt.module = lt.spec.module;
@@ -161,7 +157,7 @@ asio::awaitable<result<run_inputs>> load_inputs(job_context& ctx, const job_plan
     if (!it->second->ref_id.empty()) {
       auto c = creds->find(it->second->ref_id);
       if (c != creds->end()) {
-        auto s = open_credential(*opt.key, c->second);
+        auto s = catalog::open_credential(*opt.key, c->second);
         if (!s) co_return std::move(s).error();
         lt.secret = std::move(*s);
       }
@@ -619,28 +615,6 @@ void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_
   r.add(std::string(n::distribution_rollback),
         [options, limiter](job_context& ctx) { return run_distribution(ctx, options, limiter); }, validate,
         job_retry_refusal);
-  auto notify = std::make_shared<notify_options>();
-  notify->key = options->key;
-  notify->cpu = options->cpu;
-  notify->ca_pem = options->ca_pem;
-  register_notification_handler(r, std::move(notify));
-  register_expiration_check(r);
-  auto acme = std::make_shared<acme_job_options>();
-  acme->key = options->key;
-  acme->cpu = options->cpu;
-  acme->ca_pem = options->ca_pem;
-  register_acme_handlers(r, std::move(acme));
-  auto checks = std::make_shared<check_options>();
-  checks->cpu = options->cpu;
-  checks->rdap_bootstrap_file = options->rdap_bootstrap_file;
-  checks->ca_pem = options->ca_pem;
-  register_check_handlers(r, std::move(checks));
-  auto discovery = std::make_shared<discovery_options>();
-  discovery->cpu = options->cpu;
-  register_discovery_handler(r, std::move(discovery));
-  auto kek_rotation = std::make_shared<kek_rotation_options>();
-  kek_rotation->key = options->key;
-  register_kek_rotation_handlers(r, std::move(kek_rotation));
 }
 
 }  // namespace certfleet::distribution

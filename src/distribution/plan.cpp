@@ -1,5 +1,7 @@
 #include "certfleet/distribution/plan.hpp"
 
+#include "certfleet/notify/events.hpp"
+
 #include "certfleet/core/json.hpp"
 #include "certfleet/net/error_class.hpp"
 #include "certfleet/store/job_policy.hpp"
@@ -120,10 +122,6 @@ std::string run_key_prefix(std::string_view distribution_id, std::int64_t run_no
   return fmt::format("dist:{}:{}:", distribution_id, run_no);
 }
 
-std::string notification_key(std::string_view key_base, std::string_view channel_id) {
-  return fmt::format("notify:{}:{}", key_base, channel_id);
-}
-
 std::string run_notification_base(std::string_view distribution_id, std::int64_t run_no, std::int64_t redrives) {
   if (redrives > 0) return fmt::format("{}:{}:redrive:{}", distribution_id, run_no, redrives);
   return fmt::format("{}:{}", distribution_id, run_no);
@@ -131,7 +129,7 @@ std::string run_notification_base(std::string_view distribution_id, std::int64_t
 
 std::string run_notification_key(std::string_view distribution_id, std::int64_t run_no, std::string_view channel_id,
                                  std::int64_t redrives) {
-  return notification_key(run_notification_base(distribution_id, run_no, redrives), channel_id);
+  return notify::notification_key(run_notification_base(distribution_id, run_no, redrives), channel_id);
 }
 
 std::string expiry_notification_base(std::string_view certificate_id, std::int64_t days) {
@@ -143,7 +141,7 @@ std::string renewal_run_trigger(std::string_view distribution_id, std::int64_t v
 }
 
 std::string expiry_notification_key(std::string_view certificate_id, std::int64_t days, std::string_view channel_id) {
-  return notification_key(expiry_notification_base(certificate_id, days), channel_id);
+  return notify::notification_key(expiry_notification_base(certificate_id, days), channel_id);
 }
 
 std::string dead_job_notification_base(std::string_view job_id, std::int64_t fence) {

@@ -2,7 +2,7 @@
 
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/object_id.hpp"
-#include "certfleet/distribution/id_list.hpp"
+#include "certfleet/catalog/id_list.hpp"
 #include "certfleet/store/job_policy.hpp"
 
 #include <fmt/format.h>
@@ -39,7 +39,7 @@ result<redrive_request> parse_redrive_request(std::string_view body) {
     return out;
   }
   if (!*raw) return bad("body", "give job_id (a job of the run: its failed targets) or target_ids (a list of target ids)");
-  auto ids = parse_id_list(**raw, "target_ids", max_redrive_targets, "target");
+  auto ids = catalog::parse_id_list(**raw, "target_ids", max_redrive_targets, "target");
   if (!ids) return std::move(ids).error();
   // Kept in the client's order: a refusal of target_ids[i] names the i-th id the client sent.
   out.target_ids = std::move(*ids);

@@ -4,9 +4,9 @@
 #include "certfleet/core/log.hpp"
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/object_id.hpp"
-#include "certfleet/distribution/catalog.hpp"
+#include "certfleet/catalog/catalog.hpp"
 #include "certfleet/distribution/engine.hpp"
-#include "certfleet/distribution/events.hpp"
+#include "certfleet/notify/events.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/make_job.hpp"
@@ -91,17 +91,17 @@ result<void> notify_finished(store::catalog_tx& tx, const store::distribution_re
                              time_ms now) {
   boost::json::object summary{{"targets", s.targets},     {"succeeded", s.succeeded}, {"failed", s.failed},
                               {"skipped", s.skipped},     {"cancelled", s.cancelled + s.pending}};
-  fired_event e;
+  notify::fired_event e;
   e.project_id = d.project_id;
-  e.event = event_names::distribution_finished;
+  e.event = notify::event_names::distribution_finished;
   // A re-driven run ends once more per re-drive: each end is its own event.
-  e.event_id = fmt::format("{}:{}", event_names::distribution_finished, run_notification_base(d.id, d.run_no, d.run_redrives));
+  e.event_id = fmt::format("{}:{}", notify::event_names::distribution_finished, run_notification_base(d.id, d.run_no, d.run_redrives));
   e.data = boost::json::object{{"distribution_id", d.id}, {"name", d.name},   {"run_no", d.run_no},
                                {"status", d.status},      {"error", d.error}, {"summary", std::move(summary)}};
   e.key_base = run_notification_base(d.id, d.run_no, d.run_redrives);
   e.source.distribution_id = d.id;
   e.source.triggered_by = queue::triggers::distribution;
-  auto fired = fire_event(tx, e, now);
+  auto fired = notify::fire_event(tx, e, now);
   if (!fired) return std::move(fired).error();
   return {};
 }
@@ -271,17 +271,17 @@ result<void> fire_job_dead(store::catalog_tx& tx, const store::job_record& job, 
                            {"max_attempts", job.max_attempts}};
   if (!job.certificate_id.empty()) data["certificate_id"] = job.certificate_id;
   if (!job.distribution_id.empty()) data["distribution_id"] = job.distribution_id;
-  fired_event e;
+  notify::fired_event e;
   e.project_id = job.project_id;
-  e.event = event_names::job_dead;
+  e.event = notify::event_names::job_dead;
   // The fence tells apart two deaths of one job (dead, retried by hand, dead again).
-  e.event_id = fmt::format("{}:{}:{}", event_names::job_dead, job.id, job.fence);
+  e.event_id = fmt::format("{}:{}:{}", notify::event_names::job_dead, job.id, job.fence);
   e.data = std::move(data);
   e.key_base = dead_job_notification_base(job.id, job.fence);
   e.source.certificate_id = job.certificate_id;
   e.source.parent_job_id = job.id;
   e.source.triggered_by = queue::triggers::job_dead;
-  auto fired = fire_event(tx, e, now);
+  auto fired = notify::fire_event(tx, e, now);
   if (!fired) return std::move(fired).error();
   return {};
 }
@@ -302,14 +302,14 @@ result<void> fire_renewal_failed(store::catalog_tx& tx, const store::job_record&
   if (cert_id.empty()) return {};
   auto cert = tx.get_object(job.project_id, store::kind_certificate, cert_id);
   if (!cert) return {};
-  auto doc = parse_certificate_doc(*cert, true);
+  auto doc = catalog::parse_certificate_doc(*cert, true);
   if (!doc) return {};
   boost::json::array domains;
   if (doc->acme)
     for (const auto& d : doc->acme->domains) domains.emplace_back(d);
-  fired_event e;
+  notify::fired_event e;
   e.project_id = job.project_id;
-  e.event = event_names::certificate_renewal_failed;
+  e.event = notify::event_names::certificate_renewal_failed;
   e.event_id = certificate_event_id(e.event, cert_id, fmt::format("{}:{}", job.id, job.fence));
   e.data = boost::json::object{{"certificate_id", cert_id},
                                {"name", cert->name},
@@ -321,7 +321,7 @@ result<void> fire_renewal_failed(store::catalog_tx& tx, const store::job_record&
   e.source.certificate_id = cert_id;
   e.source.parent_job_id = job.id;
   e.source.triggered_by = queue::triggers::job_dead;
-  auto fired = fire_event(tx, e, now);
+  auto fired = notify::fire_event(tx, e, now);
   if (!fired) return std::move(fired).error();
   return {};
 }

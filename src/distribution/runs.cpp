@@ -1,7 +1,7 @@
 #include "certfleet/distribution/runs.hpp"
 
 #include "certfleet/core/crash.hpp"
-#include "certfleet/distribution/catalog.hpp"
+#include "certfleet/catalog/catalog.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/make_job.hpp"
@@ -33,7 +33,7 @@ result<json::object> open_run(store::catalog_tx& tx, const run_request& req, con
     return make_error(errc::conflict, fmt::format("run {} of this distribution is still running", d.run_no), "status");
   auto cert = tx.get_object(project_id, store::kind_certificate, d.certificate_id);
   if (!cert) return make_error(errc::conflict, "the distribution's certificate was deleted", "certificate_id");
-  auto cert_doc = parse_certificate_doc(*cert, true);
+  auto cert_doc = catalog::parse_certificate_doc(*cert, true);
   if (!cert_doc) return std::move(cert_doc).error();
   if (cert_doc->version == 0 && req.kind != run_kind::rollback)
     return make_error(errc::conflict,

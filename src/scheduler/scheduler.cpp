@@ -2,8 +2,8 @@
 
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/spawn.hpp"
-#include "certfleet/distribution/checks.hpp"
-#include "certfleet/distribution/discovery.hpp"
+#include "certfleet/checks/checks.hpp"
+#include "certfleet/checks/discovery.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/triggers.hpp"
@@ -22,7 +22,7 @@
 #include <functional>
 #include <limits>
 
-#include "certfleet/distribution/acme_jobs.hpp"
+#include "certfleet/lifecycle/acme_jobs.hpp"
 #include "certfleet/distribution/certificates.hpp"
 #include "certfleet/distribution/engine.hpp"
 
@@ -123,8 +123,8 @@ struct scheduler::impl : std::enable_shared_from_this<impl> {
     // hour's key taken.
     const std::pair<std::string_view, std::string> hourly[] = {
         {queue::job_names::certificate_expiration_check, distribution::expiration_check_key(now)},
-        {queue::job_names::revocation_check, distribution::revocation_check_key(now)},
-        {queue::job_names::domain_expiration_check, distribution::domain_check_key(now)},
+        {queue::job_names::revocation_check, checks::revocation_check_key(now)},
+        {queue::job_names::domain_expiration_check, checks::domain_check_key(now)},
     };
     for (const auto& [type, key] : hourly) {
       if (clock.now_ms() >= lease->expires_at) co_return;
@@ -146,14 +146,14 @@ struct scheduler::impl : std::enable_shared_from_this<impl> {
       co_return;
     }
     for (const auto& src : *sources) {
-      const auto spec = distribution::parse_discovery_source_doc(src);
-      if (!distribution::discovery_scan_due(src, spec.schedule_s, now)) continue;
+      const auto spec = checks::parse_discovery_source_doc(src);
+      if (!checks::discovery_scan_due(src, spec.schedule_s, now)) continue;
       if (clock.now_ms() >= lease->expires_at) co_return;
       queue::enqueue_request r;
       r.project_id = src.project_id;
       r.type = queue::job_names::discovery_execute;
-      r.payload = distribution::discovery_payload_json(src.id);
-      r.idempotency_key = distribution::discovery_schedule_key(src.id, spec.schedule_s, now);
+      r.payload = checks::discovery_payload_json(src.id);
+      r.idempotency_key = checks::discovery_schedule_key(src.id, spec.schedule_s, now);
       r.triggered_by = queue::scheduler_trigger(opt.holder_id);
       auto out = co_await q.enqueue(std::move(r), queue::caller::system);
       if (!out) spdlog::warn("scheduler: enqueue of discovery for source {} failed: {}", src.id, out.error().message);
@@ -228,7 +228,7 @@ asio::awaitable<result<int>> in_batches(queue::job_context& ctx, batch_op op) {
 
 void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, time_ms audit_retention_ms,
                             asio::thread_pool* cpu, std::string ca_pem) {
-  auto acme = std::make_shared<distribution::acme_job_options>();
+  auto acme = std::make_shared<lifecycle::acme_job_options>();
   acme->cpu = cpu;
   acme->ca_pem = std::move(ca_pem);
   r.add(
@@ -264,19 +264,19 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
           co_return queue::outcome::ok();
         }
         if (*name == "acme_renewal") {
-          distribution::sweep_logger log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
+          lifecycle::sweep_logger log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
             co_await ctx.log(std::move(level), std::move(message));
           };
-          auto n = co_await distribution::enqueue_due_renewals(ctx.store(), ctx.clock(), acme.get(), std::move(log));
+          auto n = co_await lifecycle::enqueue_due_renewals(ctx.store(), ctx.clock(), acme.get(), std::move(log));
           if (!n) co_return queue::outcome::failure(n.error().message);
           co_await ctx.log("info", fmt::format("acme_renewal: {} renew_certificate jobs enqueued", *n));
           co_return queue::outcome::ok();
         }
         if (*name == "acme_dns_cleanup") {
-          distribution::sweep_logger log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
+          lifecycle::sweep_logger log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
             co_await ctx.log(std::move(level), std::move(message));
           };
-          auto n = co_await distribution::enqueue_dns_cleanups(ctx.store(), ctx.clock(), std::move(log));
+          auto n = co_await lifecycle::enqueue_dns_cleanups(ctx.store(), ctx.clock(), std::move(log));
           if (!n) co_return queue::outcome::failure(n.error().message);
           co_await ctx.log("info", fmt::format("acme_dns_cleanup: {} cleanup_dns jobs enqueued", *n));
           co_return queue::outcome::ok();

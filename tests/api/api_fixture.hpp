@@ -5,8 +5,8 @@
 #include "certfleet/api/tokens.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/secrets.hpp"
-#include "certfleet/distribution/checks.hpp"
-#include "certfleet/distribution/discovery.hpp"
+#include "certfleet/checks/checks.hpp"
+#include "certfleet/checks/discovery.hpp"
 #include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/queue_service.hpp"
@@ -99,8 +99,8 @@ class api_fixture : public ::testing::Test {
     register_chatty_noop(handlers);
     // The real check handlers: routes that enqueue them (domains/{id}/check) are refused for a
     // type without one. No worker runs here, so they are only registered, never run.
-    distribution::register_check_handlers(handlers, std::make_shared<distribution::check_options>());
-    distribution::register_discovery_handler(handlers, std::make_shared<distribution::discovery_options>());
+    checks::register_check_handlers(handlers, std::make_shared<checks::check_options>());
+    checks::register_discovery_handler(handlers, std::make_shared<checks::discovery_options>());
     q = std::make_unique<queue::queue_service>(*st, handlers, clock);
     q_test = std::make_unique<queue::queue_service>(*st, handlers, clock);
     auto issue = [&](const std::string& name, const std::string& pid, store::role r, bool system) {

@@ -4,8 +4,8 @@
 // are the Jobs list's, its catalog counts what the objects hold, one project never sees another's.
 // The real server over a SQLite file.
 #include "api_fixture.hpp"
-#include "certfleet/distribution/acme_catalog.hpp"
-#include "certfleet/distribution/catalog.hpp"
+#include "certfleet/lifecycle/acme_catalog.hpp"
+#include "certfleet/catalog/catalog.hpp"
 #include "certfleet/core/object_id.hpp"
 
 using namespace api_test;
@@ -20,19 +20,19 @@ class api_bulk_renew : public api_fixture {
 
   // An ACME certificate of `pid` that expires at `not_after` (issued when `issued`).
   std::string put_acme(const std::string& name, time_ms not_after, bool issued = true, std::string pid = "") {
-    auto req = distribution::parse_acme_issue_request(
+    auto req = lifecycle::parse_acme_issue_request(
         R"({"name":")" + name + R"(","domains":[")" + name + R"(.example.test"],"acme_account_id":"0123456789abcdef01234567",
             "dns_provider_id":"0123456789abcdef01234568"})");
     EXPECT_TRUE(req) << req.error().message;
-    auto o = distribution::make_unissued_acme_certificate(*req, new_object_id(), pid.empty() ? project_id : pid, clock.now_ms());
+    auto o = lifecycle::make_unissued_acme_certificate(*req, new_object_id(), pid.empty() ? project_id : pid, clock.now_ms());
     if (issued) {
-      auto d = *distribution::parse_certificate_doc(o, true);
+      auto d = *catalog::parse_certificate_doc(o, true);
       d.version = 1;
       d.serial = "0a";
       d.not_before = not_after - 90 * day;
       d.not_after = not_after;
       d.status = "active";
-      o.doc = distribution::certificate_doc_json(d);
+      o.doc = catalog::certificate_doc_json(d);
       o.not_after = not_after;
     }
     return put(o);
@@ -44,13 +44,13 @@ class api_bulk_renew : public api_fixture {
     o.project_id = project_id;
     o.kind = std::string(store::kind_certificate);
     o.name = name;
-    distribution::certificate_doc d;
+    catalog::certificate_doc d;
     d.subject = "CN=" + name;
     d.sans = {name + ".example.test"};
     d.serial = "0b";
     d.not_before = not_after - 90 * day;
     d.not_after = not_after;
-    o.doc = distribution::certificate_doc_json(d);
+    o.doc = catalog::certificate_doc_json(d);
     o.not_after = not_after;
     o.created_at = clock.now_ms();
     return put(o);

@@ -5,7 +5,7 @@
 // and systemd's notifications (READY, WATCHDOG, STOPPING) on a NOTIFY_SOCKET the test reads.
 #include "certfleet/api/alpn.hpp"
 #include "certfleet/core/secrets.hpp"
-#include "certfleet/distribution/catalog.hpp"
+#include "certfleet/catalog/catalog.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/store/store.hpp"
 #include "certs.hpp"
@@ -480,11 +480,11 @@ TEST(tls_listener, managed_certificate_swaps_under_load_without_a_failed_request
     ASSERT_TRUE(st) << st.error().message;
     auto key = certfleet::load_key_file(data + "/certfleet.key");
     ASSERT_TRUE(key) << key.error().message;
-    auto nc = certfleet::distribution::parse_certificate_request(cert_body(pki.leaf2), testbed::unix_now_ms());
+    auto nc = certfleet::catalog::parse_certificate_request(cert_body(pki.leaf2), testbed::unix_now_ms());
     ASSERT_TRUE(nc) << nc.error().message;
     auto project = testbed::run_sync((*st)->projects().find_by_name("default"));
     ASSERT_TRUE(project);
-    auto obj = certfleet::distribution::make_certificate_object(*nc, *key, cert_id, project->id, testbed::unix_now_ms());
+    auto obj = certfleet::catalog::make_certificate_object(*nc, *key, cert_id, project->id, testbed::unix_now_ms());
     ASSERT_TRUE(obj) << obj.error().message;
     certfleet::store::tx_fn write = [&](certfleet::store::catalog_tx& tx) -> certfleet::result<void> {
       if (auto d = tx.delete_object(project->id, certfleet::store::kind_certificate, cert_id); !d) return d;

@@ -11,7 +11,7 @@
 // delivery with the parent directory resolved (symbolic links followed) right before writing;
 // the post command runs without a shell (split_post_command), under a deadline, and only a
 // bounded tail of its output reaches a result. Who may create such targets is decided by the
-// caller (distribution::service: system-admin tokens only).
+// caller (service::service: system-admin tokens only).
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/json/value.hpp>

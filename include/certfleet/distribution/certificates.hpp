@@ -5,7 +5,7 @@
 // new certificate reaches its fleet without a person.
 #include "certfleet/core/clock.hpp"
 #include "certfleet/core/secrets.hpp"
-#include "certfleet/distribution/catalog.hpp"
+#include "certfleet/catalog/catalog.hpp"
 #include "certfleet/distribution/runs.hpp"
 #include "certfleet/store/catalog.hpp"
 
@@ -31,7 +31,7 @@ struct version_stored {
 // notifications reset, status active, source kept); then every distribution of the certificate
 // with auto_execute that is not running opens a run (trigger renewal_run_trigger) as `actor`.
 result<version_stored> store_new_version(store::catalog_tx& tx, const kek& key, const store::catalog_object& cert,
-                                         const new_certificate& next, const run_settings& rs, time_ms now,
+                                         const catalog::new_certificate& next, const run_settings& rs, time_ms now,
                                          std::string_view actor);
 
 // Whether a distribution's next run is owed to a newer version of its certificate: it executes

@@ -50,19 +50,12 @@ struct engine_options {
   std::chrono::milliseconds lock_ttl{600'000};
   std::string ca_pem;  // extra trust anchors for webhook targets/notifications (tests)
   delivery_phase_metrics* phases = nullptr;  // /metrics: the phases of every delivery (outlives the handlers)
-  std::string rdap_bootstrap_file;  // the domain check's RDAP bootstrap (process setting); empty: shipped
 };
 
-// distribution_execute, distribution_rollback, notification.send (notify.hpp), the expiration check
-// and the ACME jobs issue_certificate / renew_certificate (acme_jobs.hpp).
+// distribution_execute and distribution_rollback. The other modules register their own handlers
+// (app/serve.cpp calls each).
 void register_handlers(queue::handler_registry& r, std::shared_ptr<const engine_options> options);
 
-// certificate_expiration_check (DESIGN §3 type table; issue: expiration checks).
-struct expiry_report {
-  std::int64_t examined = 0, expiring_soon = 0, expired_marked = 0, notifications = 0;
-};
-boost::asio::awaitable<result<expiry_report>> check_expirations(store::store& st, time_ms now);
-void register_expiration_check(queue::handler_registry& r);
 
 // The backup name of a run on a target ([A-Za-z0-9._-]).
 std::string run_backup_id(std::string_view distribution_id, std::int64_t run_no);

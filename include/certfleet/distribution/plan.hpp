@@ -47,9 +47,7 @@ result<job_plan> parse_payload(std::string_view payload);
 std::string job_key(const job_plan& p, std::string_view parent_job_id = {});
 // "dist:<id>:<run>:", the start of every job key of that run and of no other run's.
 std::string run_key_prefix(std::string_view distribution_id, std::int64_t run_no);
-// An event's notification to one channel: notify:<key base>:<channel> (fire_event's jobs). The
-// key base names the event's occurrence; the ones below are this module's.
-std::string notification_key(std::string_view key_base, std::string_view channel_id);
+// The key bases of this module's events (notify::notification_key makes the jobs' keys).
 // A finished run: <distribution>:<run>, so notify:<distribution>:<run>:<channel>; its end after
 // the n-th re-drive (redrive.hpp): <distribution>:<run>:redrive:<n>.
 std::string run_notification_base(std::string_view distribution_id, std::int64_t run_no, std::int64_t redrives = 0);

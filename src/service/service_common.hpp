@@ -1,0 +1,40 @@
+#pragma once
+// What the files of the service share (private to src/service): service.cpp (catalog
+// objects), service_distributions.cpp, service_certificates.cpp, service_checks.cpp.
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/json.hpp>
+
+#include <string>
+#include <string_view>
+
+#include "certfleet/core/clock.hpp"
+#include "certfleet/core/error.hpp"
+#include "certfleet/delivery/ssh.hpp"
+#include "certfleet/net/egress.hpp"
+#include "certfleet/store/catalog.hpp"
+#include "certfleet/store/store.hpp"
+
+namespace certfleet::service::detail {
+
+// The stored ssh_allow_list, for a route that contacts an SSH target (the create check,
+// scan-host-key): a value that no longer parses is the caller's error (a job refuses every
+// destination instead).
+boost::asio::awaitable<result<net::egress_policy>> read_ssh_allow_list(store::store& st);
+// `allow` must outlive the options.
+delivery::ssh_options ssh_dial_options(boost::asio::thread_pool* cpu, const net::egress_policy& allow);
+error no_key();
+boost::json::object page_view(boost::json::array items, int page, int page_size, std::int64_t total);
+boost::json::object result_view(const store::target_result& r);
+// A kind's missing referenced object is bad input naming the field that referenced it. A webhook
+// signing secret must be a password credential: anything else would send unsigned requests.
+result<void> check_ref(store::catalog_read& rd, const std::string& project, std::string_view kind,
+                       const std::string& id, std::string field);
+// Enqueues a certificate's ACME job (issue, renew, revoke) inside the caller's transaction, with
+// the job type's attempts from the type table.
+result<store::enqueue_outcome> enqueue_certificate_job(store::catalog_tx& tx, const std::string& project_id,
+                                                       const std::string& certificate_id, std::string_view type,
+                                                       std::string payload, std::string key, const std::string& actor,
+                                                       time_ms now);
+
+}  // namespace certfleet::service::detail
