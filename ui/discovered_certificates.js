@@ -10,7 +10,7 @@ import { feedback, fillPager, pageCount, scrollRegion } from './widgets.js';
 import * as fmt from './format.js';
 import { href, setQuery } from './router.js';
 import * as session from './session.js';
-import { findingNames, findingLabel, findingTag, discoveryTabs, count } from './discovery.js';
+import { findingLabel, findingTag, discoveryTabs, count } from './discovery.js';
 
 /** @param {import('./router.js').PageContext} ctx @returns {import('./router.js').PageHandle} */
 export function renderDiscoveredCertificates(ctx) {
@@ -187,10 +187,10 @@ export function renderDiscoveredCertificates(ctx) {
       h('td', { class: 'managed-cell' }, managedCell)), ...extra];
   }
 
-  /** @param {any[]} items */
-  function fillFindings(items) {
-    const names = new Set(findingNames);
-    for (const c of items) for (const f of Array.isArray(c.findings) ? c.findings : []) names.add(String(f.name));
+  /** The filter offers the server's finding table (the page's finding_table), in its order.
+   * @param {any} table */
+  function fillFindings(table) {
+    const names = new Set(Array.isArray(table) ? table.map((/** @type {any} */ f) => String(f.name)) : []);
     if (finding) names.add(finding);
     replace(findingSelect, h('option', { value: '', text: 'Any finding' }),
       ...[...names].map((n) => h('option', { value: n, text: findingLabel(n), selected: n === finding })));
@@ -213,7 +213,7 @@ export function renderDiscoveredCertificates(ctx) {
         ...sources.map((s) => h('option', { value: String(s.id), text: String(s.name), selected: String(s.id) === source })),
         source && !sourceNames.has(source) ? h('option', { value: source, text: `${source} (deleted)`, selected: true }) : null);
       const items = Array.isArray(r.items) ? r.items : [];
-      fillFindings(items);
+      fillFindings(r.finding_table);
       replace(tbody, ...items.flatMap((/** @type {any} */ c) => rows(c, certNames)));
       state.className = 'muted empty-state';
       state.setAttribute('role', 'status');

@@ -1,10 +1,7 @@
 // What the two Discovery pages share (discovery_sources.js, discovered_certificates.js): their
-// tabs, the schedule in words, the findings a scan reports and a finding's tag.
+// tabs, the schedule in words and a finding's tag (the findings themselves come from the API).
 import { h } from './dom.js';
 import { href } from './router.js';
-
-/** The findings a scan can report (net/tls_probe.hpp's table), in its order. */
-export const findingNames = ['expired', 'expiring', 'self_signed', 'name_mismatch', 'incomplete_chain', 'weak_key', 'deprecated_protocol'];
 
 /** @param {string} name */
 export const findingLabel = (name) => name.replaceAll('_', ' ');

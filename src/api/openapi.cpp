@@ -854,6 +854,19 @@ std::string openapi_document(std::string_view version) {
                                     {"page", json::object{{"type", "integer"}}},
                                     {"page_size", json::object{{"type", "integer"}}},
                                     {"total", json::object{{"type", "integer"}}}}}};
+  // The discovered certificates' page also lists the findings a filter may name.
+  {
+    auto& page = schemas["DiscoveredCertificatePage"].as_object();
+    page["required"].as_array().push_back("finding_table");
+    page["properties"].as_object()["finding_table"] = json::object{
+        {"type", "array"},
+        {"description", "Every finding a filter may name, in the table's order"},
+        {"items", json::object{{"type", "object"},
+                               {"required", json::array{"name", "severity", "text"}},
+                               {"properties", json::object{{"name", json::object{{"type", "string"}}},
+                                                           {"severity", json::object{{"type", "string"}, {"enum", json::array{"critical", "warning"}}}},
+                                                           {"text", json::object{{"type", "string"}}}}}}}};
+  }
   json::object error_responses;
   for (const auto& e : error_statuses) error_responses[e.name] = error_response(e.description);
   json::object schema_obj;

@@ -99,7 +99,13 @@ op<json::value> service::list_discovered(std::string project_id, std::string sou
     if (total >= first && total < first + page_size) items.push_back(checks::discovered_certificate_view(o));
     ++total;
   }
-  co_return json::value(page_view(std::move(items), page, page_size, total));
+  auto v = page_view(std::move(items), page, page_size, total);
+  // The findings a filter may name, from the one table, so a client lists them without a copy.
+  json::array table;
+  for (const auto& f : net::finding_table)
+    table.push_back(json::object{{"name", f.name}, {"severity", f.severity}, {"text", f.text}});
+  v["finding_table"] = std::move(table);
+  co_return json::value(std::move(v));
 }
 
 op<json::value> service::import_discovered(std::string project_id, std::string id, std::string body, requester who) {

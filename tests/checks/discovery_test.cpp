@@ -2,6 +2,7 @@
 // discovery_allow_list, a scan of `openssl s_server` endpoints and a closed port, the discovered
 // certificates with their findings and filters, and an import as a managed certificate.
 #include "certfleet/checks/discovery.hpp"
+#include "certfleet/net/tls_probe.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/core/object_id.hpp"
 #include "dist_fixture.hpp"
@@ -98,6 +99,17 @@ TEST(discovery, sources_stay_inside_the_allow_list_and_a_scan_records_certificat
   EXPECT_EQ(str(seen[0], "source_id"), source_id);
   EXPECT_EQ(str(seen[0], "endpoint"), ep(s_good.port));
   EXPECT_EQ(str(seen[0], "sni"), "app.test");
+
+  // The page carries the finding table a filter may name (the UI's filter reads it): the one table,
+  // in its order, each with its severity and text.
+  const auto listed = env.ok("GET", "discovered-certificates");
+  const auto& table = listed.at("finding_table").as_array();
+  ASSERT_EQ(table.size(), net::finding_table.size());
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    EXPECT_EQ(str(table[i], "name"), net::finding_table[i].name);
+    EXPECT_EQ(str(table[i], "severity"), net::finding_table[i].severity);
+    EXPECT_FALSE(str(table[i], "text").empty());
+  }
 
   // Filters: by finding (validated) and by source.
   EXPECT_EQ(num(env.ok("GET", "discovered-certificates?finding=expiring"), "total"), 1);
