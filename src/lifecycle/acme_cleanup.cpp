@@ -132,4 +132,53 @@ asio::awaitable<queue::outcome> run_cleanup(queue::job_context& ctx, const acme_
   co_return queue::outcome::permanent_failure(std::move(msg));
 }
 
+// cleanup_dns for one attempt's records (key cleanup_dns:<job>:<fence>).
+queue::enqueue_request cleanup_job(std::string project_id, const std::string& job_id, std::int64_t fence,
+                                   std::string_view trigger) {
+  queue::enqueue_request j;
+  j.project_id = std::move(project_id);
+  j.type = queue::job_names::cleanup_dns;
+  j.payload = cleanup_dns_payload(job_id, fence);
+  j.idempotency_key = cleanup_dns_key(job_id, fence);
+  j.parent_job_id = job_id;
+  j.triggered_by = trigger;
+  return j;
+}
+
 }  // namespace certfleet::lifecycle::detail
+
+namespace certfleet::lifecycle {
+
+using detail::cleanup_job;
+
+boost::asio::awaitable<result<int>> enqueue_dns_cleanups(store::store& st, const clock_source& clock, sweep_logger log) {
+  store::read_value_fn<std::vector<store::dns_record>> read = [](store::catalog_read& rd) { return rd.dns_records_left(1000); };
+  auto left = co_await store::read_value(st.catalog(), std::move(read));
+  if (!left) co_return std::move(left).error();
+  // One cleanup_dns per attempt that left records.
+  std::map<std::pair<std::string, std::int64_t>, std::pair<std::string, int>> attempts;  // (job, fence) -> (project, n)
+  for (const auto& r : *left) {
+    auto& a = attempts[{r.job_id, r.fence}];
+    a.first = r.project_id;
+    ++a.second;
+  }
+  if (attempts.empty()) co_return 0;
+  std::vector<queue::enqueue_request> jobs;
+  for (const auto& [attempt, who] : attempts) jobs.push_back(cleanup_job(who.first, attempt.first, attempt.second, queue::triggers::dns_cleanup_sweep));
+  auto now = clock.now_ms();
+  auto created = std::make_shared<std::vector<std::string>>();
+  store::tx_fn write = [jobs, now, created](store::catalog_tx& tx) -> result<void> {
+    for (const auto& j : jobs) {
+      auto e = queue::enqueue_in(tx.jobs(), j, now);
+      if (!e) return std::move(e).error();
+      if (e->created) created->push_back(fmt::format("{} for job {}", e->job.id, j.parent_job_id));
+    }
+    return {};
+  };
+  if (auto w = co_await st.catalog().transact(std::move(write)); !w) co_return std::move(w).error();
+  if (log)
+    for (const auto& c : *created) co_await log("info", fmt::format("acme_dns_cleanup: cleanup_dns {}", c));
+  co_return static_cast<int>(created->size());
+}
+
+}  // namespace certfleet::lifecycle
