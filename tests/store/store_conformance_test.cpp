@@ -4,6 +4,7 @@
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/maintenance.hpp"
+#include "certfleet/store/catalog.hpp"
 #include "certfleet/store/store.hpp"
 #include "certfleet/store/workers.hpp"
 #include "run_sync.hpp"
@@ -641,6 +642,15 @@ TEST_P(store_conformance, tab_counts_stay_exact_through_every_transition) {
   ASSERT_TRUE(run_sync(st->jobs().cancel(project, pending[0].id, t0 + 2)));
   ASSERT_TRUE(run_sync(st->jobs().retry(project, c[2].id, t0 + 3, 100)));
   check("cancelled and retried");
+  // A transaction that enqueues and then fails changes no count: its changes, and the counts'
+  // changes it recorded, roll back with it.
+  store::tx_fn rolled_back = [&](catalog_tx& tx) -> result<void> {
+    for (const char* type : {"other", "noop"})
+      if (auto e = tx.jobs().enqueue(job(type), t0 + 4); !e) return std::move(e).error();
+    return make_error(errc::conflict, "rolled back on purpose");
+  };
+  EXPECT_FALSE(run_sync(st->catalog().transact(std::move(rolled_back))));
+  check("a transaction rolled back");
   auto reaped = run_sync(st->jobs().reap_expired(t0 + 10 * lease, 100));
   ASSERT_TRUE(reaped);
   EXPECT_GE(*reaped, 1);
@@ -1070,13 +1080,15 @@ TEST(sqlite_store, migration_fills_the_tab_counts_of_existing_jobs) {
   // Back to the schema before migration 7: its objects and those of every later migration go
   // (each later one then runs again on top).
   const std::string undo =
-      "DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_delete; DROP TRIGGER job_counts_status; "
+      "DROP TRIGGER IF EXISTS job_counts_insert; DROP TRIGGER IF EXISTS job_counts_delete; "
+      "DROP TRIGGER IF EXISTS job_counts_status; "
       "DROP TABLE job_counts; DROP TABLE ui_sessions; DROP INDEX jobs_project_type_status; "
       "ALTER TABLE distributions DROP COLUMN auto_execute; "
       "ALTER TABLE distributions DROP COLUMN run_certificate_version; "
       "ALTER TABLE distributions DROP COLUMN run_trigger; "
       "DROP TABLE session_slots; "
-      "DROP TRIGGER job_blocks_insert; DROP TRIGGER job_blocks_delete; DROP TRIGGER job_blocks_status; "
+      "DROP TRIGGER IF EXISTS job_blocks_insert; DROP TRIGGER IF EXISTS job_blocks_delete; "
+      "DROP TRIGGER IF EXISTS job_blocks_status; "
       "DROP TABLE job_blocks; DROP TABLE acme_dns_records; DROP TABLE workers; "
       "DROP INDEX tokens_expiry; ALTER TABLE tokens DROP COLUMN expires_at; ALTER TABLE tokens DROP COLUMN last_used_at; "
       "ALTER TABLE distributions DROP COLUMN run_redrives; "

@@ -88,6 +88,8 @@ class stmt_scope {
   stmt st_;
 };
 
+class job_count_deltas;  // job_count_deltas.hpp
+
 class db {
  public:
   db(const std::string& path, bool read_only, int busy_timeout_ms);
@@ -108,9 +110,14 @@ class db {
   std::int64_t disk_full_errors() const { return disk_full_errors_; }
   const std::string& last_disk_full() const { return last_disk_full_; }
   sqlite3* handle() const { return h_; }
+  // The writer's connection keeps the job counts' changes of its transaction (job_count_deltas.hpp);
+  // nullptr on every other connection.
+  job_count_deltas* job_counts() const { return job_counts_; }
+  void set_job_counts(job_count_deltas* c) { job_counts_ = c; }
 
  private:
   sqlite3* h_ = nullptr;
+  job_count_deltas* job_counts_ = nullptr;
   std::int64_t disk_full_errors_ = 0;
   std::string last_disk_full_;
   std::unordered_map<const char*, sqlite3_stmt*> cache_;  // keyed by the literal's address

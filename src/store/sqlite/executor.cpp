@@ -32,6 +32,8 @@ writer::writer(const std::string& path, int busy_timeout_ms, bool synchronous_fu
   db_->exec("PRAGMA wal_autocheckpoint=10000");
   db_->exec("PRAGMA temp_store=MEMORY");
   init(*db_);
+  job_counts_.install(*db_);
+  db_->set_job_counts(&job_counts_);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -82,8 +84,10 @@ void writer::loop() {
     if (!failure) {
       for (auto& t : batch) t->execute(*db_);
       try {
+        job_counts_.flush(*db_);
         db_->prepare("COMMIT")->run();
       } catch (const db_error& e) {
+        job_counts_.discard();
         failure = to_error(*db_, e);
         // An operation that hit a full disk may have made SQLite roll the transaction back, so
         // COMMIT fails with "no transaction is active": the cause the client must hear is the disk.

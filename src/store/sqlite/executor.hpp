@@ -5,6 +5,7 @@
 // changes nothing of the others. Reader threads each own a read connection.
 // The result comes back on the awaiting coroutine's executor.
 #include "db.hpp"
+#include "job_count_deltas.hpp"
 
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -60,6 +61,7 @@ class writer {
   void loop();
   std::atomic<bool> disk_full_{false};
   std::atomic<std::int64_t> disk_full_refusals_{0};
+  job_count_deltas job_counts_;  // outlives db_: declared first
   std::unique_ptr<db> db_;
   int max_batch_;
   std::mutex m_;
@@ -106,6 +108,12 @@ class write_op final : public write_task {
  public:
   write_op(F f, Handler h) : f_(std::move(f)), h_(std::move(h)), work_(asio::get_associated_executor(h_)) {}
   void execute(db& d) override {
+    // SQLite rolls the whole transaction back on some errors (a full disk): a later operation
+    // must not run on its own in autocommit, committed while COMMIT then fails for the batch.
+    if (sqlite3_get_autocommit(d.handle())) {
+      r_.emplace(make_error(errc::store_failure, "the store's transaction was rolled back by an earlier error"));
+      return;
+    }
     try {
       d.prepare("SAVEPOINT op")->run();
     } catch (const db_error& e) {
@@ -116,6 +124,7 @@ class write_op final : public write_task {
       r_.emplace(f_(d));
       if (r_->has_value()) {
         d.prepare("RELEASE op")->run();
+        if (auto* counts = d.job_counts()) counts->keep_op();
         return;
       }
     } catch (const db_error& e) {
@@ -123,6 +132,7 @@ class write_op final : public write_task {
     } catch (...) {
       ep_ = std::current_exception();
     }
+    if (auto* counts = d.job_counts()) counts->drop_op();
     try {
       d.prepare("ROLLBACK TO op")->run();
       d.prepare("RELEASE op")->run();

@@ -12,7 +12,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 14> migrations{{
+constexpr std::array<const char*, 15> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -362,6 +362,17 @@ CREATE INDEX tokens_expiry ON tokens (expires_at) WHERE expires_at IS NOT NULL;
     // told once.
     R"sql(
 ALTER TABLE distributions ADD COLUMN run_redrives INTEGER NOT NULL DEFAULT 0;
+)sql",
+    // 15: job_counts and job_blocks are kept by the writer (job_count_deltas.hpp): TEMP triggers
+    // record each change, and each group commit adds the sums in its own transaction. The
+    // per-row triggers of migrations 7 and 10 go; the counts they kept are exact and stay.
+    R"sql(
+DROP TRIGGER IF EXISTS job_counts_insert;
+DROP TRIGGER IF EXISTS job_counts_delete;
+DROP TRIGGER IF EXISTS job_counts_status;
+DROP TRIGGER IF EXISTS job_blocks_insert;
+DROP TRIGGER IF EXISTS job_blocks_delete;
+DROP TRIGGER IF EXISTS job_blocks_status;
 )sql",
 }};
 #undef BLOCK_OF
