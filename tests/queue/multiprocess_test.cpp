@@ -419,6 +419,11 @@ TEST_F(multiprocess, stress_random_sigkill_loses_no_job) {
     std::this_thread::sleep_for(200ms);
   auto all = run_sync(s->jobs().list({project, std::nullopt, "", 1, rounds * per_round + 1}));
   ASSERT_EQ(all->total, rounds * per_round);
+  // The list's counts, kept by each process's writer per commit, agree with the jobs themselves
+  // after every kill (a killed writer's uncommitted counts went with its transaction).
+  store::status_counts tally{};
+  for (const auto& j : all->items) ++tally[static_cast<std::size_t>(j.status)];
+  EXPECT_EQ(all->counts, tally);
   for (const auto& j : all->items) {
     ASSERT_EQ(j.attempts, j.fence) << j.id;  // no reset here: every attempt is one claim
     if (j.status == store::job_status::dead) {
