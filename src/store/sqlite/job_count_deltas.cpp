@@ -55,9 +55,25 @@ void job_count_deltas::install(db& d) {
   d.exec(triggers);
 }
 
+std::uint32_t job_count_deltas::intern(std::string_view name) {
+  // The common case: the project, type and statuses of the changes just before.
+  for (auto i : recent_)
+    if (i < names_.size() && names_[i] == name) return i;
+  std::uint32_t id;
+  if (auto it = ids_.find(name); it != ids_.end()) {
+    id = it->second;
+  } else {
+    id = static_cast<std::uint32_t>(names_.size());
+    names_.emplace_back(name);
+    ids_.emplace(names_.back(), id);
+  }
+  recent_[recent_next_++ % recent_.size()] = id;
+  return id;
+}
+
 void job_count_deltas::record(std::string_view project, std::string_view type, std::string_view status,
                               std::int64_t rid, int delta) {
-  op_.push_back({std::string(project), std::string(type), std::string(status), rid >> CERTFLEET_JOB_BLOCK_BITS, delta});
+  op_.push_back({intern(project), intern(type), intern(status), rid >> CERTFLEET_JOB_BLOCK_BITS, delta});
 }
 
 void job_count_deltas::keep_op() {
@@ -81,22 +97,27 @@ void job_count_deltas::flush(db& d) {
   keep_op();
   // No transaction left (SQLite rolled it back): COMMIT fails and the writer discards these.
   if (txn_.empty() || sqlite3_get_autocommit(d.handle())) return;
-  std::map<std::tuple<std::string_view, std::string_view, std::string_view>, std::int64_t> counts;
-  std::map<std::tuple<std::string_view, std::int64_t, std::string_view, std::string_view>, std::int64_t> blocks;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::int64_t> counts;
+  std::map<std::tuple<std::uint32_t, std::int64_t, std::uint32_t, std::uint32_t>, std::int64_t> blocks;
   for (const auto& c : txn_) {
     counts[{c.project, c.type, c.status}] += c.delta;
     blocks[{c.project, c.block, c.type, c.status}] += c.delta;
   }
   for (const auto& [k, n] : counts) {
     if (n == 0) continue;
-    const auto& [project, type, status] = k;
+    const auto& project = names_[std::get<0>(k)];
+    const auto& type = names_[std::get<1>(k)];
+    const auto& status = names_[std::get<2>(k)];
     d.prepare("INSERT INTO job_counts (project_id, type, status, n) VALUES (?1, ?2, ?3, ?4) "
               "ON CONFLICT (project_id, type, status) DO UPDATE SET n = n + excluded.n")
         ->bind(1, project).bind(2, type).bind(3, status).bind(4, n).run();
   }
   for (const auto& [k, n] : blocks) {
     if (n == 0) continue;
-    const auto& [project, block, type, status] = k;
+    const auto& project = names_[std::get<0>(k)];
+    const auto block = std::get<1>(k);
+    const auto& type = names_[std::get<2>(k)];
+    const auto& status = names_[std::get<3>(k)];
     d.prepare("INSERT INTO job_blocks (project_id, block, type, status, n) VALUES (?1, ?2, ?3, ?4, ?5) "
               "ON CONFLICT (project_id, block, type, status) DO UPDATE SET n = n + excluded.n")
         ->bind(1, project).bind(2, block).bind(3, type).bind(4, status).bind(5, n).run();

@@ -9,9 +9,12 @@
 // instead of four per status change.
 #include "db.hpp"
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace certfleet::store::sqlite {
@@ -38,12 +41,23 @@ class job_count_deltas {
   std::size_t pending() const noexcept { return txn_.size(); }
 
  private:
+  // Names (projects, types, statuses) are interned: a record allocates nothing once its names
+  // were seen, and a run of changes of one project and type looks them up once.
   struct change {
-    std::string project, type, status;
+    std::uint32_t project = 0, type = 0, status = 0;
     std::int64_t block = 0;
     int delta = 0;
   };
+  std::uint32_t intern(std::string_view name);
+  struct name_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
   std::vector<change> op_, txn_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, std::uint32_t, name_hash, std::equal_to<>> ids_;
+  std::array<std::uint32_t, 4> recent_{};  // the names last looked up (indexes into names_)
+  std::size_t recent_next_ = 0;
 };
 
 }  // namespace certfleet::store::sqlite
