@@ -644,7 +644,7 @@ TEST_P(store_conformance, tab_counts_stay_exact_through_every_transition) {
   check("cancelled and retried");
   // A transaction that enqueues and then fails changes no count: its changes, and the counts'
   // changes it recorded, roll back with it.
-  store::tx_fn rolled_back = [&](catalog_tx& tx) -> result<void> {
+  tx_fn rolled_back = [&](catalog_tx& tx) -> result<void> {
     for (const char* type : {"other", "noop"})
       if (auto e = tx.jobs().enqueue(job(type), t0 + 4); !e) return std::move(e).error();
     return make_error(errc::conflict, "rolled back on purpose");
