@@ -7,8 +7,6 @@
 #include "certfleet/acme/renewal_info.hpp"
 #include "certfleet/core/json.hpp"
 #include "certfleet/delivery/pem.hpp"
-#include "certfleet/delivery/webhook.hpp"
-#include "certfleet/net/smtp_protocol.hpp"
 
 #include <boost/asio/ip/address.hpp>
 

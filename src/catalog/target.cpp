@@ -3,12 +3,7 @@
 #include "certfleet/catalog/catalog.hpp"
 
 #include "certfleet/catalog/body_fields.hpp"
-
-#include "certfleet/acme/renewal_info.hpp"
-#include "certfleet/core/json.hpp"
-#include "certfleet/delivery/pem.hpp"
-#include "certfleet/delivery/webhook.hpp"
-#include "certfleet/net/smtp_protocol.hpp"
+#include "certfleet/net/http.hpp"  // parse_url
 
 #include <boost/asio/ip/address.hpp>
 

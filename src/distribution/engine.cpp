@@ -7,13 +7,11 @@
 #include "certfleet/core/crash.hpp"
 #include "certfleet/core/settings.hpp"
 #include "certfleet/core/spawn.hpp"
-#include "certfleet/net/egress.hpp"
 #include "certfleet/delivery/file.hpp"
 #include "certfleet/delivery/ssh.hpp"
+#include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/delivery/webhook.hpp"
 #include "certfleet/catalog/catalog.hpp"
-#include "certfleet/notify/send.hpp"
-#include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/distribution/plan.hpp"
 #include "certfleet/distribution/target_queue.hpp"
 #include "distribution/named_lock.hpp"
@@ -22,7 +20,6 @@
 #include "certfleet/queue/make_job.hpp"
 #include "certfleet/queue/triggers.hpp"
 #include "certfleet/store/settings.hpp"
-#include "certfleet/store/maintenance.hpp"
 #include "certfleet/store/session_slots.hpp"
 
 #include <boost/asio/co_spawn.hpp>

@@ -2,7 +2,6 @@
 
 #include "certfleet/notify/events.hpp"
 
-#include "certfleet/core/json.hpp"
 #include "certfleet/net/error_class.hpp"
 #include "certfleet/store/job_policy.hpp"
 

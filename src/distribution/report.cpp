@@ -3,7 +3,6 @@
 // the job transition that caused it, or not at all.
 #include "certfleet/core/log.hpp"
 #include "certfleet/core/crash.hpp"
-#include "certfleet/core/object_id.hpp"
 #include "certfleet/catalog/catalog.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/notify/events.hpp"

@@ -3,8 +3,6 @@
 
 #include "certfleet/catalog/body_fields.hpp"
 
-#include "certfleet/core/json.hpp"
-
 #include <boost/json.hpp>
 #include <fmt/format.h>
 

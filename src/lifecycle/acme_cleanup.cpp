@@ -13,12 +13,7 @@
 
 #include "certfleet/acme/client.hpp"
 #include "certfleet/acme/dns.hpp"
-#include "certfleet/acme/keys.hpp"
-#include "certfleet/core/crash.hpp"
-#include "certfleet/core/json.hpp"
 #include "certfleet/lifecycle/dns_providers.hpp"
-#include "certfleet/notify/events.hpp"
-#include "certfleet/distribution/plan.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/triggers.hpp"
 #include "certfleet/store/catalog.hpp"

@@ -8,9 +8,7 @@
 #include "certfleet/acme/dns.hpp"
 #include "certfleet/acme/key_type.hpp"
 #include "certfleet/acme/keys.hpp"
-#include "certfleet/core/allow_list.hpp"
 #include "certfleet/core/json.hpp"
-#include "certfleet/core/object_id.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>

@@ -4,9 +4,8 @@
 
 #include "certfleet/catalog/body_fields.hpp"
 
-#include "certfleet/core/json.hpp"
-#include "certfleet/delivery/pem.hpp"
-#include "certfleet/delivery/webhook.hpp"
+#include "certfleet/net/egress.hpp"  // valid_dns_name
+#include "certfleet/net/http.hpp"    // parse_url
 #include "certfleet/net/smtp_protocol.hpp"
 #include "certfleet/notify/events.hpp"
 #include "certfleet/notify/template.hpp"

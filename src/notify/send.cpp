@@ -4,7 +4,6 @@
 
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/settings.hpp"
-#include "certfleet/net/egress.hpp"
 #include "certfleet/net/mime.hpp"
 #include "certfleet/net/smtp.hpp"
 #include "certfleet/delivery/webhook.hpp"

@@ -4,32 +4,16 @@
 
 #include "service/service_common.hpp"
 
-#include "certfleet/checks/checks.hpp"
-#include "certfleet/checks/discovery.hpp"
-#include "certfleet/net/tls_probe.hpp"
-#include "certfleet/core/allow_list.hpp"
-
-#include "certfleet/core/crash.hpp"
-#include "certfleet/core/json.hpp"
 #include "certfleet/core/object_id.hpp"
-#include "certfleet/core/settings.hpp"
-#include "certfleet/delivery/file.hpp"
-#include "certfleet/delivery/ssh.hpp"
 #include "certfleet/lifecycle/acme_catalog.hpp"
 #include "certfleet/lifecycle/acme_jobs.hpp"
 #include "certfleet/lifecycle/acme_workflow.hpp"
 #include "certfleet/catalog/catalog.hpp"
 #include "certfleet/distribution/certificates.hpp"
-#include "certfleet/checks/checks.hpp"
-#include "certfleet/distribution/engine.hpp"
 #include "certfleet/notify/events.hpp"
-#include "certfleet/notify/send.hpp"
-#include "certfleet/distribution/plan.hpp"
 #include "certfleet/lifecycle/approval.hpp"
-#include "certfleet/distribution/redrive.hpp"
 #include "certfleet/distribution/runs.hpp"
 #include "certfleet/queue/job_types.hpp"
-#include "certfleet/queue/make_job.hpp"
 #include "certfleet/store/settings.hpp"
 
 #include <boost/json.hpp>
