@@ -136,6 +136,17 @@ std::string extra_ca_pem() {
   }
   return pem;
 }
+
+// A module's handler options, with what every module may be given filled in: the key, the CPU
+// pool and the extra trust anchors (each only where the options have it).
+template <class Options>
+std::shared_ptr<Options> module_options(const kek* key, asio::thread_pool* cpu, const std::string& ca_pem) {
+  auto o = std::make_shared<Options>();
+  if constexpr (requires { o->key; }) o->key = key;
+  if constexpr (requires { o->cpu; }) o->cpu = cpu;
+  if constexpr (requires { o->ca_pem; }) o->ca_pem = ca_pem;
+  return o;
+}
 }  // namespace
 
 void register_handlers(queue::handler_registry& r, const settings_map& s, const kek* key, asio::thread_pool* cpu,
@@ -145,34 +156,17 @@ void register_handlers(queue::handler_registry& r, const settings_map& s, const 
   scheduler::register_sweep_handler(r, s.integer("job_retention_s") * 1000, s.integer("audit_retention_s") * 1000, cpu,
                                     ca_pem);
   // Each module registers the handlers of the job types it owns (DESIGN §3's table).
-  auto rotation = std::make_shared<catalog::kek_rotation_options>();
-  rotation->key = key;
-  catalog::register_kek_rotation_handlers(r, std::move(rotation));
-  auto notify = std::make_shared<notify::notify_options>();
-  notify->key = key;
-  notify->cpu = cpu;
-  notify->ca_pem = ca_pem;
-  notify::register_notification_handler(r, std::move(notify));
-  auto engine = std::make_shared<distribution::engine_options>();
-  engine->key = key;
-  engine->cpu = cpu;
-  engine->ca_pem = ca_pem;
+  catalog::register_kek_rotation_handlers(r, module_options<catalog::kek_rotation_options>(key, cpu, ca_pem));
+  notify::register_notification_handler(r, module_options<notify::notify_options>(key, cpu, ca_pem));
+  auto engine = module_options<distribution::engine_options>(key, cpu, ca_pem);
   engine->phases = phases;
   distribution::register_handlers(r, std::move(engine));
-  auto acme = std::make_shared<lifecycle::acme_job_options>();
-  acme->key = key;
-  acme->cpu = cpu;
-  acme->ca_pem = ca_pem;
-  lifecycle::register_acme_handlers(r, std::move(acme));
+  lifecycle::register_acme_handlers(r, module_options<lifecycle::acme_job_options>(key, cpu, ca_pem));
   checks::register_expiration_check(r);
-  auto check = std::make_shared<checks::check_options>();
-  check->cpu = cpu;
+  auto check = module_options<checks::check_options>(key, cpu, ca_pem);
   check->rdap_bootstrap_file = s.text("rdap_bootstrap_file");
-  check->ca_pem = ca_pem;
   checks::register_check_handlers(r, std::move(check));
-  auto discovery = std::make_shared<checks::discovery_options>();
-  discovery->cpu = cpu;
-  checks::register_discovery_handler(r, std::move(discovery));
+  checks::register_discovery_handler(r, module_options<checks::discovery_options>(key, cpu, ca_pem));
 }
 
 std::filesystem::path key_file_path(const settings_map& s) {
