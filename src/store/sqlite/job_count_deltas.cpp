@@ -56,18 +56,10 @@ void job_count_deltas::install(db& d) {
 }
 
 std::uint32_t job_count_deltas::intern(std::string_view name) {
-  // The common case: the project, type and statuses of the changes just before.
-  for (auto i : recent_)
-    if (i < names_.size() && names_[i] == name) return i;
-  std::uint32_t id;
-  if (auto it = ids_.find(name); it != ids_.end()) {
-    id = it->second;
-  } else {
-    id = static_cast<std::uint32_t>(names_.size());
-    names_.emplace_back(name);
-    ids_.emplace(names_.back(), id);
-  }
-  recent_[recent_next_++ % recent_.size()] = id;
+  if (auto it = ids_.find(name); it != ids_.end()) return it->second;
+  const auto id = static_cast<std::uint32_t>(names_.size());
+  names_.emplace_back(name);
+  ids_.emplace(names_.back(), id);
   return id;
 }
 

@@ -9,7 +9,6 @@
 // instead of four per status change.
 #include "db.hpp"
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -42,7 +41,7 @@ class job_count_deltas {
 
  private:
   // Names (projects, types, statuses) are interned: a record allocates nothing once its names
-  // were seen, and a run of changes of one project and type looks them up once.
+  // were seen (the map is looked up by string_view).
   struct change {
     std::uint32_t project = 0, type = 0, status = 0;
     std::int64_t block = 0;
@@ -56,8 +55,6 @@ class job_count_deltas {
   std::vector<change> op_, txn_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, std::uint32_t, name_hash, std::equal_to<>> ids_;
-  std::array<std::uint32_t, 4> recent_{};  // the names last looked up (indexes into names_)
-  std::size_t recent_next_ = 0;
 };
 
 }  // namespace certfleet::store::sqlite
