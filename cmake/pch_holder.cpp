@@ -1,0 +1,1 @@
+// The precompiled header's owner (src/CMakeLists.txt: certfleet_pch) compiles this empty file.
