@@ -6,6 +6,7 @@ and the server's peak RSS (VmHWM). Only the Python standard library; targets liv
 
   bench/fanout_bench.py --bin build/certfleet --targets 10000 --mode fan_out
   bench/fanout_bench.py --bin build/certfleet --targets 2000 --mode normal
+  bench/fanout_bench.py --bin build/certfleet --targets 100000 --import-only   # the bulk import alone
 """
 import argparse, json, os, subprocess, sys, tempfile, time, urllib.request
 from cf_serve import prepare_binary, start_serve
@@ -38,6 +39,9 @@ def main():
     ap.add_argument("--batch", type=int, default=50)
     ap.add_argument("--concurrency", type=int, default=10)
     ap.add_argument("--dist-lane", type=int, default=16, help="worker_dist_concurrency")
+    ap.add_argument("--setup", choices=["import", "one_by_one"], default="import",
+                    help="store the targets with one POST …/targets:import, or one POST …/targets each")
+    ap.add_argument("--import-only", action="store_true", help="time the target setup only, then stop")
     a = ap.parse_args()
     prepare_binary(a.bin)
 
@@ -58,15 +62,34 @@ def main():
         _, cert = call(port, token, "POST", f"{P}/certificates", {
             "name": "bench", "cert_pem": open(f"{work}/c.pem").read(), "key_pem": open(f"{work}/k.pem").read()})
         ids = []
-        t0 = time.time()
+        bodies = []
         for i in range(a.targets):
-            d = os.path.join(work, "remote", f"t{i:05}")
+            d = os.path.join(work, "remote", f"t{i:06}")
             os.makedirs(d)
-            st, t = call(port, token, "POST", f"{P}/targets", {
-                "name": f"t{i:05}", "module": "file", "file": {"cert_path": f"{d}/cert.pem", "key_path": f"{d}/key.pem"}})
-            assert st == 201, t
-            ids.append(t["id"])
+            bodies.append({"name": f"t{i:06}", "module": "file",
+                           "file": {"cert_path": f"{d}/cert.pem", "key_path": f"{d}/key.pem"}})
+        t0 = time.time()
+        if a.setup == "import":
+            # One POST …/targets:import of every target (JSON lines), all stored or none.
+            body = "".join(json.dumps(b) + "\n" for b in bodies).encode()
+            req = urllib.request.Request(f"http://127.0.0.1:{port}{P}/targets:import", method="POST", data=body,
+                                         headers={"Authorization": f"Bearer {token}",
+                                                  "Content-Type": "application/x-ndjson"})
+            with urllib.request.urlopen(req, timeout=600) as r:
+                answer = json.loads(r.read())
+            ids = answer["ids"]
+            assert len(ids) == a.targets, answer.get("imported")
+        else:
+            for b in bodies:
+                st, t = call(port, token, "POST", f"{P}/targets", b)
+                assert st == 201, t
+                ids.append(t["id"])
         setup_s = time.time() - t0
+        if a.import_only:
+            print(json.dumps({"targets": a.targets, "setup": a.setup, "target_setup_s": round(setup_s, 2),
+                              "body_mib": round(len(body) / 1048576, 1) if a.setup == "import" else None,
+                              "peak_rss_mib": round(peak_rss_mib(srv.pid), 1)}))
+            return
         st, dist = call(port, token, "POST", f"{P}/distributions", {"name": "bench", "certificate_id": cert["id"],
                                                                     "target_ids": ids})
         assert st == 201, dist

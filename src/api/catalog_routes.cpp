@@ -5,7 +5,10 @@
 #include "handlers.hpp"
 #include "server_state.hpp"
 
+#include "certfleet/catalog/target_import.hpp"
+
 #include <boost/json.hpp>
+#include <fmt/format.h>
 
 namespace certfleet::api {
 
@@ -45,6 +48,44 @@ boost::asio::awaitable<reply> create_catalog_object(server_state& s, const route
   service::requester who{actor, c.token && c.token->system};  // named: GCC 12 and co_await temporaries
   auto r = co_await s.catalog.create(kind, c.project->id, call.body, who);
   co_return co_await catalog_answer(s, call, "create", 201, std::move(r), t0);
+}
+
+// POST …/targets:import: 201 {imported, ids} in the body's order, or 400 with every bad row
+// (up to catalog::max_import_problems) in `errors`, each named by its line; nothing stored then.
+boost::asio::awaitable<reply> import_targets(server_state& s, const route_call& call) {
+  auto t0 = steady::now();
+  const auto format = catalog::import_format_of(call.content_type);
+  if (!format)  // the session refuses other media types first (415); this is the handler's own guard
+    co_return error_reply(errc::invalid_argument, "send Content-Type: application/x-ndjson or text/csv", "content-type");
+  const auto& c = call.who;
+  const std::string actor = c.token ? "token:" + c.token->id : "anonymous";
+  service::requester who{actor, c.token && c.token->system};  // named: GCC 12 and co_await temporaries
+  std::string project_id = c.project->id;
+  std::string body = call.body;
+  auto r = co_await s.catalog.import_targets(project_id, std::move(body), *format, who);
+  s.metrics.store_call("target_import", std::chrono::duration<double>(steady::now() - t0).count());
+  if (!r) {
+    co_await s.audit(call.who, "target.import", "target/", errc_name(r.error().value()));
+    co_return error_reply(r.error());
+  }
+  if (r->refused) {
+    const auto& t = *r->refused;
+    co_await s.audit(call.who, "target.import", "target/", "invalid_argument");
+    boost::json::array errors;
+    for (const auto& p : t.problems)
+      errors.push_back(boost::json::object{{"line", p.line}, {"field", p.field}, {"message", p.message}});
+    const auto& first = t.problems.front();
+    boost::json::object e{{"code", "invalid_argument"},
+                          {"message", catalog::describe_import_problems(t)},
+                          {"field", first.line > 0 ? fmt::format("line {}: {}", first.line, first.field) : first.field}};
+    co_return json_reply(400, boost::json::object{{"error", std::move(e)}, {"error_count", t.problem_count},
+                                                  {"errors", std::move(errors)}});
+  }
+  co_await s.audit(call.who, "target.import", fmt::format("target/{} targets", r->ids.size()), "ok");
+  boost::json::array ids;
+  ids.reserve(r->ids.size());
+  for (auto& id : r->ids) ids.emplace_back(std::move(id));
+  co_return json_reply(201, boost::json::object{{"imported", ids.size()}, {"ids", std::move(ids)}});
 }
 
 boost::asio::awaitable<reply> get_catalog_object(server_state& s, const route_call& call) {

@@ -87,7 +87,7 @@ boost::asio::awaitable<reply> dispatch(server_state& s, const request_view& req,
   }
   const auto handler = handlers[static_cast<std::size_t>(m->route->id)];
   if (!handler) co_return error_reply(errc::not_found, "no such route", "path");
-  const route_call call{*c, *m, *q, req.body, req.cred};
+  const route_call call{*c, *m, *q, req.body, req.cred, req.content_type};
   auto r = co_await handler(s, call);
   // A certificate changed here (a new version, say): the listener serving a managed certificate
   // (tls_certificate) looks at once instead of at its next poll.

@@ -26,6 +26,7 @@ struct route_call {
   const query_params& query;
   const std::string& body;
   const credentials& cred;  // the session routes read the cookie themselves
+  std::string_view content_type;  // one of body_media_types(route), checked by the session
 };
 
 using route_handler = boost::asio::awaitable<reply> (*)(server_state&, const route_call&);
@@ -37,6 +38,7 @@ struct request_view {
   credentials cred;
   const std::string& body;
   bool health_only = false;  // from the metrics listener: /healthz, /readyz and /metrics only
+  std::string_view content_type = {};
 };
 
 // Routes, authorizes, audits a refusal and calls the route's handler. `route_name` gets the
@@ -86,6 +88,7 @@ boost::asio::awaitable<reply> read_job_logs(server_state&, const route_call&);
 // the row's object_kind.
 boost::asio::awaitable<reply> list_catalog_objects(server_state&, const route_call&);
 boost::asio::awaitable<reply> create_catalog_object(server_state&, const route_call&);
+boost::asio::awaitable<reply> import_targets(server_state&, const route_call&);
 boost::asio::awaitable<reply> get_catalog_object(server_state&, const route_call&);
 boost::asio::awaitable<reply> delete_catalog_object(server_state&, const route_call&);
 // POST …/certificates/issue (202 {certificate_id, job_id}) and …/certificates/{id}/renew (202 {job_id}).

@@ -226,9 +226,9 @@ std::optional<std::string> host_problem(const request_t& req) {
   return std::nullopt;
 }
 
-// A media type is "application/json", optionally with "; charset=utf-8" (any case, quoted or
-// not), and nothing else.
-bool is_json_media_type(std::string_view v) {
+// A media type is `want` ("application/json"), optionally with "; charset=utf-8" (any case,
+// quoted or not), and nothing else.
+bool is_media_type(std::string_view v, std::string_view want) {
   auto trim = [](std::string_view x) {
     while (!x.empty() && (x.front() == ' ' || x.front() == '\t')) x.remove_prefix(1);
     while (!x.empty() && (x.back() == ' ' || x.back() == '\t')) x.remove_suffix(1);
@@ -240,7 +240,7 @@ bool is_json_media_type(std::string_view v) {
            });
   };
   auto semi = v.find(';');
-  if (!iequals(trim(v.substr(0, semi)), "application/json")) return false;
+  if (!iequals(trim(v.substr(0, semi)), want)) return false;
   if (semi == std::string_view::npos) return true;
   auto param = trim(v.substr(semi + 1));
   auto eq = param.find('=');
@@ -254,6 +254,8 @@ bool is_json_media_type(std::string_view v) {
 // sends a form or text learns it at once instead of from a parser's complaint, and a cross-site
 // <form> (urlencoded, multipart, text/plain posts without a preflight; a JSON body cannot) never
 // reaches a route. POST /api/v1/session needs the header even with no body: it is the sign-in.
+// The bulk import takes JSON lines or CSV instead (body_media_types): neither is a type a
+// cross-site form or a fetch without a preflight may send.
 std::optional<reply> media_type_refusal(const request_t& req, bool health_only, std::string& route_name) {
   if (health_only) return std::nullopt;
   auto parts = split_target(std::string_view(req.target().data(), req.target().size()));
@@ -262,16 +264,33 @@ std::optional<reply> media_type_refusal(const request_t& req, bool health_only, 
   if (!m) return std::nullopt;
   if (req.body().empty() && m->route->id != route_id::session_create) return std::nullopt;
   auto v = req[http::field::content_type];
-  if (req.count(http::field::content_type) == 1 && is_json_media_type(std::string_view(v.data(), v.size())))
-    return std::nullopt;
+  const auto media = body_media_types(*m->route);
+  if (req.count(http::field::content_type) == 1)
+    for (auto want : media)
+      if (is_media_type(std::string_view(v.data(), v.size()), want)) return std::nullopt;
   route_name = std::string(m->route->pattern);
+  std::string accepted;
+  for (auto want : media) accepted += (accepted.empty() ? "" : ", ") + std::string(want);
   reply r;
   r.status = 415;
   r.body = error_body("unsupported_media_type",
-                      "the body must be JSON: send Content-Type: application/json (optionally ; charset=utf-8)",
+                      media.size() == 1 && media[0] == "application/json"
+                          ? std::string("the body must be JSON: send Content-Type: application/json (optionally ; charset=utf-8)")
+                          : fmt::format("this route's body must be one of {}: say which in Content-Type", accepted),
                       "content-type");
-  if (req.method() == http::verb::post) r.headers.emplace_back("Accept-Post", "application/json");
+  if (req.method() == http::verb::post) r.headers.emplace_back("Accept-Post", accepted);
   return r;
+}
+
+// Whether the request, by its header alone, is for a bulk-body route its credentials may use.
+asio::awaitable<bool> may_send_bulk_body(server_state& s, const request_t& req) {
+  auto parts = split_target(std::string_view(req.target().data(), req.target().size()));
+  if (!parts) co_return false;
+  auto m = match_route(std::string_view(req.method_string().data(), req.method_string().size()), parts->path);
+  if (!m || !takes_bulk_body(*m->route) || !s.opt.serve_api) co_return false;
+  caller ignored;
+  auto c = co_await authorize(s, credentials_of(req), *m, &ignored);
+  co_return c.has_value();
 }
 
 // A TLS connection ends with the peer told (close_notify), briefly: a peer that never answers
@@ -388,7 +407,10 @@ asio::awaitable<void> run_session(std::shared_ptr<server_state> self, Stream str
     }
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(opt.header_limit));
-    parser.body_limit(opt.body_limit);
+    // The parser compares a Content-Length with its limit while it reads the header, before the
+    // route is known: it gets the larger limit, and the route's is applied once the header is in.
+    std::size_t body_limit = opt.body_limit;
+    parser.body_limit(std::max(opt.body_limit, opt.bulk_body_limit));
     lowest.expires_after(in_reserve ? std::min<std::chrono::milliseconds>(opt.read_timeout, reserve_deadline)
                                     : opt.read_timeout);
     auto [hec, hn] = co_await http::async_read_header(stream, buf, parser, tuple_awaitable);
@@ -414,6 +436,14 @@ asio::awaitable<void> run_session(std::shared_ptr<server_state> self, Stream str
       co_await refuse_connection(s, stream, false, client, parser.get());
       break;
     }
+    // A bulk body (the target import) may be larger than body_limit, for a caller allowed the
+    // route: who may not use it cannot make the server hold more than body_limit.
+    if (!hec && !health_only && !in_reserve && !parser.is_done() && co_await may_send_bulk_body(s, parser.get()))
+      body_limit = opt.bulk_body_limit;
+    if (!hec) {
+      parser.body_limit(body_limit);  // a chunked body is counted against it as it arrives
+      if (auto n = parser.content_length(); n && *n > body_limit) hec = http::error::body_limit;
+    }
     if (!hec && parser.get()[http::field::expect] == "100-continue" && !parser.is_done()) {
       http::response<http::empty_body> cont{http::status::continue_, 11};
       auto [cec, cn] = co_await http::async_write(stream, cont, tuple_awaitable);
@@ -424,7 +454,7 @@ asio::awaitable<void> run_session(std::shared_ptr<server_state> self, Stream str
     if (ec) {
       if (ec == http::error::body_limit) {
         co_await send_error_and_close(s, stream, parser.get(), client, 413, errc::payload_too_large,
-                                      fmt::format("the body is larger than {} bytes", opt.body_limit), "body");
+                                      fmt::format("the body is larger than {} bytes", body_limit), "body");
       } else if (ec == http::error::header_limit) {
         co_await send_error_and_close(s, stream, parser.get(), client, 431, errc::invalid_argument,
                                       fmt::format("the request header is larger than {} bytes", opt.header_limit),
@@ -466,7 +496,8 @@ asio::awaitable<void> run_session(std::shared_ptr<server_state> self, Stream str
       } else {
         const request_view view{std::string_view(req.method_string().data(), req.method_string().size()),
                                 std::string_view(req.target().data(), req.target().size()), credentials_of(req),
-                                req.body(), health_only};
+                                req.body(), health_only,
+                                std::string_view(req[http::field::content_type].data(), req[http::field::content_type].size())};
         r = co_await dispatch(s, view, route_name);
       }
     } catch (const std::exception& e) {

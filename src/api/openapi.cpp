@@ -23,7 +23,7 @@ namespace {
 // src/lifecycle/acme_catalog.cpp, session_routes.cpp). Members the parsers refuse are refused here
 // too (additionalProperties: false), so a client generated from this document sends nothing the
 // server rejects as unknown. `settings` is not here: it is generated from the settings table.
-constexpr std::array<body_schema, 22> bodies{{
+constexpr std::array<body_schema, 23> bodies{{
     {"session", R"json({"type":"object","required":["token"],"additionalProperties":false,
       "properties":{"token":{"type":"string","description":"An API token (cf_…)"}}})json"},
     {"project", R"json({"type":"object","required":["name"],"additionalProperties":false,
@@ -65,6 +65,7 @@ constexpr std::array<body_schema, 22> bodies{{
       "properties":{"name":{"type":"string"},"kind":{"enum":["ssh_key","password"]},
         "private_key_pem":{"type":"string","description":"kind ssh_key: an ed25519 or ECDSA key"},
         "passphrase":{"type":"string"},"password":{"type":"string","description":"kind password"}}})json"},
+    {"target_import", R"json({"type":"string","description":"Many targets, all stored or none (at most 100,000; 64 MiB). application/x-ndjson (or application/jsonl): one target_body JSON object per line, blank lines skipped. text/csv: a header row naming target_body's members, dotted for nested ones (name,module,ssh.host,ssh.port,ssh.user,ssh.credential_id,ssh.host_key,ssh.cert_path,ssh.key_path,…), then one target per row; an empty cell leaves the member out; ssh.port and validate.tls.port are read as integers, ssh.sudo, webhook.allow_plain_http and validate.remote_hash as true/false"})json"},
     {"target", R"json({"type":"object","required":["name","module"],"additionalProperties":false,
       "properties":{"name":{"type":"string"},"module":{"enum":["ssh","file","webhook"]},
         "ssh":{"type":"object","required":["host","user","host_key","cert_path","key_path","credential_id"],"additionalProperties":false,
@@ -333,6 +334,9 @@ constexpr response_schema answers[] = {
       "module":{"enum":["ssh","file","webhook"]},"ssh":{"type":"object"},"file":{"type":"object"},"webhook":{"type":"object"},
       "created_by_system_admin":{"type":"string","description":"File targets made by a system admin (who may write outside file_target_base_dirs): who"},
       "validate":{"type":"object"}}})json"},
+    {"TargetImport", R"json({"type":"object","required":["imported","ids"],"properties":{
+      "imported":{"type":"integer","description":"How many targets were stored"},
+      "ids":{"type":"array","items":{"$ref":"#/components/schemas/ObjectId"},"description":"The new targets' ids, in the body's order"}}})json"},
     {"HostKeyScan", R"json({"type":"object","required":["target_id","host","port","pinned","offered","trusted"],"properties":{
       "target_id":{"$ref":"#/components/schemas/ObjectId"},"host":{"type":"string"},"port":{"type":"integer"},
       "pinned":{"type":"string"},"offered":{"type":"array","items":{"type":"object","required":["line","fingerprint"],
@@ -550,8 +554,8 @@ constexpr error_status error_statuses[] = {
     {404, "NotFound", "No such project or object, or one the token cannot see"},
     {405, "MethodNotAllowed", "The path exists, not with this method; Allow lists the methods it has"},
     {409, "Conflict", "The object's state does not allow it, or the name is taken; `message` says which"},
-    {413, "PayloadTooLarge", "The body is larger than 1 MiB"},
-    {415, "UnsupportedMediaType", "The body is not `application/json` (Content-Type must say so)"},
+    {413, "PayloadTooLarge", "The body is larger than 1 MiB (64 MiB for POST …/targets:import)"},
+    {415, "UnsupportedMediaType", "The body is not `application/json` (Content-Type must say so; POST …/targets:import takes application/x-ndjson or text/csv)"},
     {429, "TooManyRequests", "Rate limited (job_retry_per_minute): Retry-After says when to try again"},
     {502, "BadGateway", "The peer this route talks to (an SSH server) did not answer"},
     {503, "ServiceUnavailable", "The store is busy, the server is shutting down or at its connection limit; Retry-After"},
@@ -656,6 +660,7 @@ std::vector<success> success_of(route_id id) {
     case R::credential_get: return {{200, "The credential", "Credential"}};
     case R::targets_list: return {{200, "One page of targets", "TargetPage"}};
     case R::target_create: return {{201, "Created", "Target"}};
+    case R::targets_import: return {{201, "Every row stored, in one transaction", "TargetImport"}};
     case R::target_get: return {{200, "The target", "Target"}};
     case R::target_scan_host_key: return {{200, "The host keys the server offered, to pin after checking", "HostKeyScan"}};
     case R::channels_list: return {{200, "One page of notification channels", "NotificationChannelPage"}};
@@ -754,11 +759,10 @@ json::object operation(const route_def& r) {
     // A body with required members must be sent; one without (rollback's) may be left out.
     const auto schema = schema_of(r.body);
     const bool required = schema.is_object() && schema.as_object().contains("required");
-    op["requestBody"] = json::object{
-        {"required", required},
-        {"content", json::object{{"application/json",
-                                  json::object{{"schema", json::object{{"$ref", fmt::format("#/components/schemas/{}_body",
-                                                                                            r.body)}}}}}}}};
+    json::object content;
+    for (auto media : body_media_types(r))
+      content[media] = json::object{{"schema", json::object{{"$ref", fmt::format("#/components/schemas/{}_body", r.body)}}}};
+    op["requestBody"] = json::object{{"required", required || takes_bulk_body(r)}, {"content", std::move(content)}};
   }
   return op;
 }
@@ -833,7 +837,17 @@ std::string openapi_document(std::string_view version) {
                                    json::object{{"code", json::object{{"enum", std::move(codes)}}},
                                                 {"message", json::object{{"type", "string"}}},
                                                 {"field", json::object{{"type", "string"},
-                                                                       {"description", "The request member, parameter or header at fault"}}}}}}}}}};
+                                                                       {"description", "The request member, parameter or header at fault"}}}}}}},
+                    {"error_count", json::object{{"type", "integer"},
+                                                 {"description", "POST …/targets:import: how many rows are bad"}}},
+                    {"errors",
+                     json::object{{"type", "array"},
+                                  {"description", "POST …/targets:import: the bad rows (the first 100), each by its line (0: the body as a whole)"},
+                                  {"items", json::object{{"type", "object"},
+                                                         {"required", json::array{"line", "field", "message"}},
+                                                         {"properties", json::object{{"line", json::object{{"type", "integer"}}},
+                                                                                     {"field", json::object{{"type", "string"}}},
+                                                                                     {"message", json::object{{"type", "string"}}}}}}}}}}}};
   for (const auto& rs : all_response_schemas()) schemas[std::string(rs.name)] = json::parse(rs.schema);
   schemas["Settings"] = settings_answer_schema(setting_scope::system);
   schemas["ProjectSettings"] = settings_answer_schema(setting_scope::project);

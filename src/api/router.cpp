@@ -55,6 +55,19 @@ int hex(char c) {
 
 std::span<const route_def> all_routes() noexcept { return table; }
 
+namespace {
+constexpr std::string_view json_media[] = {"application/json"};
+// JSON lines under both names clients use; catalog::import_format_of reads the same three.
+constexpr std::string_view import_media[] = {"application/x-ndjson", "application/jsonl", "text/csv"};
+}  // namespace
+
+bool takes_bulk_body(const route_def& r) noexcept { return r.body == "target_import"; }
+
+std::span<const std::string_view> body_media_types(const route_def& r) noexcept {
+  if (takes_bulk_body(r)) return import_media;
+  return json_media;
+}
+
 std::optional<target_parts> split_target(std::string_view target) noexcept {
   if (target.empty() || target[0] != '/') return std::nullopt;
   auto q = target.find('?');

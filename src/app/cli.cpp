@@ -54,6 +54,7 @@ std::optional<std::string> unknown_word_hint(CLI::App& app) {
 
 // `certfleet certificates|targets|credentials|settings …`: over the API only.
 int run_catalog(const std::string& kind, const std::string& cmd, common_flags& flags, const catalog_args& a) {
+  if (cmd == "import" && a.dry_run) return import_targets(nullptr, a);
   if (!flags.remote.wanted())
     return usage(fmt::format("`certfleet {}` works over the API: give --server URL (or CERTFLEET_ADDR) and a token; on "
                              "the server itself --server https://127.0.0.1:PORT (docs/cli.md, Remote mode)",
@@ -269,6 +270,17 @@ int run_cli(int argc, char** argv) {
       csub("create", "Create one from the API's request body (docs/api.md)", false)
           ->add_option("--from-file", ca.from_file, "A JSON file with the body; - reads stdin")
           ->required();
+    if (std::string_view(kind) == "targets") {
+      auto* im = csub("import", "Create many targets at once, all or none (JSON lines, CSV, or an Ansible INI inventory)", false);
+      im->add_option("--from-file", ca.from_file, "A JSON-lines or CSV file of target bodies (- reads stdin)");
+      im->add_option("--format", ca.format, "jsonl or csv (default: by the file's extension, .csv or else jsonl)");
+      im->add_option("--ansible", ca.inventory, "An Ansible INI inventory: one SSH target per host");
+      im->add_option("--template", ca.template_file, "With --ansible: a target body without name (JSON file)");
+      im->add_option("--group", ca.group, "With --ansible: only this group's hosts (and its children's)");
+      im->add_option("--known-hosts", ca.known_hosts, "With --ansible: an OpenSSH known_hosts file the host keys come from");
+      im->add_flag("--dry-run", ca.dry_run, "Print the body that would be sent (JSON lines or CSV) and send nothing");
+      add_json(im, ca.json, "Print the answer as JSON (the new ids)");
+    }
     if (std::string_view(kind) == "certificates") {
       auto* up = csub("upload", "Upload a certificate and its key (or, with --id, a new version of one)", false);
       up->add_option("--name", ca.name, "Name of a new certificate");

@@ -107,18 +107,24 @@ result<remote_client> remote_client::open(const remote_flags& f) {
 
 result<remote_answer> remote_client::call(std::string_view method, std::string_view path,
                                         const std::optional<json::value>& body) const {
+  if (!body) return send(method, path, "", "");
+  return send(method, path, "application/json", json::serialize(*body));
+}
+
+result<remote_answer> remote_client::send(std::string_view method, std::string_view path, std::string_view content_type,
+                                          std::string body, json::value* error_answer) const {
   auto m = method_of(method);
   if (!m) throw std::logic_error(fmt::format("remote call with method {}", method));
   net::http_request req;
   req.method = *m;
   req.url = base_ + std::string(path);
   req.headers = {{"Authorization", "Bearer " + token_}, {"Accept", "application/json"}};
-  if (body) {
-    req.headers.emplace_back("Content-Type", "application/json");
-    req.body = json::serialize(*body);
+  if (!content_type.empty()) {
+    req.headers.emplace_back("Content-Type", std::string(content_type));
+    req.body = std::move(body);
   }
   req.ca_pem = ca_pem_;
-  req.timeout = std::chrono::seconds(30);
+  req.timeout = std::chrono::seconds(req.body.size() > (1u << 20) ? 300 : 30);  // a bulk import is one transaction
   req.max_body = 64 * 1024 * 1024;
   boost::asio::io_context ioc;
   auto fut = boost::asio::co_spawn(ioc, net::http_exchange(std::move(req)), boost::asio::use_future);
@@ -152,7 +158,9 @@ result<remote_answer> remote_client::call(std::string_view method, std::string_v
     if (row.name == code) which = row.code;
   if (code == "method_not_allowed" || code == "unsupported_media_type") which = errc::invalid_argument;
   if (which == errc::ok) which = errc::store_failure;
-  return make_error(which, text_at(eo, "message"), text_at(eo, "field"));
+  auto failure = make_error(which, text_at(eo, "message"), text_at(eo, "field"));
+  if (error_answer) *error_answer = std::move(doc);
+  return failure;
 }
 
 result<json::value> remote_client::call_object(std::string_view method, std::string_view path,

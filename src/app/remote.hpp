@@ -39,6 +39,11 @@ class remote_client {
   result<remote_answer> call(std::string_view method, std::string_view path,
                                   const std::optional<boost::json::value>& body = std::nullopt) const;
 
+  // A body that is not JSON (the target import's JSON lines or CSV), sent as `content_type`; an
+  // error answer's whole document goes to `error_answer` when given (the import's `errors`).
+  result<remote_answer> send(std::string_view method, std::string_view path, std::string_view content_type,
+                             std::string body, boost::json::value* error_answer = nullptr) const;
+
   // call() for an answer that must be a JSON object (lists, objects, a run): that object.
   result<boost::json::value> call_object(std::string_view method, std::string_view path,
                                          const std::optional<boost::json::value>& body = std::nullopt) const;

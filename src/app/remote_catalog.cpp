@@ -73,6 +73,7 @@ int remote_catalog(const remote_client& c, const std::string& kind, const std::s
       std::cout << fmt::format("the first 200 of {} (-o json for the page; the API pages with ?page=)\n", total->as_int64());
     return 0;
   }
+  if (cmd == "import") return import_targets(&c, a);
   if (cmd == "show") return answer(c.call("GET", one));
   if (cmd == "delete") return answer(c.call("DELETE", one));
   if (cmd == "create") {

@@ -18,7 +18,14 @@ struct catalog_args {
       profile;
   std::vector<std::string> domains, assignments;  // issue --domain; settings set NAME=VALUE…
   bool json = false;
+  // targets import: a JSON-lines or CSV file (from_file, format), or an Ansible INI inventory
+  // turned into JSON lines from a template body (inventory, template_file, group, known_hosts).
+  std::string format, inventory, template_file, group, known_hosts;
+  bool dry_run = false;  // print the body instead of sending it
 };
+
+// `certfleet targets import` (docs/targets-import.md). --dry-run needs no server.
+int import_targets(const remote_client* c, const catalog_args& a);
 
 // `kind`: certificates, targets or credentials (the API's path word). Prints the answer and
 // returns the exit code.

@@ -1,6 +1,7 @@
 #include "certfleet/delivery/ssh_target.hpp"
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <boost/json.hpp>
 
@@ -98,6 +99,96 @@ result<host_key> parse_host_key(std::string_view line) {
   if (be32(*blob, 0) != type.size() || std::string_view(*blob).substr(4, type.size()) != type)
     return bad("host key blob does not match its type \"" + std::string(type) + "\"");
   return host_key{std::string(type), std::move(*blob)};
+}
+
+namespace {
+
+// OpenSSH's match_pattern: * any run, ? one character; case-insensitive as host names are.
+bool glob_match(std::string_view pattern, std::string_view name) {
+  std::size_t p = 0, n = 0, star = std::string_view::npos, mark = 0;
+  auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+  while (n < name.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || lower(pattern[p]) == lower(name[n]))) {
+      ++p;
+      ++n;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = n;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      n = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+// "|1|salt|hash": HMAC-SHA1 of the name keyed by the salt (ssh-keygen -H, HashKnownHosts yes).
+bool hashed_match(std::string_view entry, std::string_view name) {
+  entry.remove_prefix(3);
+  const auto bar = entry.find('|');
+  if (bar == std::string_view::npos) return false;
+  auto salt = base64_decode(entry.substr(0, bar));
+  auto want = base64_decode(entry.substr(bar + 1));
+  if (!salt || !want || want->size() != 20) return false;
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (!HMAC(EVP_sha1(), salt->data(), static_cast<int>(salt->size()), reinterpret_cast<const unsigned char*>(name.data()),
+            name.size(), mac, &len) || len != 20)
+    return false;
+  return std::equal(want->begin(), want->end(), reinterpret_cast<const char*>(mac));
+}
+
+bool names_match(std::string_view names, std::string_view name) {
+  if (names.starts_with("|1|")) return hashed_match(names, name);
+  bool matched = false;
+  while (!names.empty()) {
+    const auto comma = names.find(',');
+    auto pattern = names.substr(0, comma);
+    names = comma == std::string_view::npos ? std::string_view() : names.substr(comma + 1);
+    const bool negated = !pattern.empty() && pattern.front() == '!';
+    if (negated) pattern.remove_prefix(1);
+    if (glob_match(pattern, name)) {
+      if (negated) return false;  // a negation wins over every other pattern of the line
+      matched = true;
+    }
+  }
+  return matched;
+}
+
+}  // namespace
+
+std::optional<std::string> known_hosts_key(std::string_view known_hosts, std::string_view host, std::uint16_t port) {
+  const std::string name = port == 22 ? std::string(host) : "[" + std::string(host) + "]:" + std::to_string(port);
+  const auto& types = supported_host_key_types();
+  std::optional<std::string> best;
+  std::size_t best_rank = types.size();
+  while (!known_hosts.empty()) {
+    const auto nl = known_hosts.find('\n');
+    std::string_view line = known_hosts.substr(0, nl);
+    known_hosts = nl == std::string_view::npos ? std::string_view() : known_hosts.substr(nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::size_t i = 0;
+    auto word = [&]() {
+      while (i < line.size() && is_space(line[i])) ++i;
+      const std::size_t start = i;
+      while (i < line.size() && !is_space(line[i])) ++i;
+      return line.substr(start, i - start);
+    };
+    const auto names = word();
+    if (names.empty() || names.front() == '#' || names.front() == '@') continue;
+    const auto type = word();
+    const auto key = word();
+    const auto rank = static_cast<std::size_t>(std::find(types.begin(), types.end(), type) - types.begin());
+    if (key.empty() || rank >= best_rank || !names_match(names, name)) continue;
+    std::string candidate = std::string(type) + " " + std::string(key);
+    if (!parse_host_key(candidate)) continue;
+    best = std::move(candidate);
+    best_rank = rank;
+  }
+  return best;
 }
 
 std::optional<unsigned> parse_mode(std::string_view s) {

@@ -138,7 +138,7 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
   auto id = new_object_id();
   std::vector<std::pair<std::string, std::string>> refs;  // (kind, id) -> field checked inside the transaction
   std::vector<std::string> ref_fields;
-  std::string want_credential_kind;  // ssh targets: the kind ssh.auth needs
+  std::optional<catalog::target_spec> target;  // a target: its credential is checked in the transaction
   bool templated_rule = false;       // a rule with a template: its channel must render one
   if (kind == store::kind_certificate) {
     if (!key_) co_return no_key();
@@ -188,28 +188,19 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
   } else if (kind == store::kind_target) {
     auto t = catalog::parse_target_request(body);
     if (!t) co_return std::move(t).error();
-    obj->id = id;
-    obj->name = t->name;
-    obj->doc = t->doc;
-    if (t->spec.module == delivery::module_kind::file) {
-      if (!who.system_admin)
-        co_return make_error(errc::forbidden,
-                             "file targets write files and run a command on the worker host as certfleet's user: only a "
-                             "system-admin token may create one",
-                             "module");
+    std::vector<std::string> base_dirs;
+    if (t->spec.module == delivery::module_kind::file && who.system_admin) {
       auto settings = co_await store::read_settings(st_);
       auto dirs = parse_base_dirs(settings.text("file_target_base_dirs"));
       if (!dirs) co_return std::move(dirs).error();
-      if (auto ok = delivery::check_file_target_paths(t->spec.file, *dirs); !ok) co_return std::move(ok).error();
-      obj->doc = catalog::stamp_file_grant(t->doc, who.actor.empty() ? std::string("system") : who.actor);
+      base_dirs = std::move(*dirs);
     }
+    auto doc = admit_target(*t, who, base_dirs);
+    if (!doc) co_return std::move(doc).error();
+    obj->id = id;
+    obj->name = t->name;
+    obj->doc = std::move(*doc);
     if (t->spec.module == delivery::module_kind::ssh) {
-      // A new target says how it logs in; left out, it is "key" (stored, so the view shows it).
-      if (t->spec.ssh.auth == delivery::ssh_auth::derived) {
-        t->spec.ssh.auth = delivery::ssh_auth::key;
-        obj->doc = catalog::stamp_ssh_auth(obj->doc, "key");
-      }
-      want_credential_kind = t->spec.ssh.auth == delivery::ssh_auth::key ? "ssh_key" : "password";
       auto allow = co_await read_ssh_allow_list(st_);
       if (!allow) co_return std::move(allow).error();
       auto so = ssh_dial_options(cpu_, *allow);
@@ -219,8 +210,7 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
       if (!ok) co_return std::move(ok).error();
     }
     obj->ref_id = t->spec.credential_id;
-    refs.emplace_back(std::string(store::kind_credential), t->spec.credential_id);
-    ref_fields.push_back(t->spec.module == delivery::module_kind::ssh ? "ssh.credential_id" : "webhook.secret_credential_id");
+    target = std::move(t->spec);
   } else if (kind == store::kind_channel) {
     auto c = notify::parse_channel_request(body);
     if (!c) co_return std::move(c).error();
@@ -265,7 +255,7 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
   } else {
     co_return make_error(errc::not_found, fmt::format("no object kind {}", kind), "kind");
   }
-  store::tx_fn op1 = [obj, refs, ref_fields, project_id, want_credential_kind,
+  store::tx_fn op1 = [obj, refs, ref_fields, project_id, target,
                       templated_rule](store::catalog_tx& tx) -> result<void> {
     for (std::size_t i = 0; i < refs.size(); ++i)
       if (auto r = check_ref(tx, project_id, refs[i].first, refs[i].second, ref_fields[i]); !r) return r;
@@ -280,17 +270,8 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
                                       obj->ref_id),
                           "template");
     }
-    if (!want_credential_kind.empty()) {
-      auto cred = tx.get_object(project_id, store::kind_credential, obj->ref_id);
-      if (!cred) return std::move(cred).error();
-      if (cred->doc.find(fmt::format(R"("kind":"{}")", want_credential_kind)) == std::string::npos)
-        return make_error(errc::invalid_argument,
-                          want_credential_kind == "ssh_key"
-                              ? fmt::format("ssh.auth is \"key\" (the default) but credential {} is a password credential: "
-                                            "set ssh.auth to \"password\" to log in with a password", obj->ref_id)
-                              : fmt::format("ssh.auth is \"password\" but credential {} is an ssh_key credential", obj->ref_id),
-                          "ssh.auth");
-    }
+    if (target)
+      if (auto ok = check_target_credential(tx, project_id, *target); !ok) return ok;
     auto ins = tx.insert_object(*obj);
     if (!ins) return std::move(ins).error();
     return {};

@@ -7,8 +7,11 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "certfleet/catalog/catalog.hpp"
 #include "certfleet/core/clock.hpp"
+#include "certfleet/service/service.hpp"
 #include "certfleet/core/error.hpp"
 #include "certfleet/delivery/ssh.hpp"
 #include "certfleet/net/egress.hpp"
@@ -30,6 +33,14 @@ boost::json::object result_view(const store::target_result& r);
 // signing secret must be a password credential: anything else would send unsigned requests.
 result<void> check_ref(store::catalog_read& rd, const std::string& project, std::string_view kind,
                        const std::string& id, std::string field);
+// A new target's stored document after the rules its body alone cannot say (create and import
+// alike): a file target needs a system-admin requester (forbidden) and paths under `base_dirs`,
+// and is stamped with who granted it; an SSH target without ssh.auth logs in by key.
+result<std::string> admit_target(catalog::new_target& t, const requester& who, const std::vector<std::string>& base_dirs);
+// The target's credential exists in the project and suits it (an SSH login by key needs an
+// ssh_key credential, by password a password one), each refusal naming the target's field.
+result<void> check_target_credential(store::catalog_read& rd, const std::string& project_id,
+                                     const catalog::target_spec& spec);
 // Enqueues a certificate's ACME job (issue, renew, revoke) inside the caller's transaction, with
 // the job type's attempts from the type table.
 result<store::enqueue_outcome> enqueue_certificate_job(store::catalog_tx& tx, const std::string& project_id,

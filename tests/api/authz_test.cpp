@@ -71,6 +71,7 @@ struct row {
   // create that the owner's column finds taken is taken for it too); without it, a read answers
   // the same and a write is refused.
   std::optional<std::array<int, 2>> session = std::nullopt;
+  std::string content_type = {};  // unset: application/json
 };
 const char* session_col_names[] = {"admin session with CSRF header", "admin session without CSRF header"};
 
@@ -130,6 +131,11 @@ TEST_F(api_authz, every_route_every_role) {
       {"module", "ssh"},
       {"ssh", boost::json::object{{"host", "127.0.0.1"}, {"port", 22}, {"user", "u"}, {"credential_id", cred_id},
                                   {"host_key", ssh_key.public_line}, {"cert_path", "/srv/c.pem"}, {"key_path", "/srv/k.pem"}}}});
+  auto target_line = [&](const char* name) {
+    auto v = boost::json::parse(target_body);
+    v.as_object()["name"] = name;
+    return boost::json::serialize(v);
+  };
   const std::string rule_body = boost::json::serialize(boost::json::object{{"event", "distribution.finished"}, {"channel_id", chan_id}});
   const std::string dist_body = [&] {
     auto c = put_object(store::kind_certificate);
@@ -283,6 +289,10 @@ TEST_F(api_authz, every_route_every_role) {
       // A file target writes and runs a command on the worker host: system admins only.
       {api::route_id::target_create, "POST", [&](auto&) { return p + "/targets"; }, file_body("local"),
        {401, 403, 403, 403, 403, 404, 201}},
+      // The bulk import: the admin's row is stored; the owner's (same name) is a bad row, 400.
+      {api::route_id::targets_import, "POST", [&](auto&) { return p + "/targets:import"; },
+       target_line("imported") + "\n", {401, 403, 403, 201, 400, 404, 400}, std::array<int, 2>{400, 403},
+       "application/x-ndjson"},
       {api::route_id::target_get, "GET", [&](api_authz& t) { return p + "/targets/" + t.put_object(store::kind_target); }, "",
        {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::target_delete, "DELETE", [&](api_authz& t) { return p + "/targets/" + t.put_object(store::kind_target); }, "",
@@ -375,7 +385,9 @@ TEST_F(api_authz, every_route_every_role) {
       ws.close();
       return {status, body};
     }
-    auto res = c.request(r.method, target, r.body, token, h);
+    auto headers = h;
+    if (!r.content_type.empty()) headers["Content-Type"] = r.content_type;
+    auto res = c.request(r.method, target, r.body, token, headers);
     return {res.status, res.body};
   };
   // Every answer this walk gets is also checked for DESIGN §6's one time format.

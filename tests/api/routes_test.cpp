@@ -581,6 +581,114 @@ TEST_F(api_targets, ssh_allow_list_refuses_destinations_at_creation) {
   EXPECT_EQ(c.get(targets, tok["viewer"]).json().at("total").as_int64(), 1);
 }
 
+// POST …/targets:import: every row stored in one transaction, or none with every bad row named
+// by its line; JSON lines and CSV; a body past 1 MiB only for a caller allowed the route.
+TEST_F(api_targets, import_stores_every_row_or_none) {
+  start();
+  auto c = client();
+  auto key = testbed::make_ssh_key(dir.path() / "k", "login");
+  auto host = testbed::make_ssh_key(dir.path() / "h", "host");
+  const auto kc = credential(c, boost::json::serialize(boost::json::object{
+                                    {"name", "key"}, {"kind", "ssh_key"}, {"private_key_pem", key.private_key}}));
+  const auto pw = credential(c, R"({"name":"pw","kind":"password","password":"secret"})");
+  ASSERT_EQ(c.put("/api/v1/settings", R"({"ssh_allow_list":"10.0.0.0/8"})", tok["system"]).status, 200);
+  auto line = [&](const std::string& name, const std::string& h, const std::string& cred, int port = 22) {
+    return boost::json::serialize(boost::json::object{
+               {"name", name}, {"module", "ssh"},
+               {"ssh", boost::json::object{{"host", h}, {"port", port}, {"user", "deploy"}, {"credential_id", cred},
+                                           {"host_key", host.public_line}, {"cert_path", "/srv/c.pem"},
+                                           {"key_path", "/srv/k.pem"}}}}) +
+           "\n";
+  };
+  const std::string import = "/api/v1/projects/default/targets:import", targets = "/api/v1/projects/default/targets";
+  const std::map<std::string, std::string> ndjson{{"Content-Type", "application/x-ndjson"}};
+  auto ok = c.request("POST", import, line("web-1", "10.0.0.1", kc) + line("web-2", "10.0.0.2", kc) + line("web-3", "10.0.0.2", kc, 2222),
+                      tok["admin"], ndjson);
+  ASSERT_EQ(ok.status, 201) << ok.body;
+  EXPECT_EQ(ok.json().at("imported").as_int64(), 3);
+  ASSERT_EQ(ok.json().at("ids").as_array().size(), 3u);
+  auto third = c.get(targets + "/" + std::string(ok.json().at("ids").as_array()[2].as_string()), tok["viewer"]);
+  EXPECT_EQ(third.json().at("name"), std::string("web-3"));
+  EXPECT_EQ(third.json().at("ssh").at("auth"), std::string("key"));  // stamped as a created one is
+
+  // Bad rows: each named, nothing stored — not even the good rows around them.
+  const std::string mixed = line("db-1", "10.0.0.5", kc) + line("web-1", "10.0.0.6", kc) + line("db-2", "10.0.0.7", kc, 0) +
+                            line("db-3", "127.0.0.1", kc) + line("db-4", "10.0.0.8", pw) + line("db-5", "10.0.0.9", kc);
+  auto bad = c.request("POST", import, mixed, tok["admin"], ndjson);
+  ASSERT_EQ(bad.status, 400) << bad.body;
+  EXPECT_EQ(error_field_of(bad), "line 3: ssh.port");  // the parse problems come first, alone
+  EXPECT_EQ(bad.json().at("error_count").as_int64(), 1);
+  auto fixed = line("db-1", "10.0.0.5", kc) + line("web-1", "10.0.0.6", kc) + line("db-2", "10.0.0.7", kc) +
+               line("db-3", "127.0.0.1", kc) + line("db-4", "10.0.0.8", pw) + line("db-5", "10.0.0.9", kc);
+  auto refused = c.request("POST", import, fixed, tok["admin"], ndjson);
+  ASSERT_EQ(refused.status, 400) << refused.body;
+  EXPECT_EQ(error_field_of(refused), "line 4: ssh.host");  // the allow list: checked before the store
+  fixed = line("db-1", "10.0.0.5", kc) + line("web-1", "10.0.0.6", kc) + line("db-2", "10.0.0.7", kc) +
+          line("db-4", "10.0.0.8", pw) + line("db-5", "10.0.0.9", kc);
+  auto taken = c.request("POST", import, fixed, tok["admin"], ndjson);
+  ASSERT_EQ(taken.status, 400) << taken.body;
+  const auto taken_answer = taken.json();
+  const auto& errors = taken_answer.at("errors").as_array();
+  ASSERT_EQ(errors.size(), 2u) << taken.body;
+  EXPECT_EQ(errors[0].at("line").as_int64(), 2);
+  EXPECT_EQ(errors[0].at("field"), std::string("name"));
+  EXPECT_EQ(errors[1].at("line").as_int64(), 4);
+  EXPECT_EQ(errors[1].at("field"), std::string("ssh.auth"));
+  EXPECT_EQ(c.get(targets, tok["viewer"]).json().at("total").as_int64(), 3);
+
+  // Another project's credential is unknown here, as it is to a single create.
+  auto other_cred = run_sync(st->catalog().transact([&](store::catalog_tx& tx) -> result<void> {
+    store::catalog_object o;
+    o.id = "0123456789abcdef01234567";
+    o.project_id = other_id;
+    o.kind = std::string(store::kind_credential);
+    o.name = "theirs";
+    o.doc = R"({"kind":"ssh_key"})";
+    o.created_at = 1;
+    auto r = tx.insert_object(o);
+    if (!r) return std::move(r).error();
+    return {};
+  }));
+  ASSERT_TRUE(other_cred) << other_cred.error().message;
+  auto foreign = c.request("POST", import, line("x-1", "10.0.0.1", "0123456789abcdef01234567"), tok["admin"], ndjson);
+  ASSERT_EQ(foreign.status, 400) << foreign.body;
+  EXPECT_EQ(error_field_of(foreign), "line 1: ssh.credential_id");
+
+  // CSV: the same members as header cells.
+  const std::string csv = "name,module,ssh.host,ssh.port,ssh.user,ssh.credential_id,ssh.host_key,ssh.cert_path,ssh.key_path,ssh.sudo\n" +
+                          fmt::format("csv-1,ssh,10.0.0.11,2200,deploy,{},{},/srv/c.pem,/srv/k.pem,true\n", kc, host.public_line) +
+                          fmt::format("csv-2,ssh,10.0.0.12,,deploy,{},\"{}\",/srv/c.pem,/srv/k.pem,\n", kc, host.public_line);
+  auto from_csv = c.request("POST", import, csv, tok["admin"], {{"Content-Type", "text/csv; charset=utf-8"}});
+  ASSERT_EQ(from_csv.status, 201) << from_csv.body;
+  auto csv_1 = c.get(targets + "/" + std::string(from_csv.json().at("ids").as_array()[0].as_string()), tok["viewer"]);
+  EXPECT_EQ(csv_1.json().at("ssh").at("port").as_int64(), 2200);
+  EXPECT_EQ(csv_1.json().at("ssh").at("sudo").as_bool(), true);
+
+  // Other media types: 415 naming the ones this route takes (a JSON body included).
+  for (const char* type : {"application/json", "text/plain"}) {
+    auto r = c.request("POST", import, line("m-1", "10.0.0.1", kc), tok["admin"], {{"Content-Type", type}});
+    EXPECT_EQ(r.status, 415) << type;
+    EXPECT_EQ(r.header("accept-post"), "application/x-ndjson, application/jsonl, text/csv") << type;
+  }
+  // A file target by a project admin: the whole import is forbidden.
+  auto file = c.request("POST", import, R"({"name":"f","module":"file","file":{"cert_path":"/srv/a.pem","key_path":"/srv/b.pem"}})",
+                        tok["admin"], ndjson);
+  EXPECT_EQ(file.status, 403) << file.body;
+
+  // Past 1 MiB: taken from an admin (the route's role), refused as too large from a viewer, whose
+  // request never reaches the route.
+  std::string big;
+  for (int i = 0; big.size() < (3u << 19); ++i) big += line(fmt::format("bulk-{}", i), "10.0.0.1", kc);
+  auto viewer = c.request("POST", import, big, tok["viewer"], ndjson);
+  EXPECT_EQ(viewer.status, 413) << viewer.body.substr(0, 200);
+  c.disconnect();
+  auto admin = c.request("POST", import, big, tok["admin"], ndjson);
+  ASSERT_EQ(admin.status, 201) << admin.body.substr(0, 300);
+  const auto total = c.get(targets, tok["viewer"]).json().at("total").as_int64();
+  EXPECT_EQ(total, 5 + admin.json().at("imported").as_int64());
+  EXPECT_GT(admin.json().at("imported").as_int64(), 2000);
+}
+
 // Projects: created and deleted by system admins, names checked, duplicates and non-empty
 // projects refused, every change audited.
 TEST_F(api_targets, projects_create_list_delete) {

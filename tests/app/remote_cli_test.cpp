@@ -6,9 +6,11 @@
 #include "certfleet/app/exit_codes.hpp"
 #include "certs.hpp"
 #include "process.hpp"
+#include "sshd.hpp"
 #include "temp_dir.hpp"
 
 #include <boost/json.hpp>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -228,6 +230,81 @@ TEST_F(remote_cli, certificates_credentials_and_settings_over_the_api) {
   // Without --server these commands say where they work.
   auto local = run({"certificates", "list", "--data", data});
   EXPECT_NE(local.status, 0);
+}
+
+// `certfleet targets import`: an Ansible INI inventory with a template and a known_hosts file
+// (one host's name hashed, as Debian's ssh writes them) becomes SSH targets, all or none; a
+// second import of the same names is refused row by row and stores nothing; CSV from a file.
+TEST_F(remote_cli, targets_import_from_an_ansible_inventory_and_csv) {
+  auto login = testbed::make_ssh_key(dir.path() / "login", "id_ed25519");
+  auto host_a = testbed::make_ssh_key(dir.path() / "ha", "host_a");
+  auto host_b = testbed::make_ssh_key(dir.path() / "hb", "host_b");
+  write_file(dir.file("cred.json"), boost::json::serialize(boost::json::object{
+                                        {"name", "deploy-key"}, {"kind", "ssh_key"}, {"private_key_pem", login.private_key}}));
+  auto cred = run({"credentials", "create", "--from-file", dir.file("cred.json")}, env(owner));
+  ASSERT_EQ(cred.status, 0) << cred.err;
+  const std::string cred_id(json_of(cred.out).at("id").as_string());
+  ASSERT_EQ(run({"settings", "set", "ssh_allow_list=10.0.0.0/8"}, env(owner)).status, 0);
+
+  write_file(dir.file("hosts.ini"), "# the fleet\n"
+                                    "[web]\n"
+                                    "web1 ansible_host=10.0.0.31 ansible_user=ubuntu\n"
+                                    "web2 ansible_host=10.0.0.32\n"
+                                    "web3 ansible_host=10.0.0.33 ansible_port=2222\n"
+                                    "[db]\n"
+                                    "db1 ansible_host=10.0.0.50\n"
+                                    "[web:vars]\n"
+                                    "certfleet_cert_path=/etc/nginx/tls/www.crt\n");
+  // web2 is known by its inventory name only (not its address), hashed there by OpenSSH's own ssh-keygen -H (as Debian's
+  // HashKnownHosts writes every new entry).
+  write_file(dir.file("known_hosts"), "10.0.0.31 " + host_a.public_line + "\n" + "web2 " + host_b.public_line + "\n" +
+                                          "[10.0.0.33]:2222 " + host_a.public_line + "\n");
+  ASSERT_EQ(std::system(("ssh-keygen -q -H -f " + dir.file("known_hosts") + " >/dev/null 2>&1").c_str()), 0);
+  ASSERT_EQ(read_file(dir.file("known_hosts")).find("web2"), std::string::npos) << "the names are hashed";
+  write_file(dir.file("template.json"), boost::json::serialize(boost::json::object{
+                                            {"ssh", boost::json::object{{"user", "deploy"}, {"credential_id", cred_id},
+                                                                        {"cert_path", "/srv/c.pem"}, {"key_path", "/srv/k.pem"},
+                                                                        {"post_command", "nginx -t && systemctl reload nginx"}}}}));
+  const std::vector<std::string> import{"targets", "import", "--ansible", dir.file("hosts.ini"), "--template",
+                                        dir.file("template.json"), "--known-hosts", dir.file("known_hosts"), "--group", "web"};
+  auto dry = run([&] { auto a = import; a.push_back("--dry-run"); return a; }(), {});
+  ASSERT_EQ(dry.status, 0) << dry.err;
+  std::vector<boost::json::object> rows;
+  std::istringstream lines(dry.out);
+  for (std::string l; std::getline(lines, l);) rows.push_back(json_of(l));
+  ASSERT_EQ(rows.size(), 3u) << dry.out;  // the web group only
+  EXPECT_EQ(rows[0].at("ssh").at("user").as_string(), "ubuntu");
+  EXPECT_EQ(rows[0].at("ssh").at("cert_path").as_string(), "/etc/nginx/tls/www.crt");
+  EXPECT_EQ(rows[1].at("ssh").at("host").as_string(), "10.0.0.32");
+  EXPECT_EQ(rows[1].at("ssh").at("host_key").as_string(), host_b.public_line) << "a hashed entry, by the inventory name";
+  EXPECT_EQ(rows[2].at("ssh").at("port").as_int64(), 2222);
+
+  auto first = run(import, env(owner));
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_EQ(first.out, "imported 3 targets into project default\n");
+  auto list = run({"targets", "list"}, env(owner));
+  for (const char* name : {"web1", "web2", "web3"}) EXPECT_NE(list.out.find(name), std::string::npos) << list.out;
+  EXPECT_EQ(list.out.find("db1"), std::string::npos) << list.out;
+
+  // Again: every row's name is taken; each named by its line, nothing stored, exit 2 (bad input).
+  auto again = run(import, env(owner));
+  EXPECT_EQ(again.status, to_int(exit_code::usage)) << again.err;
+  EXPECT_NE(again.err.find("line 1: name: a target named \"web1\" already exists"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("line 3: name: a target named \"web3\" already exists"), std::string::npos) << again.err;
+
+  // A host without a key anywhere: refused before anything is sent, naming its inventory line.
+  auto no_key = run({"targets", "import", "--ansible", dir.file("hosts.ini"), "--template", dir.file("template.json"),
+                     "--group", "db"},
+                    env(owner));
+  EXPECT_EQ(no_key.status, to_int(exit_code::usage));
+  EXPECT_NE(no_key.err.find("line 7: host db1: no host key for 10.0.0.50"), std::string::npos) << no_key.err;
+
+  write_file(dir.file("fleet.csv"), "name,module,ssh.host,ssh.user,ssh.credential_id,ssh.host_key,ssh.cert_path,ssh.key_path\n" +
+                                        fmt::format("csv-1,ssh,10.0.0.60,deploy,{},{},/srv/c.pem,/srv/k.pem\n", cred_id,
+                                                    host_a.public_line));
+  auto csv = run({"targets", "import", "--from-file", dir.file("fleet.csv"), "-o", "json"}, env(owner));
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  EXPECT_EQ(json_of(csv.out).at("imported").as_int64(), 1);
 }
 
 TEST_F(remote_cli, fails_closed_with_the_reason_and_exit_code) {

@@ -107,7 +107,7 @@ http_response http_client::request(std::string_view method, std::string_view tar
     if (!token.empty()) req.set(http::field::authorization, "Bearer " + std::string(token));
     for (const auto& [k, v] : headers) req.set(k, v);
     if (!body.empty() || method == "POST" || method == "PUT") {
-      req.set(http::field::content_type, "application/json");
+      if (req.count(http::field::content_type) == 0) req.set(http::field::content_type, "application/json");
       req.body() = std::string(body);
     }
     req.keep_alive(true);

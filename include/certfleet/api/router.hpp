@@ -47,6 +47,13 @@ struct route_def {
 
 std::span<const route_def> all_routes() noexcept;
 
+// The media types a route's body may be sent as: application/json, except the bulk target import
+// (JSON lines or CSV). The session refuses any other with 415; the OpenAPI document lists these.
+std::span<const std::string_view> body_media_types(const route_def& r) noexcept;
+// A route whose body may be larger than body_limit (up to server_options::bulk_body_limit): the
+// session raises the limit only once the caller is authorized for it.
+bool takes_bulk_body(const route_def& r) noexcept;
+
 struct route_match {
   const route_def* route = nullptr;
   std::string project;  // {p}, percent-decoded

@@ -40,6 +40,8 @@ struct server_options {
   std::string version = "dev";            // the build's version (the OpenAPI document's info.version)
   bool serve_api = true;                  // false (worker/scheduler mode): /healthz /readyz /metrics only
   std::size_t body_limit = 1u << 20;      // 1 MiB: 413 beyond
+  // POST …/targets:import, for an authorized caller: 100,000 targets as JSON lines fit in ~40 MiB.
+  std::size_t bulk_body_limit = 64u << 20;
   std::size_t header_limit = 16u << 10;   // 431 beyond
   std::chrono::milliseconds idle_timeout{60'000};  // keep-alive: waiting for the next request
   // A new connection's first request must start within this: a client that connects and sends

@@ -26,6 +26,12 @@ struct host_key {
 const std::vector<std::string>& supported_host_key_types();
 result<host_key> parse_host_key(std::string_view line);
 
+// The host key an OpenSSH known_hosts file holds for host:port (port 22: the name as it is,
+// otherwise "[host]:port"), as a "type base64" line: plain and hashed (|1|salt|hash) names,
+// * and ? wildcards, !negations. Of several keys the first supported type in our preference
+// order; lines with a marker (@cert-authority, @revoked) are skipped. nullopt: none.
+std::optional<std::string> known_hosts_key(std::string_view known_hosts, std::string_view host, std::uint16_t port);
+
 struct tls_validation {
   std::string host;
   std::uint16_t port = 443;

@@ -2,6 +2,7 @@
 // What the catalog and distribution routes do (DESIGN §6), independent of HTTP: each operation
 // checks its input, reads or writes the store, and returns the JSON view the API sends. Errors
 // are values naming the field (invalid_argument → 400, not_found → 404, conflict → 409).
+#include "certfleet/catalog/target_import.hpp"
 #include "certfleet/core/clock.hpp"
 #include "certfleet/core/secrets.hpp"
 #include "certfleet/distribution/runs.hpp"
@@ -14,6 +15,7 @@
 #include <boost/json/value.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -40,6 +42,15 @@ class service {
   // file_target_base_dirs (invalid_argument naming the path's field). This is the one place a
   // target enters the store.
   op<boost::json::value> create(std::string_view kind, std::string project_id, std::string body, requester who = {});
+  // POST …/targets:import (catalog/target_import.hpp): every row checked as create checks one
+  // target, then all stored in one transaction, or none. Bad rows come back in the outcome's
+  // `refused` (each named by its line), not as an error: the caller answers with all of them.
+  struct target_import_outcome {
+    std::vector<std::string> ids;   // in the body's order
+    std::optional<catalog::target_import> refused;
+  };
+  op<target_import_outcome> import_targets(std::string project_id, std::string body, catalog::import_format format,
+                                           requester who = {});
   op<boost::json::value> get(std::string_view kind, std::string project_id, std::string id);
   op<boost::json::value> list(std::string_view kind, std::string project_id, int page, int page_size);
   // Refused with conflict while another object or a distribution uses it.

@@ -1,0 +1,174 @@
+// Targets beyond their body (service.hpp): the rules create and the bulk import both apply — who
+// may create a file target and where it may write, the login an SSH target defaults to, the kind
+// of credential it needs, the destination the allow list lets it reach — and the import itself.
+#include "certfleet/service/service.hpp"
+
+#include "service/service_common.hpp"
+
+#include "certfleet/core/object_id.hpp"
+#include "certfleet/core/settings.hpp"
+#include "certfleet/delivery/file.hpp"
+#include "certfleet/delivery/ssh.hpp"
+#include "certfleet/store/settings.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <set>
+
+namespace certfleet::service {
+
+namespace json = boost::json;
+using store::catalog_object;
+using namespace detail;
+
+namespace detail {
+
+result<std::string> admit_target(catalog::new_target& t, const requester& who, const std::vector<std::string>& base_dirs) {
+  std::string doc = t.doc;
+  if (t.spec.module == delivery::module_kind::file) {
+    if (!who.system_admin)
+      return make_error(errc::forbidden,
+                        "file targets write files and run a command on the worker host as certfleet's user: only a "
+                        "system-admin token may create one",
+                        "module");
+    if (auto ok = delivery::check_file_target_paths(t.spec.file, base_dirs); !ok) return std::move(ok).error();
+    doc = catalog::stamp_file_grant(doc, who.actor.empty() ? std::string("system") : who.actor);
+  }
+  // A new target says how it logs in; left out, it is "key" (stored, so the view shows it).
+  if (t.spec.module == delivery::module_kind::ssh && t.spec.ssh.auth == delivery::ssh_auth::derived) {
+    t.spec.ssh.auth = delivery::ssh_auth::key;
+    doc = catalog::stamp_ssh_auth(doc, "key");
+  }
+  return doc;
+}
+
+std::string_view target_credential_field(const catalog::target_spec& spec) {
+  return spec.module == delivery::module_kind::ssh ? "ssh.credential_id" : "webhook.secret_credential_id";
+}
+
+result<void> check_target_credential(store::catalog_read& rd, const std::string& project_id, const catalog::target_spec& spec) {
+  if (auto r = check_ref(rd, project_id, store::kind_credential, spec.credential_id, std::string(target_credential_field(spec))); !r)
+    return r;
+  if (spec.module != delivery::module_kind::ssh) return {};
+  const bool key = spec.ssh.auth == delivery::ssh_auth::key;
+  auto cred = rd.get_object(project_id, store::kind_credential, spec.credential_id);
+  if (!cred) return std::move(cred).error();
+  if (cred->doc.find(fmt::format(R"("kind":"{}")", key ? "ssh_key" : "password")) == std::string::npos)
+    return make_error(errc::invalid_argument,
+                      key ? fmt::format("ssh.auth is \"key\" (the default) but credential {} is a password credential: "
+                                        "set ssh.auth to \"password\" to log in with a password", spec.credential_id)
+                          : fmt::format("ssh.auth is \"password\" but credential {} is an ssh_key credential",
+                                        spec.credential_id),
+                      "ssh.auth");
+  return {};
+}
+
+}  // namespace detail
+
+op<service::target_import_outcome> service::import_targets(std::string project_id, std::string body,
+                                                           catalog::import_format format, requester who) {
+  auto parsed = std::make_shared<catalog::target_import>(catalog::parse_target_import(body, format));
+  body.clear();
+  body.shrink_to_fit();  // a 64 MiB body is not kept for the transaction's length
+  if (parsed->problem_count > 0) co_return target_import_outcome{{}, std::move(*parsed)};
+
+  auto settings = co_await store::read_settings(st_);
+  std::vector<std::string> base_dirs;
+  const bool any_file = std::any_of(parsed->rows.begin(), parsed->rows.end(), [](const catalog::import_row& r) {
+    return r.target.spec.module == delivery::module_kind::file;
+  });
+  if (any_file) {
+    auto dirs = parse_base_dirs(settings.text("file_target_base_dirs"));
+    if (!dirs) co_return std::move(dirs).error();
+    base_dirs = std::move(*dirs);
+  }
+  auto now = clock_.now_ms();
+  auto objects = std::make_shared<std::vector<catalog_object>>();
+  objects->reserve(parsed->rows.size());
+  std::set<std::pair<std::string, std::uint16_t>> destinations;
+  for (auto& row : parsed->rows) {
+    auto doc = admit_target(row.target, who, base_dirs);
+    if (!doc) {
+      // Not a row's fault but the caller's: the whole import is refused with the first such row.
+      if (doc.error().is(errc::forbidden))
+        co_return make_error(errc::forbidden, fmt::format("line {}: {}", row.line, doc.error().message), doc.error().field);
+      parsed->add_problem(row.line, doc.error().field, doc.error().message);
+      continue;
+    }
+    catalog_object o;
+    o.id = new_object_id();
+    o.project_id = project_id;
+    o.kind = std::string(store::kind_target);
+    o.name = row.target.name;
+    o.doc = std::move(*doc);
+    o.ref_id = row.target.spec.credential_id;
+    o.created_at = now;
+    objects->push_back(std::move(o));
+    if (row.target.spec.module == delivery::module_kind::ssh)
+      destinations.emplace(row.target.spec.ssh.host, row.target.spec.ssh.port);
+  }
+  if (parsed->problem_count > 0) co_return target_import_outcome{{}, std::move(*parsed)};
+
+  // Each destination once: a fleet shares hosts between targets (several paths on one server).
+  if (!destinations.empty()) {
+    auto allow = co_await read_ssh_allow_list(st_);
+    if (!allow) co_return std::move(allow).error();
+    auto so = ssh_dial_options(cpu_, *allow);
+    std::map<std::pair<std::string, std::uint16_t>, error> refused;
+    for (const auto& [host, port] : destinations) {
+      std::string h = host, field = "ssh.host";  // named: GCC 12 and co_await temporaries
+      auto ok = co_await delivery::check_ssh_destination(h, port, field, so);
+      if (!ok) refused.emplace(std::pair{host, port}, std::move(ok).error());
+    }
+    if (!refused.empty()) {
+      for (const auto& row : parsed->rows)
+        if (row.target.spec.module == delivery::module_kind::ssh)
+          if (auto it = refused.find({row.target.spec.ssh.host, row.target.spec.ssh.port}); it != refused.end())
+            parsed->add_problem(row.line, it->second.field, it->second.message);
+      co_return target_import_outcome{{}, std::move(*parsed)};
+    }
+  }
+
+  // One transaction: every credential checked once, every name checked free, every row stored;
+  // a problem rolls all of it back and comes out through `problems`.
+  auto problems = std::make_shared<catalog::target_import>();
+  store::tx_fn op = [objects, parsed, problems, project_id](store::catalog_tx& tx) -> result<void> {
+    std::map<std::pair<std::string, int>, std::optional<error>> credentials;  // (id, auth) -> the check's answer
+    for (std::size_t i = 0; i < objects->size(); ++i) {
+      const auto& row = parsed->rows[i];
+      const auto& spec = row.target.spec;
+      auto [it, fresh] = credentials.try_emplace({spec.credential_id, static_cast<int>(spec.ssh.auth)});
+      if (fresh)
+        if (auto ok = check_target_credential(tx, project_id, spec); !ok) it->second = std::move(ok).error();
+      if (it->second) {
+        if (!it->second->is(errc::invalid_argument)) return *it->second;  // the store's failure, not the row's
+        problems->add_problem(row.line, it->second->field, it->second->message);
+        continue;
+      }
+      auto taken = tx.objects_named(project_id, store::kind_target, row.target.name, 1);
+      if (!taken) return std::move(taken).error();
+      if (!taken->empty() && taken->front().name == row.target.name) {
+        problems->add_problem(row.line, "name",
+                              fmt::format("a target named \"{}\" already exists ({})", row.target.name, taken->front().id));
+        continue;
+      }
+      if (problems->problem_count > 0) continue;  // still checking the rest, no longer storing
+      if (auto ins = tx.insert_object((*objects)[i]); !ins) return std::move(ins).error();
+    }
+    if (problems->problem_count > 0)
+      return make_error(errc::invalid_argument, describe_import_problems(*problems), "body");
+    return {};
+  };
+  auto w = co_await st_.catalog().transact(std::move(op));
+  if (problems->problem_count > 0) co_return target_import_outcome{{}, std::move(*problems)};
+  if (!w) co_return std::move(w).error();
+  target_import_outcome out;
+  out.ids.reserve(objects->size());
+  for (const auto& o : *objects) out.ids.push_back(o.id);
+  co_return out;
+}
+
+}  // namespace certfleet::service
