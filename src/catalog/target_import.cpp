@@ -107,7 +107,8 @@ class csv_reader {
           if (c == '\n') ++line_;
           cell.push_back(c);
         }
-        if (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '\n' && s_[i_] != '\r') {
+        const bool line_end = i_ < s_.size() && (s_[i_] == '\n' || (s_[i_] == '\r' && (i_ + 1 == s_.size() || s_[i_ + 1] == '\n')));
+        if (i_ < s_.size() && s_[i_] != ',' && !line_end) {
           error_ = "a quoted cell must end at a comma or the end of the line";
           return false;
         }

@@ -117,6 +117,7 @@ TEST(target_import, csv_problems_name_the_line_and_the_cell) {
                         bad_case{head + row("a", "22") + "b,ssh\n", 3, "body"},
                         bad_case{head + row("a", "22") + "\"b,ssh\n", 3, "body"},
                         bad_case{head + "x\"y\",ssh,h,22,u,c,k,/a,/b\n", 2, "body"},
+                        bad_case{head + "\"x\"\rssh,h,22,u,c,k,/a,/b\n", 2, "body"},
                         bad_case{"name,module,ssh.colour\n", 1, "ssh.colour"} /* caught by the row parser: no rows */,
                         bad_case{"name,name\n", 1, "name"},
                         bad_case{"name,ftp.host\n", 1, "ftp.host"},
