@@ -33,6 +33,7 @@ bool iequals(std::string_view a, std::string_view b) {
 // Keeps a row when it parses and its name is new; a problem otherwise.
 struct row_sink {
   target_import& out;
+  const import_row_sink* keep;
   std::unordered_map<std::string, std::size_t> names;
 
   void add(std::size_t line, std::string_view body) {
@@ -46,7 +47,11 @@ struct row_sink {
       out.add_problem(line, "name", fmt::format("name \"{}\" is already on line {}", t->name, it->second));
       return;
     }
-    if (out.problem_count == 0) out.rows.push_back(import_row{line, std::move(*t)});
+    if (keep && *keep) {
+      if (auto p = (*keep)(import_row{line, std::move(*t)})) out.add_problem(line, std::move(p->field), std::move(p->message));
+    } else if (out.problem_count == 0) {
+      out.rows.push_back(import_row{line, std::move(*t)});
+    }
   }
   // Past the cap nothing more is read: the answer is a refusal either way.
   bool full(std::size_t line) {
@@ -56,8 +61,8 @@ struct row_sink {
   }
 };
 
-void parse_json_lines(std::string_view body, target_import& out) {
-  row_sink sink{out, {}};
+void parse_json_lines(std::string_view body, target_import& out, const import_row_sink* keep) {
+  row_sink sink{out, keep, {}};
   std::size_t line = 0;
   while (!body.empty()) {
     ++line;
@@ -162,7 +167,7 @@ json::value cell_value(std::string_view column, std::string_view cell) {
   return json::value(json::string(cell));
 }
 
-void parse_csv(std::string_view body, target_import& out) {
+void parse_csv(std::string_view body, target_import& out, const import_row_sink* keep) {
   csv_reader in(body);
   std::vector<std::string> header, cells;
   std::size_t line = 1;
@@ -197,7 +202,7 @@ void parse_csv(std::string_view body, target_import& out) {
       }
     paths.push_back(std::move(path));
   }
-  row_sink sink{out, {}};
+  row_sink sink{out, keep, {}};
   for (;;) {
     std::size_t row_line = line;
     if (!in.next(cells, row_line)) {
@@ -250,13 +255,28 @@ std::optional<import_format> import_format_of(std::string_view content_type) {
   return std::nullopt;
 }
 
-target_import parse_target_import(std::string_view body, import_format format) {
+namespace {
+target_import parse_rows(std::string_view body, import_format format, const import_row_sink* keep) {
   target_import out;
   if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);  // a UTF-8 byte-order mark (spreadsheets write one)
-  if (format == import_format::json_lines) parse_json_lines(body, out);
-  else parse_csv(body, out);
-  if (out.problem_count == 0 && out.rows.empty()) out.add_problem(0, "body", "the import holds no targets");
+  std::size_t kept = 0;
+  import_row_sink counted;
+  if (keep)
+    counted = [&](import_row&& r) {
+      ++kept;
+      return (*keep)(std::move(r));
+    };
+  if (format == import_format::json_lines) parse_json_lines(body, out, keep ? &counted : nullptr);
+  else parse_csv(body, out, keep ? &counted : nullptr);
+  if (out.problem_count == 0 && out.rows.empty() && kept == 0) out.add_problem(0, "body", "the import holds no targets");
   return out;
+}
+}  // namespace
+
+target_import parse_target_import(std::string_view body, import_format format) { return parse_rows(body, format, nullptr); }
+
+target_import parse_target_import(std::string_view body, import_format format, const import_row_sink& keep) {
+  return parse_rows(body, format, &keep);
 }
 
 namespace {

@@ -41,6 +41,8 @@ result<std::string> admit_target(catalog::new_target& t, const requester& who, c
 // ssh_key credential, by password a password one), each refusal naming the target's field.
 result<void> check_target_credential(store::catalog_read& rd, const std::string& project_id,
                                      const catalog::target_spec& spec);
+result<void> check_target_credential(store::catalog_read& rd, const std::string& project_id, delivery::module_kind module,
+                                     const std::string& credential_id, delivery::ssh_auth auth);
 // Enqueues a certificate's ACME job (issue, renew, revoke) inside the caller's transaction, with
 // the job type's attempts from the type table.
 result<store::enqueue_outcome> enqueue_certificate_job(store::catalog_tx& tx, const std::string& project_id,

@@ -16,6 +16,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 namespace certfleet::service {
@@ -45,72 +46,86 @@ result<std::string> admit_target(catalog::new_target& t, const requester& who, c
   return doc;
 }
 
-std::string_view target_credential_field(const catalog::target_spec& spec) {
-  return spec.module == delivery::module_kind::ssh ? "ssh.credential_id" : "webhook.secret_credential_id";
-}
-
-result<void> check_target_credential(store::catalog_read& rd, const std::string& project_id, const catalog::target_spec& spec) {
-  if (auto r = check_ref(rd, project_id, store::kind_credential, spec.credential_id, std::string(target_credential_field(spec))); !r)
+result<void> check_target_credential(store::catalog_read& rd, const std::string& project_id, delivery::module_kind module,
+                                     const std::string& credential_id, delivery::ssh_auth auth) {
+  const bool ssh = module == delivery::module_kind::ssh;
+  if (auto r = check_ref(rd, project_id, store::kind_credential, credential_id,
+                         ssh ? "ssh.credential_id" : "webhook.secret_credential_id");
+      !r)
     return r;
-  if (spec.module != delivery::module_kind::ssh) return {};
-  const bool key = spec.ssh.auth == delivery::ssh_auth::key;
-  auto cred = rd.get_object(project_id, store::kind_credential, spec.credential_id);
+  if (!ssh) return {};
+  const bool key = auth == delivery::ssh_auth::key;
+  auto cred = rd.get_object(project_id, store::kind_credential, credential_id);
   if (!cred) return std::move(cred).error();
   if (cred->doc.find(fmt::format(R"("kind":"{}")", key ? "ssh_key" : "password")) == std::string::npos)
     return make_error(errc::invalid_argument,
                       key ? fmt::format("ssh.auth is \"key\" (the default) but credential {} is a password credential: "
-                                        "set ssh.auth to \"password\" to log in with a password", spec.credential_id)
+                                        "set ssh.auth to \"password\" to log in with a password", credential_id)
                           : fmt::format("ssh.auth is \"password\" but credential {} is an ssh_key credential",
-                                        spec.credential_id),
+                                        credential_id),
                       "ssh.auth");
   return {};
 }
 
+result<void> check_target_credential(store::catalog_read& rd, const std::string& project_id, const catalog::target_spec& spec) {
+  return check_target_credential(rd, project_id, spec.module, spec.credential_id, spec.ssh.auth);
+}
+
 }  // namespace detail
+
+namespace {
+// What the import keeps of a parsed row beyond its stored object: what the checks after the parse
+// read. A parsed target_spec is ~1.5 KiB with its strings; this is a tenth of it.
+struct pending_target {
+  std::size_t line = 0;
+  delivery::module_kind module = delivery::module_kind::ssh;
+  delivery::ssh_auth auth = delivery::ssh_auth::key;
+};
+}  // namespace
 
 op<service::target_import_outcome> service::import_targets(std::string project_id, std::string body,
                                                            catalog::import_format format, requester who) {
-  auto parsed = std::make_shared<catalog::target_import>(catalog::parse_target_import(body, format));
-  body.clear();
-  body.shrink_to_fit();  // a 64 MiB body is not kept for the transaction's length
-  if (parsed->problem_count > 0) co_return target_import_outcome{{}, std::move(*parsed)};
-
   auto settings = co_await store::read_settings(st_);
-  std::vector<std::string> base_dirs;
-  const bool any_file = std::any_of(parsed->rows.begin(), parsed->rows.end(), [](const catalog::import_row& r) {
-    return r.target.spec.module == delivery::module_kind::file;
-  });
-  if (any_file) {
-    auto dirs = parse_base_dirs(settings.text("file_target_base_dirs"));
-    if (!dirs) co_return std::move(dirs).error();
-    base_dirs = std::move(*dirs);
-  }
+  // Read only when a file row needs them; refused then as a create would be.
+  std::optional<result<std::vector<std::string>>> base_dirs;
   auto now = clock_.now_ms();
   auto objects = std::make_shared<std::vector<catalog_object>>();
-  objects->reserve(parsed->rows.size());
+  auto pending = std::make_shared<std::vector<pending_target>>();
   std::set<std::pair<std::string, std::uint16_t>> destinations;
-  for (auto& row : parsed->rows) {
-    auto doc = admit_target(row.target, who, base_dirs);
-    if (!doc) {
-      // Not a row's fault but the caller's: the whole import is refused with the first such row.
-      if (doc.error().is(errc::forbidden))
-        co_return make_error(errc::forbidden, fmt::format("line {}: {}", row.line, doc.error().message), doc.error().field);
-      parsed->add_problem(row.line, doc.error().field, doc.error().message);
-      continue;
+  std::optional<error> forbidden;  // a file row from a requester who may not: the whole import, 403
+  catalog::import_row_sink keep = [&](catalog::import_row&& row) -> std::optional<catalog::import_problem> {
+    static const std::vector<std::string> none;
+    const std::vector<std::string>* dirs = &none;
+    if (row.target.spec.module == delivery::module_kind::file && who.system_admin) {
+      if (!base_dirs) base_dirs = parse_base_dirs(settings.text("file_target_base_dirs"));
+      if (!*base_dirs) return catalog::import_problem{row.line, base_dirs->error().field, base_dirs->error().message};
+      dirs = &**base_dirs;
     }
+    auto doc = admit_target(row.target, who, *dirs);
+    if (!doc) {
+      if (doc.error().is(errc::forbidden) && !forbidden)
+        forbidden = make_error(errc::forbidden, fmt::format("line {}: {}", row.line, doc.error().message), doc.error().field);
+      return catalog::import_problem{row.line, doc.error().field, doc.error().message};
+    }
+    const auto& spec = row.target.spec;
+    if (spec.module == delivery::module_kind::ssh) destinations.emplace(spec.ssh.host, spec.ssh.port);
     catalog_object o;
     o.id = new_object_id();
     o.project_id = project_id;
     o.kind = std::string(store::kind_target);
-    o.name = row.target.name;
+    o.name = std::move(row.target.name);
     o.doc = std::move(*doc);
-    o.ref_id = row.target.spec.credential_id;
+    o.ref_id = spec.credential_id;
     o.created_at = now;
     objects->push_back(std::move(o));
-    if (row.target.spec.module == delivery::module_kind::ssh)
-      destinations.emplace(row.target.spec.ssh.host, row.target.spec.ssh.port);
-  }
-  if (parsed->problem_count > 0) co_return target_import_outcome{{}, std::move(*parsed)};
+    pending->push_back(pending_target{row.line, spec.module, spec.ssh.auth});
+    return std::nullopt;
+  };
+  auto parsed = catalog::parse_target_import(body, format, keep);
+  body.clear();
+  body.shrink_to_fit();  // a 64 MiB body is not kept for the transaction's length
+  if (forbidden) co_return std::move(*forbidden);
+  if (parsed.problem_count > 0) co_return target_import_outcome{{}, std::move(parsed)};
 
   // Each destination once: a fleet shares hosts between targets (several paths on one server).
   if (!destinations.empty()) {
@@ -124,39 +139,43 @@ op<service::target_import_outcome> service::import_targets(std::string project_i
       if (!ok) refused.emplace(std::pair{host, port}, std::move(ok).error());
     }
     if (!refused.empty()) {
-      for (const auto& row : parsed->rows)
-        if (row.target.spec.module == delivery::module_kind::ssh)
-          if (auto it = refused.find({row.target.spec.ssh.host, row.target.spec.ssh.port}); it != refused.end())
-            parsed->add_problem(row.line, it->second.field, it->second.message);
-      co_return target_import_outcome{{}, std::move(*parsed)};
+      // The rows' addresses are in their stored documents only now: read back the refused ones.
+      for (std::size_t i = 0; i < objects->size(); ++i) {
+        if ((*pending)[i].module != delivery::module_kind::ssh) continue;
+        auto spec = catalog::parse_target_doc((*objects)[i]);
+        if (!spec) continue;
+        if (auto it = refused.find({spec->ssh.host, spec->ssh.port}); it != refused.end())
+          parsed.add_problem((*pending)[i].line, it->second.field, it->second.message);
+      }
+      co_return target_import_outcome{{}, std::move(parsed)};
     }
   }
 
   // One transaction: every credential checked once, every name checked free, every row stored;
   // a problem rolls all of it back and comes out through `problems`.
   auto problems = std::make_shared<catalog::target_import>();
-  store::tx_fn op = [objects, parsed, problems, project_id](store::catalog_tx& tx) -> result<void> {
+  store::tx_fn op = [objects, pending, problems, project_id](store::catalog_tx& tx) -> result<void> {
     std::map<std::pair<std::string, int>, std::optional<error>> credentials;  // (id, auth) -> the check's answer
     for (std::size_t i = 0; i < objects->size(); ++i) {
-      const auto& row = parsed->rows[i];
-      const auto& spec = row.target.spec;
-      auto [it, fresh] = credentials.try_emplace({spec.credential_id, static_cast<int>(spec.ssh.auth)});
+      const auto& o = (*objects)[i];
+      const auto& p = (*pending)[i];
+      auto [it, fresh] = credentials.try_emplace({o.ref_id, static_cast<int>(p.auth)});
       if (fresh)
-        if (auto ok = check_target_credential(tx, project_id, spec); !ok) it->second = std::move(ok).error();
+        if (auto ok = check_target_credential(tx, project_id, p.module, o.ref_id, p.auth); !ok)
+          it->second = std::move(ok).error();
       if (it->second) {
         if (!it->second->is(errc::invalid_argument)) return *it->second;  // the store's failure, not the row's
-        problems->add_problem(row.line, it->second->field, it->second->message);
+        problems->add_problem(p.line, it->second->field, it->second->message);
         continue;
       }
-      auto taken = tx.objects_named(project_id, store::kind_target, row.target.name, 1);
+      auto taken = tx.objects_named(project_id, store::kind_target, o.name, 1);
       if (!taken) return std::move(taken).error();
-      if (!taken->empty() && taken->front().name == row.target.name) {
-        problems->add_problem(row.line, "name",
-                              fmt::format("a target named \"{}\" already exists ({})", row.target.name, taken->front().id));
+      if (!taken->empty() && taken->front().name == o.name) {
+        problems->add_problem(p.line, "name", fmt::format("a target named \"{}\" already exists ({})", o.name, taken->front().id));
         continue;
       }
       if (problems->problem_count > 0) continue;  // still checking the rest, no longer storing
-      if (auto ins = tx.insert_object((*objects)[i]); !ins) return std::move(ins).error();
+      if (auto ins = tx.insert_object(o); !ins) return std::move(ins).error();
     }
     if (problems->problem_count > 0)
       return make_error(errc::invalid_argument, describe_import_problems(*problems), "body");
