@@ -408,6 +408,14 @@ test('every operation of the served OpenAPI document, answers and errors, passes
     await call('GET', `${P}/targets/${need(fileTarget, 'id')}`, { token: viewer, expect: 200 });
     await call('POST', `${P}/targets/${need(sshTarget, 'id')}/scan-host-key`, { token: operator, expect: 502 });
     await call('POST', `${P}/targets/${fileTarget.body.id}/scan-host-key`, { token: operator, expect: 400 });
+    // The bulk import: JSON lines stored; CSV whose rows are refused (an unknown module), each by its line.
+    /** @param {string} name */
+    const importLine = (name) => JSON.stringify({ name, module: 'webhook',
+      webhook: { url: `${sink.url}/deliver`, secret_credential_id: password.body.id, allow_plain_http: true } });
+    const imported = await call('POST', `${P}/targets:import`, { expect: 201, raw: `${importLine('bulk-1')}\n${importLine('bulk-2')}\n`,
+      headers: { 'Content-Type': 'application/x-ndjson' } });
+    await call('POST', `${P}/targets:import`, { expect: 400, raw: 'name,module\nbulk-3,ftp\nbulk-4,gopher\n',
+      headers: { 'Content-Type': 'text/csv' } });
 
     // --- Notification channels and rules.
     const hook = await call('POST', `${P}/notification-channels`, { expect: 201, body: { name: 'ops-hook', kind: 'webhook',
@@ -586,7 +594,7 @@ test('every operation of the served OpenAPI document, answers and errors, passes
     for (const id of [rule.body.id, need(mailRule, 'id')]) await call('DELETE', `${P}/notification-rules/${id}`, { expect: 200 });
     await call('DELETE', `${P}/notification-channels/${hook.body.id}`, { expect: 200 });
     await call('DELETE', `${P}/notification-channels/${mail.body.id}`, { expect: 200 });
-    for (const id of [fileTarget.body.id, slowTarget.body.id, need(hookTarget, 'id'), sshTarget.body.id]) await call('DELETE', `${P}/targets/${id}`, { expect: 200 });
+    for (const id of [fileTarget.body.id, slowTarget.body.id, need(hookTarget, 'id'), sshTarget.body.id, ...need(imported, 'ids')]) await call('DELETE', `${P}/targets/${id}`, { expect: 200 });
     for (const id of [password.body.id, sshKey.body.id]) await call('DELETE', `${P}/credentials/${id}`, { expect: 200 });
     for (const id of [certId, acmeCertId, ...(importedId ? [importedId] : [])]) await call('DELETE', `${P}/certificates/${id}`, { expect: 200 });
     await call('DELETE', `${P}/dns-providers/${provider.body.id}`, { expect: 200 });
