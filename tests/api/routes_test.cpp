@@ -514,6 +514,12 @@ class api_targets : public api_fixture {
     EXPECT_EQ(r.status, 201) << r.body;
     return std::string(r.json().at("id").as_string());
   }
+  // A new ssh_key credential's id.
+  std::string key_credential(testbed::http_client& c) {
+    auto key = testbed::make_ssh_key(dir.path() / "k", "login");
+    return credential(c, boost::json::serialize(boost::json::object{
+                             {"name", "key"}, {"kind", "ssh_key"}, {"private_key_pem", key.private_key}}));
+  }
 };
 
 // ssh.auth: "key" (the default of a new target) or "password", and it must match the
@@ -521,11 +527,9 @@ class api_targets : public api_fixture {
 TEST_F(api_targets, ssh_auth_is_explicit_and_matches_the_credential) {
   start();
   auto c = client();
-  auto key = testbed::make_ssh_key(dir.path() / "k", "login");
   auto host = testbed::make_ssh_key(dir.path() / "h", "host");
   const auto pw = credential(c, R"({"name":"pw","kind":"password","password":"secret"})");
-  const auto kc = credential(c, boost::json::serialize(boost::json::object{
-                                    {"name", "key"}, {"kind", "ssh_key"}, {"private_key_pem", key.private_key}}));
+  const auto kc = key_credential(c);
   auto body = [&](const std::string& name, const std::string& cred, const char* auth) {
     boost::json::object ssh{{"host", "127.0.0.1"}, {"user", "deploy"}, {"credential_id", cred}, {"host_key", host.public_line},
                             {"cert_path", "/srv/c.pem"}, {"key_path", "/srv/k.pem"}};
@@ -557,10 +561,8 @@ TEST_F(api_targets, ssh_auth_is_explicit_and_matches_the_credential) {
 TEST_F(api_targets, ssh_allow_list_refuses_destinations_at_creation) {
   start();
   auto c = client();
-  auto key = testbed::make_ssh_key(dir.path() / "k", "login");
   auto host = testbed::make_ssh_key(dir.path() / "h", "host");
-  const auto kc = credential(c, boost::json::serialize(boost::json::object{
-                                    {"name", "key"}, {"kind", "ssh_key"}, {"private_key_pem", key.private_key}}));
+  const auto kc = key_credential(c);
   auto body = [&](const std::string& name, const std::string& h) {
     return boost::json::serialize(boost::json::object{
         {"name", name}, {"module", "ssh"},
@@ -586,10 +588,8 @@ TEST_F(api_targets, ssh_allow_list_refuses_destinations_at_creation) {
 TEST_F(api_targets, import_stores_every_row_or_none) {
   start();
   auto c = client();
-  auto key = testbed::make_ssh_key(dir.path() / "k", "login");
   auto host = testbed::make_ssh_key(dir.path() / "h", "host");
-  const auto kc = credential(c, boost::json::serialize(boost::json::object{
-                                    {"name", "key"}, {"kind", "ssh_key"}, {"private_key_pem", key.private_key}}));
+  const auto kc = key_credential(c);
   const auto pw = credential(c, R"({"name":"pw","kind":"password","password":"secret"})");
   ASSERT_EQ(c.put("/api/v1/settings", R"({"ssh_allow_list":"10.0.0.0/8"})", tok["system"]).status, 200);
   auto line = [&](const std::string& name, const std::string& h, const std::string& cred, int port = 22) {
