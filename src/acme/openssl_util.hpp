@@ -7,6 +7,8 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "core/openssl_ptr.hpp"
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,11 +17,6 @@
 
 namespace certfleet::acme {
 
-template <auto fn>
-struct ossl_deleter {
-  template <class T>
-  void operator()(T* p) const { fn(p); }
-};
 using bio_ptr = std::unique_ptr<BIO, ossl_deleter<BIO_free_all>>;
 using pkey_ptr = std::unique_ptr<EVP_PKEY, ossl_deleter<EVP_PKEY_free>>;
 using x509_ptr = std::unique_ptr<X509, ossl_deleter<X509_free>>;

@@ -2,6 +2,7 @@
 #include "tls_context.hpp"
 
 #include "certfleet/api/alpn.hpp"
+#include "core/openssl_ptr.hpp"
 
 #include "certfleet/core/secrets.hpp"
 #include "certfleet/catalog/catalog.hpp"
@@ -69,12 +70,11 @@ std::string hex(const unsigned char* p, std::size_t n) {
 
 tls_identity identity_of(X509* leaf) {
   tls_identity id;
-  if (BIO* b = BIO_new(BIO_s_mem())) {
-    X509_NAME_print_ex(b, X509_get_subject_name(leaf), 0, XN_FLAG_RFC2253);
+  if (ossl_ptr<BIO, BIO_free> b(BIO_new(BIO_s_mem())); b) {
+    X509_NAME_print_ex(b.get(), X509_get_subject_name(leaf), 0, XN_FLAG_RFC2253);
     char* data = nullptr;
-    long n = BIO_get_mem_data(b, &data);
+    long n = BIO_get_mem_data(b.get(), &data);
     if (n > 0) id.subject.assign(data, static_cast<std::size_t>(n));
-    BIO_free(b);
   }
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
@@ -132,40 +132,30 @@ result<tls_server_context> make_tls_context(const tls_material& m) {
 
   // The chain: the leaf first, then its issuers, as a web server serves them.
   {
-    BIO* b = BIO_new_mem_buf(m.chain_pem.data(), static_cast<int>(m.chain_pem.size()));
-    X509* leaf = PEM_read_bio_X509_AUX(b, nullptr, no_password, nullptr);
-    if (!leaf) {
-      BIO_free(b);
+    ossl_ptr<BIO, BIO_free> b(BIO_new_mem_buf(m.chain_pem.data(), static_cast<int>(m.chain_pem.size())));
+    ossl_ptr<X509, X509_free> leaf(PEM_read_bio_X509_AUX(b.get(), nullptr, no_password, nullptr));
+    if (!leaf)
       return refused(cs, fmt::format("{}: the first PEM block of {} is not a certificate that parses", cs, m.source));
-    }
-    if (SSL_CTX_use_certificate(h, leaf) != 1) {
-      X509_free(leaf);
-      BIO_free(b);
+    if (SSL_CTX_use_certificate(h, leaf.get()) != 1)
       return refused(cs, fmt::format("{}: the certificate in {} cannot be used: {}", cs, m.source,
                                      ERR_reason_error_string(ERR_peek_last_error())));
-    }
-    X509_free(leaf);
     SSL_CTX_clear_chain_certs(h);
-    while (X509* ca = PEM_read_bio_X509(b, nullptr, no_password, nullptr)) {
-      if (SSL_CTX_add0_chain_cert(h, ca) != 1) {
-        X509_free(ca);
-        BIO_free(b);
+    while (X509* read = PEM_read_bio_X509(b.get(), nullptr, no_password, nullptr)) {
+      ossl_ptr<X509, X509_free> ca(read);
+      if (SSL_CTX_add0_chain_cert(h, ca.get()) != 1)
         return refused(cs, fmt::format("{}: a chain certificate in {} cannot be used", cs, m.source));
-      }
+      ca.release();  // add0: the context owns it now
     }
-    BIO_free(b);
     ERR_clear_error();  // the end of the chain reads as "no start line"
   }
   {
-    BIO* b = BIO_new_mem_buf(m.key_pem.data(), static_cast<int>(m.key_pem.size()));
-    EVP_PKEY* key = PEM_read_bio_PrivateKey(b, nullptr, no_password, nullptr);
-    BIO_free(b);
+    ossl_ptr<BIO, BIO_free> b(BIO_new_mem_buf(m.key_pem.data(), static_cast<int>(m.key_pem.size())));
+    ossl_ptr<EVP_PKEY, EVP_PKEY_free> key(PEM_read_bio_PrivateKey(b.get(), nullptr, no_password, nullptr));
     if (!key)
       return refused(ks, fmt::format("{}: the private key in {} does not parse (an encrypted key cannot be used: "
                                      "decrypt it with `openssl pkey -in KEY -out KEY.plain`)",
                                      ks, m.source));
-    const bool used = SSL_CTX_use_PrivateKey(h, key) == 1;
-    EVP_PKEY_free(key);
+    const bool used = SSL_CTX_use_PrivateKey(h, key.get()) == 1;
     if (!used || SSL_CTX_check_private_key(h) != 1)
       return refused(ks, fmt::format("{}: the private key in {} does not belong to the certificate of {}", ks, m.source,
                                      cs));

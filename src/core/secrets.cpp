@@ -1,4 +1,5 @@
 #include "certfleet/core/secrets.hpp"
+#include "openssl_ptr.hpp"
 
 #include <fcntl.h>
 #include <openssl/crypto.h>
@@ -151,7 +152,7 @@ std::string fingerprint_of(std::uint32_t version, const std::array<unsigned char
                           static_cast<unsigned char>(version >> 8), static_cast<unsigned char>(version)};
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned len = 0;
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  ossl_ptr<EVP_MD_CTX, EVP_MD_CTX_free> ctx(EVP_MD_CTX_new());
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
   EVP_DigestUpdate(ctx.get(), domain, sizeof domain);  // with its NUL: a fixed-length separator
   EVP_DigestUpdate(ctx.get(), ver, sizeof ver);
@@ -189,7 +190,7 @@ std::optional<std::pair<std::uint32_t, std::string_view>> split_envelope(std::st
   return std::pair{*v, env.substr(colon + 1)};
 }
 
-using cipher_ctx = std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)>;
+using cipher_ctx = ossl_ptr<EVP_CIPHER_CTX, EVP_CIPHER_CTX_free>;
 
 }  // namespace
 
@@ -521,7 +522,7 @@ result<std::string> seal(const kek& key, std::string_view plaintext, std::string
   auto ring = kek_access::ring(key);
   const auto* k = ring->find(ring->primary);
   if (!k) return key_error("no key is loaded; cannot seal");
-  cipher_ctx ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
+  cipher_ctx ctx(EVP_CIPHER_CTX_new());
   int n = 0, fin = 0;
   bool ok = ctx && EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, k->key.data(), out) == 1 &&
             EVP_EncryptUpdate(ctx.get(), nullptr, &n, reinterpret_cast<const unsigned char*>(aad.data()),
@@ -561,7 +562,7 @@ result<std::string> open_sealed(const kek& key, std::string_view envelope, std::
   std::size_t ct_size = blob->size() - nonce_size - tag_size;
   std::string plain(ct_size, '\0');
   auto* out = reinterpret_cast<unsigned char*>(plain.data());
-  cipher_ctx ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
+  cipher_ctx ctx(EVP_CIPHER_CTX_new());
   int n = 0, fin = 0;
   bool ok = ctx && EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, k->key.data(), in) == 1 &&
             EVP_DecryptUpdate(ctx.get(), nullptr, &n, reinterpret_cast<const unsigned char*>(aad.data()),

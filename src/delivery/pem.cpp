@@ -2,6 +2,7 @@
 // untrusted: sizes are bounded first, every length read from a key is checked, and OpenSSL's
 // per-thread error queue is left empty on every path.
 #include "certfleet/delivery/pem.hpp"
+#include "core/openssl_ptr.hpp"
 
 #include <arpa/inet.h>
 #include <openssl/bio.h>
@@ -28,19 +29,14 @@
 namespace certfleet::delivery {
 namespace {
 
-template <auto fn>
-struct deleter {
-  template <class T>
-  void operator()(T* p) const { fn(p); }
-};
-using bio_ptr = std::unique_ptr<BIO, deleter<BIO_free>>;
-using x509_ptr = std::unique_ptr<X509, deleter<X509_free>>;
-using pkey_ptr = std::unique_ptr<EVP_PKEY, deleter<EVP_PKEY_free>>;
-using pkey_ctx_ptr = std::unique_ptr<EVP_PKEY_CTX, deleter<EVP_PKEY_CTX_free>>;
-using names_ptr = std::unique_ptr<GENERAL_NAMES, deleter<GENERAL_NAMES_free>>;
-using bn_ptr = std::unique_ptr<BIGNUM, deleter<BN_free>>;
+using bio_ptr = std::unique_ptr<BIO, ossl_deleter<BIO_free>>;
+using x509_ptr = std::unique_ptr<X509, ossl_deleter<X509_free>>;
+using pkey_ptr = std::unique_ptr<EVP_PKEY, ossl_deleter<EVP_PKEY_free>>;
+using pkey_ctx_ptr = std::unique_ptr<EVP_PKEY_CTX, ossl_deleter<EVP_PKEY_CTX_free>>;
+using names_ptr = std::unique_ptr<GENERAL_NAMES, ossl_deleter<GENERAL_NAMES_free>>;
+using bn_ptr = std::unique_ptr<BIGNUM, ossl_deleter<BN_free>>;
 void ossl_free(void* p) { OPENSSL_free(p); }  // a macro: needs a function to point to
-using ossl_free_ptr = std::unique_ptr<void, deleter<ossl_free>>;
+using ossl_free_ptr = std::unique_ptr<void, ossl_deleter<ossl_free>>;
 
 // OpenSSL queues errors per thread; a stale entry would confuse the next caller on this thread.
 struct clear_errors_on_exit {
@@ -229,8 +225,8 @@ const ec_curve* curve_by_ssh_name(std::string_view n) {
 // An EC key from its SSH parts; with `d` (an SSH mpint) the private scalar must match the point.
 // nullptr when the point is not on the curve or the pair does not match.
 pkey_ptr ec_key(const ec_curve& c, std::string_view q, std::optional<std::string_view> d) {
-  std::unique_ptr<OSSL_PARAM_BLD, deleter<OSSL_PARAM_BLD_free>> bld(OSSL_PARAM_BLD_new());
-  std::unique_ptr<BIGNUM, deleter<BN_clear_free>> priv;
+  std::unique_ptr<OSSL_PARAM_BLD, ossl_deleter<OSSL_PARAM_BLD_free>> bld(OSSL_PARAM_BLD_new());
+  std::unique_ptr<BIGNUM, ossl_deleter<BN_clear_free>> priv;
   if (d) priv.reset(BN_bin2bn(reinterpret_cast<const unsigned char*>(d->data()), static_cast<int>(d->size()), nullptr));
   std::string group(c.openssl_group);
   if (!bld || (d && !priv) ||
@@ -238,7 +234,7 @@ pkey_ptr ec_key(const ec_curve& c, std::string_view q, std::optional<std::string
       !OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, q.data(), q.size()) ||
       (priv && !OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_PRIV_KEY, priv.get())))
     return nullptr;
-  std::unique_ptr<OSSL_PARAM, deleter<OSSL_PARAM_free>> params(OSSL_PARAM_BLD_to_param(bld.get()));
+  std::unique_ptr<OSSL_PARAM, ossl_deleter<OSSL_PARAM_free>> params(OSSL_PARAM_BLD_to_param(bld.get()));
   pkey_ctx_ptr ctx(EVP_PKEY_CTX_new_from_name(nullptr, "EC", nullptr));
   EVP_PKEY* raw = nullptr;
   if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1 ||

@@ -3,6 +3,7 @@
 #include "certfleet/net/tls_probe.hpp"
 
 #include "net/ip_text.hpp"
+#include "core/openssl_ptr.hpp"
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -338,15 +339,10 @@ bool chain_assessment::has(finding f) const {
 
 namespace {
 
-template <auto fn>
-struct deleter {
-  template <class T>
-  void operator()(T* p) const { fn(p); }
-};
-using x509_ptr = std::unique_ptr<X509, deleter<X509_free>>;
-using bio_ptr = std::unique_ptr<BIO, deleter<BIO_free>>;
-using store_ctx_ptr = std::unique_ptr<X509_STORE_CTX, deleter<X509_STORE_CTX_free>>;
-using names_ptr = std::unique_ptr<GENERAL_NAMES, deleter<GENERAL_NAMES_free>>;
+using x509_ptr = std::unique_ptr<X509, ossl_deleter<X509_free>>;
+using bio_ptr = std::unique_ptr<BIO, ossl_deleter<BIO_free>>;
+using store_ctx_ptr = std::unique_ptr<X509_STORE_CTX, ossl_deleter<X509_STORE_CTX_free>>;
+using names_ptr = std::unique_ptr<GENERAL_NAMES, ossl_deleter<GENERAL_NAMES_free>>;
 
 // OpenSSL's error queue is per thread: whatever a failed parse or verify left there must not
 // be read later as the cause of some unrelated failure on this thread.

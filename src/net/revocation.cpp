@@ -3,6 +3,7 @@
 // the one client (http.cpp). Every input is untrusted: sizes are bounded before parsing, DER
 // must be consumed whole, and OpenSSL's per-thread error queue is left empty on every path.
 #include "certfleet/net/revocation.hpp"
+#include "core/openssl_ptr.hpp"
 
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
@@ -28,27 +29,22 @@ using boost::asio::awaitable;
 
 namespace {
 
-template <auto fn>
-struct deleter {
-  template <class T>
-  void operator()(T* p) const { fn(p); }
-};
-using bio_ptr = std::unique_ptr<BIO, deleter<BIO_free>>;
-using x509_ptr = std::unique_ptr<X509, deleter<X509_free>>;
-using crl_ptr = std::unique_ptr<X509_CRL, deleter<X509_CRL_free>>;
-using ocsp_request_ptr = std::unique_ptr<OCSP_REQUEST, deleter<OCSP_REQUEST_free>>;
-using ocsp_response_ptr = std::unique_ptr<OCSP_RESPONSE, deleter<OCSP_RESPONSE_free>>;
-using ocsp_basic_ptr = std::unique_ptr<OCSP_BASICRESP, deleter<OCSP_BASICRESP_free>>;
-using ocsp_certid_ptr = std::unique_ptr<OCSP_CERTID, deleter<OCSP_CERTID_free>>;
-using dist_points_ptr = std::unique_ptr<STACK_OF(DIST_POINT), deleter<CRL_DIST_POINTS_free>>;
-using info_access_ptr = std::unique_ptr<AUTHORITY_INFO_ACCESS, deleter<AUTHORITY_INFO_ACCESS_free>>;
-using idp_ptr = std::unique_ptr<ISSUING_DIST_POINT, deleter<ISSUING_DIST_POINT_free>>;
-using enumerated_ptr = std::unique_ptr<ASN1_ENUMERATED, deleter<ASN1_ENUMERATED_free>>;
-using octets_ptr = std::unique_ptr<ASN1_OCTET_STRING, deleter<ASN1_OCTET_STRING_free>>;
+using bio_ptr = std::unique_ptr<BIO, ossl_deleter<BIO_free>>;
+using x509_ptr = std::unique_ptr<X509, ossl_deleter<X509_free>>;
+using crl_ptr = std::unique_ptr<X509_CRL, ossl_deleter<X509_CRL_free>>;
+using ocsp_request_ptr = std::unique_ptr<OCSP_REQUEST, ossl_deleter<OCSP_REQUEST_free>>;
+using ocsp_response_ptr = std::unique_ptr<OCSP_RESPONSE, ossl_deleter<OCSP_RESPONSE_free>>;
+using ocsp_basic_ptr = std::unique_ptr<OCSP_BASICRESP, ossl_deleter<OCSP_BASICRESP_free>>;
+using ocsp_certid_ptr = std::unique_ptr<OCSP_CERTID, ossl_deleter<OCSP_CERTID_free>>;
+using dist_points_ptr = std::unique_ptr<STACK_OF(DIST_POINT), ossl_deleter<CRL_DIST_POINTS_free>>;
+using info_access_ptr = std::unique_ptr<AUTHORITY_INFO_ACCESS, ossl_deleter<AUTHORITY_INFO_ACCESS_free>>;
+using idp_ptr = std::unique_ptr<ISSUING_DIST_POINT, ossl_deleter<ISSUING_DIST_POINT_free>>;
+using enumerated_ptr = std::unique_ptr<ASN1_ENUMERATED, ossl_deleter<ASN1_ENUMERATED_free>>;
+using octets_ptr = std::unique_ptr<ASN1_OCTET_STRING, ossl_deleter<ASN1_OCTET_STRING_free>>;
 void x509_stack_free(STACK_OF(X509)* s) { sk_X509_free(s); }  // a macro: needs a function to point to
-using x509_stack_ptr = std::unique_ptr<STACK_OF(X509), deleter<x509_stack_free>>;
+using x509_stack_ptr = std::unique_ptr<STACK_OF(X509), ossl_deleter<x509_stack_free>>;
 void ossl_free(void* p) { OPENSSL_free(p); }
-using ossl_free_ptr = std::unique_ptr<unsigned char, deleter<ossl_free>>;
+using ossl_free_ptr = std::unique_ptr<unsigned char, ossl_deleter<ossl_free>>;
 
 // OpenSSL queues errors per thread; a stale entry would confuse the next caller on this thread.
 struct clear_errors_on_exit {

@@ -17,6 +17,7 @@
 #include "certfleet/delivery/pem.hpp"
 #include "certfleet/delivery/ssh.hpp"
 #include "certfleet/delivery/redact.hpp"
+#include "core/openssl_ptr.hpp"
 #include "delivery/codec.hpp"
 #include "delivery/ssh/outcome.hpp"
 #include "delivery/ssh/script.hpp"
@@ -37,8 +38,6 @@ using detail::steady;
 namespace {
 
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
-
-struct x509_deleter { void operator()(X509* x) const { X509_free(x); } };
 
 // Where an exec of a script for target `t` ran, for exec_outcome's messages.
 detail::exec_context exec_context_for(detail::script_kind script, const ssh_target& t, const ssh_options& opts) {
@@ -100,7 +99,7 @@ awaitable<step> fetch_served_fingerprint(const ssh_options& opts, const tls_vali
   if (auto [ec] = std::get<0>(h); ec)
     co_return unreachable(where, {classify(cause_kind::tls_handshake),
                                   "TLS handshake with " + tv.host + ":" + std::to_string(tv.port) + " failed: " + ec.message()});
-  std::unique_ptr<X509, x509_deleter> peer(SSL_get1_peer_certificate(stream.native_handle()));
+  ossl_ptr<X509, X509_free> peer(SSL_get1_peer_certificate(stream.native_handle()));
   if (!peer) co_return failure{error_class::validation, "TLS endpoint sent no certificate"};
   fingerprint = net::fingerprint_sha256(peer.get());
   boost::system::error_code ec;
