@@ -48,10 +48,12 @@ TEST(install, layout_stripped_binary_with_split_debug_info_and_a_unit_systemd_ac
   EXPECT_EQ(bin_sections.find(".debug_info"), std::string::npos) << bin_sections;
   EXPECT_NE(bin_sections.find(".gnu_debuglink"), std::string::npos) << bin_sections;
   EXPECT_NE(sections(debug).find(".debug_info"), std::string::npos);
-  // Smaller by the debug info (a RelWithDebInfo build: 207 MB -> 6.4 MB; a sanitizer build's
-  // code itself is large, so only "smaller" holds for every build type).
+  // Smaller by the debug info, which moved to the debug file rather than being lost: the two
+  // together hold about what the build had. (RelWithDebInfo: 125 MB -> 6.4 MB + the rest; a
+  // sanitizer build's code is most of it, 440 MB -> 350 MB + 90 MB. Debug sections are
+  // compressed, -gz, so the debug file's share of the build varies with the build type.)
   EXPECT_LT(fs::file_size(bin), fs::file_size(CERTFLEET_BINARY));
-  EXPECT_GT(fs::file_size(debug), fs::file_size(CERTFLEET_BINARY) / 3);
+  EXPECT_GT(fs::file_size(bin) + fs::file_size(debug), fs::file_size(CERTFLEET_BINARY) / 10 * 9);
   auto link = testbed::run_command({"/usr/bin/readelf", "--string-dump=.gnu_debuglink", bin}, {}, 60s).second;
   EXPECT_NE(link.find("certfleet.debug"), std::string::npos) << link;
   auto [vrc, vout] = testbed::run_command({bin, "--version"}, {}, 60s);
