@@ -80,6 +80,7 @@ struct pending_target {
   std::size_t line = 0;
   delivery::module_kind module = delivery::module_kind::ssh;
   delivery::ssh_auth auth = delivery::ssh_auth::key;
+  std::pair<std::string, std::uint16_t> destination;  // ssh: host and port, for the allow list's answer
 };
 }  // namespace
 
@@ -118,7 +119,7 @@ op<service::target_import_outcome> service::import_targets(std::string project_i
     o.ref_id = spec.credential_id;
     o.created_at = now;
     objects->push_back(std::move(o));
-    pending->push_back(pending_target{row.line, spec.module, spec.ssh.auth});
+    pending->push_back(pending_target{row.line, spec.module, spec.ssh.auth, {spec.ssh.host, spec.ssh.port}});
     return std::nullopt;
   };
   auto parsed = catalog::parse_target_import(body, format, keep);
@@ -139,14 +140,10 @@ op<service::target_import_outcome> service::import_targets(std::string project_i
       if (!ok) refused.emplace(std::pair{host, port}, std::move(ok).error());
     }
     if (!refused.empty()) {
-      // The rows' addresses are in their stored documents only now: read back the refused ones.
-      for (std::size_t i = 0; i < objects->size(); ++i) {
-        if ((*pending)[i].module != delivery::module_kind::ssh) continue;
-        auto spec = catalog::parse_target_doc((*objects)[i]);
-        if (!spec) continue;
-        if (auto it = refused.find({spec->ssh.host, spec->ssh.port}); it != refused.end())
-          parsed.add_problem((*pending)[i].line, it->second.field, it->second.message);
-      }
+      for (const auto& p : *pending)
+        if (p.module == delivery::module_kind::ssh)
+          if (auto it = refused.find(p.destination); it != refused.end())
+            parsed.add_problem(p.line, it->second.field, it->second.message);
       co_return target_import_outcome{{}, std::move(parsed)};
     }
   }
