@@ -16,6 +16,8 @@ find_package(OpenSSL REQUIRED)
 # delivery's SSH transport (Debian ships no CMake config for libssh2).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBSSH2 REQUIRED IMPORTED_TARGET libssh2)
+# msca's XML reader (MS-XCEP / MS-WSTEP answers; linked PRIVATE: no other module sees libxml2).
+find_package(LibXml2 REQUIRED)
 if(CERTFLEET_TESTS)
   find_package(GTest REQUIRED)
 endif()

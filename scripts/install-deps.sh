@@ -7,7 +7,7 @@ build_pkgs=(
   build-essential cmake ninja-build pkg-config ccache git
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsqlite3-dev sqlite3 libmongoc-dev libbson-dev libssh2-1-dev libssl-dev openssl
-  libsimdjson-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev
+  libsimdjson-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev libxml2-dev
 )
 # systemd: `systemd-analyze verify` of the unit; binutils: the install script's objcopy.
 test_pkgs=(

@@ -14,22 +14,23 @@ get_filename_component(SOURCE_DIR "${SOURCE_DIR}" ABSOLUTE)
 
 # The modules, in DESIGN §2's order, and the modules each may use besides core (every module may
 # use core; core uses nothing of ours).
-set(modules core store queue net delivery acme catalog notify distribution lifecycle checks service scheduler api app)
+set(modules core store queue net delivery acme msca catalog notify distribution lifecycle checks service scheduler api app)
 set(uses_core "")
 set(uses_net "")
 set(uses_store "")
 set(uses_queue store)
 set(uses_delivery net)
 set(uses_acme net)
+set(uses_msca "")
 set(uses_catalog queue store net delivery acme)
 set(uses_notify queue store net delivery catalog)
 set(uses_distribution queue store net delivery catalog notify)
-set(uses_lifecycle queue store net delivery acme catalog notify distribution)
-set(uses_checks queue store net delivery acme catalog notify distribution lifecycle)
-set(uses_service queue store net delivery acme catalog notify distribution lifecycle checks)
+set(uses_lifecycle queue store net delivery acme msca catalog notify distribution)
+set(uses_checks queue store net delivery acme msca catalog notify distribution lifecycle)
+set(uses_service queue store net delivery acme msca catalog notify distribution lifecycle checks)
 set(uses_scheduler queue store distribution lifecycle checks)
 set(uses_api queue store catalog distribution checks service)
-set(uses_app store queue net delivery acme catalog notify distribution lifecycle checks service scheduler api)
+set(uses_app store queue net delivery acme msca catalog notify distribution lifecycle checks service scheduler api)
 
 # The module a path (relative to SOURCE_DIR) belongs to, or "" when it belongs to none.
 function(module_of rel out)

@@ -42,7 +42,7 @@ set(expected
     "src/queue/worker.cpp:1: queue -> api is not allowed (queue may use: core, store): #include \"../api/log_hub.hpp\""
     "src/scheduler/scheduler.cpp:1: scheduler -> delivery is not allowed (scheduler may use: core, queue, store, distribution, lifecycle, checks): #include \"delivery/codec.hpp\""
     "src/store/sqlite/store.cpp:5: store -> api is not allowed (store may use: core): #include <certfleet/api/router.hpp>"
-    "src/widgets/w.cpp: module 'widgets' is not one of DESIGN §2's modules (core, store, queue, net, delivery, acme, catalog, notify, distribution, lifecycle, checks, service, scheduler, api, app)"
+    "src/widgets/w.cpp: module 'widgets' is not one of DESIGN §2's modules (core, store, queue, net, delivery, acme, msca, catalog, notify, distribution, lifecycle, checks, service, scheduler, api, app)"
     "layering: 7 forbidden include(s) in 16 files (DESIGN §2)")
 
 execute_process(COMMAND "${CMAKE_COMMAND}" -DSOURCE_DIR=${root} -P "${CHECKER}"
