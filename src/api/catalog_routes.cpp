@@ -116,6 +116,21 @@ boost::asio::awaitable<reply> issue_acme_certificate(server_state& s, const rout
   co_return co_await catalog_answer(s, call, "issue", 202, std::move(r), t0);
 }
 
+boost::asio::awaitable<reply> enroll_msca_certificate(server_state& s, const route_call& call) {
+  auto t0 = steady::now();
+  const std::string actor = call.who.token ? "token:" + call.who.token->id : "anonymous";
+  auto r = co_await s.catalog.enroll_certificate(call.who.project->id, call.body, actor);
+  co_return co_await catalog_answer(s, call, "enroll", 202, std::move(r), t0);
+}
+
+boost::asio::awaitable<reply> get_msca_templates(server_state& s, const route_call& call) {
+  auto t0 = steady::now();
+  auto refresh = parse_refresh_query(call.query);
+  if (!refresh) co_return error_reply(refresh.error());
+  auto r = co_await s.catalog.msca_templates(call.who.project->id, call.match.id, *refresh);
+  co_return co_await catalog_answer(s, call, "", 200, std::move(r), t0);
+}
+
 boost::asio::awaitable<reply> approve_acme_certificate(server_state& s, const route_call& call) {
   auto t0 = steady::now();
   const std::string actor = call.who.token ? "token:" + call.who.token->id : "anonymous";

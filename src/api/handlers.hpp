@@ -93,6 +93,8 @@ boost::asio::awaitable<reply> get_catalog_object(server_state&, const route_call
 boost::asio::awaitable<reply> delete_catalog_object(server_state&, const route_call&);
 // POST …/certificates/issue (202 {certificate_id, job_id}) and …/certificates/{id}/renew (202 {job_id}).
 boost::asio::awaitable<reply> issue_acme_certificate(server_state&, const route_call&);
+boost::asio::awaitable<reply> enroll_msca_certificate(server_state&, const route_call&);
+boost::asio::awaitable<reply> get_msca_templates(server_state&, const route_call&);
 boost::asio::awaitable<reply> approve_acme_certificate(server_state&, const route_call&);
 boost::asio::awaitable<reply> reject_acme_certificate(server_state&, const route_call&);
 boost::asio::awaitable<reply> get_project_settings(server_state&, const route_call&);

@@ -23,7 +23,7 @@ namespace {
 // src/lifecycle/acme_catalog.cpp, session_routes.cpp). Members the parsers refuse are refused here
 // too (additionalProperties: false), so a client generated from this document sends nothing the
 // server rejects as unknown. `settings` is not here: it is generated from the settings table.
-constexpr std::array<body_schema, 23> bodies{{
+constexpr std::array<body_schema, 25> bodies{{
     {"session", R"json({"type":"object","required":["token"],"additionalProperties":false,
       "properties":{"token":{"type":"string","description":"An API token (cf_…)"}}})json"},
     {"project", R"json({"type":"object","required":["name"],"additionalProperties":false,
@@ -49,6 +49,14 @@ constexpr std::array<body_schema, 23> bodies{{
         "acme_account_id":{"$ref":"#/components/schemas/ObjectId"},"dns_provider_id":{"$ref":"#/components/schemas/ObjectId"},
         "key_type":{"enum":["ecdsa-p256","ecdsa-p384","rsa-2048","rsa-3072"],"default":"ecdsa-p256"},
         "profile":{"type":"string","description":"An ACME profile the CA offers"},
+        "auto_renew":{"type":"boolean","default":true}}})json"},
+    {"certificate_enroll", R"json({"type":"object","required":["name","msca_ca_id"],"additionalProperties":false,
+      "description":"subject or sans (or both) is required",
+      "properties":{"name":{"type":"string"},"msca_ca_id":{"$ref":"#/components/schemas/ObjectId"},
+        "template":{"type":"string","description":"A template of the CA's policy (GET …/msca-cas/{id}/templates); absent: the CA's default_template"},
+        "subject":{"type":"string","maxLength":1024,"description":"RFC 4514, e.g. CN=web01.corp.example,O=Example"},
+        "sans":{"type":"array","items":{"type":"string"},"maxItems":100,"description":"DNS names"},
+        "key_type":{"enum":["ecdsa-p256","ecdsa-p384","rsa-2048","rsa-3072"],"description":"Absent: the smallest the template accepts"},
         "auto_renew":{"type":"boolean","default":true}}})json"},
     {"certificate_bulk_renew", R"json({"type":"object","additionalProperties":false,
       "description":"Exactly one of certificate_ids and expiring_within_days",
@@ -128,6 +136,16 @@ constexpr std::array<body_schema, 23> bodies{{
           "description":"An e-mail address or a list of them (the account's mailto: contacts)"},
         "eab":{"type":"object","required":["kid","hmac_key"],"additionalProperties":false,"properties":{"kid":{"type":"string"},"hmac_key":{"type":"string"}}},
         "ca_bundle_pem":{"type":"string"},"terms_agreed":{"const":true}}})json"},
+    {"msca_ca", R"json({"type":"object","required":["name","cep_url","auth"],"additionalProperties":false,
+      "properties":{"name":{"type":"string"},"cep_url":{"type":"string","format":"uri","description":"The policy service (CEP), https://"},
+        "ces_url":{"type":"string","format":"uri","description":"The enrollment service (CES), https://; absent: the policy's endpoint for the template"},
+        "auth":{"oneOf":[
+          {"type":"object","required":["kind","username","password"],"additionalProperties":false,"properties":{
+            "kind":{"const":"username_password"},"username":{"type":"string"},"password":{"type":"string","description":"Sealed at rest, never returned"}}},
+          {"type":"object","required":["kind","cert_pem","key_pem"],"additionalProperties":false,"properties":{
+            "kind":{"const":"client_certificate"},"cert_pem":{"type":"string"},"key_pem":{"type":"string","description":"Sealed at rest, never returned"}}}]},
+        "ca_bundle_pem":{"type":"string","description":"Trust anchors of the services' TLS"},
+        "default_template":{"type":"string"},"renewal_mode":{"enum":["new_key","renew_with_current"],"default":"new_key"}}})json"},
     {"dns_provider", R"json({"type":"object","required":["name","kind"],"additionalProperties":false,
       "properties":{"name":{"type":"string"},"kind":{"enum":["rfc2136","manual","exec","httpreq","powerdns"]},
         "rfc2136":{"type":"object","required":["server","tsig_key_name","tsig_secret"],"additionalProperties":false,
@@ -234,7 +252,7 @@ constexpr response_schema answers[] = {
           "properties":{"locked_by":{"type":"string"},"locked_until":{"$ref":"#/components/schemas/Time"},"lease_expired":{"type":"boolean"},
             "worker":{"type":"object","properties":{"id":{"type":"string"},"host":{"type":"string"},"alive":{"type":"boolean"},
               "heartbeat_age_ms":{"type":"integer"},"reason":{"type":"string"}}}}},
-        "workflow":{"type":"object","description":"Get, ACME jobs: the order's steps (DESIGN §9)"}}})json"},
+        "workflow":{"type":"object","description":"Get, ACME and AD CS jobs: the workflow's steps (kind acme: DESIGN §9; kind msca: §13)"}}})json"},
     {"JobPage", R"json({"type":"object","required":["items","page","page_size","total","counts","next_cursor"],"properties":{
       "items":{"type":"array","items":{"$ref":"#/components/schemas/Job"}},
       "page":{"type":"integer"},"page_size":{"type":"integer"},"total":{"type":"integer","description":"Jobs matching the filter"},
@@ -298,7 +316,7 @@ constexpr response_schema answers[] = {
         "created_at":{"$ref":"#/components/schemas/NullableTime"}}})json"},
     {"Certificate", R"json({"type":"object","required":["id","name","created_at","source","status","version","sans","not_before","not_after","versions"],
       "properties":{"id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
-        "source":{"type":"string","description":"upload, acme or discovery"},
+        "source":{"type":"string","description":"upload, acme, msca (AD CS) or discovery"},
         "status":{"type":"string","description":"active, expired, pending (ACME, not issued yet), awaiting_approval (an issue request an admin has not decided), rejected (an issue request an admin rejected), failed, revoked"},
         "version":{"type":"integer","description":"The current version (0: none issued yet)"},
         "serial":{"type":"string"},"subject":{"type":"string"},"issuer":{"type":"string"},
@@ -307,6 +325,11 @@ constexpr response_schema answers[] = {
         "fingerprint_sha256":{"type":"string"},"expired":{"type":"boolean"},"cert_pem":{"type":"string"},"chain_pem":{"type":"string"},
         "versions":{"type":"array","items":{"$ref":"#/components/schemas/CertificateVersion"}},
         "domains":{"type":"array","items":{"type":"string"},"description":"ACME certificates"},
+        "msca_ca_id":{"type":"string","description":"AD CS certificates"},"template":{"type":"string"},
+        "requested_subject":{"type":"string"},"requested_sans":{"type":"array","items":{"type":"string"}},
+        "msca":{"type":"object","description":"AD CS certificates: the last request at the CA","properties":{
+          "request_id":{"$ref":"#/components/schemas/NullableText"},"disposition":{"$ref":"#/components/schemas/NullableText"},
+          "disposition_message":{"$ref":"#/components/schemas/NullableText"},"error_code":{"$ref":"#/components/schemas/NullableText"}}},
         "key_type":{"type":"string"},"acme_account_id":{"type":"string"},"dns_provider_id":{"type":"string"},"profile":{"type":"string"},
         "auto_renew":{"type":"boolean"},"last_error":{"type":"string"},"last_job_id":{"$ref":"#/components/schemas/NullableText"},
         "approval":{"oneOf":[{"type":"null"},{"type":"object","required":["requested_by","requested_at","decision","decided_by","decided_at","reason"],"additionalProperties":false,"properties":{
@@ -441,6 +464,21 @@ constexpr response_schema answers[] = {
       "directory_url":{"type":"string"},"contact":{"type":"array","items":{"type":"string"}},"terms_agreed":{"type":"boolean"},
       "eab_kid":{"type":"string"},"ca_bundle_pem":{"type":"string"},"account_url":{"type":"string"},"status":{"type":"string"},
       "key_type":{"type":"string"}}})json"},
+    {"MscaCa", R"json({"type":"object","required":["id","name","created_at","cep_url","auth","renewal_mode","policy"],
+      "description":"Never its password or client key",
+      "properties":{"id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
+        "cep_url":{"type":"string"},"ces_url":{"$ref":"#/components/schemas/NullableText"},
+        "auth":{"type":"object","required":["kind"],"properties":{"kind":{"type":"string"},"username":{"type":"string"},
+          "cert_subject":{"type":"string"},"cert_not_after":{"$ref":"#/components/schemas/NullableTime"}}},
+        "ca_bundle_pem":{"$ref":"#/components/schemas/NullableText"},"default_template":{"$ref":"#/components/schemas/NullableText"},
+        "renewal_mode":{"enum":["new_key","renew_with_current"]},"policy":{"$ref":"#/components/schemas/MscaTemplates"}}})json"},
+    {"MscaTemplates", R"json({"type":"object","required":["fetched_at","policy_id","templates"],"properties":{
+      "fetched_at":{"$ref":"#/components/schemas/NullableTime"},"policy_id":{"type":"string"},
+      "templates":{"type":"array","items":{"type":"object","required":["name","oid","key_algorithm","min_key_size"],"properties":{
+        "name":{"type":"string"},"display_name":{"type":"string"},"oid":{"type":"string"},"key_algorithm":{"type":"string"},
+        "min_key_size":{"type":"integer"},"key_spec":{"type":"integer"},
+        "ces_urls":{"type":"array","items":{"type":"object","properties":{"url":{"type":"string"},"authentication":{"type":"string"},
+          "renewal_only":{"type":"boolean"}}}}}}}}})json"},
     {"DnsProvider", R"json({"type":"object","required":["id","name","created_at","kind"],"description":"Never its secrets (TSIG secret, API key, password, env values)",
       "properties":{"id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
       "kind":{"enum":["rfc2136","manual","exec","httpreq","powerdns"]},"rfc2136":{"type":"object"},"manual":{"type":"object"},
@@ -476,7 +514,7 @@ constexpr response_schema answers[] = {
 // The items whose lists answer the shared page envelope (<item>Page).
 constexpr std::string_view paged_items[] = {"Certificate",         "Credential",       "Target",     "Distribution",
                                             "NotificationChannel", "NotificationRule", "AcmeAccount", "DnsProvider",
-                                            "Domain",              "DiscoverySource",  "DiscoveredCertificate"};
+                                            "Domain",              "DiscoverySource",  "DiscoveredCertificate", "MscaCa"};
 
 std::string_view role_name(access a) {
   switch (a) {
@@ -646,6 +684,8 @@ std::vector<success> success_of(route_id id) {
     case R::discovered_certificate_import: return {{201, "The certificate", "Certificate"}};
     case R::certificate_get: return {{200, "The certificate", "Certificate"}};
     case R::certificate_issue: return {{202, "The certificate is created and its issue_certificate job enqueued", "IssueAccepted"}};
+    case R::certificate_enroll:
+      return {{202, "The certificate is created and its msca_issue_certificate job enqueued", "IssueAccepted"}};
     case R::certificates_renew:
       return {{202, "One renew_certificate per certificate (created: false where one was already queued)", "BulkRenewAccepted"}};
     case R::certificate_renew: return {{202, "renew_certificate enqueued (or the one already enqueued for this version)", "JobAccepted"}};
@@ -671,6 +711,10 @@ std::vector<success> success_of(route_id id) {
     case R::rule_create: return {{201, "Created", "NotificationRule"}};
     case R::rule_get: return {{200, "The rule", "NotificationRule"}};
     case R::acme_accounts_list: return {{200, "One page of ACME accounts", "AcmeAccountPage"}};
+    case R::msca_cas_list: return {{200, "One page of AD CS CAs", "MscaCaPage"}};
+    case R::msca_ca_create: return {{201, "Its policy fetched with its credentials; stored", "MscaCa"}};
+    case R::msca_ca_get: return {{200, "The CA", "MscaCa"}};
+    case R::msca_ca_templates: return {{200, "The CA's templates", "MscaTemplates"}};
     case R::acme_account_create: return {{201, "Registered at the CA", "AcmeAccount"}};
     case R::acme_account_get: return {{200, "The account", "AcmeAccount"}};
     case R::dns_providers_list: return {{200, "One page of DNS providers", "DnsProviderPage"}};
@@ -692,6 +736,7 @@ std::vector<success> success_of(route_id id) {
     case R::channel_delete:
     case R::rule_delete:
     case R::acme_account_delete:
+    case R::msca_ca_delete:
     case R::dns_provider_delete:
     case R::domain_delete:
     case R::discovery_source_delete:

@@ -76,6 +76,9 @@ constexpr query_param_def discovered_params[] = {
     CF_PAGE_PARAMS,
 };
 #undef CF_PAGE_PARAMS
+constexpr query_param_def refresh_params[] = {
+    {"refresh", R"json({"type":"string","enum":["0","1"]})json", "1: fetch the CA's enrollment policy again first"},
+};
 
 std::string names_of(std::span<const query_param_def> params) {
   std::string out;
@@ -343,6 +346,16 @@ result<discovered_query> parse_discovered_query(const query_params& q) {
   return out;
 }
 
+result<bool> parse_refresh_query(const query_params& q) {
+  bool refresh = false;
+  for (const auto& [k, v] : q) {
+    if (k != "refresh") return unknown_param(k, refresh_params);
+    if (v != "0" && v != "1") return make_error(errc::invalid_argument, "refresh must be 0 or 1", "refresh");
+    refresh = v == "1";
+  }
+  return refresh;
+}
+
 result<page_query> parse_audit_query(const query_params& q) {
   page_query out;
   for (const auto& [k, v] : q) {
@@ -458,6 +471,7 @@ std::span<const query_param_def> route_query_params(route_id id) noexcept {
     case route_id::job_log_stream: return log_stream_params;
     case route_id::distribution_results: return results_params;
     case route_id::discovered_certificates_list: return discovered_params;
+    case route_id::msca_ca_templates: return refresh_params;
     case route_id::audit:
     case route_id::distributions_list:
     case route_id::certificates_list:
@@ -466,6 +480,7 @@ std::span<const query_param_def> route_query_params(route_id id) noexcept {
     case route_id::channels_list:
     case route_id::rules_list:
     case route_id::acme_accounts_list:
+    case route_id::msca_cas_list:
     case route_id::dns_providers_list:
     case route_id::domains_list:
     case route_id::discovery_sources_list: return page_params;

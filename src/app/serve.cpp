@@ -11,6 +11,7 @@
 #include "certfleet/checks/expiry.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/lifecycle/acme_jobs.hpp"
+#include "certfleet/lifecycle/msca_jobs.hpp"
 #include "certfleet/notify/send.hpp"
 #include "certfleet/distribution/phase_metrics.hpp"
 #include "certfleet/store/catalog.hpp"
@@ -162,6 +163,7 @@ void register_handlers(queue::handler_registry& r, const settings_map& s, const 
   engine->phases = phases;
   distribution::register_handlers(r, std::move(engine));
   lifecycle::register_acme_handlers(r, module_options<lifecycle::acme_job_options>(key, cpu, ca_pem));
+  lifecycle::register_msca_handlers(r, module_options<lifecycle::msca_job_options>(key, cpu, ca_pem));
   checks::register_expiration_check(r);
   auto check = module_options<checks::check_options>(key, cpu, ca_pem);
   check->rdap_bootstrap_file = s.text("rdap_bootstrap_file");

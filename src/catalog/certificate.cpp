@@ -134,6 +134,18 @@ std::string certificate_doc_json(const certificate_doc& d) {
                                                        {"last_validation_job_id", m->last_validation_job_id}};
     }
   }
+  if (d.msca) {
+    const auto& m = *d.msca;
+    json::array sans;
+    for (const auto& n : m.sans) sans.emplace_back(n);
+    doc["msca"] = json::object{{"msca_ca_id", m.msca_ca_id},     {"template", m.template_name},
+                               {"subject", m.subject},           {"sans", std::move(sans)},
+                               {"key_type", m.key_type},         {"auto_renew", m.auto_renew},
+                               {"request_id", m.request_id},     {"disposition", m.disposition},
+                               {"disposition_message", m.disposition_message},
+                               {"error_code", m.error_code},     {"last_error", m.last_error},
+                               {"last_job_id", m.last_job_id}};
+  }
   if (d.revocation)
     doc["revocation"] = json::object{{"serial", d.revocation->serial},
                                      {"reason", d.revocation->reason},
@@ -248,6 +260,25 @@ result<certificate_doc> parse_certificate_doc(const store::catalog_object& o, bo
     }
     c.acme = std::move(acme);
   }
+  if (auto* ms = d.if_contains("msca"); ms && ms->is_object()) {
+    const auto& mo = ms->as_object();
+    certificate_msca m;
+    m.msca_ca_id = str(mo, "msca_ca_id");
+    m.template_name = str(mo, "template");
+    m.subject = str(mo, "subject");
+    if (auto* ss = mo.if_contains("sans"); ss && ss->is_array())
+      for (const auto& x : ss->as_array())
+        if (x.is_string()) m.sans.emplace_back(x.as_string());
+    m.key_type = str(mo, "key_type");
+    if (auto* r = mo.if_contains("auto_renew"); r && r->is_bool()) m.auto_renew = r->as_bool();
+    m.request_id = str(mo, "request_id");
+    m.disposition = str(mo, "disposition");
+    m.disposition_message = str(mo, "disposition_message");
+    m.error_code = str(mo, "error_code");
+    m.last_error = str(mo, "last_error");
+    m.last_job_id = str(mo, "last_job_id");
+    c.msca = std::move(m);
+  }
   if (auto* rv = d.if_contains("revocation"); rv && rv->is_object()) {
     const auto& ro = rv->as_object();
     c.revocation = certificate_revocation{str(ro, "serial"), str(ro, "reason"), num(ro, "revoked_at"), str(ro, "job_id")};
@@ -346,6 +377,23 @@ boost::json::object certificate_view(const store::catalog_object& o) {
     } else {
       v["renewal"] = nullptr;
     }
+  }
+  if (d->msca) {
+    const auto& m = *d->msca;
+    json::array sans;
+    for (const auto& n : m.sans) sans.emplace_back(n);
+    v["msca_ca_id"] = m.msca_ca_id;
+    v["template"] = m.template_name;
+    v["requested_subject"] = m.subject;
+    v["requested_sans"] = std::move(sans);
+    v["key_type"] = m.key_type;
+    v["auto_renew"] = m.auto_renew;
+    if (!m.last_error.empty()) v["last_error"] = m.last_error;
+    v["last_job_id"] = certfleet::json::text_value(m.last_job_id);
+    v["msca"] = json::object{{"request_id", certfleet::json::text_value(m.request_id)},
+                             {"disposition", certfleet::json::text_value(m.disposition)},
+                             {"disposition_message", certfleet::json::text_value(m.disposition_message)},
+                             {"error_code", certfleet::json::text_value(m.error_code)}};
   }
   if (d->revocation)
     v["revocation"] = json::object{{"serial", d->revocation->serial},

@@ -20,8 +20,12 @@ result<void> certificate_may_go(store::catalog_tx& tx, const store::catalog_obje
   if (!d) return std::move(d).error();
   if (!d->empty())
     return make_error(errc::conflict, fmt::format("certificate {} is used by distribution {}", id, d->front()), "id");
-  if (auto doc = parse_certificate_doc(o, true); doc && doc->acme && !doc->acme->last_job_id.empty()) {
-    auto j = tx.get_job(doc->acme->last_job_id);
+  auto doc = parse_certificate_doc(o, true);
+  const std::string last_job = !doc ? std::string() : doc->acme ? doc->acme->last_job_id
+                                                    : doc->msca ? doc->msca->last_job_id
+                                                                : std::string();
+  if (!last_job.empty()) {
+    auto j = tx.get_job(last_job);
     if (!j && !j.error().is(errc::not_found)) return std::move(j).error();
     using store::job_status;
     if (j && (j->status == job_status::pending || j->status == job_status::active || j->status == job_status::failed))
@@ -38,6 +42,11 @@ result<void> certificate_may_go(store::catalog_tx& tx, const store::catalog_obje
   if (!versions) return std::move(versions).error();
   for (const auto& v : *versions)
     if (auto del = tx.delete_object(o.project_id, store::kind_certificate_version, v.id); !del) return del;
+  // The AD CS requests it waited on (their keys) go too; the CA keeps its own record.
+  auto requests = tx.objects_referencing(o.project_id, store::kind_msca_request, id);
+  if (!requests) return std::move(requests).error();
+  for (const auto& r : *requests)
+    if (auto del = tx.delete_object(o.project_id, store::kind_msca_request, r.id); !del) return del;
   return {};
 }
 

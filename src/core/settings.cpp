@@ -37,7 +37,7 @@ result<std::string> valid_store(const setting_def& def, std::string_view value);
 result<std::string> valid_certificate_ref(const setting_def& def, std::string_view value);
 result<std::string> valid_optional_server(const setting_def& def, std::string_view value);
 
-constexpr std::array<setting_def, 67> table{{
+constexpr std::array<setting_def, 72> table{{
     {"mode", T::choice, S::process, 0, 0, "all", "api|worker|scheduler|all",
      "Which parts this process runs."},
     {"listen", T::string, S::process, 0, 0, "127.0.0.1:8080", "",
@@ -154,6 +154,17 @@ constexpr std::array<setting_def, 67> table{{
     {"acme_allow_list", T::string, S::system, 0, 0, "0.0.0.0/0, ::/0", "",
      "CIDRs and host names (egress_allow_list grammar) that the ACME client (every URL of a CA: directory, nonce, account, order, authorization, challenge, finalize, certificate, renewal info, revoke) and DNS-01 (an rfc2136 provider's server, a manual provider's check_server, the zone's NS addresses) may reach, checked on the resolved address before connecting; loopback, link-local, unspecified and cloud metadata addresses only when listed by address; empty refuses every CA.",
      valid_allow_list},
+    {"msca_allow_list", T::string, S::system, 0, 0, "0.0.0.0/0, ::/0", "",
+     "CIDRs and host names (egress_allow_list grammar) that the AD CS client (an msca_ca's CEP and CES URLs) may reach, checked on the resolved address before connecting; loopback, link-local, unspecified and cloud metadata addresses only when listed by address; empty refuses every CA.",
+     valid_allow_list},
+    {"msca_timeout_s", T::integer, S::system, 1, 300, "30", "",
+     "Deadline of one call to an AD CS policy (CEP) or enrollment (CES) service, connect to last byte."},
+    {"msca_poll_first_delay_s", T::integer, S::system, 1, 86400, "60", "",
+     "How long after an AD CS request is left pending (waiting for a certificate manager) the first msca_poll_pending asks the CA again; each next wait doubles up to msca_poll_max_delay_s."},
+    {"msca_poll_max_delay_s", T::integer, S::system, 1, 86400, "3600", "",
+     "The longest wait between two polls of a pending AD CS request."},
+    {"msca_poll_give_up_h", T::integer, S::system, 1, 2160, "168", "",
+     "Hours after its submission at which a still-pending AD CS request is given up: its last poll fails the enrollment (the CA keeps the request; approve it and enroll again)."},
     {"check_allow_list", T::string, S::system, 0, 0, "0.0.0.0/0, ::/0", "",
      "CIDRs and host names (egress_allow_list grammar) that the revocation and domain checks may fetch from (CRL, OCSP, RDAP, WHOIS servers named by certificates and registries); loopback and link-local only when listed.",
      valid_allow_list},
@@ -190,14 +201,15 @@ constexpr std::array<setting_group, 6> groups{{
      "distribution_max_sessions_per_host|distribution_ssh_connection_reuse|file_target_base_dirs"},
     {"certificates", "Certificates and ACME",
      "When expiry is told, and how ACME's DNS-01 validation finds and waits for its records.",
-     "certificate_expiry_thresholds_days|acme_dns_propagation_timeout_s|acme_dns_nameserver_port|acme_dns_resolver"},
+     "certificate_expiry_thresholds_days|acme_dns_propagation_timeout_s|acme_dns_nameserver_port|acme_dns_resolver|"
+     "msca_timeout_s|msca_poll_first_delay_s|msca_poll_max_delay_s|msca_poll_give_up_h"},
     {"checks", "Checks and discovery",
      "The revocation and domain checks, and discovery scans: deadlines, sizes, thresholds.",
      "check_fetch_timeout_s|revocation_crl_max_bytes|domain_expiry_thresholds_days|domain_whois_server|"
      "discovery_concurrency|discovery_endpoint_timeout_ms|discovery_max_addresses"},
     {"egress", "Network egress",
      "Where certfleet may connect: each list is checked on the resolved address before connecting.",
-     "egress_allow_list|ssh_allow_list|acme_allow_list|check_allow_list|discovery_allow_list"},
+     "egress_allow_list|ssh_allow_list|acme_allow_list|msca_allow_list|check_allow_list|discovery_allow_list"},
     {"jobs", "Jobs",
      "Limits on what operators and maintenance jobs do at once.",
      "job_retry_per_minute|kek_rotation_batch"},

@@ -60,6 +60,8 @@ result<version_stored> store_new_version(store::catalog_tx& tx, const kek& key, 
   // What an ACME certificate is renewed with stays; the failure of an earlier attempt is over.
   doc.acme = current->acme;
   if (doc.acme) doc.acme->last_error.clear();
+  doc.msca = current->msca;
+  if (doc.msca) doc.msca->last_error.clear();
 
   store::catalog_object updated = cert;
   updated.doc = catalog::certificate_doc_json(doc);

@@ -1,6 +1,8 @@
 // The renewal sweep (acme_jobs.hpp): which ACME certificates are due (the lifetime rule, or the
-// CA's renewal information, RFC 9773) and one renew_certificate each under the renewal key.
+// CA's renewal information, RFC 9773) and one renew_certificate each under the renewal key; AD CS
+// certificates due by the lifetime rule get msca_renew_certificate under the same key.
 #include "certfleet/lifecycle/acme_jobs.hpp"
+#include "certfleet/lifecycle/msca_jobs.hpp"
 
 #include "lifecycle/acme_job_common.hpp"
 
@@ -112,11 +114,17 @@ asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_
     acme_account_spec account;
   };
   auto found = std::make_shared<std::vector<candidate>>();
-  store::read_fn read = [found](store::catalog_read& rd) -> result<void> {
+  // AD CS certificates due by the lifetime rule (msca_jobs.hpp): msca_renew_certificate each.
+  auto msca_due = std::make_shared<std::vector<std::pair<store::catalog_object, catalog::certificate_doc>>>();
+  store::read_fn read = [found, msca_due, now](store::catalog_read& rd) -> result<void> {
     auto certs = rd.certificates_expiring(std::numeric_limits<time_ms>::max() / 2, 100'000);
     if (!certs) return std::move(certs).error();
     for (auto& c : *certs) {
       auto doc = catalog::parse_certificate_doc(c, true);
+      if (doc && doc->msca && msca_renewal_due(*doc, now)) {
+        msca_due->emplace_back(std::move(c), std::move(*doc));
+        continue;
+      }
       if (!doc || !doc->acme || doc->version == 0 || !doc->acme->auto_renew || doc->status == "revoked") continue;
       auto a = rd.get_object(c.project_id, store::kind_acme_account, doc->acme->acme_account_id);
       if (!a) continue;
@@ -156,6 +164,17 @@ asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_
     j.triggered_by = queue::triggers::renewal_sweep;
     jobs.push_back(std::move(j));
   }
+  for (const auto& [cert, doc] : *msca_due) {
+    if (log) co_await log("info", fmt::format("msca_renewal: certificate {} is due (lifetime)", cert.id));
+    queue::enqueue_request j;
+    j.project_id = cert.project_id;
+    j.type = queue::job_names::msca_renew_certificate;
+    j.payload = acme_job_payload(cert.id, doc.version);
+    j.idempotency_key = renew_job_key(cert.id, doc.not_after);
+    j.certificate_id = cert.id;
+    j.triggered_by = queue::triggers::renewal_sweep;
+    jobs.push_back(std::move(j));
+  }
   if (jobs.empty() && windows.empty()) co_return 0;
   auto created = std::make_shared<int>(0);
   store::tx_fn write = [jobs, windows, now, created](store::catalog_tx& tx) -> result<void> {
@@ -173,7 +192,9 @@ asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_
       if (!e) return std::move(e).error();
       if (!e->created) continue;
       ++*created;
-      if (auto r = record_acme_job(tx, j.project_id, j.certificate_id, e->job.id); !r) return r;
+      auto r = j.type == queue::job_names::msca_renew_certificate ? record_msca_job(tx, j.project_id, j.certificate_id, e->job.id)
+                                                                   : record_acme_job(tx, j.project_id, j.certificate_id, e->job.id);
+      if (!r) return r;
     }
     return {};
   };

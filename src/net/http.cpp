@@ -302,7 +302,10 @@ awaitable<http_response> http_exchange(http_request req) {
   std::shared_ptr<asio::ssl::context> ctx;
   if (url->tls()) {
     std::string why;
-    ctx = detail::client_tls_context(req.ca_pem, why);
+    ctx = req.client_cert_pem.empty()
+              ? detail::client_tls_context(req.ca_pem, why)
+              : detail::client_tls_context_with_identity(req.ca_pem, req.client_cert_pem, req.client_key_pem, why);
+    OPENSSL_cleanse(req.client_key_pem.data(), req.client_key_pem.size());
     if (!ctx) co_return fail_early(error_class::validation, why.empty() ? "TLS client context could not be set up" : why);
   }
   // An empty policy can refuse before any DNS query leaves the host.

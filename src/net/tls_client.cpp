@@ -65,4 +65,25 @@ std::shared_ptr<asio::ssl::context> client_tls_context(const std::string& ca_pem
   return ctx;
 }
 
+std::shared_ptr<asio::ssl::context> client_tls_context_with_identity(const std::string& ca_pem,
+                                                                     const std::string& cert_pem,
+                                                                     const std::string& key_pem, std::string& error) {
+  auto ctx = make_context(ca_pem, error);
+  if (!ctx) return nullptr;
+  boost::system::error_code ec;
+  ctx->use_certificate_chain(asio::buffer(cert_pem), ec);
+  if (ec) {
+    ERR_clear_error();
+    error = "the client certificate does not parse as PEM";
+    return nullptr;
+  }
+  ctx->use_private_key(asio::buffer(key_pem), asio::ssl::context::pem, ec);
+  if (ec || SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+    ERR_clear_error();
+    error = "the client certificate's key does not load or does not match the certificate";
+    return nullptr;
+  }
+  return ctx;
+}
+
 }  // namespace certfleet::net::detail

@@ -14,4 +14,12 @@ namespace certfleet::net::detail {
 // checks are per stream). nullptr with `error` set when ca_pem does not parse.
 std::shared_ptr<boost::asio::ssl::context> client_tls_context(const std::string& ca_pem, std::string& error);
 
+// A context of its own that also presents a client certificate: never shared or kept (it holds
+// a private key). nullptr with `error` set (never quoting the key) when the PEM does not load or
+// the key does not match the certificate.
+std::shared_ptr<boost::asio::ssl::context> client_tls_context_with_identity(const std::string& ca_pem,
+                                                                            const std::string& cert_pem,
+                                                                            const std::string& key_pem,
+                                                                            std::string& error);
+
 }  // namespace certfleet::net::detail

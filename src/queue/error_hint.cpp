@@ -15,7 +15,38 @@ struct row {
 
 // The words come from our own error texts (delivery's classifier, the SSH session, the engine) and
 // the system's (getaddrinfo, errno). More specific rows first: a host-key refusal also says "ssh".
-constexpr std::array<row, 18> rows{{
+constexpr std::array<row, 24> rows{{
+    // AD CS (DESIGN §13): the msca jobs tag their errors with the failure's class
+    // ("AD CS [msca_auth]: …", msca/protocol.hpp's failure_class_name).
+    {{"msca_auth",
+      "The AD CS enrollment services did not accept the CA's credentials: a wrong or expired password, a locked "
+      "account, or a client certificate they do not trust or that has expired. Check the account in Active Directory, "
+      "then create the CA again with the right credentials (docs/msca.md, Authentication)."},
+     "", {"[msca_auth]", "", "", "", "", ""}},
+    {{"msca_template_not_allowed",
+      "The CA's account may not enroll for this certificate template, or the CA does not issue it. In the Certificate "
+      "Templates console give the account Read and Enroll on the template and publish it on the CA; then GET "
+      "…/msca-cas/{id}/templates?refresh=1 and enroll again (docs/msca.md, Templates)."},
+     "", {"[msca_template_not_allowed]", "", "", "", "", ""}},
+    {{"msca_denied",
+      "The CA denied the request: its policy module refused it, or a certificate manager denied it. The error carries "
+      "the CA's own message and HRESULT; read the request in the Certification Authority console (Failed Requests) "
+      "before enrolling again (docs/msca.md, Denied requests)."},
+     "", {"[msca_denied]", "", "", "", "", ""}},
+    {{"msca_pending",
+      "The request waited for a certificate manager longer than msca_poll_give_up_h and was given up. Approve it in the "
+      "Certification Authority console (Pending Requests) and enroll again, or raise msca_poll_give_up_h "
+      "(docs/msca.md, Pending approval)."},
+     "", {"[msca_pending]", "", "", "", "", ""}},
+    {{"msca_ca_unavailable",
+      "The CA or its enrollment web service could not be reached or answered that the CA is down (RPC server "
+      "unavailable). The job retries; check that the CA service runs and that the CES host reaches it "
+      "(docs/msca.md, CA unavailable)."},
+     "", {"[msca_ca_unavailable]", "", "", "", "", ""}},
+    {{"msca_bad_request",
+      "The CA refused the request's content: the subject, a DNS name, the key size or the template's rules. Check the "
+      "enrollment's subject and sans against the template (docs/msca.md, Bad requests) and enroll again."},
+     "", {"[msca_bad_request]", "", "", "", "", ""}},
     {{"host_key",
       "The server's SSH host key is not the one pinned on the target. If the host was reinstalled on purpose, scan its "
       "key again (POST …/targets/{id}/scan-host-key) and compare the fingerprint out of band; otherwise treat it as a "

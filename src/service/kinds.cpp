@@ -4,6 +4,7 @@
 #include "certfleet/catalog/body_fields.hpp"
 #include "certfleet/checks/checks.hpp"
 #include "certfleet/lifecycle/acme_catalog.hpp"
+#include "certfleet/lifecycle/msca_catalog.hpp"
 #include "certfleet/notify/channel.hpp"
 
 #include <vector>
@@ -13,7 +14,7 @@ namespace certfleet::service {
 std::span<const catalog::kind> catalog_kinds() {
   static const std::vector<catalog::kind> all = [] {
     std::vector<catalog::kind> v;
-    for (auto list : {catalog::kinds(), notify::kinds(), lifecycle::kinds(), checks::kinds()})
+    for (auto list : {catalog::kinds(), notify::kinds(), lifecycle::kinds(), lifecycle::msca_kinds(), checks::kinds()})
       v.insert(v.end(), list.begin(), list.end());
     return v;
   }();

@@ -163,6 +163,11 @@ op<json::value> service::create(std::string_view kind_view, std::string project_
     auto o = lifecycle::make_acme_account_object(*a, *key_, id, project_id, now);
     if (!o) co_return std::move(o).error();
     *obj = std::move(*o);
+  } else if (kind == store::kind_msca_ca) {
+    if (!key_) co_return no_key();
+    auto o = co_await make_msca_ca(st_, *key_, cpu_, ca_pem_, body, id, project_id, now);
+    if (!o) co_return std::move(o).error();
+    *obj = std::move(*o);
   } else if (kind == store::kind_dns_provider) {
     if (!key_) co_return no_key();
     auto p = lifecycle::parse_dns_provider_request(body);

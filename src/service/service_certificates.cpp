@@ -8,6 +8,8 @@
 #include "certfleet/lifecycle/acme_catalog.hpp"
 #include "certfleet/lifecycle/acme_jobs.hpp"
 #include "certfleet/lifecycle/acme_workflow.hpp"
+#include "certfleet/lifecycle/msca_catalog.hpp"
+#include "certfleet/lifecycle/msca_jobs.hpp"
 #include "certfleet/catalog/catalog.hpp"
 #include "certfleet/distribution/certificates.hpp"
 #include "certfleet/notify/events.hpp"
@@ -246,20 +248,29 @@ op<json::value> service::put_project_settings(std::string project_id, std::map<s
 namespace {
 // Why a certificate cannot be renewed over ACME, or nullopt when it can.
 std::optional<std::string> not_renewable(const catalog::certificate_doc& doc, std::string_view id) {
-  if (doc.source != "acme" || !doc.acme)
-    return fmt::format("certificate {} was uploaded: only ACME certificates are renewed (upload a new version with "
-                       "POST …/certificates/{}/versions)", id, id);
+  const bool acme = doc.source == "acme" && doc.acme, msca = doc.source == "msca" && doc.msca;
+  if (!acme && !msca)
+    return fmt::format("certificate {} was uploaded: only ACME and AD CS certificates are renewed (upload a new "
+                       "version with POST …/certificates/{}/versions)", id, id);
   if (doc.version == 0)
-    return fmt::format("certificate {} has no issued version yet: its issue_certificate job issues it", id);
+    return fmt::format("certificate {} has no issued version yet: its {} job issues it", id,
+                       acme ? queue::job_names::issue_certificate : queue::job_names::msca_issue_certificate);
   return std::nullopt;
 }
 
+// An ACME certificate gets renew_certificate, an AD CS one msca_renew_certificate: the same
+// payload and key (one renewal per version).
 result<store::enqueue_outcome> enqueue_renewal(store::catalog_tx& tx, const std::string& project_id, const std::string& id,
                                                const catalog::certificate_doc& doc, const std::string& actor, time_ms now) {
-  auto e = enqueue_certificate_job(tx, project_id, id, queue::job_names::renew_certificate, lifecycle::acme_job_payload(id, doc.version),
-                                   lifecycle::renew_job_key(id, doc.not_after), actor, now);
+  const bool msca = doc.source == "msca";
+  auto e = enqueue_certificate_job(tx, project_id, id,
+                                   msca ? queue::job_names::msca_renew_certificate : queue::job_names::renew_certificate,
+                                   lifecycle::acme_job_payload(id, doc.version), lifecycle::renew_job_key(id, doc.not_after),
+                                   actor, now);
   if (!e) return e;
-  if (auto r = lifecycle::record_acme_job(tx, project_id, id, e->job.id); !r) return std::move(r).error();
+  auto r = msca ? lifecycle::record_msca_job(tx, project_id, id, e->job.id)
+                : lifecycle::record_acme_job(tx, project_id, id, e->job.id);
+  if (!r) return std::move(r).error();
   return e;
 }
 }  // namespace
@@ -370,6 +381,14 @@ op<json::value> service::validate_manual_dns(std::string project_id, std::string
 }
 
 op<json::value> service::job_workflow(store::job_record job) {
+  if (lifecycle::has_msca_workflow(job.type)) {
+    store::read_value_fn<json::object> read = [job = std::move(job)](store::catalog_read& rd) {
+      return lifecycle::msca_workflow_view(rd, job);
+    };
+    auto w = co_await store::read_value(st_.catalog(), std::move(read));
+    if (!w) co_return std::move(w).error();
+    co_return json::value(std::move(*w));
+  }
   if (!lifecycle::has_acme_workflow(job.type)) co_return json::value(nullptr);
   store::read_value_fn<json::object> read = [job = std::move(job)](store::catalog_read& rd) {
     return lifecycle::acme_workflow_view(rd, job);

@@ -50,4 +50,13 @@ result<store::enqueue_outcome> enqueue_certificate_job(store::catalog_tx& tx, co
                                                        std::string payload, std::string key, const std::string& actor,
                                                        time_ms now);
 
+// POST …/msca-cas: the body parsed, the CA's policy fetched with its credentials (so a wrong URL,
+// password or client certificate is the answer, nothing stored), the object sealed
+// (service_msca.cpp).
+boost::asio::awaitable<result<store::catalog_object>> make_msca_ca(store::store& st, const kek& key,
+                                                                   boost::asio::thread_pool* cpu,
+                                                                   const std::string& ca_pem, std::string_view body,
+                                                                   const std::string& id, const std::string& project_id,
+                                                                   time_ms now);
+
 }  // namespace certfleet::service::detail

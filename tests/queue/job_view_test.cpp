@@ -98,6 +98,7 @@ TEST(trigger_in_words, every_trigger_constant_has_words) {
       triggers::validate_manual_dns, triggers::revoke_certificate, triggers::renewal_sweep,
       triggers::dns_cleanup_sweep, triggers::acme_workflow, triggers::retry_wave,
       triggers::distribution_sweep, triggers::distribution, triggers::job_dead, triggers::kek_rotation,
+      triggers::msca_workflow, triggers::msca_issue_certificate, triggers::msca_renew_certificate,
   };
   std::set<std::string_view> named{triggers::scheduler};
   for (auto c : constants) {

@@ -41,6 +41,7 @@ msca_server::msca_server(const std::filesystem::path& dir, msca_server_options o
                                 std::string(CERTFLEET_SOURCE_DIR) + "/tests/testbed/msca_server.py", "--dir",
                                 dir_.string()};
   for (const auto& [user, password] : o.users) argv.insert(argv.end(), {"--user", user + ":" + password});
+  if (o.validity_s > 0) argv.insert(argv.end(), {"--validity-s", std::to_string(o.validity_s)});
   proc_ = std::make_unique<process>(argv, std::map<std::string, std::string>{{"PYTHONDONTWRITEBYTECODE", "1"}},
                                     (dir_ / "server").string());
   // ports.json is written last, atomically (tmp + rename): once it exists, every port listens.
@@ -97,7 +98,9 @@ msca_client_certificate msca_server::issue_client_certificate(const std::string&
 
 std::vector<msca_request> msca_server::requests() const {
   std::vector<msca_request> out;
-  for (const auto& item : admin("GET", "/requests").as_array()) {
+  // Held here: a range-for over a member of a temporary would read freed memory.
+  const auto list = admin("GET", "/requests");
+  for (const auto& item : list.as_array()) {
     const auto& o = item.as_object();
     msca_request r;
     r.id = o.at("id").as_int64();

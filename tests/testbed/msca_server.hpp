@@ -28,6 +28,8 @@ struct msca_server_options {
   // user name → password, accepted in the UsernameToken of the https port. The client_cert
   // port takes any certificate of issue_client_certificate() whatever its user.
   std::vector<std::pair<std::string, std::string>> users = {{"alice", "alice-password"}};
+  // The lifetime of the certificates it issues (0: 90 days).
+  int validity_s = 0;
 };
 
 struct msca_request {

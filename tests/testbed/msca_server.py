@@ -79,7 +79,8 @@ VT_X509 = TOKEN_TYPE_X509
 # Accepted request token value types. MS-WSTEP's own examples (4.1.1.1, 4.1.5.1) send both a
 # PKCS#10 and a renewal's PKCS#7 under ValueType #PKCS7; other clients name a PKCS#10 #PKCS10.
 # The content (MS-WCCE 2.2.2.6: PKCS#10 or CMS) is told apart by its DER, not by the ValueType.
-REQUEST_VALUE_TYPES = {VT_PKCS7, NS_WSSE + "#PKCS10", NS_WSTEP + "#PKCS10"}
+# Clients derived from MS-MDE (3.4.4.1.1.1) spell the value types in the enrollment namespace.
+REQUEST_VALUE_TYPES = {VT_PKCS7, NS_WSSE + "#PKCS10", NS_WSTEP + "#PKCS10", NS_WSTEP + "#PKCS7"}
 PASSWORD_TEXT = "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0#PasswordText"
 
 CES_USERPASS_PATH = "/TestCA_CES_UsernamePassword/service.svc/CES"
@@ -249,15 +250,19 @@ class CA:
                                           serialization.NoEncryption()))
         os.chmod(self.tls_key_path, 0o600)
 
+    validity = datetime.timedelta(days=90)
+
     def _builder(self, subject, public_key, days, not_before=None):
-        nb = not_before or (now() - datetime.timedelta(minutes=5))
+        # Issued certificates start now (a short lifetime must not be spent before it is issued).
+        nb = not_before or (now() if days is None else now() - datetime.timedelta(minutes=5))
+        span = self.validity if days is None else datetime.timedelta(days=days)
         return (x509.CertificateBuilder().subject_name(subject).issuer_name(self.name).public_key(public_key)
                 .serial_number(x509.random_serial_number()).not_valid_before(nb)
-                .not_valid_after(nb + datetime.timedelta(days=days))
+                .not_valid_after(nb + span)
                 .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()), critical=False))
 
     def issue(self, csr, template):
-        b = self._builder(csr.subject, csr.public_key(), 90)
+        b = self._builder(csr.subject, csr.public_key(), None)
         try:
             san = csr.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
             b = b.add_extension(san, critical=False)
@@ -957,6 +962,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", required=True)
     ap.add_argument("--user", action="append", default=[], help="NAME:PASSWORD (repeatable)")
+    ap.add_argument("--validity-s", type=int, default=90 * 86400,
+                    help="lifetime of the certificates it issues (short ones let a renewal sweep find them due)")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     users = {}
@@ -966,6 +973,7 @@ def main():
             ap.error("--user takes NAME:PASSWORD")
         users[name] = pw
     ca = CA(args.dir)
+    ca.validity = datetime.timedelta(seconds=args.validity_s)
     state = State(users)
     service = Service(state, ca)
 

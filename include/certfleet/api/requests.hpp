@@ -133,6 +133,8 @@ struct discovered_query {
   std::string finding;
 };
 result<discovered_query> parse_discovered_query(const query_params& q);
+// GET …/msca-cas/{id}/templates: ?refresh=0|1 (absent: 0).
+result<bool> parse_refresh_query(const query_params& q);
 
 // "2026-11-29T09:05:18Z" / "…18.123Z" / "…+01:00" -> ms since the epoch.
 std::optional<time_ms> parse_iso8601(std::string_view s) noexcept;

@@ -79,6 +79,22 @@ struct certificate_acme {
   } ari;
 };
 
+// What an AD CS certificate (source "msca") is enrolled and renewed with (DESIGN §13). Kept across
+// versions: store_new_version carries it over.
+struct certificate_msca {
+  std::string msca_ca_id;
+  std::string template_name;   // the template's commonName in the CA's policy
+  std::string subject;         // RFC 4514, as requested ("" : the CA builds it)
+  std::vector<std::string> sans;
+  std::string key_type;        // acme::key_type_name of the certificate key
+  bool auto_renew = true;
+  // The last request at the CA: its id, the CA's disposition (issued | pending | denied) and its
+  // message, the request's HRESULT when it failed.
+  std::string request_id, disposition, disposition_message, error_code;
+  std::string last_error;   // why the last enrollment/renewal failed ("" after a success)
+  std::string last_job_id;  // the last msca job enqueued for it
+};
+
 // A revocation at the CA through certfleet (revoke_certificate): which version's serial, why.
 struct certificate_revocation {
   std::string serial;      // the revoked leaf's serial (the version that was current)
@@ -112,9 +128,10 @@ struct certificate_doc {
   std::int64_t version = 1;
   time_ms version_created_at = 0;
   std::vector<certificate_version_info> versions;  // every version, oldest first (the current one last)
-  std::string source = "uploaded";  // uploaded | acme
+  std::string source = "uploaded";  // uploaded | acme | msca
   std::string status = "active";    // active | expired | revoked | pending | failed
   std::optional<certificate_acme> acme;  // source "acme" only
+  std::optional<certificate_msca> msca;  // source "msca" only
   std::optional<certificate_revocation> revocation;  // with status "revoked" (of the current version)
   std::optional<revocation_check_info> revocation_check;
 };

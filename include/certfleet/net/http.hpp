@@ -62,6 +62,11 @@ struct http_request {
   // Extra trust anchors (PEM) next to the system CA store, e.g. a test CA or a private CA's
   // root. The peer is always verified (chain and host name / IP).
   std::string ca_pem;
+  // A client certificate (PEM, leaf first) and its key for TLS client authentication (an AD CS
+  // enrollment service's certificate endpoint); both empty: none. The key is wiped from this
+  // request once the TLS context holds it.
+  std::string client_cert_pem;
+  std::string client_key_pem;
   // Where getaddrinfo runs (the cpu pool); nullptr: the resolver's own pool (resolve.hpp).
   boost::asio::thread_pool* resolve_pool = nullptr;
   // The body is kept up to this many bytes; a longer one ends the read (body_complete false).

@@ -29,6 +29,10 @@ inline constexpr std::string_view revoke_certificate = job_names::revoke_certifi
 inline constexpr std::string_view renewal_sweep = "renewal_sweep";
 inline constexpr std::string_view dns_cleanup_sweep = "dns_cleanup_sweep";
 inline constexpr std::string_view acme_workflow = "acme_workflow";
+// AD CS: the poll chain of a request held for approval (each poll enqueues the next).
+inline constexpr std::string_view msca_workflow = "msca_workflow";
+inline constexpr std::string_view msca_issue_certificate = job_names::msca_issue_certificate;
+inline constexpr std::string_view msca_renew_certificate = job_names::msca_renew_certificate;
 inline constexpr std::string_view retry_wave = "retry_wave";
 inline constexpr std::string_view distribution_sweep = "distribution_sweep";
 inline constexpr std::string_view distribution = "distribution";  // a run's fan-out and its events
@@ -44,7 +48,7 @@ struct trigger_def {
 };
 
 // Every system trigger with its words, read by trigger_in_words.
-inline constexpr std::array<trigger_def, 17> trigger_table{{
+inline constexpr std::array<trigger_def, 20> trigger_table{{
     {triggers::scheduler, "scheduler"},
     {triggers::cli, "command line"},
     {triggers::certificate_expiration_check, "expiry sweep"},
@@ -57,6 +61,9 @@ inline constexpr std::array<trigger_def, 17> trigger_table{{
     {triggers::renewal_sweep, "renewal sweep"},
     {triggers::dns_cleanup_sweep, "DNS cleanup sweep"},
     {triggers::acme_workflow, "certificate workflow"},
+    {triggers::msca_workflow, "AD CS approval poll"},
+    {triggers::msca_issue_certificate, "AD CS enrollment"},
+    {triggers::msca_renew_certificate, "AD CS renewal"},
     {triggers::retry_wave, "retry wave"},
     {triggers::distribution_sweep, "distribution sweep"},
     {triggers::distribution, "fan-out"},

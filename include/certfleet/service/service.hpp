@@ -72,6 +72,14 @@ class service {
   // status}. When the project's issuance_requires_approval is on, the certificate is stored as
   // awaiting_approval with no job (job_id null) and certificate.approval_requested fires.
   op<boost::json::value> issue_certificate(std::string project_id, std::string body, std::string actor);
+  // POST …/certificates/enroll (msca_catalog.hpp): an AD CS certificate (source msca, version 0,
+  // status pending) and its msca_issue_certificate job (key issue:<id>) in one transaction →
+  // {certificate_id, job_id, status}. The template (else the CA's default_template) must be in
+  // the CA's cached policy and the key type must meet it: refused naming "template" / "key_type".
+  op<boost::json::value> enroll_certificate(std::string project_id, std::string body, std::string actor);
+  // GET …/msca-cas/{id}/templates[?refresh=1]: the CA's cached policy; refresh fetches it from the
+  // policy service first and keeps it (an error from the service is the answer, nothing kept).
+  op<boost::json::value> msca_templates(std::string project_id, std::string id, bool refresh);
   // POST …/certificates/{id}/approve: an admin other than the requester lets a waiting issue
   // request go on: status pending, its issue job enqueued (key issue:<id>), certificate.approved,
   // one transaction → {certificate_id, job_id, status}. approval.hpp says who may decide.
@@ -112,7 +120,8 @@ class service {
                                          int page_size);
   op<boost::json::value> import_discovered(std::string project_id, std::string id, std::string body, requester who);
   op<boost::json::value> validate_manual_dns(std::string project_id, std::string job_id, std::string actor);
-  // The `workflow` member of an ACME job's detail (acme_workflow.hpp); null for other types.
+  // The `workflow` member of an ACME or AD CS job's detail (acme_workflow.hpp, msca_jobs.hpp); null
+  // for other types.
   op<boost::json::value> job_workflow(store::job_record job);
   // A new run over the failed (and cancelled) targets of the last run.
   op<boost::json::value> retry_failed(std::string project_id, std::string id, std::string actor);

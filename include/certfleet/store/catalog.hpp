@@ -32,6 +32,11 @@ inline constexpr std::string_view kind_certificate_version = "certificate_versio
 // secret sealed).
 inline constexpr std::string_view kind_acme_account = "acme_account";
 inline constexpr std::string_view kind_dns_provider = "dns_provider";
+// AD CS (DESIGN §13): a CA reached through its CEP/CES services (its password, client key or
+// keytab sealed), and one request the CA holds for approval (ref_id: the certificate; its
+// private key sealed until the certificate is retrieved).
+inline constexpr std::string_view kind_msca_ca = "msca_ca";
+inline constexpr std::string_view kind_msca_request = "msca_request";
 // Checks (DESIGN §12): a registered domain whose registration the domain check watches
 // (not_after: its registration expiry, 0 until first read).
 inline constexpr std::string_view kind_domain = "domain";
@@ -51,13 +56,15 @@ struct sealed_collection {
   std::string_view kind;
   std::string_view aad_what;
 };
-inline constexpr std::array<sealed_collection, 6> sealed_collections{{
+inline constexpr std::array<sealed_collection, 8> sealed_collections{{
     {kind_certificate, "key"},
     {kind_certificate_version, "key"},
     {kind_credential, "secret"},
     {kind_acme_account, "secret"},
     {kind_dns_provider, "secret"},
     {kind_channel, "secret"},
+    {kind_msca_ca, "secret"},
+    {kind_msca_request, "key"},
 }};
 inline const sealed_collection* find_sealed_collection(std::string_view kind) noexcept {
   for (const auto& c : sealed_collections)

@@ -1,0 +1,158 @@
+// One SOAP call to an AD CS service (msca_client.hpp).
+#include "lifecycle/msca_client.hpp"
+
+#include "certfleet/core/object_id.hpp"
+#include "certfleet/net/http.hpp"
+
+#include <fmt/format.h>
+
+namespace certfleet::lifecycle::detail {
+
+namespace asio = boost::asio;
+using msca::failure_class;
+
+namespace {
+
+// WS-Addressing wants a URI per message; two object ids make the 32 hex digits of a UUID shape.
+std::string message_id() {
+  const auto hex = new_object_id() + new_object_id();
+  return fmt::format("urn:uuid:{}-{}-{}-{}-{}", hex.substr(0, 8), hex.substr(8, 4), hex.substr(12, 4), hex.substr(16, 4),
+                     hex.substr(20, 12));
+}
+
+msca_failure fail(failure_class cls, std::string text, bool permanent, std::string code = {}) {
+  return msca_failure{cls, msca_message(cls, text), permanent, std::move(code)};
+}
+
+// A refusal's class decides whether another attempt can help: the CA being away can pass; the
+// rest is the operator's (or a certificate manager's) to change.
+bool permanent_class(failure_class c) {
+  return c != failure_class::ca_unavailable && c != failure_class::other && c != failure_class::pending;
+}
+
+msca_failure from_fault(const msca::soap_fault& f, std::string_view what) {
+  const auto cls = msca::classify_fault(f);
+  std::string text = fmt::format("{} refused: {}", what, f.reason.empty() ? f.code : f.reason);
+  std::string code;
+  if (f.error_code) {
+    code = msca::hresult_text(*f.error_code);
+    text += fmt::format(" (HRESULT {})", code);
+  }
+  if (!f.request_id.empty()) text += fmt::format(", request {}", f.request_id);
+  return fail(cls, std::move(text), permanent_class(cls), std::move(code));
+}
+
+// The HTTP exchange's own failures, before any SOAP: the service away, TLS, a status that is no
+// SOAP answer.
+std::optional<msca_failure> transport_failure(const net::http_response& res, const msca_connection& c,
+                                              std::string_view what) {
+  if (!res.ok()) {
+    if (res.phase == "egress" || res.phase == "check")
+      return fail(failure_class::other, fmt::format("{}: {}", what, res.error), true);
+    // A client certificate the service does not accept ends the handshake.
+    if (res.cls == net::error_class::auth || (res.phase == "tls" && c.ca->auth_kind == "client_certificate"))
+      return fail(failure_class::auth, fmt::format("{}: TLS: {}", what, res.error), true);
+    return fail(failure_class::ca_unavailable, fmt::format("{}: {}", what, res.error), false);
+  }
+  if (res.status == 401 || res.status == 403)
+    return fail(failure_class::auth,
+                fmt::format("{} answered HTTP {}: the service did not accept the credentials", what, res.status), true);
+  if (!res.body_complete)
+    return fail(failure_class::ca_unavailable,
+                fmt::format("{} answered HTTP {} but the answer broke off or is larger than {} bytes", what, res.status,
+                            msca::max_answer_bytes),
+                false);
+  // SOAP 1.2 faults come with 500 (and some stacks send 400); both carry the envelope.
+  if (res.status != 200 && res.status != 500 && res.status != 400)
+    return fail(failure_class::ca_unavailable,
+                fmt::format("{} answered HTTP {}, not a SOAP answer (is the URL the service's .svc endpoint?)", what,
+                            res.status),
+                res.status == 404);
+  return std::nullopt;
+}
+
+asio::awaitable<net::http_response> post(const msca_connection& c, const std::string& url, const msca::soap_request& m) {
+  net::http_request req;
+  req.method = net::http_method::post;
+  req.url = url;
+  req.headers = {{"Content-Type", msca::soap_content_type(m.action)}, {"Accept", "application/soap+xml"}};
+  req.body = m.envelope;
+  // The envelope may carry the password (UsernameToken).
+  req.cleanse_body = true;
+  req.timeout = c.timeout;
+  req.egress = c.egress;
+  req.egress_setting = "msca_allow_list";
+  req.ca_pem = c.ca->ca_bundle_pem.empty() ? c.extra_ca_pem
+               : c.extra_ca_pem.empty()     ? c.ca->ca_bundle_pem
+                                            : c.ca->ca_bundle_pem + "\n" + c.extra_ca_pem;
+  req.resolve_pool = c.cpu;
+  req.max_body = msca::max_answer_bytes;
+  if (c.ca->auth_kind == "client_certificate") {
+    req.client_cert_pem = c.ca->client_cert_pem;
+    req.client_key_pem = c.secret->client_key_pem;
+  }
+  co_return co_await net::http_exchange(std::move(req));
+}
+
+msca::message_security security_of(const msca_connection& c) {
+  msca::message_security s;
+  if (c.ca->auth_kind == "username_password") {
+    s.username = c.ca->username;
+    s.password = c.secret->password;
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string msca_message(failure_class c, std::string_view text) {
+  return fmt::format("AD CS [{}]: {}", msca::failure_class_name(c), text);
+}
+
+asio::awaitable<msca_answer<msca::enrollment_policy>> msca_get_policies(const msca_connection& c) {
+  msca_answer<msca::enrollment_policy> out;
+  const std::string what = fmt::format("the policy service {}", c.ca->cep_url);
+  auto m = msca::get_policies_request(c.ca->cep_url, message_id(), security_of(c));
+  const std::string url = c.ca->cep_url;
+  auto res = co_await post(c, url, m);
+  if (auto f = transport_failure(res, c, what)) {
+    out.failure = std::move(*f);
+    co_return out;
+  }
+  if (res.status != 200) {
+    // A SOAP fault is the same envelope from either service: read it as the enrollment parser does.
+    if (auto f = msca::parse_enrollment_response(res.body); f && f->status == msca::disposition::refused) {
+      out.failure = from_fault(f->fault, what);
+      co_return out;
+    }
+  }
+  auto p = msca::parse_get_policies_response(res.body);
+  if (!p) {
+    out.failure = fail(failure_class::other, fmt::format("{}: {}", what, p.error().message), true);
+    co_return out;
+  }
+  out.value = std::move(*p);
+  co_return out;
+}
+
+asio::awaitable<msca_answer<msca::enroll_response>> msca_enroll(const msca_connection& c, const std::string& ces_url,
+                                                                const msca::enroll_request& r) {
+  msca_answer<msca::enroll_response> out;
+  const std::string what = fmt::format("the enrollment service {}", ces_url);
+  auto m = msca::enrollment_request(ces_url, message_id(), r, security_of(c));
+  auto res = co_await post(c, ces_url, m);
+  if (auto f = transport_failure(res, c, what)) {
+    out.failure = std::move(*f);
+    co_return out;
+  }
+  auto a = msca::parse_enrollment_response(res.body);
+  if (!a) {
+    out.failure = fail(failure_class::other, fmt::format("{}: {}", what, a.error().message), false);
+    co_return out;
+  }
+  if (a->status == msca::disposition::refused) out.failure = from_fault(a->fault, what);
+  out.value = std::move(*a);
+  co_return out;
+}
+
+}  // namespace certfleet::lifecycle::detail

@@ -1,0 +1,405 @@
+// AD CS certificates end to end (DESIGN §13) through a real certfleet process and the testbed's
+// CEP/CES server (tests/testbed/msca_server.py, written from MS-XCEP and MS-WSTEP with a test CA
+// made by python3-cryptography): a CA added with its policy fetched, enrollments issued at once,
+// held for a certificate manager then approved or denied, refused for the template or by policy;
+// renewals in both modes, by the route and by the scheduler's renewal sweep; both authentication
+// methods, a wrong password and an expired client certificate; bad bodies named by field.
+#include "dist_fixture.hpp"
+#include "msca_server.hpp"
+#include "temp_dir.hpp"
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509_vfy.h>
+
+namespace dist_test {
+namespace {
+
+// Whether `leaf` chains to `root` through `chain`, by OpenSSL's verifier.
+bool chains_to(const std::string& leaf, const std::string& chain, const std::string& root) {
+  auto read_all = [](const std::string& pem) {
+    STACK_OF(X509)* s = sk_X509_new_null();
+    BIO* b = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    while (X509* x = PEM_read_bio_X509(b, nullptr, nullptr, nullptr)) sk_X509_push(s, x);
+    BIO_free(b);
+    ERR_clear_error();
+    return s;
+  };
+  STACK_OF(X509)* leafs = read_all(leaf);
+  STACK_OF(X509)* inter = read_all(chain);
+  STACK_OF(X509)* roots = read_all(root);
+  X509_STORE* store = X509_STORE_new();
+  for (int i = 0; i < sk_X509_num(roots); ++i) X509_STORE_add_cert(store, sk_X509_value(roots, i));
+  X509_STORE_CTX* ctx = X509_STORE_CTX_new();
+  bool ok = sk_X509_num(leafs) == 1 && X509_STORE_CTX_init(ctx, store, sk_X509_value(leafs, 0), inter) == 1 &&
+            X509_verify_cert(ctx) == 1;
+  X509_STORE_CTX_free(ctx);
+  X509_STORE_free(store);
+  sk_X509_pop_free(leafs, X509_free);
+  sk_X509_pop_free(inter, X509_free);
+  sk_X509_pop_free(roots, X509_free);
+  return ok;
+}
+
+// The field an API refusal names ({"error": {code, message, field}}).
+std::string field_of(const testbed::http_response& r) {
+  auto v = r.json();
+  return v.is_object() && v.as_object().contains("error") ? str(v.at("error"), "field") : std::string();
+}
+
+class msca_env {
+ public:
+  explicit msca_env(testbed::msca_server_options so = {}, std::vector<std::string> sets = {}) : env(0) {
+    ca = std::make_unique<testbed::msca_server>(env.dir.path() / "adcs", std::move(so));
+    env.start("all", std::move(sets));
+    // The test CA listens on 127.0.0.1: msca_allow_list reaches loopback only when it lists it.
+    env.set_settings(json::object{{"msca_allow_list", "127.0.0.1"}, {"msca_poll_first_delay_s", 1},
+                                  {"msca_poll_max_delay_s", 2}});
+  }
+  ~msca_env() {
+    if (::testing::Test::HasFailure()) {
+      auto log = ca->log();
+      std::cerr << "msca server log tail:\n" << (log.size() > 4000 ? log.substr(log.size() - 4000) : log) << "\n";
+    }
+  }
+
+  json::object password_ca(const std::string& name, const std::string& password = "alice-password") const {
+    return json::object{{"name", name},
+                        {"cep_url", ca->cep_url()},
+                        {"auth", json::object{{"kind", "username_password"}, {"username", "alice"}, {"password", password}}},
+                        {"ca_bundle_pem", ca->ca_pem()},
+                        {"default_template", "WebServer"}};
+  }
+  json::object enroll_body(const std::string& name, const std::string& ca_id, const std::string& tmpl,
+                           const std::string& host) const {
+    json::object b{{"name", name}, {"msca_ca_id", ca_id}, {"subject", "CN=" + host}, {"sans", json::array{json::value(host)}}};
+    if (!tmpl.empty()) b["template"] = tmpl;
+    return b;
+  }
+  // POST …/certificates/enroll → {certificate_id, job_id}.
+  std::pair<std::string, std::string> enroll(const json::object& body) {
+    auto r = env.ok("POST", "certificates/enroll", json::serialize(body), 202);
+    return {str(r, "certificate_id"), str(r, "job_id")};
+  }
+  json::value wait_job(const std::string& id, std::chrono::seconds timeout = 60s) {
+    auto until = std::chrono::steady_clock::now() + timeout;
+    json::value j;
+    while (std::chrono::steady_clock::now() < until) {
+      j = env.call("GET", "jobs/" + id).json();
+      auto s = str(j, "status");
+      if (s == "completed" || s == "dead" || s == "cancelled") return j;
+      std::this_thread::sleep_for(100ms);
+    }
+    ADD_FAILURE() << "job " << id << " did not end: " << json::serialize(j) << "\n" << log_text(id);
+    return j;
+  }
+  std::string log_text(const std::string& job) {
+    auto r = env.call("GET", "jobs/" + job + "/logs?limit=500").json();
+    std::string out;
+    if (r.is_object())
+      if (auto* lines = r.as_object().if_contains("lines"); lines && lines->is_array())
+        for (const auto& l : lines->as_array()) out += str(l, "level") + " " + str(l, "message") + "\n";
+    return out;
+  }
+  // Every job of a type, newest first.
+  json::array jobs_of(const std::string& type) {
+    auto r = env.ok("GET", "jobs?type=" + type + "&page_size=100");
+    return r.at("items").as_array();
+  }
+  // Waits until the certificate's view satisfies `done`.
+  json::value wait_certificate(const std::string& id, const std::function<bool(const json::value&)>& done,
+                               std::chrono::seconds timeout = 60s) {
+    json::value c;
+    for (auto until = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(100ms)) {
+      c = env.ok("GET", "certificates/" + id);
+      if (done(c)) return c;
+    }
+    ADD_FAILURE() << "certificate " << id << " did not get there: " << json::serialize(c);
+    return c;
+  }
+
+  dist_env env;
+  std::unique_ptr<testbed::msca_server> ca;
+};
+
+TEST(msca_jobs, enroll_issues_at_once_then_renewals_store_the_next_versions_in_both_modes) {
+  msca_env m;
+  auto created = m.env.ok("POST", "msca-cas", json::serialize(m.password_ca("corp")), 201);
+  const auto ca_id = str(created, "id");
+  // The password is sealed: never in an answer; the policy came with the creation.
+  EXPECT_EQ(json::serialize(created).find("alice-password"), std::string::npos);
+  EXPECT_EQ(json::serialize(m.env.ok("GET", "msca-cas/" + ca_id)).find("alice-password"), std::string::npos);
+  auto templates = m.env.ok("GET", "msca-cas/" + ca_id + "/templates");
+  std::set<std::string> names;
+  for (const auto& t : templates.at("templates").as_array()) names.insert(str(t, "name"));
+  EXPECT_TRUE(names.contains("WebServer") && names.contains("WebServerApproval") && names.contains("ECWebServer"))
+      << json::serialize(templates);
+  EXPECT_GT(time_of(templates, "fetched_at"), 0);
+  const auto before = m.ca->stats().cep_calls;
+  m.env.ok("GET", "msca-cas/" + ca_id + "/templates?refresh=1");
+  EXPECT_EQ(m.ca->stats().cep_calls, before + 1);
+  EXPECT_EQ(m.env.call("GET", "msca-cas/" + ca_id + "/templates?refresh=yes").status, 400);
+
+  auto [cert, job] = m.enroll(m.enroll_body("web01", ca_id, "", "web01.corp.test"));
+  auto done = m.wait_job(job);
+  ASSERT_EQ(str(done, "status"), "completed") << json::serialize(done) << "\n" << m.log_text(job);
+  const auto& flow = done.at("workflow");
+  EXPECT_EQ(str(flow, "kind"), "msca");
+  EXPECT_EQ(str(flow, "step"), "completed");
+  EXPECT_EQ(str(flow, "template"), "WebServer");
+  EXPECT_EQ(str(flow, "subject"), "CN=web01.corp.test");
+  EXPECT_EQ(str(flow, "renewal_mode"), "new_key");
+  EXPECT_EQ(str(flow, "terminal_reason"), "issued");
+  EXPECT_FALSE(str(flow, "request_id").empty()) << json::serialize(flow);
+  EXPECT_EQ(flow.at("steps").as_array().size(), 8u);
+  EXPECT_EQ(flow.at("skipped_steps"), (json::array{json::value("pending_approval"), json::value("retrieving")}));
+
+  auto v1 = m.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(num(v1, "version"), 1) << json::serialize(v1);
+  EXPECT_EQ(str(v1, "source"), "msca");
+  EXPECT_EQ(str(v1, "status"), "active");
+  EXPECT_EQ(str(v1, "template"), "WebServer");
+  EXPECT_EQ(str(v1, "key_type"), "rsa-2048");  // the smallest key the template accepts
+  EXPECT_EQ(v1.at("sans"), json::array{json::value("web01.corp.test")});
+  EXPECT_EQ(str(v1.at("msca"), "disposition"), "issued");
+  EXPECT_TRUE(chains_to(str(v1, "cert_pem"), str(v1, "chain_pem"), m.ca->ca_pem()));
+  // One request at the CA, issued, for this subject.
+  auto reqs = m.ca->requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].status, "issued");
+  EXPECT_EQ(reqs[0].tmpl, "WebServer");
+  EXPECT_EQ(reqs[0].serial, str(v1, "serial"));
+
+  // Renewal with a new key (the CA's default mode), by the route; the same version's renewal
+  // again is the same job.
+  auto renew = m.env.ok("POST", "certificates/" + cert + "/renew", "", 202);
+  EXPECT_EQ(str(m.env.ok("POST", "certificates/" + cert + "/renew", "", 202), "job_id"), str(renew, "job_id"));
+  auto renewed = m.wait_job(str(renew, "job_id"));
+  ASSERT_EQ(str(renewed, "status"), "completed") << m.log_text(str(renew, "job_id"));
+  EXPECT_EQ(str(renewed, "type"), "msca_renew_certificate");
+  auto v2 = m.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(num(v2, "version"), 2);
+  EXPECT_NE(str(v2, "serial"), str(v1, "serial"));
+  EXPECT_EQ(v2.at("versions").as_array().size(), 2u);
+  reqs = m.ca->requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_FALSE(reqs[1].renewal);
+
+  // A CA that renews with the current certificate: the CA sees a renewal signed by version 2's key.
+  auto body = m.password_ca("corp-renew");
+  body["renewal_mode"] = "renew_with_current";
+  const auto ca2 = str(m.env.ok("POST", "msca-cas", json::serialize(body), 201), "id");
+  auto [cert2, job2] = m.enroll(m.enroll_body("web02", ca2, "WebServer", "web02.corp.test"));
+  ASSERT_EQ(str(m.wait_job(job2), "status"), "completed") << m.log_text(job2);
+  auto r2 = m.env.ok("POST", "certificates/" + cert2 + "/renew", "", 202);
+  auto renewed2 = m.wait_job(str(r2, "job_id"));
+  ASSERT_EQ(str(renewed2, "status"), "completed") << m.log_text(str(r2, "job_id"));
+  EXPECT_EQ(str(renewed2.at("workflow"), "renewal_mode"), "renew_with_current");
+  reqs = m.ca->requests();
+  ASSERT_EQ(reqs.size(), 4u);
+  EXPECT_TRUE(reqs[3].renewal) << "the CA did not see a renewal request";
+  EXPECT_EQ(num(m.env.ok("GET", "certificates/" + cert2), "version"), 2);
+
+  // In use: the CA cannot be deleted under its certificates.
+  EXPECT_EQ(m.env.call("DELETE", "msca-cas/" + ca_id).status, 409);
+}
+
+TEST(msca_jobs, a_pending_request_is_polled_until_a_manager_approves_or_denies_it) {
+  msca_env m;
+  const auto ca_id = str(m.env.ok("POST", "msca-cas", json::serialize(m.password_ca("corp")), 201), "id");
+  auto [cert, job] = m.enroll(m.enroll_body("approved", ca_id, "WebServerApproval", "app01.corp.test"));
+  auto first = m.wait_job(job);
+  ASSERT_EQ(str(first, "status"), "completed") << m.log_text(job);
+  EXPECT_EQ(str(first.at("workflow"), "step"), "pending_approval");
+  EXPECT_EQ(str(first.at("workflow"), "terminal_reason"), "pending approval at the CA");
+  auto pending = m.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(str(pending, "status"), "pending");
+  EXPECT_EQ(str(pending.at("msca"), "disposition"), "pending");
+  const auto request_id = str(pending.at("msca"), "request_id");
+  ASSERT_FALSE(request_id.empty());
+  // Polls run while the request waits (one chain: each poll's key names its number).
+  for (auto until = std::chrono::steady_clock::now() + 20s;
+       m.jobs_of("msca_poll_pending").size() < 2 && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(100ms);
+  ASSERT_GE(m.jobs_of("msca_poll_pending").size(), 2u);
+  ASSERT_TRUE(m.ca->approve(std::stoll(request_id)));
+  auto issued = m.wait_certificate(cert, [](const json::value& c) { return num(c, "version") == 1; });
+  EXPECT_EQ(str(issued, "status"), "active");
+  EXPECT_EQ(str(issued.at("msca"), "disposition"), "issued");
+  EXPECT_TRUE(chains_to(str(issued, "cert_pem"), str(issued, "chain_pem"), m.ca->ca_pem()));
+  auto reqs = m.ca->requests();
+  ASSERT_EQ(reqs.size(), 1u) << "one request at the CA";
+  EXPECT_EQ(reqs[0].serial, str(issued, "serial"));
+  // The poll that retrieved it shows the workflow to its end.
+  auto polls = m.jobs_of("msca_poll_pending");
+  json::value last;
+  for (const auto& p : polls)
+    if (str(p, "status") == "completed") {
+      auto d = m.env.ok("GET", "jobs/" + str(p, "id"));
+      if (str(d.at("workflow"), "step") == "completed") last = d;
+    }
+  ASSERT_TRUE(last.is_object()) << json::serialize(polls);
+  EXPECT_EQ(str(last.at("workflow"), "request_id"), request_id);
+  EXPECT_GE(num(last.at("workflow"), "poll_count"), 2);
+  // No poll is left waiting once the certificate is in.
+  std::this_thread::sleep_for(3s);
+  for (const auto& p : m.jobs_of("msca_poll_pending")) EXPECT_NE(str(p, "status"), "pending") << json::serialize(p);
+
+  // Denied by the manager: the certificate failed, the poll dead with the CA's reason and a hint.
+  auto [cert2, job2] = m.enroll(m.enroll_body("denied", ca_id, "WebServerApproval", "app02.corp.test"));
+  ASSERT_EQ(str(m.wait_job(job2), "status"), "completed");
+  const auto rid2 = str(m.env.ok("GET", "certificates/" + cert2).at("msca"), "request_id");
+  ASSERT_TRUE(m.ca->deny(std::stoll(rid2), "not for this host"));
+  auto failed = m.wait_certificate(cert2, [](const json::value& c) { return str(c, "status") == "failed"; });
+  EXPECT_NE(str(failed, "last_error").find("not for this host"), std::string::npos) << json::serialize(failed);
+  EXPECT_NE(str(failed, "last_error").find("[msca_denied]"), std::string::npos) << json::serialize(failed);
+  json::value dead;
+  for (auto until = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < until && !dead.is_object();
+       std::this_thread::sleep_for(100ms))
+    for (const auto& p : m.jobs_of("msca_poll_pending"))
+      if (str(p, "status") == "dead") dead = m.env.ok("GET", "jobs/" + str(p, "id"));
+  ASSERT_TRUE(dead.is_object());
+  EXPECT_EQ(str(dead, "error_class"), "msca_denied") << json::serialize(dead);
+  EXPECT_NE(str(dead.at("workflow"), "terminal_reason").find("not for this host"), std::string::npos);
+  EXPECT_EQ(str(dead.at("workflow"), "failed_step"), "pending_approval");
+}
+
+TEST(msca_jobs, refusals_end_the_job_with_the_cas_reason_and_change_nothing) {
+  msca_env m;
+  const auto ca_id = str(m.env.ok("POST", "msca-cas", json::serialize(m.password_ca("corp")), 201), "id");
+  // A template the account may not enroll: the CA's fault, its HRESULT, the hint.
+  auto [cert, job] = m.enroll(m.enroll_body("subca", ca_id, "SubCA", "sub.corp.test"));
+  auto dead = m.wait_job(job);
+  ASSERT_EQ(str(dead, "status"), "dead") << m.log_text(job);
+  EXPECT_EQ(str(dead, "error_class"), "msca_template_not_allowed") << json::serialize(dead);
+  EXPECT_NE(str(dead, "error").find("0x80094012"), std::string::npos) << str(dead, "error");
+  EXPECT_EQ(str(dead.at("workflow"), "failed_step"), "submitting");
+  auto c = m.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(str(c, "status"), "failed");
+  EXPECT_EQ(num(c, "version"), 0);
+  EXPECT_EQ(str(c.at("msca"), "error_code"), "0x80094012");
+
+  // Denied by the policy module.
+  auto [cert2, job2] = m.enroll(m.enroll_body("policy", ca_id, "DeniedByPolicy", "pol.corp.test"));
+  auto dead2 = m.wait_job(job2);
+  ASSERT_EQ(str(dead2, "status"), "dead");
+  EXPECT_NE(str(dead2, "error").find("Denied by Policy Module"), std::string::npos) << str(dead2, "error");
+
+  // A template that is not in the policy, a key the template does not take, bad bodies: refused
+  // before anything is stored, naming the field.
+  const auto certs_before = num(m.env.ok("GET", "certificates"), "total");
+  auto refused = [&](json::object body, const std::string& field) {
+    auto r = m.env.call("POST", "certificates/enroll", json::serialize(body));
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(field_of(r), field) << r.body;
+  };
+  refused(m.enroll_body("x", ca_id, "NoSuchTemplate", "x.corp.test"), "template");
+  auto ec = m.enroll_body("x", ca_id, "ECWebServer", "x.corp.test");
+  ec["key_type"] = "rsa-2048";
+  refused(ec, "key_type");
+  refused(json::object{{"name", "x"}, {"msca_ca_id", ca_id}}, "subject");
+  refused(json::object{{"name", "x"}, {"msca_ca_id", "nothex"}, {"subject", "CN=x"}}, "msca_ca_id");
+  refused(json::object{{"name", "x"}, {"msca_ca_id", ca_id}, {"sans", json::array{1}}}, "sans[0]");
+  refused(json::object{{"name", "x"}, {"msca_ca_id", ca_id}, {"subject", "CN=x"}, {"extra", 1}}, "extra");
+  EXPECT_EQ(num(m.env.ok("GET", "certificates"), "total"), certs_before);
+
+  // The CA down: the job retries (not dead at once) and says so.
+  m.ca->set_faults({.unavailable = true});
+  auto [cert3, job3] = m.enroll(m.enroll_body("down", ca_id, "WebServer", "down.corp.test"));
+  for (auto until = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(100ms)) {
+    auto j = m.env.ok("GET", "jobs/" + job3);
+    if (num(j, "attempts") >= 1 && str(j, "status") != "active") break;
+  }
+  auto j3 = m.env.ok("GET", "jobs/" + job3);
+  EXPECT_NE(str(j3, "status"), "dead") << json::serialize(j3);
+  EXPECT_EQ(str(j3, "error_class"), "msca_ca_unavailable") << json::serialize(j3);
+  m.ca->set_faults({});
+}
+
+TEST(msca_jobs, credentials_are_checked_at_creation_and_client_certificates_enroll) {
+  msca_env m;
+  // A wrong password: the policy service's answer, nothing stored, the password never quoted.
+  auto wrong = m.env.call("POST", "msca-cas", json::serialize(m.password_ca("bad", "not-the-password")));
+  EXPECT_EQ(wrong.status, 401) << wrong.body;
+  EXPECT_EQ(field_of(wrong), "auth");
+  EXPECT_NE(wrong.body.find("[msca_auth]"), std::string::npos) << wrong.body;
+  EXPECT_EQ(wrong.body.find("not-the-password"), std::string::npos);
+  EXPECT_EQ(num(m.env.ok("GET", "msca-cas"), "total"), 0);
+
+  // Loopback is refused unless msca_allow_list lists it.
+  m.env.set_settings(json::object{{"msca_allow_list", "10.0.0.0/8"}});
+  auto egress = m.env.call("POST", "msca-cas", json::serialize(m.password_ca("far")));
+  EXPECT_EQ(egress.status, 400) << egress.body;
+  EXPECT_NE(egress.body.find("msca_allow_list"), std::string::npos) << egress.body;
+  m.env.set_settings(json::object{{"msca_allow_list", "127.0.0.1"}});
+
+  // A client certificate: the TLS port that requires one.
+  auto client = m.ca->issue_client_certificate("alice");
+  json::object body{{"name", "corp-cert"},
+                    {"cep_url", m.ca->cep_cert_url()},
+                    {"auth", json::object{{"kind", "client_certificate"}, {"cert_pem", client.cert_pem}, {"key_pem", client.key_pem}}},
+                    {"ca_bundle_pem", m.ca->ca_pem()}};
+  auto created = m.env.ok("POST", "msca-cas", json::serialize(body), 201);
+  EXPECT_EQ(json::serialize(created).find("PRIVATE KEY"), std::string::npos);
+  EXPECT_EQ(str(created.at("auth"), "cert_subject"), "CN=alice");
+  auto [cert, job] = m.enroll(m.enroll_body("viacert", str(created, "id"), "ECWebServer", "ec.corp.test"));
+  auto done = m.wait_job(job);
+  ASSERT_EQ(str(done, "status"), "completed") << m.log_text(job);
+  auto c = m.env.ok("GET", "certificates/" + cert);
+  EXPECT_EQ(str(c, "key_type"), "ecdsa-p256");
+  auto reqs = m.ca->requests();
+  ASSERT_FALSE(reqs.empty());
+  EXPECT_EQ(reqs.back().user, "alice");
+
+  // An expired client certificate is refused when the CA is added, naming it.
+  auto old = m.ca->issue_client_certificate("alice", true);
+  body["name"] = "expired";
+  body["auth"] = json::object{{"kind", "client_certificate"}, {"cert_pem", old.cert_pem}, {"key_pem", old.key_pem}};
+  auto r = m.env.call("POST", "msca-cas", json::serialize(body));
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(field_of(r), "auth.cert_pem") << r.body;
+
+  // Bad CA bodies, each naming its field.
+  auto refused = [&](json::object b, const std::string& field) {
+    auto x = m.env.call("POST", "msca-cas", json::serialize(b));
+    EXPECT_EQ(x.status, 400) << x.body;
+    EXPECT_EQ(field_of(x), field) << x.body;
+  };
+  auto plain = m.password_ca("plain");
+  plain["cep_url"] = "http://127.0.0.1/CEP";
+  refused(plain, "cep_url");
+  auto kerberos = m.password_ca("krb");
+  kerberos["auth"] = json::object{{"kind", "kerberos"}, {"principal", "svc@CORP.TEST"}};
+  refused(kerberos, "auth.kind");
+  auto mode = m.password_ca("mode");
+  mode["renewal_mode"] = "sometimes";
+  refused(mode, "renewal_mode");
+  auto tmpl = m.password_ca("tmpl");
+  tmpl["default_template"] = "NoSuchTemplate";
+  refused(tmpl, "default_template");
+  auto nopass = m.password_ca("nopass");
+  nopass["auth"].as_object().erase("password");
+  refused(nopass, "auth.password");
+}
+
+TEST(msca_jobs, the_renewal_sweep_enrolls_again_in_the_last_third_of_the_lifetime) {
+  // 45-second certificates: due 30 s after issuance. One scheduler cycle a second.
+  testbed::msca_server_options so;
+  so.validity_s = 45;
+  msca_env m(so, {"scheduler_interval_ms=1000", "scheduler_lease_ms=3000"});
+  const auto ca_id = str(m.env.ok("POST", "msca-cas", json::serialize(m.password_ca("corp")), 201), "id");
+  auto [cert, job] = m.enroll(m.enroll_body("short", ca_id, "WebServer", "short.corp.test"));
+  ASSERT_EQ(str(m.wait_job(job), "status"), "completed") << m.log_text(job);
+  auto renewed = m.wait_certificate(cert, [](const json::value& c) { return num(c, "version") >= 2; }, 90s);
+  EXPECT_GE(num(renewed, "version"), 2);
+  auto renewals = m.jobs_of("msca_renew_certificate");
+  ASSERT_FALSE(renewals.empty());
+  bool by_sweep = false;
+  for (const auto& j : renewals) by_sweep |= str(j, "triggered_by") == "renewal_sweep";
+  EXPECT_TRUE(by_sweep) << json::serialize(renewals);
+}
+
+}  // namespace
+}  // namespace dist_test
