@@ -12,8 +12,9 @@ import * as session from './session.js';
 /**
  * @typedef {{fqdn: string, value: string, status: string}} ManualChallenge
  * @typedef {{fqdn: string, provider: string, provider_kind?: string, at: string, removed_at?: string | null}} PresentedRecord
- * @typedef {{kind: string, step: string, steps: string[], failed_step?: string | null, skipped_steps: string[],
- *            manual_challenges: ManualChallenge[], presented_records: PresentedRecord[]}} AcmeWorkflow
+ * @typedef {{step: string, steps: string[], failed_step?: string | null, skipped_steps: string[]}} WorkflowSteps
+ *   what every workflow kind's step list is drawn from (ACME here, AD CS in msca_workflow.js)
+ * @typedef {WorkflowSteps & {kind: string, manual_challenges: ManualChallenge[], presented_records: PresentedRecord[]}} AcmeWorkflow
  * @typedef {(text: string, what: string) => HTMLButtonElement} CopyButton a "Copy" button named "Copy <what>"
  */
 
@@ -45,7 +46,7 @@ export function acmeWorkflow(job) {
  * current, failed (the job failed or died there), skipped (not part of this provider's path:
  * awaiting validation for an rfc2136 provider, dns presenting for a manual one), or todo (not
  * reached).
- * @param {AcmeWorkflow} w
+ * @param {WorkflowSteps} w
  * @returns {{name: string, state: 'done' | 'current' | 'failed' | 'skipped' | 'todo', current: boolean}[]}
  */
 export function stepStates(w) {
@@ -66,9 +67,13 @@ const stateText = { done: 'done', current: 'current', failed: 'failed', skipped:
 /** @type {Record<string, string>} */
 const stateMark = { done: '✓', current: '', failed: '✕', skipped: '–', todo: '' };
 
-/** @param {AcmeWorkflow} w */
-function stepList(w) {
-  return h('ol', { class: 'workflow-steps', id: 'workflow-steps' }, stepStates(w).map((s, i) => h('li', {
+/**
+ * The step list of a workflow card (shared with the AD CS card): each step's mark, name and
+ * state in words, the current one with aria-current="step".
+ * @param {WorkflowSteps} w @param {string} [id]
+ */
+export function stepList(w, id = 'workflow-steps') {
+  return h('ol', { class: 'workflow-steps', id }, stepStates(w).map((s, i) => h('li', {
     class: `workflow-step step-${s.state}`,
     'data-step': s.name,
     'data-state': s.state,

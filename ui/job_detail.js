@@ -1,7 +1,8 @@
 // Job detail: Back, the ID, a Live tag (refetch every 2 s while pending/active), the summary
 // card, Why is it waiting? / lease, Target Progress, fan-out alerts, the ACME panels
-// (acme_workflow.js), the logs card.
+// (acme_workflow.js) or the MSCA Workflow card (msca_workflow.js), the logs card.
 import { acmePanels, acmeWorkflow } from './acme_workflow.js';
+import { mscaCard, mscaWorkflow, wantsCertificate } from './msca_workflow.js';
 import { actorInWords, approvalText, tokenNamesOf } from './certificates.js';
 import * as api from './api.js';
 import { allPages, certificateNames } from './catalog.js';
@@ -65,6 +66,8 @@ export function renderJobDetail(ctx) {
   const waiting = h('section', { class: 'card waiting', hidden: true, 'aria-labelledby': 'waiting-title' });
   // ACME jobs: Workflow Progress, Manual DNS Challenges, Presented Records.
   const acme = acmePanels({ project, jobId: id, copyButton });
+  // AD CS jobs: the MSCA Workflow card.
+  const msca = mscaCard({ project });
   const logs = logsCard({ project, jobId: id, query: ctx.query });
   const state = h('p', { class: 'muted', role: 'status' }, 'Loading…');
 
@@ -76,7 +79,7 @@ export function renderJobDetail(ctx) {
     h('div', { class: 'detail-grid' },
       h('section', { class: 'card', 'aria-labelledby': 'summary-title' }, h('h2', { id: 'summary-title', text: 'Summary' }), summary, progressBox),
       waiting),
-    acme.el, logs.el);
+    acme.el, msca.el, logs.el);
 
   /** @param {any} job */
   async function checkBatchRetried(job) {
@@ -127,8 +130,8 @@ export function renderJobDetail(ctx) {
       row('Error', err ? h('div', { class: 'error-full' }, h('pre', { class: 'mono error-text', text: err }), copyButton(err, 'the error'),
         typeof job.error_hint === 'string' && job.error_hint ? h('p', { class: 'hint', 'data-field': 'error_hint', text: job.error_hint }) : null) : ''));
     const failed = job.status === 'failed' || job.status === 'dead' || status === 'partial';
-    // An ACME job's progress is its workflow step: the Workflow Progress card shows it.
-    replace(progressBox, job.progress?.total > 0 && !acmeWorkflow(job)
+    // An ACME or AD CS job's progress is its workflow step: its workflow card shows it.
+    replace(progressBox, job.progress?.total > 0 && !acmeWorkflow(job) && !mscaWorkflow(job)
       ? [h('h3', { text: 'Target Progress' }), fmt.progress(job.progress, 'Target Progress', failed)] : []);
 
     const alertNodes = [];
@@ -168,6 +171,7 @@ export function renderJobDetail(ctx) {
       waiting.replaceChildren();
     }
     acme.draw(job);
+    msca.draw(job, cert);
     replace(actions, ...jobActionButtons(job, project, fb, () => { void load(); }, dist));
     logs.setLive(live);
     return live;
@@ -177,8 +181,9 @@ export function renderJobDetail(ctx) {
     if (timer) { clearTimeout(timer); timer = null; }
     try {
       const [job, certs] = await Promise.all([api.get(api.projectPath(project, `/jobs/${id}`)), certificateNames(project)]);
-      // An issue job an admin approved says who asked and who approved (issuance approval).
-      const cert = job.type === 'issue_certificate' && job.certificate_id
+      // An issue job an admin approved says who asked and who approved (issuance approval); an AD
+      // CS job that left its request pending at the CA says what became of it.
+      const cert = (job.type === 'issue_certificate' || wantsCertificate(job)) && job.certificate_id
         ? await api.get(api.projectPath(project, `/certificates/${job.certificate_id}`)).catch(() => null) : null;
       // Once per page: a live job refetches every 2 s, the token names do not change that fast.
       if (cert?.approval && !names.size) names = await tokenNamesOf(project);
