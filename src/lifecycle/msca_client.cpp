@@ -39,7 +39,9 @@ msca_failure from_fault(const msca::soap_fault& f, std::string_view what) {
     text += fmt::format(" (HRESULT {})", code);
   }
   if (!f.request_id.empty()) text += fmt::format(", request {}", f.request_id);
-  return fail(cls, std::move(text), permanent_class(cls), std::move(code));
+  auto out = fail(cls, std::move(text), permanent_class(cls), std::move(code));
+  out.request_id = f.request_id;
+  return out;
 }
 
 // The HTTP exchange's own failures, before any SOAP: the service away, TLS, a status that is no

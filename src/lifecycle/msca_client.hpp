@@ -32,6 +32,7 @@ struct msca_failure {
   std::string message;
   bool permanent = false;  // retrying cannot help (credentials, template, a denial)
   std::string error_code;  // the fault's HRESULT ("0x80094012") when there was one
+  std::string request_id;  // the CA's request id when the fault names one (a denial)
 };
 
 template <class T>

@@ -271,20 +271,20 @@ asio::awaitable<queue::outcome> msca_job::enroll(const msca_inputs& in) {
                                 fmt::format("template {} is not in the CA's enrollment policy (the account may not read "
                                             "it, or it is not published)",
                                             m.template_name)),
-                   true, {}};
+                   true, {}, {}};
     co_return co_await record_failure(in, f, "denied", "");
   }
   auto ces = ces_url_for(in.ca_spec, *tmpl, renewal);
   if (!ces) {
     msca_failure f{failure_class::template_not_allowed, msca_message(failure_class::template_not_allowed, ces.error().message),
-                   true, {}};
+                   true, {}, {}};
     co_return co_await record_failure(in, f, "denied", "");
   }
 
   co_await step("generating_key");
   auto kt_name = msca_key_type_for(*tmpl, m.key_type);
   if (!kt_name) {
-    msca_failure f{failure_class::bad_request, msca_message(failure_class::bad_request, kt_name.error().message), true, {}};
+    msca_failure f{failure_class::bad_request, msca_message(failure_class::bad_request, kt_name.error().message), true, {}, {}};
     co_return co_await record_failure(in, f, "denied", "");
   }
   const auto kt = *acme::parse_key_type(*kt_name);
@@ -292,7 +292,7 @@ asio::awaitable<queue::outcome> msca_job::enroll(const msca_inputs& in) {
   if (!key_pem) co_return queue::outcome::failure(fmt::format("generating the key: {}", key_pem.error().message));
   auto csr = msca::make_enrollment_csr(*key_pem, m.subject, m.sans, *tmpl);
   if (!csr) {
-    msca_failure f{failure_class::bad_request, msca_message(failure_class::bad_request, csr.error().message), true, {}};
+    msca_failure f{failure_class::bad_request, msca_message(failure_class::bad_request, csr.error().message), true, {}, {}};
     co_return co_await record_failure(in, f, "denied", "");
   }
   msca::enroll_request req;
@@ -330,10 +330,8 @@ asio::awaitable<queue::outcome> msca_job::enroll(const msca_inputs& in) {
   }
 
   // Pending: the request (its key sealed), the certificate's note of it and the first poll, in one
-  // transaction.
-  co_await step("pending_approval");
-  co_await ctx_.log("info", fmt::format("request {} is pending at the CA ({}); msca_poll_pending asks again in {} s",
-                                        a.request_id, a.disposition_message, settings_.poll_first_s));
+  // transaction, before anything else: a worker lost after it leaves the retry to find the request
+  // held (run()), not to submit a second one.
   msca_request_doc rd;
   rd.certificate_id = in.cert.id;
   rd.request_id = a.request_id;
@@ -375,6 +373,9 @@ asio::awaitable<queue::outcome> msca_job::enroll(const msca_inputs& in) {
   };
   if (auto w = co_await ctx_.store().catalog().transact(std::move(write)); !w)
     co_return queue::outcome::failure(fmt::format("keeping pending request {}: {}", a.request_id, w.error().message));
+  co_await step("pending_approval");
+  co_await ctx_.log("info", fmt::format("request {} is pending at the CA ({}); msca_poll_pending asks again in {} s",
+                                        a.request_id, a.disposition_message, settings_.poll_first_s));
   co_return queue::outcome::ok();
 }
 
@@ -433,7 +434,7 @@ asio::awaitable<queue::outcome> msca_job::poll(const msca_inputs& in, const msca
                                               "(msca_poll_give_up_h): given up; a certificate manager can still "
                                               "approve it there, then enroll again",
                                               target.request_id, age / 3'600'000)),
-                     true, {}};
+                     true, {}, {}};
       co_return co_await record_failure(in, f, "abandoned", held.id);
     }
     msca_poll_target next{cert_id, target.request_id, target.n + 1};
@@ -480,7 +481,7 @@ asio::awaitable<queue::outcome> msca_job::store_issued(const msca_inputs& in, co
   const time_ms now = ctx_.clock().now_ms();
   auto pem = msca::issued_certificate_pem(answer);
   if (!pem) {
-    msca_failure f{failure_class::other, msca_message(failure_class::other, pem.error().message), true, {}};
+    msca_failure f{failure_class::other, msca_message(failure_class::other, pem.error().message), true, {}, {}};
     co_return co_await record_failure(in, f, "", held_request_object);
   }
   // The key must be the one this request was made with: a certificate for another key is refused.
@@ -489,7 +490,7 @@ asio::awaitable<queue::outcome> msca_job::store_issued(const msca_inputs& in, co
     msca_failure f{failure_class::other,
                    msca_message(failure_class::other, fmt::format("the CA's certificate for request {}: {}",
                                                                   answer.request_id, info.error().message)),
-                   true, {}};
+                   true, {}, {}};
     co_return co_await record_failure(in, f, "", held_request_object);
   }
   auto next = std::make_shared<catalog::new_certificate>();
@@ -571,7 +572,8 @@ asio::awaitable<queue::outcome> msca_job::record_failure(const msca_inputs& in, 
                                                          std::string_view held_view) {
   const std::string disposition(disposition_view), held_request_object(held_view);
   co_await ctx_.log("error", f.message);
-  const std::string project = in.cert.project_id, cert_id = in.cert.id, message = f.message, code = f.error_code;
+  const std::string project = in.cert.project_id, cert_id = in.cert.id, message = f.message, code = f.error_code,
+                    request_id = f.request_id;
   store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
     auto got = catalog::read_certificate(tx, project, cert_id);
     if (!got) return got.error().is(errc::not_found) ? result<void>{} : result<void>(std::move(got).error());
@@ -579,6 +581,7 @@ asio::awaitable<queue::outcome> msca_job::record_failure(const msca_inputs& in, 
     m.last_error = message;
     if (!disposition.empty()) m.disposition = disposition;
     m.error_code = code;
+    if (!request_id.empty()) m.request_id = request_id;
     // A first enrollment that cannot come is failed; a renewal leaves the issued version as it is.
     if (got->doc.version == 0) got->doc.status = "failed";
     if (auto u = tx.update_object_doc(cert_id, catalog::certificate_doc_json(got->doc)); !u) return u;

@@ -155,6 +155,16 @@ TEST_F(api_authz, every_route_every_role) {
       {"name", "acme-c"}, {"domains", boost::json::array{"www.example.test"}},
       {"acme_account_id", put_object(store::kind_acme_account, R"({"directory_url":"https://127.0.0.1:9/dir"})")},
       {"dns_provider_id", put_object(store::kind_dns_provider, R"({"kind":"rfc2136","rfc2136":{"server":"127.0.0.1:53"}})")}});
+  // An AD CS CA as stored after its policy was fetched (nothing listens on its port).
+  const std::string msca_ca_doc =
+      R"({"cep_url":"https://127.0.0.1:9/CEP","auth":{"kind":"username_password","username":"u"},)"
+      R"("renewal_mode":"new_key","policy":{"fetched_at":1,"policy_id":"p","templates":[{"name":"WebServer","min_key_size":2048}]}})";
+  const std::string msca_ca_body = boost::json::serialize(boost::json::object{
+      {"name", "adcs"}, {"cep_url", "https://127.0.0.1:" + std::to_string(closed.port()) + "/CEP"},
+      {"auth", boost::json::object{{"kind", "username_password"}, {"username", "u"}, {"password", "p"}}}});
+  const std::string enroll_body = boost::json::serialize(boost::json::object{
+      {"name", "msca-c"}, {"msca_ca_id", put_object(store::kind_msca_ca, msca_ca_doc)}, {"template", "WebServer"},
+      {"subject", "CN=web.corp.test"}});
   const std::vector<row> rows = {
       // The session routes: sign-in takes a token in the body (none here: 400 for everyone); the
       // session is read and ended with the cookie only.
@@ -267,6 +277,20 @@ TEST_F(api_authz, every_route_every_role) {
        {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::acme_account_delete, "DELETE", [&](api_authz& t) { return p + "/acme-accounts/" + t.put_object(store::kind_acme_account); }, "",
        {401, 403, 403, 200, 200, 404, 200}},
+      // AD CS: msca_allow_list leaves loopback out by default, so the policy fetch is refused (400)
+      // after the role check; the second enrollment of the same name conflicts.
+      {api::route_id::msca_cas_list, "GET", [&](auto&) { return p + "/msca-cas"; }, "", {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::msca_ca_create, "POST", [&](auto&) { return p + "/msca-cas"; }, msca_ca_body,
+       {401, 403, 403, 400, 400, 404, 400}},
+      {api::route_id::msca_ca_get, "GET", [&](api_authz& t) { return p + "/msca-cas/" + t.put_object(store::kind_msca_ca, msca_ca_doc); }, "",
+       {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::msca_ca_templates, "GET",
+       [&](api_authz& t) { return p + "/msca-cas/" + t.put_object(store::kind_msca_ca, msca_ca_doc) + "/templates"; }, "",
+       {401, 200, 200, 200, 200, 404, 200}},
+      {api::route_id::msca_ca_delete, "DELETE", [&](api_authz& t) { return p + "/msca-cas/" + t.put_object(store::kind_msca_ca, msca_ca_doc); }, "",
+       {401, 403, 403, 200, 200, 404, 200}},
+      {api::route_id::certificate_enroll, "POST", [&](auto&) { return p + "/certificates/enroll"; }, enroll_body,
+       {401, 403, 403, 202, 409, 404, 409}, std::array<int, 2>{409, 403}},
       {api::route_id::dns_providers_list, "GET", [&](auto&) { return p + "/dns-providers"; }, "", {401, 200, 200, 200, 200, 404, 200}},
       {api::route_id::dns_provider_create, "POST", [&](auto&) { return p + "/dns-providers"; }, dns_provider_body,
        {401, 403, 403, 201, 409, 404, 409}},

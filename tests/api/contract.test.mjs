@@ -27,6 +27,7 @@ import { promisify } from 'node:util';
 import { startCertfleet } from '../testbed/certfleet_server.mjs';
 import { supervise } from '../testbed/child.mjs';
 import { startPebble, freePort } from '../testbed/pebble.mjs';
+import { startMscaServer } from '../testbed/msca_server.mjs';
 import { startDnsTxtServer } from '../testbed/dns_txt_server.mjs';
 import { startRdapServer } from '../testbed/rdap_server.mjs';
 import { tlsWorkshop } from '../testbed/tls_endpoints.mjs';
@@ -190,7 +191,7 @@ test('every operation of the served OpenAPI document, answers and errors, passes
 
   try {
     // The world around the server, all on 127.0.0.1, started side by side.
-    const [pebble, dns, sink, tls, uploaded, renewed, closed] = await Promise.all([
+    const [pebble, dns, sink, tls, uploaded, renewed, closed, adcs] = await Promise.all([
       startPebble({ env: { PEBBLE_VA_ALWAYS_VALID: '1' } }),
       startDnsTxtServer(),
       startSink(),
@@ -198,8 +199,9 @@ test('every operation of the served OpenAPI document, answers and errors, passes
       makeCertificate(dir, 'www.contract.test', 'www-v1'),
       makeCertificate(dir, 'www.contract.test', 'www-v2'),
       closedPort(),
+      startMscaServer(),
     ]);
-    cleanups.push(() => pebble.stop(), () => dns.stop(), () => sink.stop(), () => tls.stop());
+    cleanups.push(() => pebble.stop(), () => dns.stop(), () => sink.stop(), () => tls.stop(), () => adcs.stop());
     const rdap = await startRdapServer({ 'contract-watch.test': { expires: new Date(Date.now() + 300 * day), registrar: 'Example Registrar, Inc.' } });
     cleanups.push(() => rdap.stop());
     const bootstrap = await rdap.bootstrapFile(join(dir, 'dns.json'), ['test']);
@@ -322,6 +324,7 @@ test('every operation of the served OpenAPI document, answers and errors, passes
       egress_allow_list: '127.0.0.1/32',
       ssh_allow_list: '127.0.0.1/32',
       acme_allow_list: '127.0.0.1',
+      msca_allow_list: '127.0.0.1',
       acme_dns_resolver: `127.0.0.1:${closed}`,
       check_allow_list: '127.0.0.1/32',
       domain_whois_server: '',
@@ -588,6 +591,23 @@ test('every operation of the served OpenAPI document, answers and errors, passes
     // --- The WebSocket route without Upgrade: 400 (it is not in the coverage count).
     await call('GET', `${P}/jobs/${noopId}/logs/stream`, { token: viewer, expect: 400 });
 
+    // --- AD CS: a CA at the testbed's CEP/CES server, its templates, an enrollment issued at once.
+    const adcsCa = await call('POST', `${P}/msca-cas`, { expect: 201, body: { name: 'corp-ca', cep_url: adcs.cepUrl,
+      auth: { kind: 'username_password', username: 'alice', password: 'alice-password' }, ca_bundle_pem: adcs.caPem,
+      default_template: 'WebServer', renewal_mode: 'new_key' } });
+    await call('GET', `${P}/msca-cas`, { token: viewer, expect: 200 });
+    await call('GET', `${P}/msca-cas/${need(adcsCa, 'id')}`, { token: viewer, expect: 200 });
+    await call('GET', `${P}/msca-cas/${adcsCa.body.id}/templates?refresh=1`, { token: viewer, expect: 200 });
+    await call('GET', `${P}/msca-cas/${adcsCa.body.id}/templates?refresh=maybe`, { token: viewer, bad: true, expect: 400 });
+    await call('POST', `${P}/certificates/enroll`, { expect: 400, body: { name: 'adcs-bad', msca_ca_id: adcsCa.body.id,
+      template: 'ECWebServer', key_type: 'rsa-2048', subject: 'CN=bad.corp.test' } });
+    const enrolled = await call('POST', `${P}/certificates/enroll`, { expect: 202, body: { name: 'adcs-web',
+      msca_ca_id: adcsCa.body.id, template: 'WebServer', subject: 'CN=web.corp.test', sans: ['web.corp.test'] } });
+    const enrollJob = await waitJob(need(enrolled, 'job_id'), finished);
+    if (enrollJob.status !== 'completed') statusProblems.push(`msca_issue_certificate ended ${enrollJob.status}: ${enrollJob.error}`);
+    await call('GET', `${P}/jobs/${enrolled.body.job_id}`, { token: viewer, expect: 200 });
+    await call('GET', `${P}/certificates/${enrolled.body.certificate_id}`, { token: viewer, expect: 200 });
+
     // --- Deletes, users first.
     await waitJob(need(domainCheck, 'job_id'), finished);
     for (const id of [distAId, distBId]) await call('DELETE', `${P}/distributions/${id}`, { expect: 200 });
@@ -599,6 +619,8 @@ test('every operation of the served OpenAPI document, answers and errors, passes
     for (const id of [certId, acmeCertId, ...(importedId ? [importedId] : [])]) await call('DELETE', `${P}/certificates/${id}`, { expect: 200 });
     await call('DELETE', `${P}/dns-providers/${provider.body.id}`, { expect: 200 });
     await call('DELETE', `${P}/acme-accounts/${account.body.id}`, { expect: 200 });
+    await call('DELETE', `${P}/certificates/${enrolled.body.certificate_id}`, { expect: 200 });
+    await call('DELETE', `${P}/msca-cas/${adcsCa.body.id}`, { expect: 200 });
     await call('DELETE', `${P}/domains/${domain.body.id}`, { expect: 200 });
     await call('DELETE', `${P}/discovery-sources/${source.body.id}`, { expect: 200 });
     await call('GET', `${P}/certificates/${certId}`, { token: viewer, expect: 404 });

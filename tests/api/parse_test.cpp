@@ -58,7 +58,7 @@ TEST(api_router, catalog_rows_name_their_object_kind) {
       {"/notification-rules", "notification_rule"}, {"/distributions", "distribution"},
       {"/acme-accounts", "acme_account"},         {"/dns-providers", "dns_provider"},
       {"/domains", "domain"},                     {"/discovery-sources", "discovery_source"},
-      {"/discovered-certificates", "discovered_certificate"}};
+      {"/discovered-certificates", "discovered_certificate"}, {"/msca-cas", "msca_ca"}};
   std::size_t i = 0;
   for (const auto& r : all_routes()) {
     EXPECT_EQ(static_cast<std::size_t>(r.id), i++) << "rows are in route_id order: " << r.pattern;

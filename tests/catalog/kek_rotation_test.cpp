@@ -404,7 +404,7 @@ TEST(kek_rotation, the_final_sweep_reseals_envelopes_left_behind_the_cursor) {
   auto swept = query_pairs(env.db,
                            "SELECT substr(message, instr(message, 'final sweep'), 40), count(*) FROM job_logs "
                            "WHERE message LIKE '%final sweep re-sealed%' GROUP BY 1");
-  std::map<std::string, std::int64_t> want{{"final sweep re-sealed 1 left behind the ", 5},
+  std::map<std::string, std::int64_t> want{{"final sweep re-sealed 1 left behind the ", 7},
                                            {"final sweep re-sealed 10 left behind the", 1}};
   EXPECT_EQ(swept, want);
   worker->signal(SIGTERM);

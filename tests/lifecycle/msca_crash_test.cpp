@@ -8,12 +8,10 @@
 //                      and a new request, so the CA holds two issued requests (the known limit,
 //                      docs/msca.md "Limits")
 //   completed          the version is stored: the next attempt enrolls nothing, one request
-//   pending_approval   (WebServerApproval, approved through the side channel) the CA holds the
-//                      request for a manager, the record of it is not written yet (the step's
-//                      crash point comes before that transaction): the next attempt submits again,
-//                      so the CA holds the first request pending and unpolled besides the one the
-//                      certificate follows (reported as a bug; a fix that writes the record before
-//                      the step makes it one request: change the expectation below)
+//   pending_approval   (WebServerApproval, approved through the side channel) the request, its
+//                      key and the first poll are recorded in one transaction before the step:
+//                      the next attempt finds the request held and leaves it to its poll chain,
+//                      so the CA holds one request
 // and, for the pending path, one poll chain (one request id, no poll number twice).
 #include "dist_fixture.hpp"
 #include "msca_server.hpp"
@@ -214,10 +212,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // for that attempt and lost with it, so the next attempt enrolls again and the
                       // CA holds one extra issued request (docs/msca.md "Limits").
                       crash_case{"storing", "WebServer", 2, "issued"}, crash_case{"completed", "WebServer", 1, ""},
-                      // Killed after the CA answered "pending", before the request was recorded: the
-                      // next attempt submits again; the first request stays pending at the CA, never
-                      // polled (docs/msca.md "Limits"; the bug report proposes recording it first).
-                      crash_case{"pending_approval", "WebServerApproval", 2, "pending"}),
+                      // Killed after the pending request was recorded: the next attempt leaves it to
+                      // its poll chain; one request at the CA.
+                      crash_case{"pending_approval", "WebServerApproval", 1, ""}),
     [](const ::testing::TestParamInfo<crash_case>& i) { return std::string(i.param.step); });
 
 }  // namespace

@@ -73,7 +73,7 @@ TEST(error_hint, classes_are_unique_and_every_row_can_be_reached) {
     EXPECT_TRUE(names.insert(std::string(h.error_class)).second) << h.error_class;
     EXPECT_GT(h.hint.size(), 40u) << h.error_class;  // a sentence an operator can act on
   }
-  EXPECT_EQ(names.size(), 18u);
+  EXPECT_EQ(names.size(), 24u);
 }
 
 TEST(trigger_in_words, system_triggers_read_as_words_and_tokens_are_left_to_the_api) {
