@@ -12,7 +12,8 @@ import { supervise } from './child.mjs';
  * Starts msca_server.py on a temp dir with user alice (password alice-password) and waits for its
  * ports.json (written last).
  * @returns {Promise<{ports: {https: number, client_cert: number, admin: number}, caPem: string,
- *   cepUrl: string, cesUrl: string, admin: (path: string, method?: string) => Promise<any>, stop: () => Promise<void>}>}
+ *   cepUrl: string, cesUrl: string, admin: (path: string, method?: string) => Promise<any>, output: () => string,
+ *   stop: () => Promise<void>}>}
  */
 export async function startMscaServer() {
   const dir = await mkdtemp(join(tmpdir(), 'certfleet-adcs-'));
@@ -40,12 +41,14 @@ export async function startMscaServer() {
     cepUrl: `${base}/ADPolicyProvider_CEP_UsernamePassword/service.svc/CEP`,
     cesUrl: `${base}/TestCA_CES_UsernamePassword/service.svc/CES`,
     // The side channel (plain HTTP on the admin port): GET /requests, POST /requests/<id>/approve, …
+    /** @param {string} path @param {string} [method] */
     async admin(path, method = 'GET') {
       const r = await fetch(`http://127.0.0.1:${ports.admin}${path}`, { method });
       const text = await r.text();
       if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${text}`);
       return text ? JSON.parse(text) : null;
     },
+    output: () => child.output(),
     async stop() {
       await child.stop();
       await rm(dir, { recursive: true, force: true });

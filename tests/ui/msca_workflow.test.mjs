@@ -10,20 +10,15 @@
 // msca-workflow-pending-after-light.png and msca-workflow-{pending,dead}-phone-{light,dark}.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { startCertfleet, launch, signIn, shot, collectErrors, axe, sleep, mkdtemp, rm, tmpdir, join } from './helpers.mjs';
-import { supervise } from '../testbed/child.mjs';
+import { startCertfleet, launch, signIn, shot, collectErrors, axe, sleep } from './helpers.mjs';
+import { startMscaServer } from '../testbed/msca_server.mjs';
 
 const P = '/api/v1/projects/default';
 const steps = ['initialized', 'fetching_policy', 'generating_key', 'submitting', 'pending_approval', 'retrieving', 'storing', 'completed'];
 const ended = (/** @type {any} */ j) => ['completed', 'failed', 'dead', 'cancelled'].includes(j.status);
 
-/** @type {ReturnType<typeof supervise>} */
+/** @type {Awaited<ReturnType<typeof startMscaServer>>} */
 let adcs;
-let adcsDir = '';
-/** @type {{https: number, client_cert: number, admin: number}} */
-let ports;
 /** @type {Awaited<ReturnType<typeof startCertfleet>>} */
 let cf;
 /** @type {Awaited<ReturnType<typeof launch>>} */
@@ -32,26 +27,6 @@ let viewerToken = '';
 /** @type {Record<'issued' | 'pending' | 'dead', {certificate_id: string, job_id: string}>} */
 const jobs = /** @type {any} */ ({});
 let polledJobId = '';
-
-/**
- * Starts msca_server.py on a temp dir and waits for its ports.json (written last).
- * @returns {Promise<string>} the test CA's certificate
- */
-async function startAdcs() {
-  adcsDir = await mkdtemp(join(tmpdir(), 'certfleet-ui-adcs-'));
-  adcs = supervise(spawn('/usr/bin/python3', ['tests/testbed/msca_server.py', '--dir', adcsDir, '--user', 'alice:alice-password'],
-    { stdio: ['ignore', 'pipe', 'pipe'] }));
-  for (const end = Date.now() + 30000; ;) {
-    try {
-      ports = JSON.parse(await readFile(join(adcsDir, 'ports.json'), 'utf8'));
-      return await readFile(join(adcsDir, 'ca.pem'), 'utf8');
-    } catch {
-      if (!adcs.running()) throw new Error(`msca_server.py exited:\n${adcs.output()}`);
-      if (Date.now() > end) throw new Error(`msca_server.py wrote no ports.json in 30 s:\n${adcs.output()}`);
-      await sleep(100);
-    }
-  }
-}
 
 /**
  * An API call as the owner, its status checked.
@@ -63,22 +38,15 @@ async function call(method, path, body = undefined, status = 200) {
   return r.body;
 }
 
-/** The AD CS peer's side channel (plain HTTP on its admin port). @param {string} path @param {string} [method] */
-async function adcsAdmin(path, method = 'GET') {
-  const r = await fetch(`http://127.0.0.1:${ports.admin}${path}`, { method });
-  const text = await r.text();
-  assert.ok(r.ok, `${method} ${path}: ${r.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
-
 before(async () => {
-  const caPem = await startAdcs();
+  adcs = await startMscaServer();
+  const caPem = adcs.caPem;
   // The test CA listens on 127.0.0.1, which msca_allow_list reaches only when it lists it; polls
   // 1 s after a pending answer and at most 2 s apart, so the approval is picked up at once.
   cf = await startCertfleet({ settings: { msca_allow_list: '127.0.0.1', msca_poll_first_delay_s: 1, msca_poll_max_delay_s: 2 } });
   viewerToken = await cf.token('viewer', { name: 'victor-viewer' });
   const ca = await call('POST', `${P}/msca-cas`, {
-    name: 'corp-ca', cep_url: `https://127.0.0.1:${ports.https}/ADPolicyProvider_CEP_UsernamePassword/service.svc/CEP`,
+    name: 'corp-ca', cep_url: adcs.cepUrl,
     auth: { kind: 'username_password', username: 'alice', password: 'alice-password' }, ca_bundle_pem: caPem }, 201);
   for (const [key, name, template] of /** @type {const} */ ([['issued', 'web01', 'WebServer'], ['pending', 'web02', 'WebServerApproval'], ['dead', 'sub01', 'SubCA']])) {
     jobs[key] = await call('POST', `${P}/certificates/enroll`, { name, msca_ca_id: ca.id, template, subject: `CN=${name}.corp.test`, sans: [`${name}.corp.test`] }, 202);
@@ -96,7 +64,6 @@ after(async () => {
   await browser?.close();
   await cf?.stop();
   await adcs?.stop();
-  if (adcsDir) await rm(adcsDir, { recursive: true, force: true });
 });
 
 /**
@@ -199,7 +166,7 @@ test('a request held for a certificate manager: the issue job waits at pending a
 
   // A certificate manager approves it at the CA (the peer's side channel); the next poll job
   // retrieves the certificate and stores it.
-  await adcsAdmin(`/requests/${w.request_id}/approve`, 'POST');
+  await adcs.admin(`/requests/${w.request_id}/approve`, 'POST');
   /** @type {any} */
   let polled = null;
   for (const end = Date.now() + 60000; !polled;) {
