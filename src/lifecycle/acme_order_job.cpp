@@ -3,6 +3,7 @@
 // opens its auto_execute distributions' runs in the same transaction), or hand a manual order to
 // the operator and carry it on when the records are in place.
 #include "lifecycle/acme_order_job.hpp"
+#include "lifecycle/issued_version.hpp"
 
 #include "certfleet/acme/client.hpp"
 #include "certfleet/acme/dns.hpp"
@@ -239,62 +240,23 @@ asio::awaitable<queue::outcome> acme_job::finish_order(const job_inputs& in, acm
 
   co_await step("storing");
   auto now = ctx_.clock().now_ms();
-  auto info = delivery::parse_certificate_bundle(issued->leaf_pem, issued->chain_pem, *key_pem, now);
-  if (!info) co_return queue::outcome::permanent_failure(fmt::format("the CA's certificate: {}", info.error().message));
-  auto next = std::make_shared<catalog::new_certificate>();
-  next->name = in.cert.name;
-  next->key_pem = std::move(*key_pem);
-  next->doc.subject = info->subject;
-  next->doc.issuer = info->issuer;
-  next->doc.sans = info->sans;
-  next->doc.not_before = info->not_before_ms;
-  next->doc.not_after = info->not_after_ms;
-  next->doc.fingerprint_sha256 = info->fingerprint_sha256;
-  next->doc.serial = info->serial;
-  next->doc.cert_pem = issued->leaf_pem;
-  next->doc.chain_pem = issued->chain_pem;
+  auto version = issued_version(in.cert.name, issued->leaf_pem, issued->chain_pem, std::move(*key_pem), now);
+  if (!version)
+    co_return queue::outcome::permanent_failure(fmt::format("the CA's certificate: {}", version.error().message));
+  auto next = std::make_shared<catalog::new_certificate>(std::move(*version));
 
   auto rs = distribution::run_settings_from(co_await store::read_settings(ctx_.store()));
   const kek* key = opt_.key;
   const std::string project = in.cert.project_id, cert_id = in.cert.id;
   const std::int64_t expected_version = in.doc.version;
-  const std::string actor = fmt::format("job:{}", ctx_.job().id);
-  const std::string job_id = ctx_.job().id, job_type = ctx_.job().type;
-  const std::vector<std::string> domains = acme_doc.domains;
+  const issued_by by{ctx_.job().id, ctx_.job().type, acme_doc.domains};
   auto stored = std::make_shared<distribution::version_stored>();
   store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
     auto got = catalog::read_certificate(tx, project, cert_id);
     if (!got) return std::move(got).error();
-    auto* cert = &got->object;
-    auto* doc = &got->doc;
-    // Another job stored a version meanwhile (a renewal key of the next version, a retried
-    // attempt whose first run committed): this one does not stack a second on it.
-    if (doc->version != expected_version)
-      return make_error(errc::conflict,
-                        fmt::format("certificate {} is at version {} now (this job started from {}): not stored twice",
-                                    cert_id, doc->version, expected_version),
-                        "version");
-    auto s = distribution::store_new_version(tx, *key, *cert, *next, rs, now, actor);
+    auto s = store_issued_version(tx, *key, *got, expected_version, *next, rs, now, by);
     if (!s) return std::move(s).error();
     *stored = std::move(*s);
-    // certificate.issued for the first version, certificate.renewed for the next ones: with the
-    // version, in its transaction (committed together or not at all).
-    notify::fired_event e;
-    e.project_id = project;
-    e.event = stored->version == 1 ? notify::event_names::certificate_issued : notify::event_names::certificate_renewed;
-    e.event_id = distribution::certificate_event_id(e.event, cert_id, std::to_string(stored->version));
-    json::array names;
-    for (const auto& n : domains) names.emplace_back(n);
-    e.data = json::object{{"certificate_id", cert_id},      {"name", cert->name},
-                          {"domains", std::move(names)},   {"version", stored->version},
-                          {"serial", next->doc.serial},    {"not_after", next->doc.not_after},
-                          {"job_id", job_id}};
-    e.key_base = e.event_id;
-    e.source.certificate_id = cert_id;
-    e.source.parent_job_id = job_id;
-    e.source.triggered_by = job_type;
-    auto fired = notify::fire_event(tx, e, now);
-    if (!fired) return std::move(fired).error();
     return {};
   };
   auto w = co_await ctx_.store().catalog().transact(std::move(write));
@@ -305,14 +267,7 @@ asio::awaitable<queue::outcome> acme_job::finish_order(const job_inputs& in, acm
     }
     co_return queue::outcome::failure(fmt::format("storing the new version: {}", w.error().message));
   }
-  co_await ctx_.log("info", fmt::format("certificate {} version {} stored: serial {}, valid until {}", cert_id, stored->version,
-                                        info->serial, format_iso8601(info->not_after_ms)));
-  if (!stored->runs_opened.empty())
-    co_await ctx_.log("info", fmt::format("auto_execute: runs opened for distribution(s) {}", fmt::join(stored->runs_opened, ", ")));
-  if (!stored->runs_deferred.empty())
-    co_await ctx_.log("info", fmt::format("auto_execute: distribution(s) {} are running; the distributions sweep opens "
-                                          "their run for version {} when it ends",
-                                          fmt::join(stored->runs_deferred, ", "), stored->version));
+  co_await log_stored_version(ctx_, cert_id, *stored, *next);
   co_await step("completed");
   co_return queue::outcome::ok();
 }

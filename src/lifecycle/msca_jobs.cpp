@@ -3,6 +3,7 @@
 #include "certfleet/lifecycle/msca_jobs.hpp"
 
 #include "lifecycle/acme_job_common.hpp"
+#include "lifecycle/issued_version.hpp"
 #include "lifecycle/msca_client.hpp"
 
 #include "certfleet/acme/key_type.hpp"
@@ -38,7 +39,11 @@ using detail::msca_answer;
 using detail::msca_connection;
 using detail::msca_failure;
 using detail::msca_message;
+using detail::issued_by;
+using detail::issued_version;
+using detail::log_stored_version;
 using detail::on_cpu;
+using detail::store_issued_version;
 using msca::failure_class;
 
 namespace {
@@ -485,43 +490,24 @@ asio::awaitable<queue::outcome> msca_job::store_issued(const msca_inputs& in, co
     co_return co_await record_failure(in, f, "", held_request_object);
   }
   // The key must be the one this request was made with: a certificate for another key is refused.
-  auto info = delivery::parse_certificate_bundle(pem->leaf_pem, pem->chain_pem, key_pem, now);
-  if (!info) {
+  auto version = issued_version(in.cert.name, pem->leaf_pem, pem->chain_pem, std::move(key_pem), now);
+  if (!version) {
     msca_failure f{failure_class::other,
                    msca_message(failure_class::other, fmt::format("the CA's certificate for request {}: {}",
-                                                                  answer.request_id, info.error().message)),
+                                                                  answer.request_id, version.error().message)),
                    true, {}, {}};
     co_return co_await record_failure(in, f, "", held_request_object);
   }
-  auto next = std::make_shared<catalog::new_certificate>();
-  next->name = in.cert.name;
-  next->key_pem = std::move(key_pem);  // the caller's copy: it is not used after this
-  next->doc.subject = info->subject;
-  next->doc.issuer = info->issuer;
-  next->doc.sans = info->sans;
-  next->doc.not_before = info->not_before_ms;
-  next->doc.not_after = info->not_after_ms;
-  next->doc.fingerprint_sha256 = info->fingerprint_sha256;
-  next->doc.serial = info->serial;
-  next->doc.cert_pem = pem->leaf_pem;
-  next->doc.chain_pem = pem->chain_pem;
-
+  auto next = std::make_shared<catalog::new_certificate>(std::move(*version));
   auto rs = distribution::run_settings_from(co_await store::read_settings(ctx_.store()));
   const kek* key = opt_.key;
   const std::string project = in.cert.project_id, cert_id = in.cert.id;
-  const std::string actor = fmt::format("job:{}", ctx_.job().id);
-  const std::string job_id = ctx_.job().id, job_type = ctx_.job().type;
+  const issued_by by{ctx_.job().id, ctx_.job().type, next->doc.sans};
   const std::string request_id = answer.request_id, disposition_message = answer.disposition_message;
   auto stored = std::make_shared<distribution::version_stored>();
   store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
     auto got = catalog::read_certificate(tx, project, cert_id);
     if (!got) return std::move(got).error();
-    // Another job stored a version meanwhile: this one does not stack a second on it.
-    if (got->doc.version != from_version)
-      return make_error(errc::conflict,
-                        fmt::format("certificate {} is at version {} now (this request was made at {}): not stored twice",
-                                    cert_id, got->doc.version, from_version),
-                        "version");
     // The request's outcome goes on the document store_new_version carries over.
     auto& m = *got->doc.msca;
     m.request_id = request_id;
@@ -529,26 +515,11 @@ asio::awaitable<queue::outcome> msca_job::store_issued(const msca_inputs& in, co
     m.disposition_message = disposition_message;
     m.error_code.clear();
     got->object.doc = catalog::certificate_doc_json(got->doc);
-    auto s = distribution::store_new_version(tx, *key, got->object, *next, rs, now, actor);
+    auto s = store_issued_version(tx, *key, *got, from_version, *next, rs, now, by);
     if (!s) return std::move(s).error();
     *stored = std::move(*s);
     if (!held_request_object.empty())
       if (auto del = tx.delete_object(project, store::kind_msca_request, held_request_object); !del) return del;
-    notify::fired_event e;
-    e.project_id = project;
-    e.event = stored->version == 1 ? notify::event_names::certificate_issued : notify::event_names::certificate_renewed;
-    e.event_id = distribution::certificate_event_id(e.event, cert_id, std::to_string(stored->version));
-    json::array names;
-    for (const auto& n : next->doc.sans) names.emplace_back(n);
-    e.data = json::object{{"certificate_id", cert_id},    {"name", got->object.name},   {"domains", std::move(names)},
-                          {"version", stored->version}, {"serial", next->doc.serial}, {"not_after", next->doc.not_after},
-                          {"job_id", job_id}};
-    e.key_base = e.event_id;
-    e.source.certificate_id = cert_id;
-    e.source.parent_job_id = job_id;
-    e.source.triggered_by = job_type;
-    auto fired = notify::fire_event(tx, e, now);
-    if (!fired) return std::move(fired).error();
     return {};
   };
   auto w = co_await ctx_.store().catalog().transact(std::move(write));
@@ -559,10 +530,7 @@ asio::awaitable<queue::outcome> msca_job::store_issued(const msca_inputs& in, co
     }
     co_return queue::outcome::failure(fmt::format("storing the new version: {}", w.error().message));
   }
-  co_await ctx_.log("info", fmt::format("certificate {} version {} stored: serial {}, valid until {}", cert_id,
-                                        stored->version, info->serial, format_iso8601(info->not_after_ms)));
-  if (!stored->runs_opened.empty())
-    co_await ctx_.log("info", fmt::format("auto_execute: runs opened for distribution(s) {}", fmt::join(stored->runs_opened, ", ")));
+  co_await log_stored_version(ctx_, cert_id, *stored, *next);
   co_await step("completed");
   co_return queue::outcome::ok();
 }

@@ -8,38 +8,10 @@
 #include "msca_server.hpp"
 #include "temp_dir.hpp"
 
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/x509_vfy.h>
-
 namespace dist_test {
 namespace {
 
-// Whether `leaf` chains to `root` through `chain`, by OpenSSL's verifier.
-bool chains_to(const std::string& leaf, const std::string& chain, const std::string& root) {
-  auto read_all = [](const std::string& pem) {
-    STACK_OF(X509)* s = sk_X509_new_null();
-    BIO* b = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-    while (X509* x = PEM_read_bio_X509(b, nullptr, nullptr, nullptr)) sk_X509_push(s, x);
-    BIO_free(b);
-    ERR_clear_error();
-    return s;
-  };
-  STACK_OF(X509)* leafs = read_all(leaf);
-  STACK_OF(X509)* inter = read_all(chain);
-  STACK_OF(X509)* roots = read_all(root);
-  X509_STORE* store = X509_STORE_new();
-  for (int i = 0; i < sk_X509_num(roots); ++i) X509_STORE_add_cert(store, sk_X509_value(roots, i));
-  X509_STORE_CTX* ctx = X509_STORE_CTX_new();
-  bool ok = sk_X509_num(leafs) == 1 && X509_STORE_CTX_init(ctx, store, sk_X509_value(leafs, 0), inter) == 1 &&
-            X509_verify_cert(ctx) == 1;
-  X509_STORE_CTX_free(ctx);
-  X509_STORE_free(store);
-  sk_X509_pop_free(leafs, X509_free);
-  sk_X509_pop_free(inter, X509_free);
-  sk_X509_pop_free(roots, X509_free);
-  return ok;
-}
+using testbed::chains_to;
 
 // The field an API refusal names ({"error": {code, message, field}}).
 std::string field_of(const testbed::http_response& r) {

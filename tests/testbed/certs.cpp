@@ -7,6 +7,7 @@
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <openssl/x509_vfy.h>
 
 #include <memory>
 #include <stdexcept>
@@ -178,6 +179,31 @@ std::string make_crl_der(const crl_spec& spec) {
   std::string out(reinterpret_cast<char*>(der), static_cast<std::size_t>(n));
   OPENSSL_free(der);
   return out;
+}
+
+bool chains_to(const std::string& leaf, const std::string& chain, const std::string& root) {
+  auto read_all = [](const std::string& pem) {
+    STACK_OF(X509)* s = sk_X509_new_null();
+    BIO* b = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    while (X509* x = PEM_read_bio_X509(b, nullptr, nullptr, nullptr)) sk_X509_push(s, x);
+    BIO_free(b);
+    ERR_clear_error();
+    return s;
+  };
+  STACK_OF(X509)* leafs = read_all(leaf);
+  STACK_OF(X509)* inter = read_all(chain);
+  STACK_OF(X509)* roots = read_all(root);
+  X509_STORE* store = X509_STORE_new();
+  for (int i = 0; i < sk_X509_num(roots); ++i) X509_STORE_add_cert(store, sk_X509_value(roots, i));
+  X509_STORE_CTX* ctx = X509_STORE_CTX_new();
+  bool ok = sk_X509_num(leafs) == 1 && X509_STORE_CTX_init(ctx, store, sk_X509_value(leafs, 0), inter) == 1 &&
+            X509_verify_cert(ctx) == 1;
+  X509_STORE_CTX_free(ctx);
+  X509_STORE_free(store);
+  sk_X509_pop_free(leafs, X509_free);
+  sk_X509_pop_free(inter, X509_free);
+  sk_X509_pop_free(roots, X509_free);
+  return ok;
 }
 
 }  // namespace testbed

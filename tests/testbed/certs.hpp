@@ -47,4 +47,8 @@ struct crl_spec {
 };
 std::string make_crl_der(const crl_spec& spec);
 
+// Whether `leaf` chains to `root` through `chain` (PEM), by OpenSSL's verifier: what a client
+// that trusts `root` would accept.
+bool chains_to(const std::string& leaf, const std::string& chain, const std::string& root);
+
 }  // namespace testbed
