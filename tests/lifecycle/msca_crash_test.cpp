@@ -13,89 +13,12 @@
 //                      the next attempt finds the request held and leaves it to its poll chain,
 //                      so the CA holds one request
 // and, for the pending path, one poll chain (one request id, no poll number twice).
-#include "dist_fixture.hpp"
-#include "msca_server.hpp"
-#include "temp_dir.hpp"
+#include "msca_env.hpp"
 
 #include <set>
 
 namespace dist_test {
 namespace {
-
-// The test CA, a certfleet armed to crash at one point (or not), the API helpers.
-class msca_crash_env {
- public:
-  msca_crash_env(std::vector<std::string> sets, std::map<std::string, std::string> environment) : env(0) {
-    ca = std::make_unique<testbed::msca_server>(env.dir.path() / "adcs");
-    env.start("all", std::move(sets), std::move(environment));
-    // The test CA listens on 127.0.0.1: msca_allow_list reaches loopback only when it lists it.
-    env.set_settings(json::object{{"msca_allow_list", "127.0.0.1"}, {"msca_poll_first_delay_s", 1},
-                                  {"msca_poll_max_delay_s", 2}});
-  }
-  ~msca_crash_env() {
-    if (::testing::Test::HasFailure()) {
-      auto log = ca->log();
-      std::cerr << "msca server log tail:\n" << (log.size() > 4000 ? log.substr(log.size() - 4000) : log) << "\n";
-    }
-  }
-
-  json::object password_ca(const std::string& name) const {
-    return json::object{{"name", name},
-                        {"cep_url", ca->cep_url()},
-                        {"auth", json::object{{"kind", "username_password"}, {"username", "alice"}, {"password", "alice-password"}}},
-                        {"ca_bundle_pem", ca->ca_pem()},
-                        {"default_template", "WebServer"}};
-  }
-  json::value wait_job(const std::string& id, std::chrono::seconds timeout = 90s) {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    json::value j;
-    while (std::chrono::steady_clock::now() < until) {
-      j = env.call("GET", "jobs/" + id).json();
-      auto s = str(j, "status");
-      if (s == "completed" || s == "dead" || s == "cancelled") return j;
-      std::this_thread::sleep_for(100ms);
-    }
-    ADD_FAILURE() << "job " << id << " did not end: " << json::serialize(j) << "\n" << log_text(id);
-    return j;
-  }
-  std::string log_text(const std::string& job) {
-    auto r = env.call("GET", "jobs/" + job + "/logs?limit=500").json();
-    std::string out;
-    if (r.is_object())
-      if (auto* lines = r.as_object().if_contains("lines"); lines && lines->is_array())
-        for (const auto& l : lines->as_array()) out += str(l, "level") + " " + str(l, "message") + "\n";
-    return out;
-  }
-  json::array jobs_of(const std::string& type) {
-    auto r = env.ok("GET", "jobs?type=" + type + "&page_size=100");
-    return r.at("items").as_array();
-  }
-  json::value wait_certificate(const std::string& id, const std::function<bool(const json::value&)>& done,
-                               std::chrono::seconds timeout = 90s) {
-    json::value c;
-    for (auto until = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < until;
-         std::this_thread::sleep_for(100ms)) {
-      c = env.ok("GET", "certificates/" + id);
-      if (done(c)) return c;
-    }
-    ADD_FAILURE() << "certificate " << id << " did not get there: " << json::serialize(c);
-    return c;
-  }
-  // The armed worker kills itself at the point; then a fresh one (without it) starts on the same
-  // data. False when the worker did not get there within a minute.
-  bool restart_after_crash(const std::vector<std::string>& sets) {
-    auto& armed = *env.servers.back();
-    for (auto until = std::chrono::steady_clock::now() + 60s; armed.running() && std::chrono::steady_clock::now() < until;)
-      std::this_thread::sleep_for(50ms);
-    if (armed.running()) return false;
-    env.http.reset();
-    env.start("all", sets);
-    return true;
-  }
-
-  dist_env env;
-  std::unique_ptr<testbed::msca_server> ca;
-};
 
 struct crash_case {
   const char* step;
@@ -114,7 +37,7 @@ TEST_P(msca_crash, a_worker_killed_at_the_step_stores_one_version_and_the_certif
   const bool approval = std::string(c.tmpl) == "WebServerApproval";
   // A killed worker's lease runs out in 2 s, then the restarted one takes the job again.
   const std::vector<std::string> sets{"lease_ms=2000", "scheduler_interval_ms=1000", "scheduler_lease_ms=3000"};
-  msca_crash_env m(sets, {{"CERTFLEET_CRASH_AT", "msca_step_" + step}});
+  msca_env m({}, sets, {{"CERTFLEET_CRASH_AT", "msca_step_" + step}});
   const auto ca_id = str(m.env.ok("POST", "msca-cas", json::serialize(m.password_ca("corp")), 201), "id");
   std::string host = step + ".corp.test";
   std::replace(host.begin(), host.end(), '_', '-');
@@ -170,10 +93,6 @@ TEST_P(msca_crash, a_worker_killed_at_the_step_stores_one_version_and_the_certif
   // Whatever else the CA holds, the stored version is the certificate of one of its requests
   // (serials compared as numbers: certfleet writes an even number of hex digits, "0b22…", the test
   // server Python's hex of the integer, "b22…").
-  auto hex_number = [](std::string h) {
-    h.erase(0, std::min(h.find_first_not_of('0'), h.size()));
-    return h;
-  };
   std::size_t matching = 0;
   for (const auto& r : reqs) matching += hex_number(r.serial) == hex_number(str(v, "serial"));
   EXPECT_EQ(matching, 1u) << "serial " << str(v, "serial") << "; requests at the CA:" << seen;
