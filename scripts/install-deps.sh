@@ -16,6 +16,8 @@ test_pkgs=(
   openssh-server openssh-client procps iproute2 curl python3 sudo
   # the SMTP server of the email notification tests (tests/testbed/smtp_server.py)
   python3-aiosmtpd
+  # the AD CS CEP/CES peer (tests/testbed/msca_server.py): its test CA signs with it
+  python3-cryptography
   # the MongoDB store's wire-level tests: MongoDB's own wire-protocol test server
   # (tests/testbed/mockupdb_server.py, run with /usr/bin/python3)
   python3-mockupdb python3-pymongo
