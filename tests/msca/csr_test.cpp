@@ -100,7 +100,7 @@ const keys& test_keys() {
 
 }  // namespace
 
-TEST(MscaCsr, SubjectSansAndTemplateExtension) {
+TEST(msca_csr, subject_sans_and_template_extension) {
   const auto& k = test_keys();
   auto der = make_enrollment_csr(key_pem(k.rsa.get()), "CN=web01.contoso.com,OU=Web,O=Contoso\\, Ltd,C=US",
                                  {"web01.contoso.com", "www.contoso.com", "*.apps.contoso.com"}, v2_template());
@@ -126,7 +126,7 @@ TEST(MscaCsr, SubjectSansAndTemplateExtension) {
   EXPECT_EQ(extension_value(req.get(), "1.3.6.1.4.1.311.20.2"), "");
 }
 
-TEST(MscaCsr, TemplateNameWhenTheOidIsUnknown) {
+TEST(msca_csr, template_name_when_the_oid_is_unknown) {
   policy_template t;
   t.name = "WebServer";
   auto der = make_enrollment_csr(key_pem(test_keys().ec.get()), "", {}, t);
@@ -142,7 +142,7 @@ TEST(MscaCsr, TemplateNameWhenTheOidIsUnknown) {
   EXPECT_TRUE(dns_sans(req.get()).empty());
 }
 
-TEST(MscaCsr, RefusesOddSubjects) {
+TEST(msca_csr, refuses_odd_subjects) {
   const auto pem = key_pem(test_keys().ec.get());
   for (const char* subject :
        {"CN", "CN=", "CN=a,", ",CN=a", "CN=a+O=b", "XX=a", "1.2.3=a", "CN=#04026869", "CN= a", "CN=a ", "CN=a;b",
@@ -159,7 +159,7 @@ TEST(MscaCsr, RefusesOddSubjects) {
   EXPECT_EQ(subject_of(read_csr(*ok).get()), "CN=a\\,b\\+c,O=x\\ ");
 }
 
-TEST(MscaCsr, RefusesOddSans) {
+TEST(msca_csr, refuses_odd_sans) {
   const auto pem = key_pem(test_keys().ec.get());
   const std::vector<std::vector<std::string>> cases{
       {"ok.example", "bad_name.example"}, {"ok.example", ""}, {"ok.example", "-a.example"},
@@ -173,7 +173,7 @@ TEST(MscaCsr, RefusesOddSans) {
   }
 }
 
-TEST(MscaCsr, RefusesBadKeysAndTemplates) {
+TEST(msca_csr, refuses_bad_keys_and_templates) {
   auto r = make_enrollment_csr("not a key", "CN=x", {}, v2_template());
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().field, "key_pem");
@@ -194,7 +194,7 @@ TEST(MscaCsr, RefusesBadKeysAndTemplates) {
   EXPECT_EQ(r.error().field, "template");
 }
 
-TEST(MscaCsr, RenewalVerifiesWithTheCurrentCertificate) {
+TEST(msca_csr, renewal_verifies_with_the_current_certificate) {
   const auto& k = test_keys();
   // The current certificate: self-signed with the RSA key.
   ossl_ptr<X509, X509_free> cert(X509_new());
@@ -236,7 +236,7 @@ TEST(MscaCsr, RenewalVerifiesWithTheCurrentCertificate) {
   EXPECT_EQ(OBJ_obj2nid(alg), NID_sha256);
 }
 
-TEST(MscaCsr, RenewalRefusesMismatchedInputs) {
+TEST(msca_csr, renewal_refuses_mismatched_inputs) {
   const auto& k = test_keys();
   const auto leaf = msca_test::fixture("leaf_certificate.pem");
   auto csr = make_enrollment_csr(key_pem(k.ec.get()), "CN=x", {}, v2_template());

@@ -14,7 +14,7 @@ soap_fault with_code(std::int64_t code) {
 }
 }  // namespace
 
-TEST(MscaFault, ClassifiesDocumentedHresults) {
+TEST(msca_fault, classifies_documented_hresults) {
   EXPECT_EQ(classify_fault(with_code(-2146877422)), failure_class::template_not_allowed);  // 0x80094012
   EXPECT_EQ(classify_fault(with_code(0x80094012)), failure_class::template_not_allowed);   // written unsigned
   EXPECT_EQ(classify_fault(with_code(0x80094800)), failure_class::template_not_allowed);
@@ -27,7 +27,7 @@ TEST(MscaFault, ClassifiesDocumentedHresults) {
   EXPECT_EQ(classify_fault(with_code(0x80004005)), failure_class::other);  // E_FAIL: says nothing
 }
 
-TEST(MscaFault, ClassifiesFaultsWithoutAnHresult) {
+TEST(msca_fault, classifies_faults_without_an_hresult) {
   soap_fault f;
   f.code = "s:Sender";
   f.subcode = "a:FailedAuthentication";
@@ -41,7 +41,7 @@ TEST(MscaFault, ClassifiesFaultsWithoutAnHresult) {
   EXPECT_EQ(classify_fault(f), failure_class::other);
 }
 
-TEST(MscaFault, HresultOutOfRangeIsNoHresult) {
+TEST(msca_fault, hresult_out_of_range_is_no_hresult) {
   EXPECT_EQ(hresult_text(-2146877422), "0x80094012");
   EXPECT_EQ(hresult_text(0x80094012), "0x80094012");
   EXPECT_EQ(hresult_text(0), "0x00000000");
@@ -54,7 +54,7 @@ TEST(MscaFault, HresultOutOfRangeIsNoHresult) {
   EXPECT_EQ(hresult_name(12345), "");
 }
 
-TEST(MscaFault, ClassNames) {
+TEST(msca_fault, class_names) {
   EXPECT_EQ(failure_class_name(failure_class::auth), "msca_auth");
   EXPECT_EQ(failure_class_name(failure_class::template_not_allowed), "msca_template_not_allowed");
   EXPECT_EQ(failure_class_name(failure_class::denied), "msca_denied");

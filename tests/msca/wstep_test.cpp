@@ -68,7 +68,7 @@ constexpr std::string_view enrollment = "http://schemas.microsoft.com/windows/pk
 
 }  // namespace
 
-TEST(MscaWstep, IssueRequestHasTheSpecificationsShape) {
+TEST(msca_wstep, issue_request_has_the_specifications_shape) {
   enroll_request r;
   r.kind = request_kind::issue;
   r.template_name = "Contoso<Web>&Server";
@@ -87,7 +87,7 @@ TEST(MscaWstep, IssueRequestHasTheSpecificationsShape) {
   EXPECT_EQ(item->children.at(0).text, "Contoso<Web>&Server");
 }
 
-TEST(MscaWstep, RenewalIsAnIssueWithAPkcs7) {
+TEST(msca_wstep, renewal_is_an_issue_with_a_pkcs7) {
   enroll_request r;
   r.kind = request_kind::renew;
   r.template_name = "ContosoWebServer";
@@ -101,7 +101,7 @@ TEST(MscaWstep, RenewalIsAnIssueWithAPkcs7) {
             "http://schemas.microsoft.com/windows/pki/2009/01/enrollment#PKCS7");
 }
 
-TEST(MscaWstep, QueryRequestHasTheSpecificationsShape) {
+TEST(msca_wstep, query_request_has_the_specifications_shape) {
   enroll_request r;
   r.kind = request_kind::query;
   r.request_id = "58";
@@ -123,7 +123,7 @@ TEST(MscaWstep, QueryRequestHasTheSpecificationsShape) {
   EXPECT_EQ(find(*odd_tree, enrollment, "RequestID")->text, "5</RequestID><x>");
 }
 
-TEST(MscaWstep, ReadsAnIssuedAnswerWithItsChain) {
+TEST(msca_wstep, reads_an_issued_answer_with_its_chain) {
   auto r = parse_enrollment_response(fixture("wstep_issued_response.xml"));
   ASSERT_TRUE(r) << r.error().field << ": " << r.error().message;
   EXPECT_EQ(r->status, disposition::issued);
@@ -134,7 +134,7 @@ TEST(MscaWstep, ReadsAnIssuedAnswerWithItsChain) {
   EXPECT_EQ(r->chain_der[0], pem_to_der(fixture("ca_certificate.pem")));
 }
 
-TEST(MscaWstep, ReadsAChainFromASignedDataWithContent) {
+TEST(msca_wstep, reads_a_chain_from_a_signed_data_with_content) {
   // What a CMC Full PKI Response looks like to the reader: SignedData with content and certs.
   const auto ca_pem = fixture("ca_certificate.pem");
   ossl_ptr<EVP_PKEY, EVP_PKEY_free> key(EVP_EC_gen("P-256"));
@@ -171,7 +171,7 @@ TEST(MscaWstep, ReadsAChainFromASignedDataWithContent) {
   EXPECT_EQ(r->chain_der.size(), 2u);  // the signer and the CA; the leaf is not among them
 }
 
-TEST(MscaWstep, ReadsAPendingAnswer) {
+TEST(msca_wstep, reads_a_pending_answer) {
   auto r = parse_enrollment_response(fixture("wstep_pending_response.xml"));
   ASSERT_TRUE(r) << r.error().field << ": " << r.error().message;
   EXPECT_EQ(r->status, disposition::pending);
@@ -181,7 +181,7 @@ TEST(MscaWstep, ReadsAPendingAnswer) {
   EXPECT_TRUE(r->chain_der.empty());
 }
 
-TEST(MscaWstep, ReadsAFault) {
+TEST(msca_wstep, reads_a_fault) {
   auto r = parse_enrollment_response(fixture("wstep_fault.xml"));
   ASSERT_TRUE(r) << r.error().field << ": " << r.error().message;
   EXPECT_EQ(r->status, disposition::refused);
@@ -197,7 +197,7 @@ TEST(MscaWstep, ReadsAFault) {
   EXPECT_EQ(hresult_text(*r->fault.error_code), "0x80094012");
 }
 
-TEST(MscaWstep, RefusesMalformedAnswers) {
+TEST(msca_wstep, refuses_malformed_answers) {
   const auto issued = fixture("wstep_issued_response.xml");
   const std::string base = "RequestSecurityTokenResponseCollection/RequestSecurityTokenResponse";
   // Bad base64 in the leaf and in the PKCS#7.
@@ -258,7 +258,7 @@ TEST(MscaWstep, RefusesMalformedAnswers) {
   EXPECT_EQ(r.error().field, "xml");
 }
 
-TEST(MscaWstep, AcceptsAnUnsignedErrorCodeAndWrappedBase64) {
+TEST(msca_wstep, accepts_an_unsigned_error_code_and_wrapped_base64) {
   auto r = parse_enrollment_response(replaced(fixture("wstep_fault.xml"), "<ErrorCode>-2146877422<", "<ErrorCode>2148089874<"));
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(*r->fault.error_code, -2146877422);

@@ -41,7 +41,7 @@ constexpr std::string_view wsa = "http://www.w3.org/2005/08/addressing";
 
 }  // namespace
 
-TEST(MscaXcep, GetPoliciesHasTheSpecificationsShape) {
+TEST(msca_xcep, get_policies_has_the_specifications_shape) {
   auto req = get_policies_request("https://cep.contoso.com/ADPolicyProvider_CEP_Kerberos/service.svc/CEP",
                                   "urn:uuid:5d7f2e1c-3b8a-4c4e-9a51-6f0e2d7c9b10", {});
   EXPECT_EQ(req.action, "http://schemas.microsoft.com/windows/pki/2009/01/enrollmentpolicy/IPolicy/GetPolicies");
@@ -57,7 +57,7 @@ TEST(MscaXcep, GetPoliciesHasTheSpecificationsShape) {
             "application/soap+xml; charset=utf-8; action=\"" + req.action + "\"");
 }
 
-TEST(MscaXcep, UsernameTokenIsEscapedAndOnlyWhenAsked) {
+TEST(msca_xcep, username_token_is_escaped_and_only_when_asked) {
   message_security sec{"CONTOSO\\svc<cert>&", "p\"w'<&>d"};
   auto req = get_policies_request("https://cep/x?a=1&b=<2>", "urn:uuid:1", sec);
   auto tree = detail::parse_xml(req.envelope);
@@ -75,7 +75,7 @@ TEST(MscaXcep, UsernameTokenIsEscapedAndOnlyWhenAsked) {
   EXPECT_EQ(anon.envelope.find("Password"), std::string::npos);
 }
 
-TEST(MscaXcep, ReadsTheResponse) {
+TEST(msca_xcep, reads_the_response) {
   auto p = parse_get_policies_response(fixture("xcep_get_policies_response.xml"));
   ASSERT_TRUE(p) << p.error().field << ": " << p.error().message;
   EXPECT_EQ(p->policy_id, "{3C1F6C4B-2E1A-4F0B-9D7E-5A2B8C9D0E1F}");
@@ -119,7 +119,7 @@ TEST(MscaXcep, ReadsTheResponse) {
   EXPECT_EQ(ces_auth_name(ces_auth::client_certificate), "client_certificate");
 }
 
-TEST(MscaXcep, RefusesWrongNamespaceAndMissingElements) {
+TEST(msca_xcep, refuses_wrong_namespace_and_missing_elements) {
   const auto doc = fixture("xcep_get_policies_response.xml");
   auto replaced = [&](std::string_view from, std::string_view to) {
     std::string d = doc;
@@ -168,7 +168,7 @@ TEST(MscaXcep, RefusesWrongNamespaceAndMissingElements) {
   EXPECT_TRUE(empty->templates.empty());
 }
 
-TEST(MscaXcep, FaultIsAnErrorWithItsReason) {
+TEST(msca_xcep, fault_is_an_error_with_its_reason) {
   auto r = parse_get_policies_response(
       "<s:Envelope xmlns:s=\"http://www.w3.org/2003/05/soap-envelope\"><s:Body><s:Fault><s:Code><s:Value>s:Sender</s:Value>"
       "<s:Subcode><s:Value xmlns:a=\"http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd\">"

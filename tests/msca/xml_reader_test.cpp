@@ -26,7 +26,7 @@ std::string error_of(std::string_view xml) {
 
 }  // namespace
 
-TEST(MscaXmlReader, ReadsNamespacesAttributesAndText) {
+TEST(msca_xml_reader, reads_namespaces_attributes_and_text) {
   auto r = parse_xml(
       "<?xml version=\"1.0\" encoding=\"utf-8\"?><p:a xmlns:p=\"urn:x\" xmlns=\"urn:y\" p:k=\"v&amp;w\" n=\"1\">"
       "<b>t&lt;1</b><p:c><![CDATA[<raw>]]></p:c><b xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:nil=\"true\"/></p:a>");
@@ -47,7 +47,7 @@ TEST(MscaXmlReader, ReadsNamespacesAttributesAndText) {
   EXPECT_EQ(r->child("urn:x", "b"), nullptr);
 }
 
-TEST(MscaXmlReader, RefusesBillionLaughs) {
+TEST(msca_xml_reader, refuses_billion_laughs) {
   const std::string lol =
       "<?xml version=\"1.0\"?><!DOCTYPE lolz [<!ENTITY lol \"lol\">"
       "<!ENTITY lol1 \"&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;\">"
@@ -65,25 +65,25 @@ TEST(MscaXmlReader, RefusesBillionLaughs) {
   EXPECT_EQ(msg.find("lollol"), std::string::npos);
 }
 
-TEST(MscaXmlReader, RefusesExternalEntityWithoutReadingIt) {
+TEST(msca_xml_reader, refuses_external_entity_without_reading_it) {
   const auto msg = error_of("<?xml version=\"1.0\"?><!DOCTYPE x [<!ENTITY e SYSTEM \"file:///etc/passwd\">]><x>&e;</x>");
   EXPECT_NE(msg.find("DOCTYPE"), std::string::npos) << msg;
   EXPECT_EQ(msg.find("root:"), std::string::npos);
 }
 
-TEST(MscaXmlReader, RefusesAnyDoctype) {
+TEST(msca_xml_reader, refuses_any_doctype) {
   EXPECT_NE(error_of("<!DOCTYPE x><x/>").find("DOCTYPE"), std::string::npos);
   EXPECT_NE(error_of("<!DOCTYPE x SYSTEM \"http://127.0.0.1:1/x.dtd\"><x/>").find("DOCTYPE"), std::string::npos);
   EXPECT_NE(error_of("<!DOCTYPE x PUBLIC \"-//x//y\" \"x.dtd\" [<!ELEMENT x ANY>]><x/>").find("DOCTYPE"),
             std::string::npos);
 }
 
-TEST(MscaXmlReader, RefusesUndeclaredEntities) {
+TEST(msca_xml_reader, refuses_undeclared_entities) {
   const auto msg = error_of("<x>&nope;</x>");
   EXPECT_FALSE(msg.empty());
 }
 
-TEST(MscaXmlReader, RefusesOversizeDocuments) {
+TEST(msca_xml_reader, refuses_oversize_documents) {
   std::string big = "<x>";
   big.append(5 * 1024 * 1024, 'a');
   big += "</x>";
@@ -91,7 +91,7 @@ TEST(MscaXmlReader, RefusesOversizeDocuments) {
   EXPECT_NE(msg.find("bytes"), std::string::npos) << msg;
 }
 
-TEST(MscaXmlReader, RefusesDeepNesting) {
+TEST(msca_xml_reader, refuses_deep_nesting) {
   std::string deep;
   for (int i = 0; i < 10000; ++i) deep += "<a>";
   for (int i = 0; i < 10000; ++i) deep += "</a>";
@@ -106,7 +106,7 @@ TEST(MscaXmlReader, RefusesDeepNesting) {
   EXPECT_FALSE(parse_xml(over));
 }
 
-TEST(MscaXmlReader, RefusesTooManyElements) {
+TEST(msca_xml_reader, refuses_too_many_elements) {
   std::string many = "<x>";
   for (int i = 0; i < 20001; ++i) many += "<y/>";
   many += "</x>";
@@ -114,7 +114,7 @@ TEST(MscaXmlReader, RefusesTooManyElements) {
   EXPECT_NE(msg.find("elements"), std::string::npos) << msg;
 }
 
-TEST(MscaXmlReader, RefusesMalformedAndNonUtf8) {
+TEST(msca_xml_reader, refuses_malformed_and_non_utf8) {
   EXPECT_FALSE(error_of("").empty());
   EXPECT_FALSE(error_of("<x>").empty());
   EXPECT_FALSE(error_of("<x></y>").empty());
@@ -125,7 +125,7 @@ TEST(MscaXmlReader, RefusesMalformedAndNonUtf8) {
   EXPECT_FALSE(error_of("<p:x/>").empty());  // undeclared prefix
 }
 
-TEST(MscaXmlReader, ParsesOnManyThreadsAtOnce) {
+TEST(msca_xml_reader, parses_on_many_threads_at_once) {
   std::vector<std::thread> threads;
   std::vector<int> ok(8, 0);
   for (int t = 0; t < 8; ++t)
@@ -140,7 +140,7 @@ TEST(MscaXmlReader, ParsesOnManyThreadsAtOnce) {
   for (int v : ok) EXPECT_EQ(v, 200);
 }
 
-TEST(MscaXmlReader, EscapesEverythingItWrites) {
+TEST(msca_xml_reader, escapes_everything_it_writes) {
   EXPECT_EQ(xml_escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
   EXPECT_EQ(xml_escape("x\ny\tz\r"), "x&#10;y&#9;z&#13;");
   EXPECT_EQ(xml_escape(std::string("a\x01" "b", 3)), "a\xEF\xBF\xBD" "b");
