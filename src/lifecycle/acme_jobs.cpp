@@ -70,6 +70,18 @@ std::string acme_job_payload(std::string_view certificate_id, std::int64_t versi
   return json::serialize(o);
 }
 
+result<void> check_certificate_job_payload(const std::string& payload) {
+  auto p = certfleet::json::object_reader::parse(payload, "payload");
+  if (!p) return std::move(p).error();
+  if (auto ok = p->only({"certificate_id", "version"}); !ok) return ok;
+  auto id = p->required_string("certificate_id");
+  if (!id) return std::move(id).error();
+  auto version = p->optional_int("version");
+  if (!version) return std::move(version).error();
+  if (*version && **version < 1) return make_error(errc::invalid_argument, "payload.version must be >= 1", "payload.version");
+  return {};
+}
+
 asio::awaitable<result<void>> register_acme_account(new_acme_account& account, const acme_job_options& opt) {
   auto key = co_await on_cpu<result<acme::account_key>>(opt.cpu, [] { return acme::account_key::generate(); });
   if (!key) co_return std::move(key).error();
@@ -108,17 +120,6 @@ asio::awaitable<result<void>> register_acme_account(new_acme_account& account, c
 }
 
 void register_acme_handlers(queue::handler_registry& r, std::shared_ptr<const acme_job_options> options) {
-  auto validate = [](const std::string& payload) -> result<void> {
-    auto p = certfleet::json::object_reader::parse(payload, "payload");
-    if (!p) return std::move(p).error();
-    if (auto ok = p->only({"certificate_id", "version"}); !ok) return ok;
-    auto id = p->required_string("certificate_id");
-    if (!id) return std::move(id).error();
-    auto version = p->optional_int("version");
-    if (!version) return std::move(version).error();
-    if (*version && **version < 1) return make_error(errc::invalid_argument, "payload.version must be >= 1", "payload.version");
-    return {};
-  };
   r.add(std::string(queue::job_names::revoke_certificate),
         [options](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
           co_return co_await run_revoke(ctx, *options);
@@ -143,7 +144,7 @@ void register_acme_handlers(queue::handler_registry& r, std::shared_ptr<const ac
             acme_job job(ctx, *options, renewal ? acme_job::mode::renew : acme_job::mode::issue);
             co_return co_await job.run();
           },
-          validate);
+          check_certificate_job_payload);
   }
   r.add(std::string(queue::job_names::validate_manual_dns),
         [options](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {

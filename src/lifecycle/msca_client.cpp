@@ -1,6 +1,8 @@
 // One SOAP call to an AD CS service (msca_client.hpp).
 #include "lifecycle/msca_client.hpp"
 
+#include "lifecycle/acme_job_common.hpp"
+
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/net/http.hpp"
 
@@ -84,9 +86,7 @@ asio::awaitable<net::http_response> post(const msca_connection& c, const std::st
   req.timeout = c.timeout;
   req.egress = c.egress;
   req.egress_setting = "msca_allow_list";
-  req.ca_pem = c.ca->ca_bundle_pem.empty() ? c.extra_ca_pem
-               : c.extra_ca_pem.empty()     ? c.ca->ca_bundle_pem
-                                            : c.ca->ca_bundle_pem + "\n" + c.extra_ca_pem;
+  req.ca_pem = trust_anchors(c.ca->ca_bundle_pem, c.extra_ca_pem);
   req.resolve_pool = c.cpu;
   req.max_body = msca::max_answer_bytes;
   if (c.ca->auth_kind == "client_certificate") {

@@ -248,14 +248,10 @@ asio::awaitable<queue::outcome> msca_job::enroll(const msca_inputs& in) {
   co_await step("fetching_policy");
   msca_cached_policy policy = in.ca_spec.policy;
   if (!policy_fresh(policy, now) || !find_template(policy, m.template_name)) {
-    auto fetched = co_await fetch_msca_policy(ctx_.store(), in.ca_spec, in.secret, opt_, now);
-    if (!fetched) {
-      const bool permanent = fetched.error().message.find("[msca_ca_unavailable]") == std::string::npos &&
-                             fetched.error().message.find("[msca_other]") == std::string::npos;
-      co_return permanent ? queue::outcome::permanent_failure(fetched.error().message)
-                          : queue::outcome::failure(fetched.error().message);
-    }
-    policy = std::move(*fetched);
+    const auto conn = connection(in);
+    auto fetched = co_await detail::msca_get_policies(conn);
+    if (!fetched) co_return failed(fetched.failure);
+    policy = cache_policy(*fetched.value, now);
     // Kept on the CA for the next jobs and the templates view; a failure to keep it costs a fetch.
     const std::string ca_id = in.ca.id, project = in.ca.project_id;
     auto spec = in.ca_spec;
@@ -679,17 +675,6 @@ bool msca_renewal_due(const catalog::certificate_doc& d, time_ms now) {
 }
 
 void register_msca_handlers(queue::handler_registry& r, std::shared_ptr<const msca_job_options> options) {
-  auto validate = [](const std::string& payload) -> result<void> {
-    auto p = certfleet::json::object_reader::parse(payload, "payload");
-    if (!p) return std::move(p).error();
-    if (auto ok = p->only({"certificate_id", "version"}); !ok) return ok;
-    auto id = p->required_string("certificate_id");
-    if (!id) return std::move(id).error();
-    auto version = p->optional_int("version");
-    if (!version) return std::move(version).error();
-    if (*version && **version < 1) return make_error(errc::invalid_argument, "payload.version must be >= 1", "payload.version");
-    return {};
-  };
   for (auto [type, m] : {std::pair{queue::job_names::msca_issue_certificate, msca_job::mode::issue},
                          std::pair{queue::job_names::msca_renew_certificate, msca_job::mode::renew}})
     r.add(std::string(type),
@@ -697,7 +682,7 @@ void register_msca_handlers(queue::handler_registry& r, std::shared_ptr<const ms
             msca_job job(ctx, *options, m);
             co_return co_await job.run();
           },
-          validate);
+          check_certificate_job_payload);
   r.add(std::string(queue::job_names::msca_poll_pending),
         [options](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
           msca_job job(ctx, *options, msca_job::mode::poll);

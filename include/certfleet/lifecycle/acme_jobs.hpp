@@ -48,6 +48,9 @@ void register_acme_handlers(queue::handler_registry& r, std::shared_ptr<const ac
 // The payload of both jobs: {"certificate_id", "version"?}; a renewal names the version it
 // replaces (a retried attempt that finds a later one renews nothing).
 std::string acme_job_payload(std::string_view certificate_id, std::int64_t version = 0);
+// That payload checked (the validator of issue_certificate, renew_certificate and the AD CS
+// msca_issue_certificate / msca_renew_certificate, which take the same one).
+result<void> check_certificate_job_payload(const std::string& payload);
 
 // Whether an issued ACME certificate is due for renewal now (acme::decide_renewal): auto_renew
 // and, with the CA's renewal information (RFC 9773) when it has some, at the point drawn in its
