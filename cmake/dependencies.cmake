@@ -18,6 +18,8 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBSSH2 REQUIRED IMPORTED_TARGET libssh2)
 # msca's XML reader (MS-XCEP / MS-WSTEP answers; linked PRIVATE: no other module sees libxml2).
 find_package(LibXml2 REQUIRED)
+# net's HTTP Negotiate (Kerberos to AD CS): MIT krb5 and its GSSAPI (libkrb5-dev), linked PRIVATE.
+pkg_check_modules(KRB5 REQUIRED IMPORTED_TARGET krb5-gssapi krb5)
 if(CERTFLEET_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -7,7 +7,7 @@ build_pkgs=(
   build-essential cmake ninja-build pkg-config ccache git
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsqlite3-dev sqlite3 libmongoc-dev libbson-dev libssh2-1-dev libssl-dev openssl
-  libsimdjson-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev libxml2-dev
+  libsimdjson-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev libxml2-dev libkrb5-dev
 )
 # systemd: `systemd-analyze verify` of the unit; binutils: the install script's objcopy.
 test_pkgs=(
@@ -18,6 +18,8 @@ test_pkgs=(
   python3-aiosmtpd
   # the AD CS CEP/CES peer (tests/testbed/msca_server.py): its test CA signs with it
   python3-cryptography
+  # its Kerberos port: a test realm on an MIT KDC (tests/testbed/kdc.*), SPNEGO through python3-gssapi
+  krb5-kdc krb5-admin-server krb5-user python3-gssapi
   # the MongoDB store's wire-level tests: MongoDB's own wire-protocol test server
   # (tests/testbed/mockupdb_server.py, run with /usr/bin/python3)
   python3-mockupdb python3-pymongo

@@ -9,6 +9,11 @@
 #include "certfleet/core/json.hpp"
 #include "certfleet/delivery/pem.hpp"
 #include "certfleet/net/http.hpp"
+#include "certfleet/net/kerberos.hpp"
+#include "certfleet/core/base64.hpp"
+#include "certfleet/core/allow_list.hpp"
+
+#include <openssl/crypto.h>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -76,6 +81,24 @@ result<std::string> https_url(const certfleet::json::object_reader& r, std::stri
 bool plain_text(std::string_view s, std::size_t max) {
   return !s.empty() && s.size() <= max &&
          std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; });
+}
+
+// "host:port" for a KDC: a DNS name, an IPv4 literal or a bracketed IPv6 one, and a port; nothing a
+// krb5 profile could read as syntax.
+bool valid_kdc(std::string_view s) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || s.size() > 300) return false;
+  auto host = s.substr(0, colon);
+  const auto port = s.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  if (std::stoi(std::string(port)) < 1 || std::stoi(std::string(port)) > 65535) return false;
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return false;
+    host = host.substr(1, host.size() - 2);
+    return std::all_of(host.begin(), host.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.'; });
+  }
+  return valid_dns_name(host) || std::all_of(host.begin(), host.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
 }
 
 result<std::string> template_name_field(const certfleet::json::object_reader& r, std::string_view key) {
@@ -197,8 +220,9 @@ result<new_msca_ca> parse_msca_ca_request(std::string_view body, time_ms now) {
   auto auth_raw = r->optional_raw("auth", true);
   if (!auth_raw) return std::move(auth_raw).error();
   if (!*auth_raw)
-    return bad("auth", "auth is required: {kind: \"username_password\", username, password} or {kind: "
-                       "\"client_certificate\", cert_pem, key_pem}");
+    return bad("auth", "auth is required: {kind: \"username_password\", username, password}, {kind: "
+                       "\"client_certificate\", cert_pem, key_pem} or {kind: \"kerberos\", principal, realm, "
+                       "password | keytab_b64, kdc?}");
   auto a = certfleet::json::object_reader::parse(**auth_raw, "auth");
   if (!a) return nested(std::move(a).error(), "auth");
   auto kind = a->required_string("kind");
@@ -237,9 +261,51 @@ result<new_msca_ca> parse_msca_ca_request(std::string_view body, time_ms now) {
     c.spec.client_cert_not_after = info->not_after_ms;
     c.secret.client_key_pem = std::move(*key);
   } else if (*kind == "kerberos") {
-    return bad("auth.kind",
-               "auth.kind kerberos is not supported by this build yet: use username_password (the CES's "
-               "UsernamePassword endpoint) or client_certificate (docs/msca.md)");
+    if (auto ok = a->only({"kind", "principal", "realm", "password", "keytab_b64", "kdc"}); !ok)
+      return nested(std::move(ok).error(), "auth");
+    auto principal = a->required_string("principal");
+    if (!principal) return nested(std::move(principal).error(), "auth");
+    auto realm = a->required_string("realm");
+    if (!realm) return nested(std::move(realm).error(), "auth");
+    if (!net::valid_realm(*realm))
+      return bad("auth.realm", "auth.realm must be the Kerberos realm, e.g. CORP.EXAMPLE (the AD domain's DNS name in "
+                               "upper case; letters, digits, '.', '-', '_')");
+    // The principal's own realm, when it names one, is the CA's realm: one KDC answers both.
+    const auto at = principal->rfind('@');
+    const bool principal_ok = plain_text(*principal, 256) && principal->find_first_of(" \"\\") == std::string::npos &&
+                              at != 0 && (at == std::string::npos || principal->substr(at + 1) == *realm);
+    if (!principal_ok)
+      return bad("auth.principal", "auth.principal must be the account's principal, e.g. svc-certfleet or "
+                                   "svc-certfleet@" + *realm + " (its realm, when given, the same as auth.realm)");
+    auto pass = a->optional_string("password");
+    if (!pass) return nested(std::move(pass).error(), "auth");
+    auto tab = a->optional_string("keytab_b64");
+    if (!tab) return nested(std::move(tab).error(), "auth");
+    if (bool(*pass) == bool(*tab))
+      return bad("auth.password", "auth takes exactly one of password and keytab_b64 for kerberos");
+    if (*pass) {
+      if ((*pass)->empty() || (*pass)->size() > 1024)
+        return bad("auth.password", "auth.password must be 1 to 1024 characters");
+      c.secret.password = std::move(**pass);
+      c.spec.krb_credential = "password";
+    } else {
+      auto bytes = (*tab)->size() <= 256 * 1024 ? base64_decode(**tab) : std::nullopt;
+      if (!bytes || !net::looks_like_keytab(*bytes))
+        return bad("auth.keytab_b64", "auth.keytab_b64 must be a keytab file (kadmin ktadd, ktpass or msktutil "
+                                      "output, version 0x0502) in base64, at most 192 KiB");
+      c.secret.keytab = std::move(*bytes);
+      c.spec.krb_credential = "keytab";
+    }
+    auto kdc = a->optional_string("kdc");
+    if (!kdc) return nested(std::move(kdc).error(), "auth");
+    if (*kdc && !(*kdc)->empty()) {
+      if (!valid_kdc(**kdc))
+        return bad("auth.kdc", "auth.kdc must be the KDC as host:port, e.g. dc01.corp.example:88 or 192.0.2.10:88 "
+                               "(leave it out to use the realm's KDCs from krb5.conf)");
+      c.spec.kdc = std::move(**kdc);
+    }
+    c.spec.principal = std::move(*principal);
+    c.spec.realm = std::move(*realm);
   } else {
     return bad("auth.kind", "auth.kind must be one of username_password, client_certificate, kerberos");
   }
@@ -274,6 +340,12 @@ std::string msca_ca_doc_json(const msca_ca_spec& s) {
     auth["cert_subject"] = s.client_cert_subject;
     auth["cert_not_after"] = s.client_cert_not_after;
   }
+  if (s.auth_kind == "kerberos") {
+    auth["principal"] = s.principal;
+    auth["realm"] = s.realm;
+    auth["kdc"] = s.kdc;
+    auth["credential"] = s.krb_credential;
+  }
   return json::serialize(json::object{{"cep_url", s.cep_url},
                                       {"ces_url", s.ces_url},
                                       {"auth", std::move(auth)},
@@ -296,6 +368,10 @@ result<msca_ca_spec> parse_msca_ca_doc(const store::catalog_object& o) {
     s.client_cert_pem = str(a->as_object(), "cert_pem");
     s.client_cert_subject = str(a->as_object(), "cert_subject");
     s.client_cert_not_after = num(a->as_object(), "cert_not_after");
+    s.principal = str(a->as_object(), "principal");
+    s.realm = str(a->as_object(), "realm");
+    s.kdc = str(a->as_object(), "kdc");
+    s.krb_credential = str(a->as_object(), "credential");
   }
   s.ca_bundle_pem = str(d, "ca_bundle_pem");
   s.default_template = str(d, "default_template");
@@ -316,6 +392,7 @@ result<store::catalog_object> make_msca_ca_object(const new_msca_ca& c, const ke
   json::object secret;
   if (!c.secret.password.empty()) secret["password"] = c.secret.password;
   if (!c.secret.client_key_pem.empty()) secret["client_key_pem"] = c.secret.client_key_pem;
+  if (!c.secret.keytab.empty()) secret["keytab_b64"] = base64_encode(c.secret.keytab);
   auto sealed = seal(key, json::serialize(secret), aad(o.kind, o.id, "secret"));
   if (!sealed) return std::move(sealed).error();
   o.sealed = std::move(*sealed);
@@ -326,7 +403,19 @@ result<msca_ca_secret> open_msca_ca_secret(const kek& key, const store::catalog_
   auto text = open_sealed(key, o.sealed, aad(o.kind, o.id, "secret"));
   if (!text) return std::move(text).error();
   auto d = parse_object(*text);
-  return msca_ca_secret{str(d, "password"), str(d, "client_key_pem")};
+  OPENSSL_cleanse(text->data(), text->size());
+  msca_ca_secret out;
+  out.password = str(d, "password");
+  out.client_key_pem = str(d, "client_key_pem");
+  if (auto tab = str(d, "keytab_b64"); !tab.empty()) {
+    if (auto bytes = base64_decode(tab)) out.keytab = std::move(*bytes);
+    OPENSSL_cleanse(tab.data(), tab.size());
+  }
+  return out;
+}
+
+msca_ca_secret::~msca_ca_secret() {
+  for (auto* s : {&password, &client_key_pem, &keytab}) OPENSSL_cleanse(s->data(), s->size());
 }
 
 boost::json::object msca_templates_view(const msca_ca_spec& s) {
@@ -362,6 +451,12 @@ boost::json::object msca_ca_view(const store::catalog_object& o) {
     // Summarised: the operator recognises it; its expiry is what goes wrong at 3 am.
     auth["cert_subject"] = s->client_cert_subject;
     auth["cert_not_after"] = certfleet::json::time_value(s->client_cert_not_after);
+  }
+  if (s->auth_kind == "kerberos") {
+    auth["principal"] = s->principal;
+    auth["realm"] = s->realm;
+    auth["kdc"] = certfleet::json::text_value(s->kdc);
+    auth["credential"] = s->krb_credential;  // which secret is sealed, never the secret
   }
   v["auth"] = std::move(auth);
   v["ca_bundle_pem"] = certfleet::json::text_value(s->ca_bundle_pem);

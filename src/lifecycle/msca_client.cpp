@@ -5,6 +5,10 @@
 
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/net/http.hpp"
+#include "certfleet/net/kerberos.hpp"
+#include "certfleet/net/resolve.hpp"
+
+#include <openssl/crypto.h>
 
 #include <fmt/format.h>
 
@@ -22,8 +26,10 @@ std::string message_id() {
                      hex.substr(20, 12));
 }
 
-msca_failure fail(failure_class cls, std::string text, bool permanent, std::string code = {}) {
-  return msca_failure{cls, msca_message(cls, text), permanent, std::move(code)};
+msca_failure fail(failure_class cls, std::string_view text, bool permanent, std::string code = {}) {
+  auto f = msca_fail(cls, text, permanent);
+  f.error_code = std::move(code);
+  return f;
 }
 
 // A refusal's class decides whether another attempt can help: the CA being away can pass; the
@@ -60,7 +66,12 @@ std::optional<msca_failure> transport_failure(const net::http_response& res, con
   }
   if (res.status == 401 || res.status == 403)
     return fail(failure_class::auth,
-                fmt::format("{} answered HTTP {}: the service did not accept the credentials", what, res.status), true);
+                fmt::format("{} answered HTTP {}: the service did not accept the credentials{}", what, res.status,
+                            c.ca->auth_kind == "kerberos"
+                                ? " (the KDC issued a ticket the service cannot read: its keytab or SPN "
+                                  "HTTP/<host> is out of date, or the clocks differ by more than 5 minutes)"
+                                : ""),
+                true);
   if (!res.body_complete)
     return fail(failure_class::ca_unavailable,
                 fmt::format("{} answered HTTP {} but the answer broke off or is larger than {} bytes", what, res.status,
@@ -75,7 +86,79 @@ std::optional<msca_failure> transport_failure(const net::http_response& res, con
   return std::nullopt;
 }
 
-asio::awaitable<net::http_response> post(const msca_connection& c, const std::string& url, const msca::soap_request& m) {
+// "[2001:db8::1]:88" or "192.0.2.1:88".
+std::string host_port(const boost::asio::ip::address& a, std::uint16_t port) {
+  return a.is_v6() ? fmt::format("[{}]:{}", a.to_string(), port) : fmt::format("{}:{}", a.to_string(), port);
+}
+
+// The KDC a Kerberos CA names, resolved here and held to msca_allow_list like the services: the
+// library is given the address checked, never the name to resolve again.
+asio::awaitable<std::optional<msca_failure>> checked_kdc(const msca_connection& c, std::string& address) {
+  const std::string& kdc = c.ca->kdc;
+  const auto colon = kdc.rfind(':');
+  std::string host = kdc.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  const auto port = static_cast<std::uint16_t>(std::stoi(kdc.substr(colon + 1)));
+  auto r = co_await net::resolve_host(host, port, c.cpu, c.timeout);
+  if (!r.ok()) {
+    auto f = fail(failure_class::ca_unavailable, fmt::format("the KDC {}: {}", kdc, r.error), false);
+    f.field = "auth.kdc";
+    co_return f;
+  }
+  for (const auto& ep : r.endpoints) {
+    const std::vector<boost::asio::ip::address> one{ep.address()};
+    if (!c.egress || net::egress_allows(*c.egress, host, one)) {
+      address = host_port(ep.address(), port);
+      co_return std::nullopt;
+    }
+  }
+  auto f = fail(failure_class::other,
+                fmt::format("the KDC {} resolves only to addresses msca_allow_list does not allow", kdc), true);
+  f.field = "auth.kdc";
+  co_return f;
+}
+
+// The Authorization header a Kerberos CA's request to `url` carries: a fresh login and service
+// ticket for HTTP/<url's host>, on the cpu pool (the KDC exchanges block).
+asio::awaitable<std::optional<msca_failure>> negotiate(const msca_connection& c, const std::string& url,
+                                                       std::string& header) {
+  auto u = net::parse_url(url);
+  if (!u) co_return fail(failure_class::other, u.error().message, true);
+  net::kerberos_login login;
+  login.principal = c.ca->principal;
+  login.realm = c.ca->realm;
+  login.password = c.secret->password;
+  login.keytab = c.secret->keytab;
+  login.timeout = c.timeout;
+  if (!c.ca->kdc.empty())
+    if (auto f = co_await checked_kdc(c, login.kdc)) co_return f;
+  const std::string host = u->host;
+  auto r = co_await on_cpu<net::negotiate_result>(c.cpu, [&login, &host] { return net::negotiate_header(login, host); });
+  OPENSSL_cleanse(login.password.data(), login.password.size());
+  OPENSSL_cleanse(login.keytab.data(), login.keytab.size());
+  switch (r.failure) {
+    case net::kerberos_failure::none:
+      header = std::move(r.header);
+      co_return std::nullopt;
+    case net::kerberos_failure::credentials:
+    case net::kerberos_failure::service_unknown:
+      co_return fail(failure_class::auth, "Kerberos: " + r.error, true);
+    case net::kerberos_failure::kdc_unreachable:
+      co_return fail(failure_class::ca_unavailable, "Kerberos: " + r.error, false);
+    case net::kerberos_failure::other:
+      break;
+  }
+  co_return fail(failure_class::other, "Kerberos: " + r.error, false);
+}
+
+// The exchange, or (kerberos) the login before it failed.
+struct posted {
+  net::http_response res;
+  std::optional<msca_failure> failure;
+};
+
+asio::awaitable<posted> post(const msca_connection& c, const std::string& url, const msca::soap_request& m) {
+  posted out;
   net::http_request req;
   req.method = net::http_method::post;
   req.url = url;
@@ -93,7 +176,13 @@ asio::awaitable<net::http_response> post(const msca_connection& c, const std::st
     req.client_cert_pem = c.ca->client_cert_pem;
     req.client_key_pem = c.secret->client_key_pem;
   }
-  co_return co_await net::http_exchange(std::move(req));
+  if (c.ca->auth_kind == "kerberos") {
+    std::string header;
+    if ((out.failure = co_await negotiate(c, url, header))) co_return out;
+    req.headers.emplace_back("Authorization", std::move(header));
+  }
+  out.res = co_await net::http_exchange(std::move(req));
+  co_return out;
 }
 
 msca::message_security security_of(const msca_connection& c) {
@@ -111,12 +200,25 @@ std::string msca_message(failure_class c, std::string_view text) {
   return fmt::format("AD CS [{}]: {}", msca::failure_class_name(c), text);
 }
 
+msca_failure msca_fail(failure_class c, std::string_view text, bool permanent) {
+  msca_failure f;
+  f.cls = c;
+  f.message = msca_message(c, text);
+  f.permanent = permanent;
+  return f;
+}
+
 asio::awaitable<msca_answer<msca::enrollment_policy>> msca_get_policies(const msca_connection& c) {
   msca_answer<msca::enrollment_policy> out;
   const std::string what = fmt::format("the policy service {}", c.ca->cep_url);
   auto m = msca::get_policies_request(c.ca->cep_url, message_id(), security_of(c));
   const std::string url = c.ca->cep_url;
-  auto res = co_await post(c, url, m);
+  auto sent = co_await post(c, url, m);
+  if (sent.failure) {
+    out.failure = std::move(*sent.failure);
+    co_return out;
+  }
+  auto& res = sent.res;
   if (auto f = transport_failure(res, c, what)) {
     out.failure = std::move(*f);
     co_return out;
@@ -142,7 +244,12 @@ asio::awaitable<msca_answer<msca::enroll_response>> msca_enroll(const msca_conne
   msca_answer<msca::enroll_response> out;
   const std::string what = fmt::format("the enrollment service {}", ces_url);
   auto m = msca::enrollment_request(ces_url, message_id(), r, security_of(c));
-  auto res = co_await post(c, ces_url, m);
+  auto sent = co_await post(c, ces_url, m);
+  if (sent.failure) {
+    out.failure = std::move(*sent.failure);
+    co_return out;
+  }
+  auto& res = sent.res;
   if (auto f = transport_failure(res, c, what)) {
     out.failure = std::move(*f);
     co_return out;

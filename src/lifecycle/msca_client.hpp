@@ -33,6 +33,7 @@ struct msca_failure {
   bool permanent = false;  // retrying cannot help (credentials, template, a denial)
   std::string error_code;  // the fault's HRESULT ("0x80094012") when there was one
   std::string request_id;  // the CA's request id when the fault names one (a denial)
+  std::string field;       // the CA's field at fault when it is not the URL or the credential
 };
 
 template <class T>
@@ -44,6 +45,8 @@ struct msca_answer {
 
 // "AD CS [<class name>]: <text>".
 std::string msca_message(msca::failure_class c, std::string_view text);
+// A failure of class `c` with msca_message's words.
+msca_failure msca_fail(msca::failure_class c, std::string_view text, bool permanent);
 
 boost::asio::awaitable<msca_answer<msca::enrollment_policy>> msca_get_policies(const msca_connection& c);
 // A RequestSecurityToken (issue, renew or query) to `ces_url`. A refusal (SOAP fault) comes back

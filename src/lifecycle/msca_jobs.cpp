@@ -38,6 +38,7 @@ namespace json = boost::json;
 using detail::msca_answer;
 using detail::msca_connection;
 using detail::msca_failure;
+using detail::msca_fail;
 using detail::msca_message;
 using detail::issued_by;
 using detail::issued_version;
@@ -267,25 +268,21 @@ asio::awaitable<queue::outcome> msca_job::enroll(const msca_inputs& in) {
   }
   const auto* tmpl = find_template(policy, m.template_name);
   if (!tmpl) {
-    msca_failure f{failure_class::template_not_allowed,
-                   msca_message(failure_class::template_not_allowed,
-                                fmt::format("template {} is not in the CA's enrollment policy (the account may not read "
+    auto f = msca_fail(failure_class::template_not_allowed, fmt::format("template {} is not in the CA's enrollment policy (the account may not read "
                                             "it, or it is not published)",
-                                            m.template_name)),
-                   true, {}, {}};
+                                            m.template_name), true);
     co_return co_await record_failure(in, f, "denied", "");
   }
   auto ces = ces_url_for(in.ca_spec, *tmpl, renewal);
   if (!ces) {
-    msca_failure f{failure_class::template_not_allowed, msca_message(failure_class::template_not_allowed, ces.error().message),
-                   true, {}, {}};
+    auto f = msca_fail(failure_class::template_not_allowed, ces.error().message, true);
     co_return co_await record_failure(in, f, "denied", "");
   }
 
   co_await step("generating_key");
   auto kt_name = msca_key_type_for(*tmpl, m.key_type);
   if (!kt_name) {
-    msca_failure f{failure_class::bad_request, msca_message(failure_class::bad_request, kt_name.error().message), true, {}, {}};
+    auto f = msca_fail(failure_class::bad_request, kt_name.error().message, true);
     co_return co_await record_failure(in, f, "denied", "");
   }
   const auto kt = *acme::parse_key_type(*kt_name);
@@ -293,7 +290,7 @@ asio::awaitable<queue::outcome> msca_job::enroll(const msca_inputs& in) {
   if (!key_pem) co_return queue::outcome::failure(fmt::format("generating the key: {}", key_pem.error().message));
   auto csr = msca::make_enrollment_csr(*key_pem, m.subject, m.sans, *tmpl);
   if (!csr) {
-    msca_failure f{failure_class::bad_request, msca_message(failure_class::bad_request, csr.error().message), true, {}, {}};
+    auto f = msca_fail(failure_class::bad_request, csr.error().message, true);
     co_return co_await record_failure(in, f, "denied", "");
   }
   msca::enroll_request req;
@@ -429,13 +426,10 @@ asio::awaitable<queue::outcome> msca_job::poll(const msca_inputs& in, const msca
     if (transient) co_await ctx_.log("warn", fmt::format("{} (polling again later)", answer.failure.message));
     const time_ms age = now - rd->submitted_at;
     if (age >= settings_.give_up_h * 3'600'000) {
-      msca_failure f{failure_class::pending,
-                     msca_message(failure_class::pending,
-                                  fmt::format("request {} is still pending at the CA after {} hours "
+      auto f = msca_fail(failure_class::pending, fmt::format("request {} is still pending at the CA after {} hours "
                                               "(msca_poll_give_up_h): given up; a certificate manager can still "
                                               "approve it there, then enroll again",
-                                              target.request_id, age / 3'600'000)),
-                     true, {}, {}};
+                                              target.request_id, age / 3'600'000), true);
       co_return co_await record_failure(in, f, "abandoned", held.id);
     }
     msca_poll_target next{cert_id, target.request_id, target.n + 1};
@@ -482,16 +476,14 @@ asio::awaitable<queue::outcome> msca_job::store_issued(const msca_inputs& in, co
   const time_ms now = ctx_.clock().now_ms();
   auto pem = msca::issued_certificate_pem(answer);
   if (!pem) {
-    msca_failure f{failure_class::other, msca_message(failure_class::other, pem.error().message), true, {}, {}};
+    auto f = msca_fail(failure_class::other, pem.error().message, true);
     co_return co_await record_failure(in, f, "", held_request_object);
   }
   // The key must be the one this request was made with: a certificate for another key is refused.
   auto version = issued_version(in.cert.name, pem->leaf_pem, pem->chain_pem, std::move(key_pem), now);
   if (!version) {
-    msca_failure f{failure_class::other,
-                   msca_message(failure_class::other, fmt::format("the CA's certificate for request {}: {}",
-                                                                  answer.request_id, version.error().message)),
-                   true, {}, {}};
+    auto f = msca_fail(failure_class::other, fmt::format("the CA's certificate for request {}: {}",
+                                                                  answer.request_id, version.error().message), true);
     co_return co_await record_failure(in, f, "", held_request_object);
   }
   auto next = std::make_shared<catalog::new_certificate>(std::move(*version));
@@ -582,7 +574,12 @@ asio::awaitable<result<msca_cached_policy>> fetch_msca_policy(store::store& st, 
   c.timeout = s.timeout;
   auto answer = co_await detail::msca_get_policies(c);
   if (!answer.value) {
-    const auto field = answer.failure.cls == failure_class::auth ? "auth" : "cep_url";
+    // A refusal of the credentials names the one the operator gave.
+    const std::string field = !answer.failure.field.empty()               ? answer.failure.field
+                              : answer.failure.cls != failure_class::auth ? "cep_url"
+                              : ca.auth_kind == "client_certificate"     ? "auth.cert_pem"
+                              : ca.krb_credential == "keytab"            ? "auth.keytab_b64"
+                                                                         : "auth.password";
     auto e = make_error(answer.failure.cls == failure_class::auth ? errc::unauthorized
                         : answer.failure.permanent                  ? errc::invalid_argument
                                                                     : errc::timeout,

@@ -5,6 +5,9 @@
 // renewals in both modes, by the route and by the scheduler's renewal sweep; both authentication
 // methods, a wrong password and an expired client certificate; bad bodies named by field.
 #include "msca_env.hpp"
+#include "kdc.hpp"
+
+#include "certfleet/core/base64.hpp"
 
 namespace dist_test {
 namespace {
@@ -210,7 +213,7 @@ TEST(msca_jobs, credentials_are_checked_at_creation_and_client_certificates_enro
   // A wrong password: the policy service's answer, nothing stored, the password never quoted.
   auto wrong = m.env.call("POST", "msca-cas", json::serialize(m.password_ca("bad", "not-the-password")));
   EXPECT_EQ(wrong.status, 401) << wrong.body;
-  EXPECT_EQ(field_of(wrong), "auth");
+  EXPECT_EQ(field_of(wrong), "auth.password");
   EXPECT_NE(wrong.body.find("[msca_auth]"), std::string::npos) << wrong.body;
   EXPECT_EQ(wrong.body.find("not-the-password"), std::string::npos);
   EXPECT_EQ(num(m.env.ok("GET", "msca-cas"), "total"), 0);
@@ -259,7 +262,7 @@ TEST(msca_jobs, credentials_are_checked_at_creation_and_client_certificates_enro
   refused(plain, "cep_url");
   auto kerberos = m.password_ca("krb");
   kerberos["auth"] = json::object{{"kind", "kerberos"}, {"principal", "svc@CORP.TEST"}};
-  refused(kerberos, "auth.kind");
+  refused(kerberos, "auth.realm");
   auto mode = m.password_ca("mode");
   mode["renewal_mode"] = "sometimes";
   refused(mode, "renewal_mode");
@@ -286,6 +289,100 @@ TEST(msca_jobs, the_renewal_sweep_enrolls_again_in_the_last_third_of_the_lifetim
   bool by_sweep = false;
   for (const auto& j : renewals) by_sweep |= str(j, "triggered_by") == "renewal_sweep";
   EXPECT_TRUE(by_sweep) << json::serialize(renewals);
+}
+
+std::string base64(const std::string& bytes) { return certfleet::base64_encode(bytes); }
+
+// Kerberos through a real MIT KDC: the test server's kerberos port verifies the SPNEGO token with
+// the HTTP/127.0.0.1 key from the same realm (python3-gssapi), before any SOAP, as IIS does.
+TEST(msca_jobs, kerberos_logs_in_with_a_password_or_a_keytab_and_refusals_name_the_credential) {
+  testbed::temp_dir realm_dir("certfleet-kdc");
+  testbed::kdc realm(realm_dir.path());
+  realm.add_user("alice", "alice-krb-password");
+  const auto service_keytab = realm.add_keytab("HTTP/127.0.0.1");
+  const auto svc_keytab = testbed::kdc::read_file(realm.add_keytab("svc-certfleet"));
+  testbed::msca_server_options so;
+  so.kerberos_keytab = service_keytab;
+  so.krb5_conf = realm.krb5_conf();
+  // The server's own krb5.conf names the realm too, for a CA that gives no kdc.
+  msca_env m(so, {}, realm.client_env());
+  ASSERT_NE(m.ca->kerberos_port(), 0);
+
+  auto kerberos_ca = [&](const std::string& name, json::object auth) {
+    auth["kind"] = "kerberos";
+    auth["realm"] = realm.realm();
+    return json::object{{"name", name}, {"cep_url", m.ca->cep_kerberos_url()}, {"auth", std::move(auth)},
+                        {"ca_bundle_pem", m.ca->ca_pem()}, {"default_template", "WebServer"}};
+  };
+
+  // A password, the KDC named: the policy comes through the kerberos port, the view shows which
+  // credential is sealed but never it.
+  auto with_password = m.env.ok(
+      "POST", "msca-cas",
+      json::serialize(kerberos_ca("krb-password", json::object{{"principal", "alice"}, {"password", "alice-krb-password"},
+                                                               {"kdc", realm.address()}})),
+      201);
+  EXPECT_EQ(str(with_password.at("auth"), "credential"), "password");
+  EXPECT_EQ(str(with_password.at("auth"), "principal"), "alice");
+  EXPECT_EQ(json::serialize(with_password).find("alice-krb-password"), std::string::npos);
+  EXPECT_GE(with_password.at("policy").at("templates").as_array().size(), 5u);
+  auto [cert1, job1] = m.enroll(m.enroll_body("krb1", str(with_password, "id"), "WebServer", "krb1.corp.test"));
+  ASSERT_EQ(str(m.wait_job(job1), "status"), "completed") << m.log_text(job1);
+  auto c1 = m.env.ok("GET", "certificates/" + cert1);
+  EXPECT_TRUE(chains_to(str(c1, "cert_pem"), str(c1, "chain_pem"), m.ca->ca_pem()));
+  auto reqs = m.ca->requests();
+  ASSERT_FALSE(reqs.empty());
+  EXPECT_EQ(reqs.back().user, "alice");  // the initiator principal the server verified
+
+  // A keytab, no kdc: the realm's KDC from krb5.conf (KRB5_CONFIG of the certfleet process). The
+  // policy's endpoint for Kerberos (authentication 2) is where the CES request goes.
+  auto with_keytab = m.env.ok("POST", "msca-cas",
+                              json::serialize(kerberos_ca("krb-keytab", json::object{{"principal", "svc-certfleet@" + realm.realm()},
+                                                                                     {"keytab_b64", base64(svc_keytab)}})),
+                              201);
+  EXPECT_EQ(str(with_keytab.at("auth"), "credential"), "keytab");
+  EXPECT_EQ(json::serialize(with_keytab).find(base64(svc_keytab)), std::string::npos);
+  auto [cert2, job2] = m.enroll(m.enroll_body("krb2", str(with_keytab, "id"), "ECWebServer", "krb2.corp.test"));
+  ASSERT_EQ(str(m.wait_job(job2), "status"), "completed") << m.log_text(job2);
+  EXPECT_EQ(m.ca->requests().back().user, "svc-certfleet");
+  EXPECT_EQ(m.ca->stats().negotiate_refused, 0);
+
+  const auto cas_before = num(m.env.ok("GET", "msca-cas"), "total");
+  auto refused = [&](const json::object& body, int status, const std::string& field, const std::string& words) {
+    auto r = m.env.call("POST", "msca-cas", json::serialize(body));
+    EXPECT_EQ(r.status, status) << r.body;
+    EXPECT_EQ(field_of(r), field) << r.body;
+    EXPECT_NE(r.body.find(words), std::string::npos) << r.body;
+    EXPECT_EQ(r.body.find("wrong-krb-password"), std::string::npos) << r.body;
+    return r;
+  };
+  // A wrong password: the KDC's refusal (preauthentication failed), naming the password.
+  refused(kerberos_ca("krb-wrong", json::object{{"principal", "alice"}, {"password", "wrong-krb-password"}, {"kdc", realm.address()}}),
+          401, "auth.password", "[msca_auth]");
+  // A keytab of another principal: no key for alice in it.
+  refused(kerberos_ca("krb-tab", json::object{{"principal", "alice"}, {"keytab_b64", base64(svc_keytab)}}), 401,
+          "auth.keytab_b64", "[msca_auth]");
+  // A KDC outside msca_allow_list is never asked.
+  refused(kerberos_ca("krb-far", json::object{{"principal", "alice"}, {"password", "alice-krb-password"},
+                                              {"kdc", "127.0.0.2:" + std::to_string(realm.port())}}),
+          400, "auth.kdc", "msca_allow_list");
+  // Bodies refused before anything is asked.
+  auto both = kerberos_ca("krb-both", json::object{{"principal", "alice"}, {"password", "x"}, {"keytab_b64", base64(svc_keytab)}});
+  refused(both, 400, "auth.password", "exactly one");
+  refused(kerberos_ca("krb-notab", json::object{{"principal", "alice"}, {"keytab_b64", base64("not a keytab")}}), 400,
+          "auth.keytab_b64", "keytab");
+  auto other_realm = kerberos_ca("krb-realm", json::object{{"principal", "alice@OTHER.TEST"}, {"password", "x"}});
+  refused(other_realm, 400, "auth.principal", "auth.realm");
+  auto bad_kdc = kerberos_ca("krb-kdc", json::object{{"principal", "alice"}, {"password", "x"}, {"kdc", "dc01\n]x = y:88"}});
+  refused(bad_kdc, 400, "auth.kdc", "host:port");
+
+  // The service's key changed at the KDC: the server can no longer read the tickets, answers
+  // 401 with a Negotiate challenge, and certfleet says the service refused the credentials.
+  realm.rekey("HTTP/127.0.0.1");
+  refused(kerberos_ca("krb-rekeyed", json::object{{"principal", "alice"}, {"password", "alice-krb-password"}, {"kdc", realm.address()}}),
+          401, "auth.password", "did not accept");
+  EXPECT_GE(m.ca->stats().negotiate_refused, 1);
+  EXPECT_EQ(num(m.env.ok("GET", "msca-cas"), "total"), cas_before);
 }
 
 }  // namespace

@@ -42,8 +42,12 @@ msca_server::msca_server(const std::filesystem::path& dir, msca_server_options o
                                 dir_.string()};
   for (const auto& [user, password] : o.users) argv.insert(argv.end(), {"--user", user + ":" + password});
   if (o.validity_s > 0) argv.insert(argv.end(), {"--validity-s", std::to_string(o.validity_s)});
-  proc_ = std::make_unique<process>(argv, std::map<std::string, std::string>{{"PYTHONDONTWRITEBYTECODE", "1"}},
-                                    (dir_ / "server").string());
+  std::map<std::string, std::string> env{{"PYTHONDONTWRITEBYTECODE", "1"}};
+  if (!o.kerberos_keytab.empty()) {
+    argv.insert(argv.end(), {"--kerberos-keytab", o.kerberos_keytab.string()});
+    env["KRB5_CONFIG"] = o.krb5_conf.string();
+  }
+  proc_ = std::make_unique<process>(argv, env, (dir_ / "server").string());
   // ports.json is written last, atomically (tmp + rename): once it exists, every port listens.
   const auto ports_path = dir_ / "ports.json";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -56,6 +60,7 @@ msca_server::msca_server(const std::filesystem::path& dir, msca_server_options o
   https_port_ = static_cast<std::uint16_t>(ports.at("https").as_int64());
   client_cert_port_ = static_cast<std::uint16_t>(ports.at("client_cert").as_int64());
   admin_port_ = static_cast<std::uint16_t>(ports.at("admin").as_int64());
+  if (auto* k = ports.if_contains("kerberos")) kerberos_port_ = static_cast<std::uint16_t>(k->as_int64());
   ca_pem_ = slurp(dir_ / "ca.pem");
 }
 
@@ -76,6 +81,13 @@ std::string msca_server::cep_cert_url() const {
 }
 std::string msca_server::ces_cert_url() const {
   return "https://127.0.0.1:" + std::to_string(client_cert_port_) + "/TestCA_CES_Certificate/service.svc/CES";
+}
+
+std::string msca_server::cep_kerberos_url() const {
+  return "https://127.0.0.1:" + std::to_string(kerberos_port_) + "/ADPolicyProvider_CEP_Kerberos/service.svc/CEP";
+}
+std::string msca_server::ces_kerberos_url() const {
+  return "https://127.0.0.1:" + std::to_string(kerberos_port_) + "/TestCA_CES_Kerberos/service.svc/CES";
 }
 
 boost::json::value msca_server::admin(const std::string& method, const std::string& target,
@@ -141,7 +153,7 @@ msca_stats msca_server::stats() const {
   auto v = admin("GET", "/stats");
   const auto& o = v.as_object();
   return {num(o, "issued"), num(o, "pending"), num(o, "denied"), num(o, "cep_calls"), num(o, "ces_calls"),
-          num(o, "faults")};
+          num(o, "faults"), num(o, "negotiate_refused")};
 }
 
 boost::json::value msca_server::raw_log() const { return admin("GET", "/log"); }

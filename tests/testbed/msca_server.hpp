@@ -6,6 +6,8 @@
 //   https        TLS; WS-Security UsernameToken (PasswordText) in the SOAP header
 //   client_cert  TLS requiring a client certificate from the test CA (its CN is the user name;
 //                an expired one fails the handshake)
+//   kerberos     (when given a keytab) TLS; HTTP Negotiate (SPNEGO) verified against a real KDC's
+//                keys (kdc.hpp): no or a bad ticket gets 401 "WWW-Authenticate: Negotiate"
 //   admin        plain HTTP JSON side channel: requests, approve/deny, faults, stats, log
 // Templates: WebServer (RSA ≥ 2048, issued at once), WebServerApproval (pending until approved),
 // ECWebServer (ECDSA P-256), SubCA (CERTSRV_E_TEMPLATE_DENIED 0x80094012), DeniedByPolicy
@@ -30,6 +32,10 @@ struct msca_server_options {
   std::vector<std::pair<std::string, std::string>> users = {{"alice", "alice-password"}};
   // The lifetime of the certificates it issues (0: 90 days).
   int validity_s = 0;
+  // The kerberos port: the keytab of HTTP/127.0.0.1@REALM (kdc::add_keytab) and the realm's
+  // krb5.conf (kdc::krb5_conf). Empty: no kerberos port.
+  std::filesystem::path kerberos_keytab = {};
+  std::filesystem::path krb5_conf = {};
 };
 
 struct msca_request {
@@ -48,6 +54,7 @@ struct msca_request {
 struct msca_stats {
   int issued = 0, pending = 0, denied = 0;
   int cep_calls = 0, ces_calls = 0, faults = 0;
+  int negotiate_refused = 0;  // requests the kerberos port answered 401
 };
 
 struct msca_faults {
@@ -70,6 +77,7 @@ class msca_server {
   std::uint16_t https_port() const { return https_port_; }
   std::uint16_t client_cert_port() const { return client_cert_port_; }
   std::uint16_t admin_port() const { return admin_port_; }
+  std::uint16_t kerberos_port() const { return kerberos_port_; }  // 0 without a keytab
   // The issuing CA: the trust anchor of both TLS ports and the issuer of every certificate.
   const std::string& ca_pem() const { return ca_pem_; }
   int pid() const { return proc_ ? proc_->pid() : -1; }
@@ -79,6 +87,8 @@ class msca_server {
   std::string ces_url() const;       // https port, username/password
   std::string cep_cert_url() const;  // client_cert port
   std::string ces_cert_url() const;  // client_cert port
+  std::string cep_kerberos_url() const;  // kerberos port
+  std::string ces_kerberos_url() const;  // kerberos port
 
   // A client certificate (CN = user) and its key for the client_cert port, made by the test CA;
   // `expired`: its validity ended yesterday. Throws when the side channel fails.
@@ -96,7 +106,7 @@ class msca_server {
  private:
   boost::json::value admin(const std::string& method, const std::string& target, const std::string& body = {}) const;
   std::filesystem::path dir_;
-  std::uint16_t https_port_ = 0, client_cert_port_ = 0, admin_port_ = 0;
+  std::uint16_t https_port_ = 0, client_cert_port_ = 0, admin_port_ = 0, kerberos_port_ = 0;
   std::string ca_pem_;
   std::unique_ptr<process> proc_;
 };

@@ -10,6 +10,11 @@ Ports (all chosen by the OS; written to DIR/ports.json last, atomically):
   client_cert  TLS requiring a client certificate issued by the test CA (CN = user name)
                /ADPolicyProvider_CEP_Certificate/service.svc/CEP
                /TestCA_CES_Certificate/service.svc/CES
+  kerberos     (with --kerberos-keytab) TLS, HTTP Negotiate (RFC 4559: SPNEGO/Kerberos through a real
+               MIT KDC, accepted with python3-gssapi from the keytab); no header or a ticket that
+               does not verify: 401 with "WWW-Authenticate: Negotiate", as IIS answers
+               /ADPolicyProvider_CEP_Kerberos/service.svc/CEP
+               /TestCA_CES_Kerberos/service.svc/CES
   admin        plain HTTP side channel (JSON): GET /requests, POST /requests/<id>/approve|deny,
                POST /faults, GET /stats, GET /log, POST /client-certs
 
@@ -87,6 +92,13 @@ CES_USERPASS_PATH = "/TestCA_CES_UsernamePassword/service.svc/CES"
 CEP_USERPASS_PATH = "/ADPolicyProvider_CEP_UsernamePassword/service.svc/CEP"
 CES_CERT_PATH = "/TestCA_CES_Certificate/service.svc/CES"
 CEP_CERT_PATH = "/ADPolicyProvider_CEP_Certificate/service.svc/CEP"
+CES_KRB_PATH = "/TestCA_CES_Kerberos/service.svc/CES"
+CEP_KRB_PATH = "/ADPolicyProvider_CEP_Kerberos/service.svc/CEP"
+ROUTES = {
+    "https": {CEP_USERPASS_PATH.lower(): "cep", CES_USERPASS_PATH.lower(): "ces"},
+    "client_cert": {CEP_CERT_PATH.lower(): "cep", CES_CERT_PATH.lower(): "ces"},
+    "kerberos": {CEP_KRB_PATH.lower(): "cep", CES_KRB_PATH.lower(): "ces"},
+}
 
 CA_NAME = "certfleet test AD CS CA"
 
@@ -446,9 +458,35 @@ class Service:
     def url(self, kind, path):
         return "https://127.0.0.1:%d%s" % (self.ports[kind], path)
 
-    # One place for authentication so another scheme (SPNEGO on a port of its own) can be added.
+    def negotiate(self, handler):
+        """HTTP Negotiate (RFC 4559), before any SOAP as IIS does it: the user (the initiator
+        principal without its realm), or None after answering 401 with a Negotiate challenge."""
+        import gssapi  # python3-gssapi: only the kerberos port needs it
+        auth = handler.headers.get("Authorization", "")
+        scheme, _, token = auth.partition(" ")
+        user = None
+        if scheme.lower() == "negotiate" and token.strip():
+            try:
+                ctx = gssapi.SecurityContext(creds=gssapi.Credentials(usage="accept"), usage="accept")
+                out = ctx.step(base64.b64decode(token.strip(), validate=True))
+                if ctx.complete:
+                    user = str(ctx.initiator_name).split("@")[0]
+                    handler.negotiate_reply = base64.b64encode(out).decode() if out else ""
+            except Exception as e:  # a token that does not verify, from a wrong key or realm
+                with self.state.lock:
+                    self.state.log.append(dict(port="kerberos", path=handler.path, negotiate_error=str(e)))
+        if user is None:
+            with self.state.lock:
+                self.state.calls["negotiate_refused"] += 1
+            handler.send(401, "<html><body><h1>401 - Unauthorized: Access is denied due to invalid credentials."
+                              "</h1></body></html>", "text/html", [("WWW-Authenticate", "Negotiate")])
+        return user
+
+    # One place for authentication: the user the request runs as, or a security fault.
     def authenticate(self, kind, handler, header):
         """The authenticated user name for a request on port `kind`, or a security fault."""
+        if kind == "kerberos":
+            return handler.negotiated_user
         if kind == "client_cert":
             peer = handler.connection.getpeercert()
             for rdn in (peer or {}).get("subject", ()):
@@ -558,10 +596,13 @@ class Service:
                "<cAURI><clientAuthentication>4</clientAuthentication><uri>%s</uri><priority>1</priority>"
                "<renewalOnly>false</renewalOnly></cAURI>"
                "<cAURI><clientAuthentication>8</clientAuthentication><uri>%s</uri><priority>2</priority>"
-               "<renewalOnly>false</renewalOnly></cAURI>"
+               "<renewalOnly>false</renewalOnly></cAURI>%s"
                "</uris><certificate>%s</certificate><enrollPermission>true</enrollPermission>"
                "<cAReferenceID>0</cAReferenceID></cA></cAs>"
-               % (escape(self.url("https", CES_USERPASS_PATH)), escape(self.url("client_cert", CES_CERT_PATH)), ca_b64))
+               % (escape(self.url("https", CES_USERPASS_PATH)), escape(self.url("client_cert", CES_CERT_PATH)),
+                  ("<cAURI><clientAuthentication>2</clientAuthentication><uri>%s</uri><priority>3</priority>"
+                   "<renewalOnly>false</renewalOnly></cAURI>" % escape(self.url("kerberos", CES_KRB_PATH)))
+                  if "kerberos" in self.ports else "", ca_b64))
         oid_xml = "".join("<oID><value>%s</value><group>%d</group><oIDReferenceID>%d</oIDReferenceID>"
                           "<defaultName>%s</defaultName></oID>" % (v, g, ref[v], escape(n)) for v, g, n in oids)
         return ('<GetPoliciesResponse xmlns="%s" xmlns:xsi="%s"><response>%s'
@@ -789,8 +830,10 @@ class SoapHandler(http.server.BaseHTTPRequestHandler):
     server_version = "Microsoft-IIS/10.0"
     sys_version = ""
     timeout = 30
-    kind = None  # "https" | "client_cert"
+    kind = None  # "https" | "client_cert" | "kerberos"
     service = None
+    negotiated_user = None
+    negotiate_reply = ""
 
     def log_message(self, fmt, *args):
         pass
@@ -801,9 +844,13 @@ class SoapHandler(http.server.BaseHTTPRequestHandler):
         except (ssl.SSLError, ConnectionError, socket.timeout, OSError):
             pass  # a refused handshake (no or expired client certificate) or a dropped connection
 
-    def send(self, status, body, ctype):
+    def send(self, status, body, ctype, headers=()):
         data = body.encode() if isinstance(body, str) else body
         self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        if self.negotiate_reply:  # the acceptor's mutual-authentication token
+            self.send_header("WWW-Authenticate", "Negotiate " + self.negotiate_reply)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -817,11 +864,7 @@ class SoapHandler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         path = self.path.rstrip("/")
-        if self.kind == "https":
-            routes = {CEP_USERPASS_PATH.lower(): "cep", CES_USERPASS_PATH.lower(): "ces"}
-        else:
-            routes = {CEP_CERT_PATH.lower(): "cep", CES_CERT_PATH.lower(): "ces"}
-        which = routes.get(path.lower())
+        which = ROUTES[self.kind].get(path.lower())
         with st.lock:
             st.log.append(dict(port=self.kind, path=self.path, content_type=self.headers.get("Content-Type", ""),
                                body=redact(raw.decode("utf-8", "replace"))))
@@ -831,6 +874,11 @@ class SoapHandler(http.server.BaseHTTPRequestHandler):
         if which is None:
             self.send(404, "<html><body><h1>404 - File or directory not found.</h1></body></html>", "text/html")
             return
+        self.negotiated_user, self.negotiate_reply = None, ""
+        if self.kind == "kerberos":
+            self.negotiated_user = svc.negotiate(self)
+            if self.negotiated_user is None:
+                return
         if faults["delay_ms"]:
             time.sleep(faults["delay_ms"] / 1000.0)
         if faults["http_status"]:
@@ -909,7 +957,8 @@ class AdminHandler(http.server.BaseHTTPRequestHandler):
                 counts = collections.Counter(r["status"] for r in st.requests.values())
                 return self.reply(200, dict(issued=counts["issued"], pending=counts["pending"], denied=counts["denied"],
                                             cep_calls=st.calls["cep"], ces_calls=st.calls["ces"],
-                                            faults=st.calls["faults"]))
+                                            faults=st.calls["faults"],
+                                            negotiate_refused=st.calls["negotiate_refused"]))
             if self.path == "/log":
                 return self.reply(200, list(st.log))
             if self.path == "/faults":
@@ -962,6 +1011,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", required=True)
     ap.add_argument("--user", action="append", default=[], help="NAME:PASSWORD (repeatable)")
+    ap.add_argument("--kerberos-keytab", help="the HTTP/127.0.0.1 service key (opens the kerberos port; "
+                    "KRB5_CONFIG names the realm)")
     ap.add_argument("--validity-s", type=int, default=90 * 86400,
                     help="lifetime of the certificates it issues (short ones let a renewal sweep find them due)")
     args = ap.parse_args()
@@ -986,12 +1037,17 @@ def main():
             c.load_verify_locations(cadata=ca.cert_pem.decode())
         return c
 
+    kinds = ["https", "client_cert"]
+    if args.kerberos_keytab:
+        os.environ["KRB5_KTNAME"] = "FILE:" + os.path.abspath(args.kerberos_keytab)
+        kinds.append("kerberos")
     handlers = {}
-    for kind in ("https", "client_cert"):
+    for kind in kinds:
         handlers[kind] = type("SoapHandler_" + kind, (SoapHandler,), dict(kind=kind, service=service))
     servers = {
         "https": TLSServer(("127.0.0.1", 0), handlers["https"], ctx(False)),
         "client_cert": TLSServer(("127.0.0.1", 0), handlers["client_cert"], ctx(True)),
+        **({"kerberos": TLSServer(("127.0.0.1", 0), handlers["kerberos"], ctx(False))} if args.kerberos_keytab else {}),
         "admin": http.server.ThreadingHTTPServer(("127.0.0.1", 0),
                                                  type("Admin", (AdminHandler,), dict(service=service))),
     }

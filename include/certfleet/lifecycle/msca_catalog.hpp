@@ -20,8 +20,7 @@
 
 namespace certfleet::lifecycle {
 
-// The authentication kinds DESIGN §13 names, in the order the API's enum lists them. kerberos is
-// refused by this build (docs/msca.md says what to use instead).
+// The authentication kinds DESIGN §13 names, in the order the API's enum lists them.
 inline constexpr std::string_view msca_auth_kinds[] = {"username_password", "client_certificate", "kerberos"};
 inline constexpr std::string_view msca_renewal_modes[] = {"new_key", "renew_with_current"};
 
@@ -41,6 +40,10 @@ struct msca_ca_spec {
   std::string client_cert_pem;  // client_certificate (public; its key is the secret)
   std::string client_cert_subject;  // as parsed at creation, for the view
   time_ms client_cert_not_after = 0;
+  std::string principal;        // kerberos: "svc-certfleet" or "svc-certfleet@CORP.EXAMPLE"
+  std::string realm;            // kerberos: "CORP.EXAMPLE"
+  std::string kdc;              // kerberos: "host:port", "" : the system's krb5.conf
+  std::string krb_credential;   // kerberos: "password" | "keytab" (which secret is sealed)
   std::string ca_bundle_pem;    // trust anchors of the services' TLS (public)
   std::string default_template;
   std::string renewal_mode = "new_key";
@@ -50,8 +53,10 @@ struct msca_ca_spec {
 };
 
 struct msca_ca_secret {
-  std::string password;        // username_password
+  std::string password;        // username_password, or kerberos with a password
   std::string client_key_pem;  // client_certificate
+  std::string keytab;          // kerberos with a keytab: the file's bytes
+  ~msca_ca_secret();           // wiped
 };
 
 struct new_msca_ca {
@@ -61,9 +66,10 @@ struct new_msca_ca {
 };
 
 // POST …/msca-cas {name, cep_url, ces_url?, auth: {kind: "username_password", username, password} |
-// {kind: "client_certificate", cert_pem, key_pem}, ca_bundle_pem?, default_template?,
-// renewal_mode?}. URLs are https://; the client certificate must match its key and be valid
-// `now`. Errors name the field ("auth.password"); a secret is never quoted.
+// {kind: "client_certificate", cert_pem, key_pem} | {kind: "kerberos", principal, realm,
+// password? | keytab_b64?, kdc?}, ca_bundle_pem?, default_template?, renewal_mode?}. URLs are
+// https://; the client certificate must match its key and be valid `now`; a keytab must be one
+// (version 0x0502). Errors name the field ("auth.password"); a secret is never quoted.
 result<new_msca_ca> parse_msca_ca_request(std::string_view body, time_ms now);
 std::string msca_ca_doc_json(const msca_ca_spec& s);
 result<msca_ca_spec> parse_msca_ca_doc(const store::catalog_object& o);
