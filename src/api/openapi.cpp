@@ -143,7 +143,17 @@ constexpr std::array<body_schema, 25> bodies{{
           {"type":"object","required":["kind","username","password"],"additionalProperties":false,"properties":{
             "kind":{"const":"username_password"},"username":{"type":"string"},"password":{"type":"string","description":"Sealed at rest, never returned"}}},
           {"type":"object","required":["kind","cert_pem","key_pem"],"additionalProperties":false,"properties":{
-            "kind":{"const":"client_certificate"},"cert_pem":{"type":"string"},"key_pem":{"type":"string","description":"Sealed at rest, never returned"}}}]},
+            "kind":{"const":"client_certificate"},"cert_pem":{"type":"string"},"key_pem":{"type":"string","description":"Sealed at rest, never returned"}}},
+          {"type":"object","required":["kind","principal","realm","password"],"additionalProperties":false,"properties":{
+            "kind":{"const":"kerberos"},"principal":{"type":"string","description":"svc-certfleet or svc-certfleet@REALM"},
+            "realm":{"type":"string","description":"The Kerberos realm, e.g. CORP.EXAMPLE"},
+            "password":{"type":"string","description":"Sealed at rest, never returned"},
+            "kdc":{"type":"string","description":"host:port of a KDC, held to msca_allow_list; absent: the realm's KDCs from krb5.conf"}}},
+          {"type":"object","required":["kind","principal","realm","keytab_b64"],"additionalProperties":false,"properties":{
+            "kind":{"const":"kerberos"},"principal":{"type":"string","description":"svc-certfleet or svc-certfleet@REALM"},
+            "realm":{"type":"string","description":"The Kerberos realm, e.g. CORP.EXAMPLE"},
+            "keytab_b64":{"type":"string","format":"byte","description":"A keytab file in base64; sealed at rest, never returned"},
+            "kdc":{"type":"string","description":"host:port of a KDC, held to msca_allow_list; absent: the realm's KDCs from krb5.conf"}}}]},
         "ca_bundle_pem":{"type":"string","description":"Trust anchors of the services' TLS"},
         "default_template":{"type":"string"},"renewal_mode":{"enum":["new_key","renew_with_current"],"default":"new_key"}}})json"},
     {"dns_provider", R"json({"type":"object","required":["name","kind"],"additionalProperties":false,
@@ -469,7 +479,9 @@ constexpr response_schema answers[] = {
       "properties":{"id":{"$ref":"#/components/schemas/ObjectId"},"name":{"type":"string"},"created_at":{"$ref":"#/components/schemas/Time"},
         "cep_url":{"type":"string"},"ces_url":{"$ref":"#/components/schemas/NullableText"},
         "auth":{"type":"object","required":["kind"],"properties":{"kind":{"type":"string"},"username":{"type":"string"},
-          "cert_subject":{"type":"string"},"cert_not_after":{"$ref":"#/components/schemas/NullableTime"}}},
+          "cert_subject":{"type":"string"},"cert_not_after":{"$ref":"#/components/schemas/NullableTime"},
+          "principal":{"type":"string"},"realm":{"type":"string"},"kdc":{"$ref":"#/components/schemas/NullableText"},
+          "credential":{"enum":["password","keytab"],"description":"Which Kerberos secret is sealed (never the secret)"}}},
         "ca_bundle_pem":{"$ref":"#/components/schemas/NullableText"},"default_template":{"$ref":"#/components/schemas/NullableText"},
         "renewal_mode":{"enum":["new_key","renew_with_current"]},"policy":{"$ref":"#/components/schemas/MscaTemplates"}}})json"},
     {"MscaTemplates", R"json({"type":"object","required":["fetched_at","policy_id","templates"],"properties":{

@@ -155,7 +155,7 @@ void register_handlers(queue::handler_registry& r, const settings_map& s, const 
   const auto ca_pem = extra_ca_pem();
   queue::register_noop(r);
   scheduler::register_sweep_handler(r, s.integer("job_retention_s") * 1000, s.integer("audit_retention_s") * 1000, cpu,
-                                    ca_pem);
+                                    ca_pem, key);
   // Each module registers the handlers of the job types it owns (DESIGN §3's table).
   catalog::register_kek_rotation_handlers(r, module_options<catalog::kek_rotation_options>(key, cpu, ca_pem));
   notify::register_notification_handler(r, module_options<notify::notify_options>(key, cpu, ca_pem));

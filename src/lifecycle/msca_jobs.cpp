@@ -589,6 +589,56 @@ asio::awaitable<result<msca_cached_policy>> fetch_msca_policy(store::store& st, 
   co_return cache_policy(*answer.value, now);
 }
 
+asio::awaitable<result<msca_cached_policy>> refresh_msca_policy(store::store& st, const store::catalog_object& ca,
+                                                               const msca_job_options& opt, time_ms now) {
+  if (!opt.key) co_return make_error(errc::config_invalid, "no key-encryption key: the CA's secret cannot be opened");
+  auto spec = parse_msca_ca_doc(ca);
+  if (!spec) co_return std::move(spec).error();
+  auto secret = open_msca_ca_secret(*opt.key, ca);
+  if (!secret) co_return std::move(secret).error();
+  auto policy = co_await fetch_msca_policy(st, *spec, *secret, opt, now);
+  if (!policy) co_return std::move(policy).error();
+  spec->policy = *policy;
+  // Only the policy changes: the rest of the CA as it is now (it may have been edited meanwhile).
+  store::tx_fn save = [project = ca.project_id, id = ca.id, fresh = *policy](store::catalog_tx& tx) -> result<void> {
+    auto o = tx.get_object(project, store::kind_msca_ca, id);
+    if (!o) return std::move(o).error();
+    auto current = parse_msca_ca_doc(*o);
+    if (!current) return std::move(current).error();
+    current->policy = fresh;
+    return tx.update_object_doc(id, msca_ca_doc_json(*current));
+  };
+  if (auto w = co_await st.catalog().transact(std::move(save)); !w) co_return std::move(w).error();
+  co_return std::move(*policy);
+}
+
+asio::awaitable<result<int>> refresh_stale_msca_policies(
+    store::store& st, const clock_source& clock, const msca_job_options& opt,
+    std::function<asio::awaitable<void>(std::string level, std::string message)> log) {
+  const time_ms now = clock.now_ms();
+  store::read_value_fn<std::vector<store::catalog_object>> read = [](store::catalog_read& rd) {
+    return rd.objects_by_not_after(store::kind_msca_ca, std::numeric_limits<time_ms>::max(), 100'000);
+  };
+  auto cas = co_await store::read_value(st.catalog(), std::move(read));
+  if (!cas) co_return std::move(cas).error();
+  int refreshed = 0;
+  for (const auto& ca : *cas) {
+    auto spec = parse_msca_ca_doc(ca);
+    if (!spec || policy_fresh(spec->policy, now)) continue;
+    auto r = co_await refresh_msca_policy(st, ca, opt, now);
+    if (r) {
+      ++refreshed;
+      if (log)
+        co_await log("info", fmt::format("msca_policy: CA {} ({}): policy {} fetched again, {} template(s)", ca.name,
+                                         ca.id, r->policy_id, r->templates.size()));
+    } else if (log) {
+      co_await log("warn", fmt::format("msca_policy: CA {} ({}) keeps its cached policy: {}", ca.name, ca.id,
+                                       r.error().message));
+    }
+  }
+  co_return refreshed;
+}
+
 std::span<const std::string_view> msca_workflow_steps() noexcept { return steps; }
 
 bool has_msca_workflow(std::string_view job_type) noexcept {

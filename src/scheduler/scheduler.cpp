@@ -23,6 +23,7 @@
 #include <limits>
 
 #include "certfleet/lifecycle/acme_jobs.hpp"
+#include "certfleet/lifecycle/msca_jobs.hpp"
 #include "certfleet/distribution/certificates.hpp"
 #include "certfleet/distribution/engine.hpp"
 
@@ -37,7 +38,7 @@ struct sweep_def {
   std::string_view name;
   std::string_view doc;
 };
-constexpr std::array<sweep_def, 6> sweeps{{
+constexpr std::array<sweep_def, 7> sweeps{{
     {"lost_leases", "active jobs past their lease with no attempts left become dead (terminal hooks run)"},
     {"distributions", "re-triggers running distribution runs whose jobs are gone (an execute aborted before its jobs "
                       "were stored): their targets without a job or a result are enqueued again; and opens the run "
@@ -51,6 +52,9 @@ constexpr std::array<sweep_def, 6> sweeps{{
     {"acme_dns_cleanup", "enqueues cleanup_dns (key cleanup_dns:<job>:<fence>) for each job attempt that is over and "
                          "left DNS-01 challenge TXT records in a zone (a crash between presenting and removing them, "
                          "or a removal that failed)"},
+    {"msca_policy", "fetches the enrollment policy again for each AD CS CA whose cached policy is older than the "
+                    "policy's nextUpdateHours (8 h when it names none), so templates, key sizes and CES URLs stay "
+                    "current; a CA that cannot be reached keeps its cached policy and the sweep logs why"},
     {"retention", "completed and cancelled jobs (and their logs) older than job_retention_s, and audit entries older "
                   "than audit_retention_s, are deleted in batches"},
 }};
@@ -227,13 +231,17 @@ asio::awaitable<result<int>> in_batches(queue::job_context& ctx, batch_op op) {
 }  // namespace
 
 void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, time_ms audit_retention_ms,
-                            asio::thread_pool* cpu, std::string ca_pem) {
+                            asio::thread_pool* cpu, std::string ca_pem, const kek* key) {
   auto acme = std::make_shared<lifecycle::acme_job_options>();
   acme->cpu = cpu;
-  acme->ca_pem = std::move(ca_pem);
+  acme->ca_pem = ca_pem;
+  auto msca = std::make_shared<lifecycle::msca_job_options>();
+  msca->key = key;
+  msca->cpu = cpu;
+  msca->ca_pem = std::move(ca_pem);
   r.add(
       std::string(queue::job_names::maintenance_sweep),
-      [retention_ms, audit_retention_ms, acme](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
+      [retention_ms, audit_retention_ms, acme, msca](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
         auto p = json::object_reader::parse(ctx.payload(), "payload");
         if (!p) co_return queue::outcome::permanent_failure(p.error().message);
         auto name = p->required_string("name");
@@ -270,6 +278,15 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
           auto n = co_await lifecycle::enqueue_due_renewals(ctx.store(), ctx.clock(), acme.get(), std::move(log));
           if (!n) co_return queue::outcome::failure(n.error().message);
           co_await ctx.log("info", fmt::format("acme_renewal: {} renew_certificate jobs enqueued", *n));
+          co_return queue::outcome::ok();
+        }
+        if (*name == "msca_policy") {
+          lifecycle::sweep_logger log = [&ctx](std::string level, std::string message) -> asio::awaitable<void> {
+            co_await ctx.log(std::move(level), std::move(message));
+          };
+          auto n = co_await lifecycle::refresh_stale_msca_policies(ctx.store(), ctx.clock(), *msca, std::move(log));
+          if (!n) co_return queue::outcome::failure(n.error().message);
+          co_await ctx.log("info", fmt::format("msca_policy: {} CA policies fetched again", *n));
           co_return queue::outcome::ok();
         }
         if (*name == "acme_dns_cleanup") {

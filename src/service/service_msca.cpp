@@ -103,21 +103,13 @@ op<json::value> service::msca_templates(std::string project_id, std::string id, 
   if (!spec) co_return std::move(spec).error();
   if (refresh) {
     if (!key_) co_return no_key();
-    auto secret = lifecycle::open_msca_ca_secret(*key_, *ca);
-    if (!secret) co_return std::move(secret).error();
     lifecycle::msca_job_options opt;
     opt.key = key_;
     opt.cpu = cpu_;
     opt.ca_pem = ca_pem_;
-    auto policy = co_await lifecycle::fetch_msca_policy(st_, *spec, *secret, opt, clock_.now_ms());
+    auto policy = co_await lifecycle::refresh_msca_policy(st_, *ca, opt, clock_.now_ms());
     if (!policy) co_return std::move(policy).error();
     spec->policy = std::move(*policy);
-    store::tx_fn save = [project_id, id, doc = lifecycle::msca_ca_doc_json(*spec)](store::catalog_tx& tx) -> result<void> {
-      auto o = tx.get_object(project_id, store::kind_msca_ca, id);
-      if (!o) return std::move(o).error();
-      return tx.update_object_doc(id, doc);
-    };
-    if (auto w = co_await st_.catalog().transact(std::move(save)); !w) co_return std::move(w).error();
   }
   co_return json::value(lifecycle::msca_templates_view(*spec));
 }

@@ -385,5 +385,59 @@ TEST(msca_jobs, kerberos_logs_in_with_a_password_or_a_keytab_and_refusals_name_t
   EXPECT_EQ(num(m.env.ok("GET", "msca-cas"), "total"), cas_before);
 }
 
+// The msca_policy sweep (one scheduler cycle a second): a CA whose cached policy is older than
+// its nextUpdateHours gets it fetched again; one whose credentials stopped working keeps its own
+// and the sweep says why. "Older" is made by ageing the cached policy in the store file.
+TEST(msca_jobs, the_policy_sweep_fetches_stale_policies_again_and_a_failing_ca_keeps_its_own) {
+  testbed::temp_dir realm_dir("certfleet-kdc");
+  testbed::kdc realm(realm_dir.path());
+  realm.add_user("alice", "alice-krb-password");
+  testbed::msca_server_options so;
+  so.kerberos_keytab = realm.add_keytab("HTTP/127.0.0.1");
+  so.krb5_conf = realm.krb5_conf();
+  msca_env m(so, {"scheduler_interval_ms=1000", "scheduler_lease_ms=3000"});
+  const auto good = str(m.env.ok("POST", "msca-cas", json::serialize(m.password_ca("good")), 201), "id");
+  json::object krb{{"name", "krb"},
+                   {"cep_url", m.ca->cep_kerberos_url()},
+                   {"auth", json::object{{"kind", "kerberos"}, {"principal", "alice"}, {"realm", realm.realm()},
+                                         {"password", "alice-krb-password"}, {"kdc", realm.address()}}},
+                   {"ca_bundle_pem", m.ca->ca_pem()}};
+  const auto stale = str(m.env.ok("POST", "msca-cas", json::serialize(krb), 201), "id");
+  realm.set_password("alice", "a-new-password");  // the CA's sealed password is now wrong
+
+  auto fetched_at = [&](const std::string& id) {
+    auto [rc, out] = testbed::run_command({"/usr/bin/sqlite3", "-cmd", ".timeout 5000",
+                                           (fs::path(m.env.data()) / "certfleet.db").string(),
+                                           "SELECT json_extract(doc, '$.policy.fetched_at') FROM objects WHERE id = '" + id + "'"});
+    EXPECT_EQ(rc, 0) << out;
+    return std::atoll(out.c_str());
+  };
+  auto [rc, out] = testbed::run_command({"/usr/bin/sqlite3", "-cmd", ".timeout 5000",
+                                         (fs::path(m.env.data()) / "certfleet.db").string(),
+                                         "UPDATE objects SET doc = json_set(doc, '$.policy.fetched_at', 1000) WHERE kind = 'msca_ca'"});
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_EQ(fetched_at(good), 1000);
+
+  for (auto until = std::chrono::steady_clock::now() + 60s; fetched_at(good) == 1000 && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(200ms);
+  EXPECT_GT(fetched_at(good), testbed::unix_now_ms() - 120'000);
+  EXPECT_EQ(fetched_at(stale), 1000);  // kept: the login failed
+  // The sweep's log says which CA kept its policy and why.
+  bool said = false;
+  for (auto until = std::chrono::steady_clock::now() + 30s; !said && std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(200ms))
+    for (const auto& j : m.jobs_of("maintenance_sweep")) {
+      const auto text = m.log_text(str(j, "id"));
+      if (text.find("msca_policy: CA krb (" + stale + ") keeps its cached policy") != std::string::npos &&
+          text.find("[msca_auth]") != std::string::npos) {
+        said = true;
+        break;
+      }
+    }
+  EXPECT_TRUE(said);
+  // The templates still answer from the policy kept.
+  EXPECT_GE(m.env.ok("GET", "msca-cas/" + stale + "/templates").at("templates").as_array().size(), 5u);
+}
+
 }  // namespace
 }  // namespace dist_test

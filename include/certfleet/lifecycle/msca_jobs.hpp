@@ -16,6 +16,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/json/object.hpp>
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -36,6 +37,19 @@ void register_msca_handlers(queue::handler_registry& r, std::shared_ptr<const ms
 boost::asio::awaitable<result<msca_cached_policy>> fetch_msca_policy(store::store& st, const msca_ca_spec& ca,
                                                                     const msca_ca_secret& secret,
                                                                     const msca_job_options& opt, time_ms now);
+
+// Fetches a CA's policy again and keeps it on the CA (GET …/templates?refresh=1 and the
+// msca_policy sweep): the policy, or fetch_msca_policy's error; not_found when the CA was deleted
+// meanwhile.
+boost::asio::awaitable<result<msca_cached_policy>> refresh_msca_policy(store::store& st, const store::catalog_object& ca,
+                                                                      const msca_job_options& opt, time_ms now);
+
+// The msca_policy sweep: each CA (all projects) whose cached policy is older than its
+// nextUpdateHours (8 h when the policy names none) gets refresh_msca_policy. A CA that cannot be
+// reached keeps the policy it has and is logged ("warn"); the others go on. How many were refreshed.
+boost::asio::awaitable<result<int>> refresh_stale_msca_policies(
+    store::store& st, const clock_source& clock, const msca_job_options& opt,
+    std::function<boost::asio::awaitable<void>(std::string level, std::string message)> log = {});
 
 // initialized, fetching_policy, generating_key, submitting, pending_approval, retrieving,
 // storing, completed.

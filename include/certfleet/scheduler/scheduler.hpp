@@ -5,6 +5,7 @@
 // per cycle whoever is leader, its work is logged in that job, and a deposed leader that wakes
 // late can at most re-enqueue a key that already exists.
 #include "certfleet/core/clock.hpp"
+#include "certfleet/core/secrets.hpp"
 #include "certfleet/queue/handler.hpp"
 #include "certfleet/queue/queue_service.hpp"
 #include "certfleet/store/store.hpp"
@@ -50,8 +51,9 @@ class scheduler {
 
 // The `maintenance_sweep` job handler (payload {"name", "cycle"}): runs one sweep and logs
 // what it did. Registered in every process that runs workers. `cpu` and `ca_pem` (extra trust
-// anchors for every CA) are for the acme_renewal sweep's renewal-information requests.
+// anchors for every CA) are for the acme_renewal sweep's renewal-information requests and the
+// msca_policy sweep, which opens each AD CS CA's secret with `key`.
 void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, time_ms audit_retention_ms,
-                            boost::asio::thread_pool* cpu = nullptr, std::string ca_pem = {});
+                            boost::asio::thread_pool* cpu = nullptr, std::string ca_pem = {}, const kek* key = nullptr);
 
 }  // namespace certfleet::scheduler
