@@ -616,7 +616,10 @@ std::string msca_request_doc_json(const msca_request_doc& d) {
                                       {"submitted_at", d.submitted_at},
                                       {"polls", d.polls},
                                       {"status", d.status},
-                                      {"reason", d.reason}});
+                                      {"reason", d.reason},
+                                      {"disposition_message", d.disposition_message},
+                                      {"leaf_pem", d.leaf_pem},
+                                      {"chain_pem", d.chain_pem}});
 }
 
 result<msca_request_doc> parse_msca_request_doc(const store::catalog_object& o) {
@@ -635,6 +638,9 @@ result<msca_request_doc> parse_msca_request_doc(const store::catalog_object& o) 
   r.polls = num(d, "polls");
   if (auto s = str(d, "status"); !s.empty()) r.status = std::move(s);
   r.reason = str(d, "reason");
+  r.disposition_message = str(d, "disposition_message");
+  r.leaf_pem = str(d, "leaf_pem");
+  r.chain_pem = str(d, "chain_pem");
   return r;
 }
 

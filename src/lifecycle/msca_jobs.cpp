@@ -112,13 +112,14 @@ class msca_job {
   asio::awaitable<result<msca_inputs>> load(std::string certificate_id);
   asio::awaitable<queue::outcome> enroll(const msca_inputs& in);
   asio::awaitable<queue::outcome> poll(const msca_inputs& in, const msca_poll_target& target);
-  // The answer that issued: the certificate stored as the next version (from `from_version`),
-  // the held request (if any) removed in the same transaction.
+  // What the CA issued (kept in the held request until stored): the certificate stored as the
+  // next version (from `from_version`), the held request removed in the same transaction.
   // (Arguments are references and views: GCC 12 destroys temporaries made inside a co_await
   // expression twice.)
-  asio::awaitable<queue::outcome> store_issued(const msca_inputs& in, const msca::enroll_response& answer,
-                                               std::string& key_pem, std::int64_t from_version,
-                                               std::string_view held_request_object);
+  asio::awaitable<queue::outcome> store_issued(const msca_inputs& in, const msca_request_doc& issued,
+                                               std::string& key_pem, std::string_view held_request_object);
+  // An issued request a lost attempt kept but did not store (this version's), if any.
+  asio::awaitable<result<std::optional<store::catalog_object>>> kept_issued(const msca_inputs& in);
   // A refusal or give-up: written on the certificate (a first enrollment is failed), the held
   // request marked; the job then fails permanently with `f`'s message.
   asio::awaitable<queue::outcome> record_failure(const msca_inputs& in, const msca_failure& f,
@@ -218,6 +219,21 @@ asio::awaitable<queue::outcome> msca_job::run() {
       co_await step("completed");
       co_return queue::outcome::ok();
     }
+  }
+  // A retried attempt whose last one was issued a certificate and lost before storing it: store
+  // that one, rather than asking the CA for another.
+  auto kept = co_await kept_issued(*in);
+  if (!kept) co_return queue::outcome::failure(kept.error().message);
+  if (*kept) {
+    auto doc = parse_msca_request_doc(**kept);
+    if (!doc) co_return queue::outcome::permanent_failure(doc.error().message);
+    auto key = open_msca_request_key(*opt_.key, **kept);
+    if (!key) co_return queue::outcome::permanent_failure(fmt::format("opening the kept key: {}", key.error().message));
+    co_await ctx_.log("info", fmt::format("request {} was issued to an attempt that stopped before storing it: "
+                                          "storing that certificate",
+                                          doc->request_id));
+    const std::string held_id = (*kept)->id;
+    co_return co_await store_issued(*in, *doc, *key, held_id);
   }
   // A retried attempt whose first one left the request pending: the poll chain carries it.
   if (in->doc.msca->disposition == "pending" && !in->doc.msca->request_id.empty()) {
@@ -322,14 +338,6 @@ asio::awaitable<queue::outcome> msca_job::enroll(const msca_inputs& in) {
     if (!answer.failure.permanent) co_return failed(answer.failure);
     co_return co_await record_failure(in, answer.failure, "denied", "");
   }
-  if (a.status == msca::disposition::issued) {
-    co_await ctx_.log("info", fmt::format("the CA issued request {} at once: {}", a.request_id, a.disposition_message));
-    co_return co_await store_issued(in, a, *key_pem, in.doc.version, "");
-  }
-
-  // Pending: the request (its key sealed), the certificate's note of it and the first poll, in one
-  // transaction, before anything else: a worker lost after it leaves the retry to find the request
-  // held (run()), not to submit a second one.
   msca_request_doc rd;
   rd.certificate_id = in.cert.id;
   rd.request_id = a.request_id;
@@ -339,6 +347,34 @@ asio::awaitable<queue::outcome> msca_job::enroll(const msca_inputs& in) {
   rd.from_version = in.doc.version;
   rd.submitted_by = ctx_.job().id;
   rd.submitted_at = now;
+  rd.disposition_message = a.disposition_message;
+  if (a.status == msca::disposition::issued) {
+    co_await ctx_.log("info", fmt::format("the CA issued request {} at once: {}", a.request_id, a.disposition_message));
+    auto pem = msca::issued_certificate_pem(a);
+    if (!pem) {
+      auto f = msca_fail(failure_class::other, pem.error().message, true);
+      co_return co_await record_failure(in, f, "", "");
+    }
+    // Kept with its key before anything else, as a pending request is: a worker lost before the
+    // version is stored leaves the next attempt this certificate to store (run()).
+    rd.status = "issued";
+    rd.leaf_pem = std::move(pem->leaf_pem);
+    rd.chain_pem = std::move(pem->chain_pem);
+    auto issued_held = make_msca_request_object(rd, *key_pem, *opt_.key, new_object_id(), in.cert.project_id, now);
+    if (!issued_held) co_return queue::outcome::failure(issued_held.error().message);
+    const std::string issued_id = issued_held->id;
+    store::tx_fn keep = [o = std::move(*issued_held)](store::catalog_tx& tx) -> result<void> {
+      if (auto ins = tx.insert_object(o); !ins) return std::move(ins).error();
+      return {};
+    };
+    if (auto w = co_await ctx_.store().catalog().transact(std::move(keep)); !w)
+      co_return queue::outcome::failure(fmt::format("keeping issued request {}: {}", a.request_id, w.error().message));
+    co_return co_await store_issued(in, rd, *key_pem, issued_id);
+  }
+
+  // Pending: the request (its key sealed), the certificate's note of it and the first poll, in one
+  // transaction, before anything else: a worker lost after it leaves the retry to find the request
+  // held (run()), not to submit a second one.
   auto held = make_msca_request_object(rd, *key_pem, *opt_.key, new_object_id(), in.cert.project_id, now);
   if (!held) co_return queue::outcome::failure(held.error().message);
   msca_poll_target first{in.cert.id, a.request_id, 1};
@@ -465,25 +501,46 @@ asio::awaitable<queue::outcome> msca_job::poll(const msca_inputs& in, const msca
   if (!key) co_return queue::outcome::permanent_failure(fmt::format("opening the held key: {}", key.error().message));
   co_await ctx_.log("info", fmt::format("request {} was issued after approval: {}", target.request_id,
                                         answer.value->disposition_message));
-  co_return co_await store_issued(in, *answer.value, *key, rd->from_version, held.id);
-}
-
-asio::awaitable<queue::outcome> msca_job::store_issued(const msca_inputs& in, const msca::enroll_response& answer,
-                                                       std::string& key_pem, std::int64_t from_version,
-                                                       std::string_view held_view) {
-  const std::string held_request_object(held_view);
-  co_await step("storing");
-  const time_ms now = ctx_.clock().now_ms();
-  auto pem = msca::issued_certificate_pem(answer);
+  auto pem = msca::issued_certificate_pem(*answer.value);
   if (!pem) {
     auto f = msca_fail(failure_class::other, pem.error().message, true);
-    co_return co_await record_failure(in, f, "", held_request_object);
+    co_return co_await record_failure(in, f, "", held.id);
   }
+  auto issued = *rd;
+  issued.request_id = target.request_id;
+  issued.disposition_message = answer.value->disposition_message;
+  issued.leaf_pem = std::move(pem->leaf_pem);
+  issued.chain_pem = std::move(pem->chain_pem);
+  co_return co_await store_issued(in, issued, *key, held.id);
+}
+
+asio::awaitable<result<std::optional<store::catalog_object>>> msca_job::kept_issued(const msca_inputs& in) {
+  store::read_value_fn<std::optional<store::catalog_object>> read =
+      [p = in.cert.project_id, c = in.cert.id, v = in.doc.version](
+          store::catalog_read& rd) -> result<std::optional<store::catalog_object>> {
+    auto held = rd.objects_referencing(p, store::kind_msca_request, c);
+    if (!held) return std::move(held).error();
+    for (auto& o : *held) {
+      auto d = parse_msca_request_doc(o);
+      if (d && d->status == "issued" && d->from_version == v && !d->leaf_pem.empty())
+        return std::optional<store::catalog_object>(std::move(o));
+    }
+    return std::optional<store::catalog_object>{};
+  };
+  co_return co_await store::read_value(ctx_.store().catalog(), std::move(read));
+}
+
+asio::awaitable<queue::outcome> msca_job::store_issued(const msca_inputs& in, const msca_request_doc& issued,
+                                                       std::string& key_pem, std::string_view held_view) {
+  const std::string held_request_object(held_view);
+  const std::int64_t from_version = issued.from_version;
+  co_await step("storing");
+  const time_ms now = ctx_.clock().now_ms();
   // The key must be the one this request was made with: a certificate for another key is refused.
-  auto version = issued_version(in.cert.name, pem->leaf_pem, pem->chain_pem, std::move(key_pem), now);
+  auto version = issued_version(in.cert.name, issued.leaf_pem, issued.chain_pem, std::move(key_pem), now);
   if (!version) {
     auto f = msca_fail(failure_class::other, fmt::format("the CA's certificate for request {}: {}",
-                                                                  answer.request_id, version.error().message), true);
+                                                                  issued.request_id, version.error().message), true);
     co_return co_await record_failure(in, f, "", held_request_object);
   }
   auto next = std::make_shared<catalog::new_certificate>(std::move(*version));
@@ -491,7 +548,7 @@ asio::awaitable<queue::outcome> msca_job::store_issued(const msca_inputs& in, co
   const kek* key = opt_.key;
   const std::string project = in.cert.project_id, cert_id = in.cert.id;
   const issued_by by{ctx_.job().id, ctx_.job().type, next->doc.sans};
-  const std::string request_id = answer.request_id, disposition_message = answer.disposition_message;
+  const std::string request_id = issued.request_id, disposition_message = issued.disposition_message;
   auto stored = std::make_shared<distribution::version_stored>();
   store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
     auto got = catalog::read_certificate(tx, project, cert_id);

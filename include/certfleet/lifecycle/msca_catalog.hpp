@@ -127,8 +127,13 @@ struct msca_request_doc {
   std::string submitted_by;       // the job that submitted it
   time_ms submitted_at = 0;
   std::int64_t polls = 0;
-  std::string status = "pending";  // pending | issued | denied | abandoned
+  // pending | issued | denied | abandoned. "issued": the CA's certificate is kept here (with the
+  // key) until the version is stored, so a worker lost in between leaves the next attempt the
+  // certificate to store, not a second request to make.
+  std::string status = "pending";
   std::string reason;              // denied/abandoned: why
+  std::string disposition_message;  // issued: the CA's words
+  std::string leaf_pem, chain_pem;  // issued: the certificate and its chain (public)
 };
 std::string msca_request_doc_json(const msca_request_doc& d);
 result<msca_request_doc> parse_msca_request_doc(const store::catalog_object& o);
