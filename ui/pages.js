@@ -12,6 +12,7 @@ import { renderSettings } from './settings.js';
 import { renderNotifications } from './notifications.js';
 import { renderDomains } from './domains.js';
 import { renderDnsProviders } from './dns_providers.js';
+import { renderMscaCas } from './msca_cas.js';
 import { renderDiscoverySources } from './discovery_sources.js';
 import { renderDiscoveredCertificates } from './discovered_certificates.js';
 import { renderLogin } from './login.js';
@@ -36,6 +37,7 @@ export const pages = [
   { name: 'certificate', path: '/certificates/:id', title: 'Certificate', render: renderCertificateDetail, section: 'certificates' },
   { name: 'domains', path: '/domains', title: 'Domains', render: renderDomains, section: 'domains', nav: 'Domains' },
   { name: 'dns-providers', path: '/dns-providers', title: 'DNS Providers', render: renderDnsProviders, section: 'dns-providers', nav: 'DNS Providers' },
+  { name: 'msca-cas', path: '/msca-cas', title: 'AD CS', render: renderMscaCas, section: 'msca-cas', nav: 'AD CS' },
   { name: 'discovery', path: '/discovery', title: 'Discovery', render: renderDiscoverySources, section: 'discovery', nav: 'Discovery' },
   { name: 'discovery-certificates', path: '/discovery/certificates', title: 'Discovered certificates', render: renderDiscoveredCertificates, section: 'discovery' },
   { name: 'notifications', path: '/notifications', title: 'Notifications', render: renderNotifications, section: 'notifications', nav: 'Notifications' },

@@ -17,12 +17,13 @@ struct ui_page {
   std::string_view first;
   bool with_id;
 };
-constexpr std::array<ui_page, 11> pages{{{"dashboard", false},
+constexpr std::array<ui_page, 12> pages{{{"dashboard", false},
                                         {"jobs", true},
                                         {"distributions", true},
                                         {"certificates", true},
                                         {"domains", false},
                                         {"dns-providers", false},
+                                        {"msca-cas", false},
                                         {"discovery", true},  // /discovery/certificates
                                         {"notifications", false},
                                         {"tokens", false},

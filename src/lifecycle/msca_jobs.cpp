@@ -637,10 +637,9 @@ asio::awaitable<result<msca_cached_policy>> fetch_msca_policy(store::store& st, 
                               : ca.auth_kind == "client_certificate"     ? "auth.cert_pem"
                               : ca.krb_credential == "keytab"            ? "auth.keytab_b64"
                                                                          : "auth.password";
-    auto e = make_error(answer.failure.cls == failure_class::auth ? errc::unauthorized
-                        : answer.failure.permanent                  ? errc::invalid_argument
-                                                                    : errc::timeout,
-                        answer.failure.message, field);
+    // The CA refusing the credentials given is a bad field, not a 401: the API's 401 means this
+    // caller's own token (clients sign out on it, the audit log records it as anonymous).
+    auto e = make_error(answer.failure.permanent ? errc::invalid_argument : errc::timeout, answer.failure.message, field);
     co_return e;
   }
   co_return cache_policy(*answer.value, now);

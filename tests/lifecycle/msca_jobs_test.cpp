@@ -212,7 +212,7 @@ TEST(msca_jobs, credentials_are_checked_at_creation_and_client_certificates_enro
   msca_env m;
   // A wrong password: the policy service's answer, nothing stored, the password never quoted.
   auto wrong = m.env.call("POST", "msca-cas", json::serialize(m.password_ca("bad", "not-the-password")));
-  EXPECT_EQ(wrong.status, 401) << wrong.body;
+  EXPECT_EQ(wrong.status, 400) << wrong.body;
   EXPECT_EQ(field_of(wrong), "auth.password");
   EXPECT_NE(wrong.body.find("[msca_auth]"), std::string::npos) << wrong.body;
   EXPECT_EQ(wrong.body.find("not-the-password"), std::string::npos);
@@ -358,9 +358,9 @@ TEST(msca_jobs, kerberos_logs_in_with_a_password_or_a_keytab_and_refusals_name_t
   };
   // A wrong password: the KDC's refusal (preauthentication failed), naming the password.
   refused(kerberos_ca("krb-wrong", json::object{{"principal", "alice"}, {"password", "wrong-krb-password"}, {"kdc", realm.address()}}),
-          401, "auth.password", "[msca_auth]");
+          400, "auth.password", "[msca_auth]");
   // A keytab of another principal: no key for alice in it.
-  refused(kerberos_ca("krb-tab", json::object{{"principal", "alice"}, {"keytab_b64", base64(svc_keytab)}}), 401,
+  refused(kerberos_ca("krb-tab", json::object{{"principal", "alice"}, {"keytab_b64", base64(svc_keytab)}}), 400,
           "auth.keytab_b64", "[msca_auth]");
   // A KDC outside msca_allow_list is never asked.
   refused(kerberos_ca("krb-far", json::object{{"principal", "alice"}, {"password", "alice-krb-password"},
@@ -380,7 +380,7 @@ TEST(msca_jobs, kerberos_logs_in_with_a_password_or_a_keytab_and_refusals_name_t
   // 401 with a Negotiate challenge, and certfleet says the service refused the credentials.
   realm.rekey("HTTP/127.0.0.1");
   refused(kerberos_ca("krb-rekeyed", json::object{{"principal", "alice"}, {"password", "alice-krb-password"}, {"kdc", realm.address()}}),
-          401, "auth.password", "did not accept");
+          400, "auth.password", "did not accept");
   EXPECT_GE(m.ca->stats().negotiate_refused, 1);
   EXPECT_EQ(num(m.env.ok("GET", "msca-cas"), "total"), cas_before);
 }

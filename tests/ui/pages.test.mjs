@@ -50,7 +50,7 @@ before(async () => {
     notifications: '/notifications', 'dns-providers': '/dns-providers', settings: '/settings', 'not-found': '/no/such/page',
     // Their own files fill them (domains, discovery tests); here they are walked empty, for axe.
     'domains-page': '/domains', 'discovery-page': '/discovery', 'discovered-page': '/discovery/certificates',
-    tokens: '/tokens',
+    'msca-cas-page': '/msca-cas', tokens: '/tokens',
   });
 });
 after(async () => {
