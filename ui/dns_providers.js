@@ -4,7 +4,7 @@
 // API never returns them, so the list says only whether one is stored.
 import * as api from './api.js';
 import { h, replace, showAlert } from './dom.js';
-import { confirmAction, feedback, scrollRegion } from './widgets.js';
+import { confirmAction, feedback, fieldErrors, scrollRegion } from './widgets.js';
 import * as fmt from './format.js';
 import * as session from './session.js';
 
@@ -159,34 +159,15 @@ export function renderDnsProviders(ctx) {
     fieldsBox, formError, h('div', { class: 'form-actions' }, addButton)) : null;
   if (form) showKind();
 
-  function clearErrors() {
-    formError.textContent = '';
-    for (const p of form?.querySelectorAll('[data-field-error]') ?? []) p.textContent = '';
-    for (const el of form?.querySelectorAll('[aria-invalid]') ?? []) el.removeAttribute('aria-invalid');
-  }
-
-  /** The API names a field ("powerdns.api_url", "exec.env.TOKEN"): the message goes under it. @param {string} field @param {string} message */
-  function fieldError(field, message) {
-    const all = [...(form?.querySelectorAll('[data-field-error]') ?? [])];
-    const target = all.find((p) => p.getAttribute('data-field-error') === field)
-      ?? all.find((p) => field.startsWith(`${p.getAttribute('data-field-error')}.`));
-    if (!target) {
-      formError.textContent = message;
-      return;
-    }
-    target.textContent = message;
-    const input = /** @type {HTMLElement | null} */ (target.parentElement?.querySelector('input, textarea, select') ?? null);
-    input?.setAttribute('aria-invalid', 'true');
-    input?.focus();
-  }
+  const errors = fieldErrors(form, formError);
 
   form?.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    clearErrors();
+    errors.clear();
     const k = kinds.find((x) => x.kind === kindSelect.value) ?? kinds[0];
     const built = providerBody(k, nameInput.value.trim(), (key) => /** @type {HTMLInputElement} */ (inputs.get(key)));
     if (!built.body) {
-      fieldError(built.field ?? '', built.message ?? '');
+      errors.show(built.field ?? '', built.message ?? '');
       return;
     }
     addButton.disabled = true;
@@ -197,7 +178,7 @@ export function renderDnsProviders(ctx) {
       showKind();
       void load();
     } catch (e) {
-      if (e instanceof api.ApiError && e.field) fieldError(e.field, e.message);
+      if (e instanceof api.ApiError && e.field) errors.show(e.field, e.message);
       else formError.textContent = api.errorText(e);
     } finally {
       addButton.disabled = false;

@@ -8,7 +8,7 @@ import * as api from './api.js';
 import { allPages } from './catalog.js';
 import { h, replace, showAlert } from './dom.js';
 import { domainExpiry } from './domains.js';
-import { confirmAction, feedback, scrollRegion } from './widgets.js';
+import { confirmAction, feedback, fieldErrors, scrollRegion } from './widgets.js';
 import * as fmt from './format.js';
 import { href } from './router.js';
 import * as session from './session.js';
@@ -162,7 +162,7 @@ export function renderMscaCas(ctx) {
     }), h('div', { class: 'field auth-error' }, errorEl('auth', 'ms-auth-error')));
     kindSelect.setAttribute('aria-describedby', 'ms-auth-intro ms-auth-kind-error');
   }
-  kindSelect.addEventListener('change', () => { clearErrors(); showKind(); });
+  kindSelect.addEventListener('change', () => { errors.clear(); showKind(); });
 
   const form = canAdmin ? h('form', { class: 'card inline-form msca-form', id: 'add-msca-ca', 'aria-labelledby': 'add-msca-title', novalidate: true },
     h('h2', { id: 'add-msca-title', text: 'Add AD CS CA' }),
@@ -182,37 +182,7 @@ export function renderMscaCas(ctx) {
     formError, h('div', { class: 'form-actions' }, addButton)) : null;
   if (form) showKind();
 
-  function clearErrors() {
-    formError.textContent = '';
-    for (const p of form?.querySelectorAll('[data-field-error]') ?? []) p.textContent = '';
-    for (const el of form?.querySelectorAll('[aria-invalid]') ?? []) el.removeAttribute('aria-invalid');
-  }
-
-  /**
-   * The API names a field ("auth.password", "cep_url"): the message goes under it. "auth" itself
-   * (the CA refused the credentials) goes under the authentication fields and marks the secret.
-   * @param {string} name @param {string} message
-   */
-  function fieldError(name, message) {
-    const all = [...(form?.querySelectorAll('[data-field-error]') ?? [])];
-    const target = all.find((p) => p.getAttribute('data-field-error') === name)
-      ?? all.find((p) => name.startsWith(`${p.getAttribute('data-field-error')}.`) || name.startsWith(`${p.getAttribute('data-field-error')}[`));
-    if (!target) {
-      formError.textContent = name ? `${name}: ${message}` : message;
-      return;
-    }
-    target.textContent = message;
-    if (name === 'auth') {
-      const k = authKinds.find((x) => x.kind === kindSelect.value) ?? authKinds[0];
-      const secrets = k.fields.filter((f) => f.type === 'password' || f.secret).map((f) => authInputs.get(f.key)).filter((el) => el !== undefined);
-      for (const el of secrets) el.setAttribute('aria-invalid', 'true');
-      secrets[0]?.focus();
-      return;
-    }
-    const input = /** @type {HTMLElement | null} */ (target.parentElement?.querySelector('input, textarea, select') ?? null);
-    input?.setAttribute('aria-invalid', 'true');
-    input?.focus();
-  }
+  const errors = fieldErrors(form, formError);
 
   /** The body the form sends; a field error for what the browser can tell. @returns {{body?: any, field?: string, message?: string}} */
   function formBody() {
@@ -240,10 +210,10 @@ export function renderMscaCas(ctx) {
 
   form?.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    clearErrors();
+    errors.clear();
     const built = formBody();
     if (!built.body) {
-      fieldError(built.field ?? '', built.message ?? '');
+      errors.show(built.field ?? '', built.message ?? '');
       return;
     }
     addButton.disabled = true;
@@ -256,7 +226,7 @@ export function renderMscaCas(ctx) {
       showKind();
       void load();
     } catch (e) {
-      if (e instanceof api.ApiError && e.field) fieldError(e.field, e.message);
+      if (e instanceof api.ApiError && e.field) errors.show(e.field, e.message);
       else formError.textContent = api.errorText(e);
     } finally {
       addButton.disabled = false;

@@ -1,6 +1,6 @@
 // Widgets every page shares: the feedback line, the confirmation dialog of an action that cannot
-// be undone, the pager. Pages build their own content; these only carry what must look and act
-// the same everywhere.
+// be undone, the pager, a form's field errors. Pages build their own content; these only carry
+// what must look and act the same everywhere.
 import { h, replace } from './dom.js';
 import { navigate } from './router.js';
 
@@ -110,4 +110,35 @@ export function pageCount(answer) {
  */
 export function scrollRegion(label, ...children) {
   return h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': label }, ...children);
+}
+
+/**
+ * A form's field errors, as the API names fields ("auth.password", "powerdns.api_url",
+ * "exec.env.TOKEN"): the message goes under the form's `[data-field-error]` element of that name,
+ * or of the nearest enclosing one ("auth" for "auth.password"), and the input beside it is marked
+ * invalid and focused; a field the form does not show goes to `formError`.
+ * @param {HTMLElement | null} form @param {HTMLElement} formError
+ */
+export function fieldErrors(form, formError) {
+  return {
+    clear() {
+      formError.textContent = '';
+      for (const p of form?.querySelectorAll('[data-field-error]') ?? []) p.textContent = '';
+      for (const el of form?.querySelectorAll('[aria-invalid]') ?? []) el.removeAttribute('aria-invalid');
+    },
+    /** @param {string} field @param {string} message */
+    show(field, message) {
+      const all = [...(form?.querySelectorAll('[data-field-error]') ?? [])];
+      const target = all.find((p) => p.getAttribute('data-field-error') === field)
+        ?? all.find((p) => field.startsWith(`${p.getAttribute('data-field-error')}.`) || field.startsWith(`${p.getAttribute('data-field-error')}[`));
+      if (!target) {
+        formError.textContent = message;
+        return;
+      }
+      target.textContent = message;
+      const input = /** @type {HTMLElement | null} */ (target.parentElement?.querySelector('input, textarea, select') ?? null);
+      input?.setAttribute('aria-invalid', 'true');
+      input?.focus();
+    },
+  };
 }
