@@ -339,7 +339,8 @@ constexpr response_schema answers[] = {
         "requested_subject":{"type":"string"},"requested_sans":{"type":"array","items":{"type":"string"}},
         "msca":{"type":"object","description":"AD CS certificates: the last request at the CA","properties":{
           "request_id":{"$ref":"#/components/schemas/NullableText"},"disposition":{"$ref":"#/components/schemas/NullableText"},
-          "disposition_message":{"$ref":"#/components/schemas/NullableText"},"error_code":{"$ref":"#/components/schemas/NullableText"}}},
+          "disposition_message":{"$ref":"#/components/schemas/NullableText"},"error_code":{"$ref":"#/components/schemas/NullableText"},
+          "polls":{"type":"integer","description":"How often the last request was asked about before the CA issued it"}}},
         "key_type":{"type":"string"},"acme_account_id":{"type":"string"},"dns_provider_id":{"type":"string"},"profile":{"type":"string"},
         "auto_renew":{"type":"boolean"},"last_error":{"type":"string"},"last_job_id":{"$ref":"#/components/schemas/NullableText"},
         "approval":{"oneOf":[{"type":"null"},{"type":"object","required":["requested_by","requested_at","decision","decided_by","decided_at","reason"],"additionalProperties":false,"properties":{

@@ -144,7 +144,7 @@ std::string certificate_doc_json(const certificate_doc& d) {
                                {"request_id", m.request_id},     {"disposition", m.disposition},
                                {"disposition_message", m.disposition_message},
                                {"error_code", m.error_code},     {"last_error", m.last_error},
-                               {"last_job_id", m.last_job_id}};
+                               {"last_job_id", m.last_job_id},   {"polls", m.polls}};
   }
   if (d.revocation)
     doc["revocation"] = json::object{{"serial", d.revocation->serial},
@@ -277,6 +277,7 @@ result<certificate_doc> parse_certificate_doc(const store::catalog_object& o, bo
     m.error_code = str(mo, "error_code");
     m.last_error = str(mo, "last_error");
     m.last_job_id = str(mo, "last_job_id");
+    if (auto* n = mo.if_contains("polls"); n && n->is_int64()) m.polls = n->as_int64();
     c.msca = std::move(m);
   }
   if (auto* rv = d.if_contains("revocation"); rv && rv->is_object()) {
@@ -393,7 +394,8 @@ boost::json::object certificate_view(const store::catalog_object& o) {
     v["msca"] = json::object{{"request_id", certfleet::json::text_value(m.request_id)},
                              {"disposition", certfleet::json::text_value(m.disposition)},
                              {"disposition_message", certfleet::json::text_value(m.disposition_message)},
-                             {"error_code", certfleet::json::text_value(m.error_code)}};
+                             {"error_code", certfleet::json::text_value(m.error_code)},
+                             {"polls", m.polls}};
   }
   if (d->revocation)
     v["revocation"] = json::object{{"serial", d->revocation->serial},

@@ -1,10 +1,11 @@
 // The AD CS jobs (msca_jobs.hpp): enrollment and renewal, the poll of a request held for
-// approval, the policy fetch, the MSCA workflow view and the renewal rule.
+// approval, the renewal rule. The policy is msca_policy.cpp's, the workflow view msca_workflow.cpp's.
 #include "certfleet/lifecycle/msca_jobs.hpp"
 
 #include "lifecycle/acme_job_common.hpp"
 #include "lifecycle/issued_version.hpp"
 #include "lifecycle/msca_client.hpp"
+#include "lifecycle/msca_common.hpp"
 
 #include "certfleet/acme/key_type.hpp"
 #include "certfleet/acme/keys.hpp"
@@ -45,33 +46,18 @@ using detail::issued_version;
 using detail::log_stored_version;
 using detail::on_cpu;
 using detail::store_issued_version;
+using detail::msca_settings;
+using detail::policy_fresh;
+using detail::read_msca_settings;
+using detail::subject_summary;
 using msca::failure_class;
 
 namespace {
 
-constexpr std::array<std::string_view, 8> steps{"initialized", "fetching_policy", "generating_key", "submitting",
-                                                "pending_approval", "retrieving", "storing",         "completed"};
+constexpr const auto& steps = detail::msca_steps;
 
 std::int64_t step_number(std::string_view name) {
   return std::find(steps.begin(), steps.end(), name) - steps.begin() + 1;
-}
-
-struct msca_settings {
-  net::egress_policy allow;
-  std::chrono::milliseconds timeout{30000};
-  std::int64_t poll_first_s = 60, poll_max_s = 3600, give_up_h = 168;
-};
-
-asio::awaitable<msca_settings> read_msca_settings(store::store& st) {
-  auto s = co_await store::read_settings(st);
-  msca_settings out;
-  // The settings table validates the list; a value that no longer parses refuses everything.
-  if (auto p = net::parse_egress_allow_list(s.text("msca_allow_list"), "msca_allow_list")) out.allow = std::move(*p);
-  out.timeout = std::chrono::seconds(s.integer("msca_timeout_s"));
-  out.poll_first_s = s.integer("msca_poll_first_delay_s");
-  out.poll_max_s = s.integer("msca_poll_max_delay_s");
-  out.give_up_h = s.integer("msca_poll_give_up_h");
-  co_return out;
 }
 
 // What a job works with, read in one snapshot.
@@ -81,18 +67,6 @@ struct msca_inputs {
   msca_ca_spec ca_spec;
   msca_ca_secret secret;
 };
-
-std::string der_summary(const catalog::certificate_msca& m) {
-  if (!m.subject.empty()) return m.subject;
-  return m.sans.empty() ? std::string() : fmt::format("DNS:{}", fmt::join(m.sans, ", DNS:"));
-}
-
-// A policy older than the CA says to keep it (its nextUpdate, 8 hours when it gives none) is
-// fetched again.
-bool policy_fresh(const msca_cached_policy& p, time_ms now) {
-  const std::int64_t hours = p.next_update_hours > 0 ? p.next_update_hours : 8;
-  return p.fetched_at > 0 && now - p.fetched_at < hours * 3'600'000;
-}
 
 class msca_job {
  public:
@@ -322,7 +296,7 @@ asio::awaitable<queue::outcome> msca_job::enroll(const msca_inputs& in) {
     req.token_der = std::move(*signed_req);
   }
   co_await ctx_.log("info", fmt::format("{} request for template {} ({}, {}) to {}", renewal ? "renewal" : "enrollment",
-                                        tmpl->name, *kt_name, der_summary(m), *ces));
+                                        tmpl->name, *kt_name, subject_summary(m), *ces));
 
   co_await step("submitting");
   const auto conn = connection(in);
@@ -511,6 +485,7 @@ asio::awaitable<queue::outcome> msca_job::poll(const msca_inputs& in, const msca
   issued.disposition_message = answer.value->disposition_message;
   issued.leaf_pem = std::move(pem->leaf_pem);
   issued.chain_pem = std::move(pem->chain_pem);
+  issued.polls = target.n;  // this poll retrieved it
   co_return co_await store_issued(in, issued, *key, held.id);
 }
 
@@ -549,6 +524,7 @@ asio::awaitable<queue::outcome> msca_job::store_issued(const msca_inputs& in, co
   const std::string project = in.cert.project_id, cert_id = in.cert.id;
   const issued_by by{ctx_.job().id, ctx_.job().type, next->doc.sans};
   const std::string request_id = issued.request_id, disposition_message = issued.disposition_message;
+  const std::int64_t polls = issued.polls;
   auto stored = std::make_shared<distribution::version_stored>();
   store::tx_fn write = [=](store::catalog_tx& tx) -> result<void> {
     auto got = catalog::read_certificate(tx, project, cert_id);
@@ -559,6 +535,7 @@ asio::awaitable<queue::outcome> msca_job::store_issued(const msca_inputs& in, co
     m.disposition = "issued";
     m.disposition_message = disposition_message;
     m.error_code.clear();
+    m.polls = polls;  // kept here: the held request goes with this transaction
     got->object.doc = catalog::certificate_doc_json(got->doc);
     auto s = store_issued_version(tx, *key, *got, from_version, *next, rs, now, by);
     if (!s) return std::move(s).error();
@@ -617,159 +594,6 @@ asio::awaitable<queue::outcome> msca_job::record_failure(const msca_inputs& in, 
 }
 
 }  // namespace
-
-asio::awaitable<result<msca_cached_policy>> fetch_msca_policy(store::store& st, const msca_ca_spec& ca,
-                                                             const msca_ca_secret& secret, const msca_job_options& opt,
-                                                             time_ms now) {
-  auto s = co_await read_msca_settings(st);
-  msca_connection c;
-  c.ca = &ca;
-  c.secret = &secret;
-  c.extra_ca_pem = opt.ca_pem;
-  c.cpu = opt.cpu;
-  c.egress = &s.allow;
-  c.timeout = s.timeout;
-  auto answer = co_await detail::msca_get_policies(c);
-  if (!answer.value) {
-    // A refusal of the credentials names the one the operator gave.
-    const std::string field = !answer.failure.field.empty()               ? answer.failure.field
-                              : answer.failure.cls != failure_class::auth ? "cep_url"
-                              : ca.auth_kind == "client_certificate"     ? "auth.cert_pem"
-                              : ca.krb_credential == "keytab"            ? "auth.keytab_b64"
-                                                                         : "auth.password";
-    // The CA refusing the credentials given is a bad field, not a 401: the API's 401 means this
-    // caller's own token (clients sign out on it, the audit log records it as anonymous).
-    auto e = make_error(answer.failure.permanent ? errc::invalid_argument : errc::timeout, answer.failure.message, field);
-    co_return e;
-  }
-  co_return cache_policy(*answer.value, now);
-}
-
-asio::awaitable<result<msca_cached_policy>> refresh_msca_policy(store::store& st, const store::catalog_object& ca,
-                                                               const msca_job_options& opt, time_ms now) {
-  if (!opt.key) co_return make_error(errc::config_invalid, "no key-encryption key: the CA's secret cannot be opened");
-  auto spec = parse_msca_ca_doc(ca);
-  if (!spec) co_return std::move(spec).error();
-  auto secret = open_msca_ca_secret(*opt.key, ca);
-  if (!secret) co_return std::move(secret).error();
-  auto policy = co_await fetch_msca_policy(st, *spec, *secret, opt, now);
-  if (!policy) co_return std::move(policy).error();
-  spec->policy = *policy;
-  // Only the policy changes: the rest of the CA as it is now (it may have been edited meanwhile).
-  store::tx_fn save = [project = ca.project_id, id = ca.id, fresh = *policy](store::catalog_tx& tx) -> result<void> {
-    auto o = tx.get_object(project, store::kind_msca_ca, id);
-    if (!o) return std::move(o).error();
-    auto current = parse_msca_ca_doc(*o);
-    if (!current) return std::move(current).error();
-    current->policy = fresh;
-    return tx.update_object_doc(id, msca_ca_doc_json(*current));
-  };
-  if (auto w = co_await st.catalog().transact(std::move(save)); !w) co_return std::move(w).error();
-  co_return std::move(*policy);
-}
-
-asio::awaitable<result<int>> refresh_stale_msca_policies(
-    store::store& st, const clock_source& clock, const msca_job_options& opt,
-    std::function<asio::awaitable<void>(std::string level, std::string message)> log) {
-  const time_ms now = clock.now_ms();
-  store::read_value_fn<std::vector<store::catalog_object>> read = [](store::catalog_read& rd) {
-    return rd.objects_by_not_after(store::kind_msca_ca, std::numeric_limits<time_ms>::max(), 100'000);
-  };
-  auto cas = co_await store::read_value(st.catalog(), std::move(read));
-  if (!cas) co_return std::move(cas).error();
-  int refreshed = 0;
-  for (const auto& ca : *cas) {
-    auto spec = parse_msca_ca_doc(ca);
-    if (!spec || policy_fresh(spec->policy, now)) continue;
-    auto r = co_await refresh_msca_policy(st, ca, opt, now);
-    if (r) {
-      ++refreshed;
-      if (log)
-        co_await log("info", fmt::format("msca_policy: CA {} ({}): policy {} fetched again, {} template(s)", ca.name,
-                                         ca.id, r->policy_id, r->templates.size()));
-    } else if (log) {
-      co_await log("warn", fmt::format("msca_policy: CA {} ({}) keeps its cached policy: {}", ca.name, ca.id,
-                                       r.error().message));
-    }
-  }
-  co_return refreshed;
-}
-
-std::span<const std::string_view> msca_workflow_steps() noexcept { return steps; }
-
-bool has_msca_workflow(std::string_view job_type) noexcept {
-  return job_type == queue::job_names::msca_issue_certificate || job_type == queue::job_names::msca_renew_certificate ||
-         job_type == queue::job_names::msca_poll_pending;
-}
-
-result<json::object> msca_workflow_view(store::catalog_read& rd, const store::job_record& j) {
-  json::array names;
-  for (auto s : steps) names.emplace_back(s);
-  const auto at = j.progress_total == static_cast<std::int64_t>(steps.size()) && j.progress_current >= 1 &&
-                          j.progress_current <= static_cast<std::int64_t>(steps.size())
-                      ? static_cast<std::size_t>(j.progress_current - 1)
-                      : 0;
-  json::object w{{"kind", "msca"}, {"step", steps[at]}, {"steps", std::move(names)}};
-  const bool failed = j.status == store::job_status::failed || j.status == store::job_status::dead;
-  if (failed) w["failed_step"] = steps[at];
-  // A request issued at once never waits or retrieves; a poll starts at the wait.
-  json::array skipped;
-  const bool poll = j.type == queue::job_names::msca_poll_pending;
-  if (poll) {
-    skipped.emplace_back("fetching_policy");
-    skipped.emplace_back("generating_key");
-    skipped.emplace_back("submitting");
-  } else if (j.status == store::job_status::completed && steps[at] == "completed") {
-    skipped.emplace_back("pending_approval");
-    skipped.emplace_back("retrieving");
-  }
-  w["skipped_steps"] = std::move(skipped);
-  std::string template_name, subject, request_id, renewal_mode, last_error, disposition;
-  std::int64_t polls = 0;
-  if (poll)
-    if (auto t = parse_msca_poll_payload(j.payload)) {
-      request_id = t->request_id;
-      polls = t->n;
-    }
-  if (!j.certificate_id.empty()) {
-    auto cert = rd.get_object(j.project_id, store::kind_certificate, j.certificate_id);
-    if (cert) {
-      auto doc = catalog::parse_certificate_doc(*cert, true);
-      if (doc && doc->msca) {
-        template_name = doc->msca->template_name;
-        subject = der_summary(*doc->msca);
-        if (request_id.empty()) request_id = doc->msca->request_id;
-        last_error = doc->msca->last_error;
-        disposition = doc->msca->disposition;
-        if (auto ca = rd.get_object(j.project_id, store::kind_msca_ca, doc->msca->msca_ca_id))
-          if (auto spec = parse_msca_ca_doc(*ca)) renewal_mode = spec->renewal_mode;
-        if (!request_id.empty() && polls == 0)
-          if (auto o = rd.objects_named(j.project_id, store::kind_msca_request,
-                                        fmt::format("{}:{}", j.certificate_id, request_id), 1);
-              o && !o->empty())
-            if (auto d = parse_msca_request_doc(o->front())) polls = d->polls;
-      }
-    } else if (!cert.error().is(errc::not_found)) {
-      return std::move(cert).error();
-    }
-  }
-  w["template"] = template_name;
-  w["request_id"] = certfleet::json::text_value(request_id);
-  w["poll_count"] = polls;
-  w["renewal_mode"] = j.type == queue::job_names::msca_issue_certificate ? std::string("new_key")
-                      : renewal_mode.empty()                            ? std::string("new_key")
-                                                                         : renewal_mode;
-  w["subject"] = subject;
-  std::string terminal;
-  if (failed) terminal = j.error.empty() ? last_error : j.error;
-  else if (j.status == store::job_status::completed)
-    terminal = steps[at] == "completed" ? std::string("issued")
-               : steps[at] == "pending_approval" ? std::string("pending approval at the CA")
-                                                 : std::string();
-  w["terminal_reason"] = certfleet::json::text_value(terminal);
-  w["started_at"] = certfleet::json::time_value(j.started_at);
-  return w;
-}
 
 bool msca_renewal_due(const catalog::certificate_doc& d, time_ms now) {
   if (!d.msca || d.version == 0 || !d.msca->auto_renew || d.status == "revoked") return false;

@@ -132,6 +132,11 @@ TEST(msca_jobs, a_pending_request_is_polled_until_a_manager_approves_or_denies_i
   ASSERT_TRUE(last.is_object()) << json::serialize(polls);
   EXPECT_EQ(str(last.at("workflow"), "request_id"), request_id);
   EXPECT_GE(num(last.at("workflow"), "poll_count"), 2);
+  // The count outlives the held request (gone with the store): on the certificate, and on the
+  // issue job's card, which shows the same request.
+  EXPECT_EQ(num(issued.at("msca"), "polls"), num(last.at("workflow"), "poll_count")) << json::serialize(issued);
+  auto issue_job = m.env.ok("GET", "jobs/" + job);
+  EXPECT_EQ(num(issue_job.at("workflow"), "poll_count"), num(last.at("workflow"), "poll_count"));
   // No poll is left waiting once the certificate is in.
   std::this_thread::sleep_for(3s);
   for (const auto& p : m.jobs_of("msca_poll_pending")) EXPECT_NE(str(p, "status"), "pending") << json::serialize(p);

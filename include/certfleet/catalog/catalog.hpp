@@ -93,6 +93,7 @@ struct certificate_msca {
   std::string request_id, disposition, disposition_message, error_code;
   std::string last_error;   // why the last enrollment/renewal failed ("" after a success)
   std::string last_job_id;  // the last msca job enqueued for it
+  std::int64_t polls = 0;   // how often the last request was asked about before the CA issued it
 };
 
 // A revocation at the CA through certfleet (revoke_certificate): which version's serial, why.
