@@ -19,7 +19,16 @@ pkg_check_modules(LIBSSH2 REQUIRED IMPORTED_TARGET libssh2)
 # msca's XML reader (MS-XCEP / MS-WSTEP answers; linked PRIVATE: no other module sees libxml2).
 find_package(LibXml2 REQUIRED)
 # net's HTTP Negotiate (Kerberos to AD CS): MIT krb5 and its GSSAPI (libkrb5-dev), linked PRIVATE.
-pkg_check_modules(KRB5 REQUIRED IMPORTED_TARGET krb5-gssapi krb5)
+# Found by name in the system's library directory, not through pkg-config, whose -L of Debian's
+# mit-krb5/ folder of development links would put that folder in the binary's RUNPATH (lintian's
+# custom-library-search-path).
+find_library(KRB5_LIBRARY krb5 REQUIRED)
+find_library(GSSAPI_KRB5_LIBRARY gssapi_krb5 REQUIRED)
+find_path(KRB5_INCLUDE_DIR krb5.h REQUIRED)
+add_library(certfleet_krb5 INTERFACE IMPORTED)
+set_target_properties(certfleet_krb5 PROPERTIES
+  INTERFACE_LINK_LIBRARIES "${GSSAPI_KRB5_LIBRARY};${KRB5_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${KRB5_INCLUDE_DIR}")
 if(CERTFLEET_TESTS)
   find_package(GTest REQUIRED)
 endif()
