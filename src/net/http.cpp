@@ -128,8 +128,9 @@ std::optional<std::string> check_headers(const std::vector<std::pair<std::string
       return "header name \"" + printable(name) + "\" is not an HTTP token";
     if (std::find(reserved.begin(), reserved.end(), lower(name)) != reserved.end())
       return "header " + name + " is set by certfleet";
-    // The value is never quoted back: it is often a token.
-    if (value.size() > 8192) return "header " + name + " is longer than 8192 characters";
+    // The value is never quoted back: it is often a token. 64 KiB: a Kerberos ticket of an account
+    // in many AD groups makes a Negotiate header of tens of KiB (IIS takes up to 64 KiB).
+    if (value.size() > 65536) return "header " + name + " is longer than 65536 characters";
     for (char c : value)
       if (c == '\r' || c == '\n' || c == '\0') return "header " + name + " contains a line break or NUL";
   }
