@@ -4,7 +4,7 @@
 // API never returns them, so the list says only whether one is stored.
 import * as api from './api.js';
 import { h, replace, showAlert } from './dom.js';
-import { confirmAction, feedback, fieldErrors, scrollRegion } from './widgets.js';
+import { deleteButton, feedback, fieldErrors, scrollRegion } from './widgets.js';
 import * as fmt from './format.js';
 import * as session from './session.js';
 
@@ -196,24 +196,12 @@ export function renderDnsProviders(ctx) {
       tbody)), state);
 
   /** @param {any} p */
-  function deleteButton(p) {
-    const b = h('button', { type: 'button', class: 'action danger', 'data-action': 'delete', text: 'Delete', 'aria-label': `Delete ${p.name}` });
-    b.addEventListener('click', async () => {
-      const sure = await confirmAction({ title: `Delete DNS provider ${p.name}?`,
+  function removeButton(p) {
+    return deleteButton({ name: p.name, path: api.projectPath(project, `/dns-providers/${p.id}`),
+      ask: { title: `Delete DNS provider ${p.name}?`,
         text: `${p.name} (${p.kind}) is removed from this project. A provider that a certificate still uses cannot be deleted.`,
-        confirm: 'Delete provider' });
-      if (!sure) return;
-      b.disabled = true;
-      try {
-        await api.del(api.projectPath(project, `/dns-providers/${p.id}`));
-        fb.ok(`DNS provider ${p.name} deleted.`);
-        void load();
-      } catch (e) {
-        fb.fail(`${p.name}: ${api.errorText(e)}`);
-        b.disabled = false;
-      }
-    });
-    return b;
+        confirm: 'Delete provider' },
+      done: `DNS provider ${p.name} deleted.`, fb, reload: () => { void load(); } });
   }
 
   /** @param {any} p */
@@ -228,7 +216,7 @@ export function renderDnsProviders(ctx) {
       h('td', { 'data-label': 'Where' }, h('code', { text: providerWhere(p) })),
       h('td', { 'data-label': 'Secret', text: secret }),
       h('td', { class: 'nowrap', 'data-label': 'Created' }, fmt.timeEl(p.created_at) || '—'),
-      h('td', { class: 'actions', 'data-label': 'Actions' }, canAdmin ? deleteButton(p) : ''));
+      h('td', { class: 'actions', 'data-label': 'Actions' }, canAdmin ? removeButton(p) : ''));
   }
 
   async function load() {

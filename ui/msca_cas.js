@@ -8,7 +8,7 @@ import * as api from './api.js';
 import { allPages } from './catalog.js';
 import { h, replace, showAlert } from './dom.js';
 import { domainExpiry } from './domains.js';
-import { confirmAction, feedback, fieldErrors, scrollRegion } from './widgets.js';
+import { deleteButton, feedback, fieldErrors, scrollRegion } from './widgets.js';
 import * as fmt from './format.js';
 import { href } from './router.js';
 import * as session from './session.js';
@@ -246,24 +246,12 @@ export function renderMscaCas(ctx) {
     form);
 
   /** @param {any} ca */
-  function deleteButton(ca) {
-    const b = h('button', { type: 'button', class: 'action danger', 'data-action': 'delete', text: 'Delete', 'aria-label': `Delete ${ca.name}` });
-    b.addEventListener('click', async () => {
-      const sure = await confirmAction({ title: `Delete AD CS CA ${ca.name}?`,
+  function removeButton(ca) {
+    return deleteButton({ name: ca.name, path: api.projectPath(project, `/msca-cas/${ca.id}`),
+      ask: { title: `Delete AD CS CA ${ca.name}?`,
         text: `${ca.name} and its sealed credentials are removed from this project. A CA that a certificate still uses cannot be deleted; nothing changes at the CA itself.`,
-        confirm: 'Delete CA' });
-      if (!sure) return;
-      b.disabled = true;
-      try {
-        await api.del(api.projectPath(project, `/msca-cas/${ca.id}`));
-        fb.ok(`AD CS CA ${ca.name} deleted.`);
-        void load();
-      } catch (e) {
-        fb.fail(`${ca.name}: ${api.errorText(e)}`);
-        b.disabled = false;
-      }
-    });
-    return b;
+        confirm: 'Delete CA' },
+      done: `AD CS CA ${ca.name} deleted.`, fb, reload: () => { void load(); } });
   }
 
   /**
@@ -280,7 +268,7 @@ export function renderMscaCas(ctx) {
       h('td', { 'data-label': 'Default Template' }, ca.default_template ? h('code', { text: String(ca.default_template) }) : h('span', { class: 'muted', text: 'none' })),
       h('td', { class: 'nowrap', 'data-label': 'Policy Fetched', 'data-cell': 'fetched' }, fmt.timeEl(policy.fetched_at) || '—'),
       h('td', { class: 'num', 'data-label': 'Templates', 'data-cell': 'templates', text: String(n) }),
-      h('td', { class: 'actions', 'data-label': 'Actions' }, canAdmin ? deleteButton(ca) : ''));
+      h('td', { class: 'actions', 'data-label': 'Actions' }, canAdmin ? removeButton(ca) : ''));
   }
 
   /**

@@ -1,6 +1,7 @@
 // Widgets every page shares: the feedback line, the confirmation dialog of an action that cannot
 // be undone, the pager, a form's field errors. Pages build their own content; these only carry
 // what must look and act the same everywhere.
+import * as api from './api.js';
 import { h, replace } from './dom.js';
 import { navigate } from './router.js';
 
@@ -141,4 +142,27 @@ export function fieldErrors(form, formError) {
       input?.focus();
     },
   };
+}
+
+/**
+ * A list row's Delete: asks first (`ask`, the confirmation's words), then DELETEs `path`; the
+ * feedback line says `done` and the list reloads, or says why not (the button is usable again).
+ * @param {{name: string, path: string, ask: {title: string, text: string, confirm: string}, done: string,
+ *          fb: ReturnType<typeof feedback>, reload: () => void}} o
+ */
+export function deleteButton(o) {
+  const b = h('button', { type: 'button', class: 'action danger', 'data-action': 'delete', text: 'Delete', 'aria-label': `Delete ${o.name}` });
+  b.addEventListener('click', async () => {
+    if (!(await confirmAction(o.ask))) return;
+    b.disabled = true;
+    try {
+      await api.del(o.path);
+      o.fb.ok(o.done);
+      o.reload();
+    } catch (e) {
+      o.fb.fail(`${o.name}: ${api.errorText(e)}`);
+      b.disabled = false;
+    }
+  });
+  return b;
 }

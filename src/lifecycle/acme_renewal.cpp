@@ -4,6 +4,7 @@
 #include "certfleet/lifecycle/acme_jobs.hpp"
 #include "certfleet/lifecycle/msca_jobs.hpp"
 
+#include "lifecycle/acme_catalog_common.hpp"
 #include "lifecycle/acme_job_common.hpp"
 
 #include "certfleet/acme/client.hpp"
@@ -192,8 +193,7 @@ asio::awaitable<result<int>> enqueue_due_renewals(store::store& st, const clock_
       if (!e) return std::move(e).error();
       if (!e->created) continue;
       ++*created;
-      auto r = j.type == queue::job_names::msca_renew_certificate ? record_msca_job(tx, j.project_id, j.certificate_id, e->job.id)
-                                                                   : record_acme_job(tx, j.project_id, j.certificate_id, e->job.id);
+      auto r = detail::record_last_job(tx, j.project_id, j.certificate_id, e->job.id);
       if (!r) return r;
     }
     return {};

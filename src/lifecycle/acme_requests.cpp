@@ -101,35 +101,51 @@ result<bulk_renew_request> parse_bulk_renew_request(std::string_view body) {
 
 result<void> record_acme_job(store::catalog_tx& tx, const std::string& project_id, const std::string& certificate_id,
                              const std::string& job_id) {
+  return detail::record_last_job(tx, project_id, certificate_id, job_id);
+}
+
+namespace detail {
+
+result<void> record_last_job(store::catalog_tx& tx, const std::string& project_id, const std::string& certificate_id,
+                             const std::string& job_id) {
   auto cert = tx.get_object(project_id, store::kind_certificate, certificate_id);
   if (!cert) {
     if (cert.error().is(errc::not_found)) return {};
     return std::move(cert).error();
   }
   auto doc = catalog::parse_certificate_doc(*cert, true);
-  if (!doc || !doc->acme || doc->acme->last_job_id == job_id) return {};
-  doc->acme->last_job_id = job_id;
+  if (!doc) return {};
+  std::string* last = doc->acme ? &doc->acme->last_job_id : doc->msca ? &doc->msca->last_job_id : nullptr;
+  if (!last || *last == job_id) return {};
+  *last = job_id;
   return tx.update_object_doc(certificate_id, catalog::certificate_doc_json(*doc));
 }
 
-store::catalog_object make_unissued_acme_certificate(const acme_issue_request& r, std::string id,
-                                                     std::string project_id, time_ms now) {
-  catalog::certificate_doc d;
+store::catalog_object unissued_certificate(catalog::certificate_doc d, std::string name, std::string ref_id,
+                                           std::string id, std::string project_id, time_ms now) {
   d.version = 0;
   d.version_created_at = 0;
-  d.source = "acme";
   d.status = "pending";
-  d.sans = r.acme.domains;
-  d.acme = r.acme;
   store::catalog_object o;
   o.id = std::move(id);
   o.project_id = std::move(project_id);
   o.kind = std::string(store::kind_certificate);
-  o.name = r.name;
+  o.name = std::move(name);
   o.doc = catalog::certificate_doc_json(d);
-  o.ref_id = r.acme.acme_account_id;
+  o.ref_id = std::move(ref_id);
   o.created_at = now;
   return o;
+}
+
+}  // namespace detail
+
+store::catalog_object make_unissued_acme_certificate(const acme_issue_request& r, std::string id,
+                                                     std::string project_id, time_ms now) {
+  catalog::certificate_doc d;
+  d.source = "acme";
+  d.sans = r.acme.domains;
+  d.acme = r.acme;
+  return detail::unissued_certificate(std::move(d), r.name, r.acme.acme_account_id, std::move(id), std::move(project_id), now);
 }
 
 namespace {

@@ -1,5 +1,7 @@
 #include "certfleet/lifecycle/acme_workflow.hpp"
 
+#include "lifecycle/workflow_head.hpp"
+
 #include "certfleet/core/json.hpp"
 #include "certfleet/lifecycle/acme_catalog.hpp"
 #include "certfleet/catalog/catalog.hpp"
@@ -49,14 +51,8 @@ bool has_acme_workflow(std::string_view job_type) noexcept {
 }
 
 result<json::object> acme_workflow_view(store::catalog_read& rd, const store::job_record& j) {
-  json::array names;
-  for (auto s : steps) names.emplace_back(s);
-  const auto at = j.progress_total == static_cast<std::int64_t>(steps.size()) && j.progress_current >= 1 &&
-                          j.progress_current <= static_cast<std::int64_t>(steps.size())
-                      ? static_cast<std::size_t>(j.progress_current - 1)
-                      : 0;
-  json::object w{{"kind", "acme"}, {"step", steps[at]}, {"steps", std::move(names)}};
-  if (j.status == store::job_status::failed || j.status == store::job_status::dead) w["failed_step"] = steps[at];
+  std::size_t at = 0;
+  json::object w = detail::workflow_head("acme", steps, j, at);
 
   json::array manual;
   bool manual_provider = j.type == queue::job_names::validate_manual_dns;

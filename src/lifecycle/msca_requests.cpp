@@ -84,35 +84,16 @@ result<msca_enroll_request> parse_msca_enroll_request(std::string_view body) {
 store::catalog_object make_unissued_msca_certificate(const msca_enroll_request& r, std::string id,
                                                      std::string project_id, time_ms now) {
   catalog::certificate_doc d;
-  d.version = 0;
-  d.version_created_at = 0;
   d.source = "msca";
-  d.status = "pending";
   d.subject = r.msca.subject;
   d.sans = r.msca.sans;
   d.msca = r.msca;
-  store::catalog_object o;
-  o.id = std::move(id);
-  o.project_id = std::move(project_id);
-  o.kind = std::string(store::kind_certificate);
-  o.name = r.name;
-  o.doc = catalog::certificate_doc_json(d);
-  o.ref_id = r.msca.msca_ca_id;
-  o.created_at = now;
-  return o;
+  return detail::unissued_certificate(std::move(d), r.name, r.msca.msca_ca_id, std::move(id), std::move(project_id), now);
 }
 
 result<void> record_msca_job(store::catalog_tx& tx, const std::string& project_id, const std::string& certificate_id,
                              const std::string& job_id) {
-  auto cert = tx.get_object(project_id, store::kind_certificate, certificate_id);
-  if (!cert) {
-    if (cert.error().is(errc::not_found)) return {};
-    return std::move(cert).error();
-  }
-  auto doc = catalog::parse_certificate_doc(*cert, true);
-  if (!doc || !doc->msca || doc->msca->last_job_id == job_id) return {};
-  doc->msca->last_job_id = job_id;
-  return tx.update_object_doc(certificate_id, catalog::certificate_doc_json(*doc));
+  return detail::record_last_job(tx, project_id, certificate_id, job_id);
 }
 
 // ---- a request held by the CA -------------------------------------------------------------

@@ -4,6 +4,7 @@
 #include "certfleet/lifecycle/msca_jobs.hpp"
 
 #include "lifecycle/msca_common.hpp"
+#include "lifecycle/workflow_head.hpp"
 
 #include "certfleet/catalog/catalog.hpp"
 #include "certfleet/core/json.hpp"
@@ -38,15 +39,9 @@ bool has_msca_workflow(std::string_view job_type) noexcept {
 }
 
 result<json::object> msca_workflow_view(store::catalog_read& rd, const store::job_record& j) {
-  json::array names;
-  for (auto s : steps) names.emplace_back(s);
-  const auto at = j.progress_total == static_cast<std::int64_t>(steps.size()) && j.progress_current >= 1 &&
-                          j.progress_current <= static_cast<std::int64_t>(steps.size())
-                      ? static_cast<std::size_t>(j.progress_current - 1)
-                      : 0;
-  json::object w{{"kind", "msca"}, {"step", steps[at]}, {"steps", std::move(names)}};
-  const bool failed = j.status == store::job_status::failed || j.status == store::job_status::dead;
-  if (failed) w["failed_step"] = steps[at];
+  std::size_t at = 0;
+  json::object w = detail::workflow_head("msca", steps, j, at);
+  const bool failed = w.contains("failed_step");
   // A request issued at once never waits or retrieves; a poll starts at the wait.
   json::array skipped;
   const bool poll = j.type == queue::job_names::msca_poll_pending;
