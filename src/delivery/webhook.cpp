@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "certfleet/core/time_text.hpp"
+#include "certfleet/net/phase_timing.hpp"
 #include "certfleet/delivery/ssh_target.hpp"  // valid_run_id
 #include "delivery/codec.hpp"
 
@@ -18,6 +19,7 @@ namespace certfleet::delivery {
 
 using boost::asio::awaitable;
 using steady = std::chrono::steady_clock;
+using net::ms_since;
 
 namespace {
 
@@ -34,9 +36,6 @@ bool is_signature_header(std::string_view name) {
   return true;
 }
 
-std::int64_t ms_since(steady::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t).count();
-}
 
 webhook_result refused(error_class cls, std::string phase, std::string message, steady::time_point started) {
   webhook_result r;

@@ -83,26 +83,11 @@ std::string printable(std::string_view s) {
   return out;
 }
 
-std::int64_t ms_since(steady::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t).count();
-}
 
-// The response being built, with the phase clock (same shape as the SSH recorder).
-struct recorder {
-  http_response r;
-  steady::time_point started = steady::now();
-  std::string current;
-
-  void begin(std::string phase) {
-    current = std::move(phase);
-    started = steady::now();
-  }
-  void end() { r.timings.push_back({current, ms_since(started)}); }
+// The response being built, with the phase clock; a failure may be a timeout.
+struct recorder : phase_recorder<http_response> {
   http_response& fail(error_class cls, std::string message, bool timed_out = false) {
-    end();
-    r.cls = cls;
-    r.phase = current;
-    r.error = std::move(message);
+    phase_recorder::fail(cls, std::move(message));
     r.timed_out = timed_out;
     return r;
   }

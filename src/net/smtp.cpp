@@ -36,9 +36,6 @@ namespace {
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t max_buffered = 64 * 1024;
 
-std::int64_t ms_since(steady::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t).count();
-}
 
 std::string ms_text(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
 
@@ -111,25 +108,7 @@ struct connection {
   }
 };
 
-// The result being built, phase by phase.
-struct recorder {
-  smtp_result r;
-  steady::time_point started = steady::now();
-  std::string current;
-
-  void begin(std::string phase) {
-    current = std::move(phase);
-    started = steady::now();
-  }
-  void end() { r.timings.push_back({current, ms_since(started)}); }
-  smtp_result& fail(error_class cls, std::string message) {
-    end();
-    r.cls = cls;
-    r.phase = current;
-    r.error = std::move(message);
-    return r;
-  }
-};
+using recorder = phase_recorder<smtp_result>;
 
 class client {
  public:

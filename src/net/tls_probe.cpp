@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "certfleet/net/phase_timing.hpp"
 #include "certfleet/net/resolve.hpp"
 #include "net/ip_text.hpp"
 
@@ -79,9 +80,6 @@ std::shared_ptr<asio::ssl::context> probe_context() {
   return ctx;
 }
 
-std::int64_t ms_since(steady::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t).count();
-}
 
 // See http.cpp: on the deadline the socket is closed, which ends every operation pending on it
 // (also inside the SSL stream's composed operations).
