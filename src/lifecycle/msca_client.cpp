@@ -124,6 +124,20 @@ asio::awaitable<std::optional<msca_failure>> negotiate(const msca_connection& c,
                                                        std::string& header) {
   auto u = net::parse_url(url);
   if (!u) co_return fail(failure_class::other, u.error().message, true);
+  // The service's own address is held to msca_allow_list before the KDC is asked for a ticket to
+  // it: a URL outside the list must not make certfleet announce it to the realm.
+  if (c.egress) {
+    std::vector<boost::asio::ip::address> addrs;
+    if (u->host_is_ip()) {
+      addrs.push_back(boost::asio::ip::make_address(u->host));
+    } else {
+      auto r = co_await net::resolve_host(u->host, u->port, c.cpu, c.timeout);
+      if (!r.ok()) co_return fail(failure_class::ca_unavailable, fmt::format("{}: {}", u->host, r.error), false);
+      for (const auto& ep : r.endpoints) addrs.push_back(ep.address());
+    }
+    if (!net::egress_allows(*c.egress, u->host, addrs))
+      co_return fail(failure_class::other, "msca_allow_list does not allow " + u->host, true);
+  }
   net::kerberos_login login;
   login.principal = c.ca->principal;
   login.realm = c.ca->realm;

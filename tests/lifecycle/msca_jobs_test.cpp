@@ -371,6 +371,18 @@ TEST(msca_jobs, kerberos_logs_in_with_a_password_or_a_keytab_and_refusals_name_t
   refused(kerberos_ca("krb-far", json::object{{"principal", "alice"}, {"password", "alice-krb-password"},
                                               {"kdc", "127.0.0.2:" + std::to_string(realm.port())}}),
           400, "auth.kdc", "msca_allow_list");
+  // A policy service outside msca_allow_list ([::1]; the list holds 127.0.0.1) is refused before
+  // the KDC is asked for a ticket to it: otherwise the KDC would refuse the unknown HTTP/::1
+  // first and the answer would be [msca_auth].
+  {
+    auto outside = kerberos_ca("krb-outside", json::object{{"principal", "alice"}, {"password", "alice-krb-password"},
+                                                           {"kdc", realm.address()}});
+    outside["cep_url"] = "https://[::1]:" + std::to_string(m.ca->kerberos_port()) + "/ADPolicyProvider_CEP_Kerberos/service.svc/CEP";
+    auto r = m.env.call("POST", "msca-cas", json::serialize(outside));
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_NE(r.body.find("msca_allow_list does not allow ::1"), std::string::npos) << r.body;
+    EXPECT_EQ(r.body.find("[msca_auth]"), std::string::npos) << r.body;
+  }
   // Bodies refused before anything is asked.
   auto both = kerberos_ca("krb-both", json::object{{"principal", "alice"}, {"password", "x"}, {"keytab_b64", base64(svc_keytab)}});
   refused(both, 400, "auth.password", "exactly one");
