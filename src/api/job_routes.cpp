@@ -48,9 +48,9 @@ boost::json::object job_json(const server_state& s, const store::job_record& j) 
     name = it != s.token_names.end() ? it->second : "token " + id.substr(0, 8);
   }
   o["triggered_by_name"] = std::move(name);
-  auto hint = queue::hint_for(j.type, j.error);
+  auto hint = queue::hint_of_job(j.type, j.error_class, j.error_code, j.error);
   o["error_class"] = hint ? boost::json::value(hint->error_class) : boost::json::value(nullptr);
-  o["error_hint"] = hint ? boost::json::value(hint->hint) : boost::json::value(nullptr);
+  o["error_hint"] = hint && !hint->hint.empty() ? boost::json::value(hint->hint) : boost::json::value(nullptr);
   return o;
 }
 

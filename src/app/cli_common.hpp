@@ -12,6 +12,7 @@
 #include "certfleet/core/log.hpp"
 #include "certfleet/distribution/engine.hpp"
 #include "certfleet/catalog/kek_rotation.hpp"
+#include "certfleet/service/kinds.hpp"
 #include "certfleet/service/service.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/job_view.hpp"

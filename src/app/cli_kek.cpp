@@ -188,7 +188,7 @@ int run_kek(const std::string& cmd, common_flags& flags, kek_args& a) {
   }
 
   // status
-  auto progress = catalog::rotation_progress(*counts, ring->version());
+  auto progress = catalog::rotation_progress(*counts, ring->version(), service::catalog_kinds());
   std::int64_t left = 0;
   for (const auto& p : progress) left += p.total - p.done;
   const bool running = *open_jobs > 0;

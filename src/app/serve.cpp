@@ -20,6 +20,7 @@
 #include "certfleet/queue/liveness.hpp"
 #include "certfleet/queue/worker.hpp"
 #include "certfleet/scheduler/scheduler.hpp"
+#include "certfleet/service/kinds.hpp"
 #include "certfleet/store/mongodb.hpp"
 #include "certfleet/store/store.hpp"
 #include "sd_notify.hpp"
@@ -157,7 +158,9 @@ void register_handlers(queue::handler_registry& r, const settings_map& s, const 
   scheduler::register_sweep_handler(r, s.integer("job_retention_s") * 1000, s.integer("audit_retention_s") * 1000, cpu,
                                     ca_pem, key);
   // Each module registers the handlers of the job types it owns (DESIGN §3's table).
-  catalog::register_kek_rotation_handlers(r, module_options<catalog::kek_rotation_options>(key, cpu, ca_pem));
+  auto rotation = module_options<catalog::kek_rotation_options>(key, cpu, ca_pem);
+  rotation->kinds = service::catalog_kinds();
+  catalog::register_kek_rotation_handlers(r, std::move(rotation));
   notify::register_notification_handler(r, module_options<notify::notify_options>(key, cpu, ca_pem));
   auto engine = module_options<distribution::engine_options>(key, cpu, ca_pem);
   engine->phases = phases;

@@ -3,6 +3,7 @@
 #include "certfleet/catalog/catalog.hpp"
 
 #include "certfleet/catalog/body_fields.hpp"
+#include "certfleet/catalog/kinds.hpp"
 
 #include "certfleet/acme/renewal_info.hpp"
 #include "certfleet/core/json.hpp"
@@ -172,7 +173,7 @@ result<store::catalog_object> make_certificate_object(const new_certificate& c, 
   o.doc = certificate_doc_json(c.doc);
   o.not_after = c.doc.not_after;
   o.created_at = now;
-  auto sealed = seal(key, c.key_pem, aad_for(o, "key"));
+  auto sealed = seal(key, c.key_pem, aad_for(o, sealed_key));
   if (!sealed) return std::move(sealed).error();
   o.sealed = std::move(*sealed);
   return o;
@@ -296,7 +297,7 @@ result<certificate_doc> parse_certificate_doc(const store::catalog_object& o, bo
 }
 
 result<std::string> open_certificate_key(const kek& key, const store::catalog_object& o) {
-  return open_sealed(key, o.sealed, aad_for(o, "key"));
+  return open_sealed(key, o.sealed, aad_for(o, sealed_key));
 }
 
 result<certificate_with_doc> read_certificate(store::catalog_read& rd, std::string_view project_id, std::string_view id) {

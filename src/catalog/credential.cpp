@@ -2,6 +2,7 @@
 #include "certfleet/catalog/catalog.hpp"
 
 #include "certfleet/catalog/body_fields.hpp"
+#include "certfleet/catalog/kinds.hpp"
 
 #include "certfleet/delivery/pem.hpp"
 
@@ -72,7 +73,7 @@ result<store::catalog_object> make_credential_object(const new_credential& c, co
   auto secret = json::serialize(json::object{{"private_key_pem", c.secret.private_key_pem},
                                              {"passphrase", c.secret.passphrase},
                                              {"password", c.secret.password}});
-  auto sealed = seal(key, secret, aad_for(o, "secret"));
+  auto sealed = seal(key, secret, aad_for(o, sealed_secret));
   std::fill(secret.begin(), secret.end(), '\0');
   if (!sealed) return std::move(sealed).error();
   o.sealed = std::move(*sealed);
@@ -80,7 +81,7 @@ result<store::catalog_object> make_credential_object(const new_credential& c, co
 }
 
 result<credential_secret> open_credential(const kek& key, const store::catalog_object& o) {
-  auto plain = open_sealed(key, o.sealed, aad_for(o, "secret"));
+  auto plain = open_sealed(key, o.sealed, aad_for(o, sealed_secret));
   if (!plain) return std::move(plain).error();
   boost::system::error_code ec;
   auto v = json::parse(*plain, ec);

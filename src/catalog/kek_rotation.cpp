@@ -28,15 +28,11 @@ std::string kek_orchestrate_payload(std::uint32_t from, std::uint32_t to) {
   return json::serialize(json::object{{"from", from}, {"to", to}});
 }
 
-std::string sealed_aad(std::string_view kind, std::string_view id) {
-  const auto* c = store::find_sealed_collection(kind);
-  return fmt::format("{}:{}:{}", kind, id, c ? c->aad_what : std::string_view("secret"));
-}
-
 std::vector<collection_progress> rotation_progress(const std::vector<store::sealed_count>& counts,
-                                                   std::uint32_t primary) {
+                                                   std::uint32_t primary, std::span<const kind> kinds) {
   std::vector<collection_progress> out;
-  for (const auto& c : store::sealed_collections) out.push_back({std::string(c.kind), 0, 0, {}});
+  for (const auto& k : kinds)
+    if (!k.sealed.empty()) out.push_back({std::string(k.name), 0, 0, {}});
   for (const auto& n : counts) {
     auto it = std::find_if(out.begin(), out.end(), [&](const collection_progress& p) { return p.collection == n.kind; });
     if (it == out.end()) it = out.insert(out.end(), collection_progress{n.kind, 0, 0, {}});
@@ -55,7 +51,10 @@ struct rotation_payload {
   std::string cursor;      // collection jobs: the last id of the previous batch ("" first)
 };
 
-result<rotation_payload> parse_rotation_payload(std::string_view text, bool collection) {
+// The additional data of a sealed row of `k`: "<kind>:<id>:<what>", as its owner sealed it.
+std::string sealed_aad(const kind& k, std::string_view id) { return fmt::format("{}:{}:{}", k.name, id, k.sealed); }
+
+result<rotation_payload> parse_rotation_payload(std::string_view text, bool collection, std::span<const kind> kinds) {
   auto v = certfleet::json::parse_value(text, "payload", 4);
   if (!v) return std::move(v).error();
   if (!v->is_object()) return make_error(errc::invalid_argument, "payload must be a JSON object", "payload");
@@ -73,7 +72,7 @@ result<rotation_payload> parse_rotation_payload(std::string_view text, bool coll
   if (auto r = version("from", p.from); !r) return std::move(r).error();
   if (collection) {
     const auto* c = o.if_contains("collection");
-    if (!c || !c->is_string() || !store::find_sealed_collection(c->as_string()))
+    if (!c || !c->is_string() || !find_sealed(kinds, c->as_string()))
       return make_error(errc::invalid_argument, "collection must name a collection of sealed envelopes", "collection");
     p.collection = std::string(c->as_string());
     if (const auto* cur = o.if_contains("cursor")) {
@@ -117,9 +116,9 @@ result<void> check_ring(const kek* key, const rotation_payload& p) {
 }
 
 asio::awaitable<queue::outcome> orchestrate(queue::job_context& ctx, std::shared_ptr<const kek_rotation_options> o) {
-  auto p = parse_rotation_payload(ctx.payload(), false);
-  if (!p) co_return queue::outcome::permanent_failure(p.error().message);
-  if (auto ok = check_ring(o->key, *p); !ok) co_return queue::outcome::failure(ok.error().message);
+  auto p = parse_rotation_payload(ctx.payload(), false, o->kinds);
+  if (!p) co_return queue::outcome::permanent_failure(p.error());
+  if (auto ok = check_ring(o->key, *p); !ok) co_return queue::outcome::failure(ok.error());
   if (o->key->version() != p->to) {
     std::string line = fmt::format("superseded: the primary key version is now {}, whose rotation re-seals everything",
                                    o->key->version());
@@ -132,14 +131,15 @@ asio::awaitable<queue::outcome> orchestrate(queue::job_context& ctx, std::shared
   const auto job = ctx.job();
   const auto settle = o->settle.count();
   const auto payload = *p;
-  store::tx_fn plan = [planned, unknown, job, payload, now, settle](store::catalog_tx& tx) -> result<void> {
+  const auto kinds = o->kinds;
+  store::tx_fn plan = [planned, unknown, job, payload, now, settle, kinds](store::catalog_tx& tx) -> result<void> {
     auto counts = tx.sealed_versions();
     if (!counts) return std::move(counts).error();
     std::map<std::string, std::int64_t> left;
     for (const auto& c : *counts)
       if (c.version != payload.to) left[c.kind] += c.count;
     for (const auto& [kind, n] : left) {
-      if (!store::find_sealed_collection(kind)) {
+      if (!find_sealed(kinds, kind)) {
         unknown->push_back(fmt::format("{} ({})", kind, n));
         continue;
       }
@@ -151,7 +151,7 @@ asio::awaitable<queue::outcome> orchestrate(queue::job_context& ctx, std::shared
     return {};
   };
   if (auto w = co_await ctx.store().catalog().transact(std::move(plan)); !w)
-    co_return queue::outcome::failure(w.error().message);
+    co_return queue::outcome::failure(w.error());
   crash_point("kek_rotation_planned");
   std::string list;
   for (const auto& s : *planned) list += (list.empty() ? "" : ", ") + s;
@@ -168,9 +168,9 @@ asio::awaitable<queue::outcome> orchestrate(queue::job_context& ctx, std::shared
 }
 
 asio::awaitable<queue::outcome> collection(queue::job_context& ctx, std::shared_ptr<const kek_rotation_options> o) {
-  auto p = parse_rotation_payload(ctx.payload(), true);
-  if (!p) co_return queue::outcome::permanent_failure(p.error().message);
-  if (auto ok = check_ring(o->key, *p); !ok) co_return queue::outcome::failure(ok.error().message);
+  auto p = parse_rotation_payload(ctx.payload(), true, o->kinds);
+  if (!p) co_return queue::outcome::permanent_failure(p.error());
+  if (auto ok = check_ring(o->key, *p); !ok) co_return queue::outcome::failure(ok.error());
   if (o->key->version() != p->to) {
     std::string line = fmt::format("superseded: the primary key version is now {}", o->key->version());
     co_await ctx.log("info", std::move(line));
@@ -182,11 +182,12 @@ asio::awaitable<queue::outcome> collection(queue::job_context& ctx, std::shared_
   // version, so a retry after a crash reads the same batch and names the same next one.
   const auto kind = p->collection;
   const auto cursor = p->cursor;
+  const auto* row = find_sealed(o->kinds, kind);  // the payload names one: parse_rotation_payload
   store::read_value_fn<std::vector<store::sealed_row>> page = [kind, cursor, batch](store::catalog_read& rd) {
     return rd.sealed_page(kind, "", cursor, batch);
   };
   auto rows = co_await store::read_value(ctx.store().catalog(), std::move(page));
-  if (!rows) co_return queue::outcome::failure(rows.error().message);
+  if (!rows) co_return queue::outcome::failure(rows.error());
 
   const std::string at_to = fmt::format("cfs1:{}:", p->to);
   struct change {
@@ -196,7 +197,7 @@ asio::awaitable<queue::outcome> collection(queue::job_context& ctx, std::shared_
   std::int64_t unreadable = 0;
   for (auto& r : *rows) {
     if (r.sealed.starts_with(at_to)) continue;
-    const auto aad = sealed_aad(kind, r.id);
+    const auto aad = sealed_aad(*row, r.id);
     auto plain = open_sealed(*o->key, r.sealed, aad);
     if (!plain) {
       // Left as it is (a later read reports it the same way); retire refuses while it names a version.
@@ -207,7 +208,7 @@ asio::awaitable<queue::outcome> collection(queue::job_context& ctx, std::shared_
     }
     auto sealed = seal(*o->key, *plain, aad);
     std::fill(plain->begin(), plain->end(), '\0');
-    if (!sealed) co_return queue::outcome::failure(sealed.error().message);
+    if (!sealed) co_return queue::outcome::failure(sealed.error());
     changes->push_back({r.id, std::move(r.sealed), std::move(*sealed)});
   }
   // Tests: leave the first envelope of each batch behind, as if it was written with the old key
@@ -221,8 +222,8 @@ asio::awaitable<queue::outcome> collection(queue::job_context& ctx, std::shared_
   auto resealed = std::make_shared<std::int64_t>(0);
   auto swept = std::make_shared<std::int64_t>(0);
   const kek* key = o->key;
-  store::tx_fn write = [changes, resealed, swept, more, next_cursor, job, payload, now, key, at_to,
-                        batch](store::catalog_tx& tx) -> result<void> {
+  store::tx_fn write = [changes, resealed, swept, more, next_cursor, job, payload, now, key, at_to, batch,
+                        row](store::catalog_tx& tx) -> result<void> {
     std::size_t i = 0;
     for (const auto& c : *changes) {
       auto r = tx.reseal_object(c.id, c.old_sealed, c.new_sealed);
@@ -238,7 +239,7 @@ asio::awaitable<queue::outcome> collection(queue::job_context& ctx, std::shared_
       auto left = tx.sealed_page(payload.collection, at_to, "", batch);
       if (!left) return std::move(left).error();
       for (auto& r : *left) {
-        const auto aad = sealed_aad(payload.collection, r.id);
+        const auto aad = sealed_aad(*row, r.id);
         auto plain = open_sealed(*key, r.sealed, aad);
         if (!plain) continue;
         auto sealed = seal(*key, *plain, aad);
@@ -259,7 +260,7 @@ asio::awaitable<queue::outcome> collection(queue::job_context& ctx, std::shared_
     return {};
   };
   if (auto w = co_await ctx.store().catalog().transact(std::move(write)); !w)
-    co_return queue::outcome::failure(w.error().message);
+    co_return queue::outcome::failure(w.error());
   crash_point("kek_rotation_batch_committed");
   const auto skipped = static_cast<std::int64_t>(changes->size()) - *resealed;
   std::string skipped_text, unreadable_text;
@@ -283,15 +284,15 @@ void register_kek_rotation_handlers(queue::handler_registry& r, std::shared_ptr<
   namespace n = queue::job_names;
   r.add(std::string(n::kek_rotation_orchestrate),
         [options](queue::job_context& ctx) { return orchestrate(ctx, options); },
-        [](const std::string& payload) -> result<void> {
-          auto p = parse_rotation_payload(payload, false);
+        [kinds = options->kinds](const std::string& payload) -> result<void> {
+          auto p = parse_rotation_payload(payload, false, kinds);
           if (!p) return std::move(p).error();
           return {};
         });
   r.add(std::string(n::kek_rotation_collection),
         [options](queue::job_context& ctx) { return collection(ctx, options); },
-        [](const std::string& payload) -> result<void> {
-          auto p = parse_rotation_payload(payload, true);
+        [kinds = options->kinds](const std::string& payload) -> result<void> {
+          auto p = parse_rotation_payload(payload, true, kinds);
           if (!p) return std::move(p).error();
           return {};
         });

@@ -53,9 +53,9 @@ result<void> certificate_may_go(store::catalog_tx& tx, const store::catalog_obje
 constexpr std::array<std::string_view, 2> credential_users{store::kind_target, store::kind_channel};
 
 const std::array<kind, 4> own_kinds{{
-    {store::kind_certificate, certificate_view, {}, certificate_may_go},
-    {store::kind_certificate_version, nullptr, {}, nullptr},
-    {store::kind_credential, credential_view, credential_users, nullptr},
+    {store::kind_certificate, certificate_view, {}, certificate_may_go, sealed_key},
+    {store::kind_certificate_version, nullptr, {}, nullptr, sealed_key},
+    {store::kind_credential, credential_view, credential_users, nullptr, sealed_secret},
     // A target may go while distributions name it: their next run skips it.
     {store::kind_target, target_view, {}, nullptr},
 }};
@@ -63,5 +63,11 @@ const std::array<kind, 4> own_kinds{{
 }  // namespace
 
 std::span<const kind> kinds() noexcept { return own_kinds; }
+
+const kind* find_sealed(std::span<const kind> kinds, std::string_view name) noexcept {
+  for (const auto& k : kinds)
+    if (k.name == name && !k.sealed.empty()) return &k;
+  return nullptr;
+}
 
 }  // namespace certfleet::catalog

@@ -326,7 +326,7 @@ result<void> upsert_discovered(store::catalog_tx& tx, const std::string& project
 
 asio::awaitable<queue::outcome> run_discovery(queue::job_context& ctx, std::shared_ptr<const discovery_options> opt) {
   auto source_id = parse_payload(ctx.payload());
-  if (!source_id) co_return queue::outcome::permanent_failure(source_id.error().message);
+  if (!source_id) co_return queue::outcome::permanent_failure(source_id.error());
   const std::string project = ctx.job().project_id, id = *source_id;
   store::read_value_fn<store::catalog_object> read = [project, id](store::catalog_read& rd) {
     return rd.get_object(project, store::kind_discovery_source, id);
@@ -335,15 +335,15 @@ asio::awaitable<queue::outcome> run_discovery(queue::job_context& ctx, std::shar
   if (!source) {
     if (source.error().is(errc::not_found))
       co_return queue::outcome::permanent_failure(fmt::format("discovery source {} does not exist (deleted?)", id));
-    co_return queue::outcome::failure(source.error().message);
+    co_return queue::outcome::failure(source.error());
   }
   auto settings = co_await store::read_settings(ctx.store());
   auto allow = parse_egress_allow_list(settings.text("discovery_allow_list"), "discovery_allow_list");
-  if (!allow) co_return queue::outcome::permanent_failure(allow.error().message);
+  if (!allow) co_return queue::outcome::permanent_failure(allow.error());
   const auto spec = parse_discovery_source_doc(*source);
   auto plan = net::parse_discovery_spec(spec.endpoints, spec.cidrs, spec.ports, spec.sni,
                                              static_cast<std::uint64_t>(settings.integer("discovery_max_addresses")));
-  if (!plan) co_return queue::outcome::permanent_failure(plan.error().message);
+  if (!plan) co_return queue::outcome::permanent_failure(plan.error());
   // Checked again at every run: the allow-list may have been narrowed since the source was made.
   if (auto ok = net::check_discovery_egress(*plan, *allow); !ok)
     co_return queue::outcome::permanent_failure(
@@ -425,7 +425,7 @@ asio::awaitable<queue::outcome> run_discovery(queue::job_context& ctx, std::shar
     o->doc = discovery_source_doc_json(spec, targets, last_run);
     return tx.update_object(*o);
   };
-  if (auto w = co_await ctx.store().catalog().transact(std::move(record)); !w) co_return queue::outcome::failure(w.error().message);
+  if (auto w = co_await ctx.store().catalog().transact(std::move(record)); !w) co_return queue::outcome::failure(w.error());
 
   auto summary = fmt::format("scanned {} targets: {} handshakes, {} refused, {} timed out, {} TLS errors, {} unreachable, "
                              "{} not allowed; {} certificates recorded",

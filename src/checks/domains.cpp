@@ -245,14 +245,14 @@ asio::awaitable<result<int>> record_lookup(store::store& st, const store::catalo
 
 asio::awaitable<queue::outcome> run_domain_check(queue::job_context& ctx, std::shared_ptr<const check_options> opt) {
   auto payload = parse_domain_check_payload(ctx.payload());
-  if (!payload) co_return queue::outcome::permanent_failure(payload.error().message);
+  if (!payload) co_return queue::outcome::permanent_failure(payload.error());
   auto settings = co_await store::read_settings(ctx.store());
   auto thresholds = parse_expiry_thresholds(settings.text(thresholds_setting), thresholds_setting);
-  if (!thresholds) co_return queue::outcome::permanent_failure(thresholds.error().message);
+  if (!thresholds) co_return queue::outcome::permanent_failure(thresholds.error());
   auto bootstrap = bootstrap_for(*opt);
-  if (!bootstrap) co_return queue::outcome::failure(bootstrap.error().message);
+  if (!bootstrap) co_return queue::outcome::failure(bootstrap.error());
   auto allow = parse_egress_allow_list(settings.text("check_allow_list"), "check_allow_list");
-  if (!allow) co_return queue::outcome::permanent_failure(allow.error().message);
+  if (!allow) co_return queue::outcome::permanent_failure(allow.error());
 
   // Which domains: the one asked for; every project's for the scheduler's hourly job; else the
   // job's own project (a user's job never reads another project's objects).
@@ -275,7 +275,7 @@ asio::awaitable<queue::outcome> run_domain_check(queue::job_context& ctx, std::s
   if (!domains) {
     if (domains.error().is(errc::not_found))
       co_return queue::outcome::permanent_failure(fmt::format("domain {} does not exist (deleted?)", only));
-    co_return queue::outcome::failure(domains.error().message);
+    co_return queue::outcome::failure(domains.error());
   }
 
   net::registration_options lo;
@@ -319,7 +319,7 @@ asio::awaitable<queue::outcome> run_domain_check(queue::job_context& ctx, std::s
     // projects' names: those are counted in the summary only.
     if (d.project_id == job.project_id) co_await ctx.log(std::move(level), std::move(line));
     auto rec = co_await record_lookup(ctx.store(), d, found, *thresholds, now);
-    if (!rec) co_return queue::outcome::failure(rec.error().message);
+    if (!rec) co_return queue::outcome::failure(rec.error());
     notifications += *rec;
     co_await ctx.progress(++done, total);
   }

@@ -89,7 +89,7 @@ asio::awaitable<result<expiry_report>> check_expirations(store::store& st, time_
 void register_expiration_check(queue::handler_registry& r) {
   auto check = [](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
     auto rep = co_await check_expirations(ctx.store(), ctx.clock().now_ms());
-    if (!rep) co_return queue::outcome::failure(rep.error().message);
+    if (!rep) co_return queue::outcome::failure(rep.error());
     auto line = fmt::format("examined {} certificates: {} expiring soon, {} newly marked expired, {} notifications enqueued",
                             rep->examined, rep->expiring_soon, rep->expired_marked, rep->notifications);
     co_await ctx.log("info", std::move(line));

@@ -221,11 +221,11 @@ asio::awaitable<queue::outcome> run_revocation_check(queue::job_context& ctx, st
                                                      std::shared_ptr<crl_cache> cache) {
   if (!ctx.payload().empty() && ctx.payload() != "{}") {
     if (auto ok = certfleet::json::check_object(ctx.payload(), "payload"); !ok)
-      co_return queue::outcome::permanent_failure(ok.error().message);
+      co_return queue::outcome::permanent_failure(ok.error());
   }
   auto settings = co_await store::read_settings(ctx.store());
   auto allow = parse_egress_allow_list(settings.text("check_allow_list"), "check_allow_list");
-  if (!allow) co_return queue::outcome::permanent_failure(allow.error().message);
+  if (!allow) co_return queue::outcome::permanent_failure(allow.error());
   check_limits lim;
   lim.timeout = std::chrono::seconds(settings.integer("check_fetch_timeout_s"));
   lim.crl_max_bytes = static_cast<std::size_t>(settings.integer("revocation_crl_max_bytes"));
@@ -244,7 +244,7 @@ asio::awaitable<queue::outcome> run_revocation_check(queue::job_context& ctx, st
     return all;
   };
   auto certs = co_await store::read_value(ctx.store().catalog(), std::move(read));
-  if (!certs) co_return queue::outcome::failure(certs.error().message);
+  if (!certs) co_return queue::outcome::failure(certs.error());
 
   std::int64_t examined = 0, revoked = 0, errors = 0, unknown = 0, done = 0;
   const auto total = static_cast<std::int64_t>(certs->size());
@@ -284,7 +284,7 @@ asio::awaitable<queue::outcome> run_revocation_check(queue::job_context& ctx, st
     if (cert.project_id == job.project_id) co_await ctx.log(std::move(level), std::move(line));
     const auto recorded_at = ctx.clock().now_ms();
     if (auto w = co_await record_answer(ctx.store(), cert, a, job.id, recorded_at); !w)
-      co_return queue::outcome::failure(w.error().message);
+      co_return queue::outcome::failure(w.error());
     co_await ctx.progress(++done, total);
   }
   auto summary = fmt::format("examined {} certificates: {} revoked, {} good, {} unknown, {} not checked", examined,

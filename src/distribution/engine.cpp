@@ -477,11 +477,11 @@ asio::awaitable<void> renew_slots(job_lanes& jl, asio::steady_timer& stop, const
 asio::awaitable<outcome> run_distribution(job_context& ctx, std::shared_ptr<const engine_options> opt,
                                          std::shared_ptr<session_limiter> limiter) {
   auto plan = parse_payload(ctx.payload());
-  if (!plan) co_return outcome::permanent_failure(plan.error().message);
+  if (!plan) co_return outcome::permanent_failure(plan.error());
   auto loaded = co_await load_inputs(ctx, *plan, *opt);
   if (!loaded) {
     co_await ctx.log("error", loaded.error().message);
-    co_return outcome::permanent_failure(loaded.error().message);
+    co_return outcome::permanent_failure(loaded.error());
   }
   auto& in = *loaded;
   if (in.dist.run_no != plan->run_no || in.dist.status != to_string(run_status::running)) {
@@ -507,7 +507,7 @@ asio::awaitable<outcome> run_distribution(job_context& ctx, std::shared_ptr<cons
     r.status = to_string(target_status::skipped);
     r.error = "target deleted after snapshot";
     r.started_at = r.finished_at = ctx.clock().now_ms();
-    if (!co_await record(ctx, r)) co_return outcome::failure("lost the job's lease");
+    if (!co_await record(ctx, r)) co_return outcome::failure(make_error(errc::lease_lost, "lost the job's lease"));
     auto line4 = fmt::format("target {}: skipped (target deleted after snapshot)", id);
     co_await ctx.log("warn", std::move(line4));
   }
@@ -580,7 +580,7 @@ asio::awaitable<outcome> run_distribution(job_context& ctx, std::shared_ptr<cons
   }
   if (dist_lock) co_await dist_lock->release();
   ctx.checkpoint();
-  if (st.lease_lost) co_return outcome::failure("lost the job's lease while recording results");
+  if (st.lease_lost) co_return outcome::failure(make_error(errc::lease_lost, "lost the job's lease while recording results"));
   crash_point("child_results_recorded");
 
   auto delivered = st.succeeded;

@@ -10,6 +10,7 @@
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/make_job.hpp"
 #include "certfleet/queue/triggers.hpp"
+#include "certfleet/store/job_policy.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -172,8 +173,10 @@ result<void> report_child(store::catalog_tx& tx, const store::job_record& job, t
     } else {
       r.status = to_string(target_status::failed);
       // A lost lease is transient (another worker can do it); a job that failed on its own before
-      // reaching the target (its certificate gone, a secret that does not open) is not.
-      bool lost = job.error.empty() || job.error.find("lease") != std::string::npos;
+      // reaching the target (its certificate gone, a secret that does not open) is not. A row
+      // stored before errors had codes (store migration 16) is told by its words.
+      const bool lost = job.error.empty() || job.error_code == store::lease_lost_code ||
+                        (job.error_code.empty() && job.error.find("lease") != std::string::npos);
       r.error_class = lost ? "worker_lost" : "unknown";
       r.error = job.error.empty() ? "the job ended before this target got a result" : job.error;
     }

@@ -89,8 +89,6 @@ std::string str(const json::object& o, std::string_view k) {
   return p && p->is_string() ? std::string(p->as_string()) : std::string();
 }
 
-std::string aad_for(const store::catalog_object& o) { return fmt::format("{}:{}:secret", o.kind, o.id); }
-
 }  // namespace
 
 // ---- ACME accounts ------------------------------------------------------------------------
@@ -211,14 +209,14 @@ result<store::catalog_object> make_acme_account_object(const new_acme_account& a
   o.created_at = now;
   auto secret = json::serialize(
       json::object{{"account_key_pem", a.secret.account_key_pem}, {"eab_hmac_key", a.secret.eab_hmac_key}});
-  auto sealed = seal(key, secret, aad_for(o));
+  auto sealed = seal(key, secret, catalog::body_fields::aad_for(o, catalog::sealed_secret));
   if (!sealed) return std::move(sealed).error();
   o.sealed = std::move(*sealed);
   return o;
 }
 
 result<acme_account_secret> open_acme_account_secret(const kek& key, const store::catalog_object& o) {
-  auto text = open_sealed(key, o.sealed, aad_for(o));
+  auto text = open_sealed(key, o.sealed, catalog::body_fields::aad_for(o, catalog::sealed_secret));
   if (!text) return std::move(text).error();
   boost::system::error_code ec;
   auto v = json::parse(*text, ec);
@@ -620,14 +618,14 @@ result<store::catalog_object> make_dns_provider_object(const new_dns_provider& p
     for (const auto& [k, v] : p.secrets) fields[k] = v;
     secret = json::serialize(fields);
   }
-  auto sealed = seal(key, secret, aad_for(o));
+  auto sealed = seal(key, secret, catalog::body_fields::aad_for(o, catalog::sealed_secret));
   if (!sealed) return std::move(sealed).error();
   o.sealed = std::move(*sealed);
   return o;
 }
 
 result<std::string> open_dns_provider_secret(const kek& key, const store::catalog_object& o) {
-  return open_sealed(key, o.sealed, aad_for(o));
+  return open_sealed(key, o.sealed, catalog::body_fields::aad_for(o, catalog::sealed_secret));
 }
 
 result<std::vector<std::pair<std::string, std::string>>> parse_provider_secrets(std::string_view sealed_json) {

@@ -9,6 +9,7 @@
 #include "certfleet/core/json.hpp"
 #include "certfleet/catalog/body_fields.hpp"
 #include "certfleet/catalog/catalog.hpp"
+#include "certfleet/catalog/kinds.hpp"
 #include "certfleet/store/catalog.hpp"
 
 namespace certfleet::lifecycle::detail {

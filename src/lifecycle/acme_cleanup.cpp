@@ -39,7 +39,7 @@ struct cleanup_inputs {
 // at once when not (the key is refused, the provider is gone).
 asio::awaitable<queue::outcome> run_cleanup(queue::job_context& ctx, const acme_job_options& opt) {
   auto p = parse_cleanup_dns_payload(ctx.payload());
-  if (!p) co_return queue::outcome::permanent_failure(p.error().message);
+  if (!p) co_return queue::outcome::permanent_failure(p.error());
   if (!opt.key) co_return queue::outcome::failure("no key-encryption key is loaded in this worker: secrets cannot be opened");
   const std::string project = ctx.job().project_id, job_id = p->job_id;
   const std::int64_t fence = p->fence;
@@ -56,7 +56,7 @@ asio::awaitable<queue::outcome> run_cleanup(queue::job_context& ctx, const acme_
     return in;
   };
   auto in = co_await store::read_value(ctx.store().catalog(), std::move(read));
-  if (!in) co_return queue::outcome::failure(in.error().message);
+  if (!in) co_return queue::outcome::failure(in.error());
   if (in->records.empty()) {
     auto line = fmt::format("no challenge record of job {} (attempt {}) is left in DNS: nothing to remove", job_id, fence);
     co_await ctx.log("info", std::move(line));

@@ -195,7 +195,7 @@ asio::awaitable<queue::outcome> acme_job::order_and_store(const job_inputs& in, 
                                             "records being served",
                                             in.provider_spec.kind));
     } else if (auto p = co_await wait_for_propagation(in); !p) {
-      if (p.error().is(errc::timeout)) co_return queue::outcome::failure(p.error().message);
+      if (p.error().is(errc::timeout)) co_return queue::outcome::failure(p.error());
       co_return dns_failure(in, p.error());
     }
     co_await step("validating");
@@ -220,9 +220,9 @@ asio::awaitable<queue::outcome> acme_job::finish_order(const job_inputs& in, acm
   if (!ready) co_return from_failure(ready.failure());
   auto type = acme::parse_key_type(acme_doc.key_type).value_or(acme::default_key_type);
   auto key_pem = co_await on_cpu<result<std::string>>(opt_.cpu, [type] { return acme::generate_private_key(type); });
-  if (!key_pem) co_return queue::outcome::permanent_failure(key_pem.error().message);
+  if (!key_pem) co_return queue::outcome::permanent_failure(key_pem.error());
   auto csr = acme::make_csr(*key_pem, acme_doc.domains);
-  if (!csr) co_return queue::outcome::permanent_failure(csr.error().message);
+  if (!csr) co_return queue::outcome::permanent_failure(csr.error());
   co_await ctx_.log("info", fmt::format("ACME: new {} key made for the CSR ({} name(s))", acme_doc.key_type, acme_doc.domains.size()));
   auto fin = co_await client.finalize(*ready, std::move(*csr));
   if (!fin) co_return from_failure(fin.failure());
@@ -236,7 +236,7 @@ asio::awaitable<queue::outcome> acme_job::finish_order(const job_inputs& in, acm
   auto pem = co_await client.download_certificate(valid->order.certificate);
   if (!pem) co_return from_failure(pem.failure());
   auto issued = acme::read_issued_chain(*pem, *key_pem);
-  if (!issued) co_return queue::outcome::permanent_failure(issued.error().message);
+  if (!issued) co_return queue::outcome::permanent_failure(issued.error());
 
   co_await step("storing");
   auto now = ctx_.clock().now_ms();
@@ -316,7 +316,7 @@ asio::awaitable<queue::outcome> acme_job::hand_to_operator(const job_inputs& in,
   };
   auto w = co_await ctx_.store().catalog().transact(std::move(write));
   if (!w) {
-    if (w.error().is(errc::conflict)) co_return queue::outcome::permanent_failure(w.error().message);
+    if (w.error().is(errc::conflict)) co_return queue::outcome::permanent_failure(w.error());
     co_return queue::outcome::failure(fmt::format("storing the manual DNS challenges: {}", w.error().message));
   }
   crash_point("acme_manual_handed_over");
@@ -448,17 +448,17 @@ asio::awaitable<queue::outcome> acme_job::run() {
   std::string order_job_id;
   if (mode_ == mode::validate_manual) {
     auto v = parse_validate_dns_payload(ctx_.payload());
-    if (!v) co_return queue::outcome::permanent_failure(v.error().message);
+    if (!v) co_return queue::outcome::permanent_failure(v.error());
     cert_id = v->certificate_id;
     order_job_id = v->order_job_id;
   } else {
     auto p = certfleet::json::object_reader::parse(ctx_.payload(), "payload");
-    if (!p) co_return queue::outcome::permanent_failure(p.error().message);
+    if (!p) co_return queue::outcome::permanent_failure(p.error());
     auto id = p->required_string("certificate_id");
-    if (!id) co_return queue::outcome::permanent_failure(id.error().message);
+    if (!id) co_return queue::outcome::permanent_failure(id.error());
     cert_id = std::move(*id);
     auto version = p->optional_int("version");
-    if (!version) co_return queue::outcome::permanent_failure(version.error().message);
+    if (!version) co_return queue::outcome::permanent_failure(version.error());
     for_version_ = version->value_or(0);
   }
   if (!opt_.key) co_return queue::outcome::failure("no key-encryption key is loaded in this worker: secrets cannot be opened");
@@ -467,8 +467,8 @@ asio::awaitable<queue::outcome> acme_job::run() {
   auto in = co_await load(*cert_id);
   if (!in) {
     if (in.error().is(errc::not_found) || in.error().is(errc::invalid_argument))
-      co_return queue::outcome::permanent_failure(in.error().message);
-    co_return queue::outcome::failure(in.error().message);
+      co_return queue::outcome::permanent_failure(in.error());
+    co_return queue::outcome::failure(in.error());
   }
   if (mode_ == mode::validate_manual && !in->provider_spec.manual())
     co_return queue::outcome::permanent_failure(fmt::format(
@@ -519,7 +519,7 @@ asio::awaitable<queue::outcome> acme_job::run() {
   std::optional<dns_provider_handle> provider;
   if (!in->provider_spec.manual()) {
     auto h = open_dns_provider(*opt_.key, in->provider, in->provider_spec);
-    if (!h) co_return queue::outcome::permanent_failure(h.error().message);
+    if (!h) co_return queue::outcome::permanent_failure(h.error());
     provider = std::move(*h);
   }
 

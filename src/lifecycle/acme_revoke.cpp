@@ -42,7 +42,7 @@ struct revoke_inputs {
 // is marked all the same (a retried job whose first attempt revoked and then lost its lease).
 asio::awaitable<queue::outcome> run_revoke(queue::job_context& ctx, const acme_job_options& opt) {
   auto p = parse_revoke_job_payload(ctx.payload());
-  if (!p) co_return queue::outcome::permanent_failure(p.error().message);
+  if (!p) co_return queue::outcome::permanent_failure(p.error());
   if (!opt.key) co_return queue::outcome::failure("no key-encryption key is loaded in this worker: secrets cannot be opened");
   const std::string project = ctx.job().project_id, cert_id = p->certificate_id;
   store::read_value_fn<revoke_inputs> read = [project, cert_id](store::catalog_read& rd) -> result<revoke_inputs> {
@@ -76,8 +76,8 @@ asio::awaitable<queue::outcome> run_revoke(queue::job_context& ctx, const acme_j
   auto in = co_await store::read_value(ctx.store().catalog(), std::move(read));
   if (!in) {
     if (in.error().is(errc::not_found) || in.error().is(errc::invalid_argument))
-      co_return queue::outcome::permanent_failure(in.error().message);
-    co_return queue::outcome::failure(in.error().message);
+      co_return queue::outcome::permanent_failure(in.error());
+    co_return queue::outcome::failure(in.error());
   }
   const std::string serial = in->doc.serial;
   if (!p->serial.empty() && p->serial != serial)

@@ -32,8 +32,8 @@ result<void> provider_not_in_use(store::catalog_tx& tx, const store::catalog_obj
 
 constexpr std::array<std::string_view, 1> account_users{store::kind_certificate};
 const std::array<catalog::kind, 2> lifecycle_kinds{{
-    {store::kind_acme_account, nullptr, account_users, nullptr},
-    {store::kind_dns_provider, nullptr, {}, provider_not_in_use},
+    {store::kind_acme_account, nullptr, account_users, nullptr, catalog::sealed_secret},
+    {store::kind_dns_provider, nullptr, {}, provider_not_in_use, catalog::sealed_secret},
 }};
 
 }  // namespace

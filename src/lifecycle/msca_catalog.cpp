@@ -353,14 +353,14 @@ result<store::catalog_object> make_msca_ca_object(const new_msca_ca& c, const ke
   if (!c.secret.password.empty()) secret["password"] = c.secret.password;
   if (!c.secret.client_key_pem.empty()) secret["client_key_pem"] = c.secret.client_key_pem;
   if (!c.secret.keytab.empty()) secret["keytab_b64"] = base64_encode(c.secret.keytab);
-  auto sealed = seal(key, json::serialize(secret), aad(o.kind, o.id, "secret"));
+  auto sealed = seal(key, json::serialize(secret), catalog::body_fields::aad_for(o, catalog::sealed_secret));
   if (!sealed) return std::move(sealed).error();
   o.sealed = std::move(*sealed);
   return o;
 }
 
 result<msca_ca_secret> open_msca_ca_secret(const kek& key, const store::catalog_object& o) {
-  auto text = open_sealed(key, o.sealed, aad(o.kind, o.id, "secret"));
+  auto text = open_sealed(key, o.sealed, catalog::body_fields::aad_for(o, catalog::sealed_secret));
   if (!text) return std::move(text).error();
   auto d = parse_object(*text);
   OPENSSL_cleanse(text->data(), text->size());
@@ -480,8 +480,8 @@ namespace {
 
 constexpr std::array<std::string_view, 1> ca_users{store::kind_certificate};
 const std::array<catalog::kind, 2> own_kinds{{
-    {store::kind_msca_ca, msca_ca_view, ca_users, nullptr},
-    {store::kind_msca_request, nullptr, {}, nullptr},
+    {store::kind_msca_ca, msca_ca_view, ca_users, nullptr, catalog::sealed_secret},
+    {store::kind_msca_request, nullptr, {}, nullptr, catalog::sealed_key},
 }};
 
 }  // namespace

@@ -40,12 +40,6 @@ inline bool boolean(const boost::json::object& o, std::string_view k) {
   return p && p->is_bool() && p->as_bool();
 }
 
-// The sealing context of an object's secret: "<kind>:<id>:<what>", so a sealed value cannot be
-// moved to another object or member.
-inline std::string aad(std::string_view kind, std::string_view id, std::string_view what) {
-  return fmt::format("{}:{}:{}", kind, id, what);
-}
-
 // Text an operator typed: 1..max bytes, no control characters.
 inline bool plain_text(std::string_view s, std::size_t max) {
   return !s.empty() && s.size() <= max &&

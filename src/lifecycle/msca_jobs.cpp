@@ -108,8 +108,12 @@ class msca_job {
     c.timeout = settings_.timeout;
     return c;
   }
-  queue::outcome failed(const msca_failure& f) const {
-    return f.permanent ? queue::outcome::permanent_failure(f.message) : queue::outcome::failure(f.message);
+  // The failure's class goes with the stored error (its hint row); "other" has none of its own, so
+  // the words of its message pick one (a timeout, a refused connection).
+  static queue::outcome failed(const msca_failure& f) {
+    auto out = f.permanent ? queue::outcome::permanent_failure(f.message) : queue::outcome::failure(f.message);
+    if (f.cls != failure_class::other) out.error_class = msca::failure_class_name(f.cls);
+    return out;
   }
 
   queue::job_context& ctx_;
@@ -156,14 +160,14 @@ asio::awaitable<queue::outcome> msca_job::run() {
   std::optional<msca_poll_target> target;
   if (mode_ == mode::poll) {
     auto t = parse_msca_poll_payload(ctx_.payload());
-    if (!t) co_return queue::outcome::permanent_failure(t.error().message);
+    if (!t) co_return queue::outcome::permanent_failure(t.error());
     certificate_id = t->certificate_id;
     target = std::move(*t);
   } else {
     auto p = certfleet::json::object_reader::parse(ctx_.payload(), "payload");
-    if (!p) co_return queue::outcome::permanent_failure(p.error().message);
+    if (!p) co_return queue::outcome::permanent_failure(p.error());
     auto id = p->required_string("certificate_id");
-    if (!id) co_return queue::outcome::permanent_failure(id.error().message);
+    if (!id) co_return queue::outcome::permanent_failure(id.error());
     certificate_id = std::move(*id);
     auto v = p->optional_int("version");
     if (v && *v) version = **v;
@@ -173,8 +177,8 @@ asio::awaitable<queue::outcome> msca_job::run() {
     if (in.error().is(errc::not_found))
       co_return queue::outcome::permanent_failure(
           fmt::format("certificate {} or its AD CS CA is gone: {}", certificate_id, in.error().message));
-    if (in.error().is(errc::conflict)) co_return queue::outcome::permanent_failure(in.error().message);
-    co_return queue::outcome::failure(in.error().message);
+    if (in.error().is(errc::conflict)) co_return queue::outcome::permanent_failure(in.error());
+    co_return queue::outcome::failure(in.error());
   }
   if (mode_ == mode::poll) co_return co_await poll(*in, *target);
   if (mode_ == mode::issue && in->doc.version > 0) {
@@ -197,10 +201,10 @@ asio::awaitable<queue::outcome> msca_job::run() {
   // A retried attempt whose last one was issued a certificate and lost before storing it: store
   // that one, rather than asking the CA for another.
   auto kept = co_await kept_issued(*in);
-  if (!kept) co_return queue::outcome::failure(kept.error().message);
+  if (!kept) co_return queue::outcome::failure(kept.error());
   if (*kept) {
     auto doc = parse_msca_request_doc(**kept);
-    if (!doc) co_return queue::outcome::permanent_failure(doc.error().message);
+    if (!doc) co_return queue::outcome::permanent_failure(doc.error());
     auto key = open_msca_request_key(*opt_.key, **kept);
     if (!key) co_return queue::outcome::permanent_failure(fmt::format("opening the kept key: {}", key.error().message));
     co_await ctx_.log("info", fmt::format("request {} was issued to an attempt that stopped before storing it: "
@@ -291,7 +295,7 @@ asio::awaitable<queue::outcome> msca_job::enroll(const msca_inputs& in) {
     auto current_key = catalog::open_certificate_key(*opt_.key, in.cert);
     if (!current_key) co_return queue::outcome::failure(fmt::format("opening the current key: {}", current_key.error().message));
     auto signed_req = msca::make_renewal_request(req.token_der, in.doc.cert_pem, *current_key);
-    if (!signed_req) co_return queue::outcome::permanent_failure(signed_req.error().message);
+    if (!signed_req) co_return queue::outcome::permanent_failure(signed_req.error());
     req.kind = msca::request_kind::renew;
     req.token_der = std::move(*signed_req);
   }
@@ -335,7 +339,7 @@ asio::awaitable<queue::outcome> msca_job::enroll(const msca_inputs& in) {
     rd.leaf_pem = std::move(pem->leaf_pem);
     rd.chain_pem = std::move(pem->chain_pem);
     auto issued_held = make_msca_request_object(rd, *key_pem, *opt_.key, new_object_id(), in.cert.project_id, now);
-    if (!issued_held) co_return queue::outcome::failure(issued_held.error().message);
+    if (!issued_held) co_return queue::outcome::failure(issued_held.error());
     const std::string issued_id = issued_held->id;
     store::tx_fn keep = [o = std::move(*issued_held)](store::catalog_tx& tx) -> result<void> {
       if (auto ins = tx.insert_object(o); !ins) return std::move(ins).error();
@@ -350,7 +354,7 @@ asio::awaitable<queue::outcome> msca_job::enroll(const msca_inputs& in) {
   // transaction, before anything else: a worker lost after it leaves the retry to find the request
   // held (run()), not to submit a second one.
   auto held = make_msca_request_object(rd, *key_pem, *opt_.key, new_object_id(), in.cert.project_id, now);
-  if (!held) co_return queue::outcome::failure(held.error().message);
+  if (!held) co_return queue::outcome::failure(held.error());
   msca_poll_target first{in.cert.id, a.request_id, 1};
   queue::enqueue_request poll_job;
   poll_job.project_id = in.cert.project_id;
@@ -399,7 +403,7 @@ asio::awaitable<queue::outcome> msca_job::poll(const msca_inputs& in, const msca
     return std::optional<store::catalog_object>(std::move(o->front()));
   };
   auto found = co_await store::read_value(ctx_.store().catalog(), std::move(find_request));
-  if (!found) co_return queue::outcome::failure(found.error().message);
+  if (!found) co_return queue::outcome::failure(found.error());
   if (!*found) {
     co_await ctx_.log("info", fmt::format("request {} is no longer held for certificate {}: nothing to poll",
                                           target.request_id, cert_id));
@@ -408,7 +412,7 @@ asio::awaitable<queue::outcome> msca_job::poll(const msca_inputs& in, const msca
   }
   const auto held = std::move(**found);
   auto rd = parse_msca_request_doc(held);
-  if (!rd) co_return queue::outcome::permanent_failure(rd.error().message);
+  if (!rd) co_return queue::outcome::permanent_failure(rd.error());
   if (rd->status != "pending") {
     co_await ctx_.log("info", fmt::format("request {} is {} already", target.request_id, rd->status));
     co_await step("completed");
@@ -590,7 +594,9 @@ asio::awaitable<queue::outcome> msca_job::record_failure(const msca_inputs& in, 
   };
   if (auto w = co_await ctx_.store().catalog().transact(std::move(write)); !w)
     co_await ctx_.log("warn", fmt::format("the failure was not noted on certificate {}: {}", cert_id, w.error().message));
-  co_return queue::outcome::permanent_failure(f.message);
+  auto out = failed(f);
+  out.k = queue::outcome::kind::failed_permanently;
+  co_return out;
 }
 
 }  // namespace

@@ -148,14 +148,14 @@ result<store::catalog_object> make_msca_request_object(const msca_request_doc& d
   o.doc = msca_request_doc_json(d);
   o.ref_id = d.certificate_id;
   o.created_at = now;
-  auto sealed = seal(key, key_pem, aad(o.kind, o.id, "key"));
+  auto sealed = seal(key, key_pem, catalog::body_fields::aad_for(o, catalog::sealed_key));
   if (!sealed) return std::move(sealed).error();
   o.sealed = std::move(*sealed);
   return o;
 }
 
 result<std::string> open_msca_request_key(const kek& key, const store::catalog_object& o) {
-  return open_sealed(key, o.sealed, aad(o.kind, o.id, "key"));
+  return open_sealed(key, o.sealed, catalog::body_fields::aad_for(o, catalog::sealed_key));
 }
 
 // ---- payloads and keys ----------------------------------------------------------------------

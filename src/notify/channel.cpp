@@ -224,7 +224,7 @@ result<store::catalog_object> make_channel_object(const new_channel& c, const ke
       return make_error(errc::shutting_down, "no key-encryption key is loaded in this process: secrets cannot be sealed",
                         "key_file");
     auto secret = json::serialize(json::object{{"password", c.secret.password}, {"webhook_url", c.secret.webhook_url}});
-    auto sealed = seal(*key, secret, aad_for(o, "secret"));
+    auto sealed = seal(*key, secret, aad_for(o, catalog::sealed_secret));
     std::fill(secret.begin(), secret.end(), '\0');
     if (!sealed) return std::move(sealed).error();
     o.sealed = std::move(*sealed);
@@ -284,7 +284,7 @@ result<channel_spec> parse_channel_doc(const store::catalog_object& o) {
 result<channel_secret> open_channel_secret(const kek& key, const store::catalog_object& o) {
   channel_secret s;
   if (o.sealed.empty()) return s;
-  auto plain = open_sealed(key, o.sealed, aad_for(o, "secret"));
+  auto plain = open_sealed(key, o.sealed, aad_for(o, catalog::sealed_secret));
   if (!plain) return std::move(plain).error();
   boost::system::error_code ec;
   auto v = json::parse(*plain, ec);
@@ -343,7 +343,7 @@ boost::json::object channel_view(const store::catalog_object& o) {
 namespace {
 constexpr std::array<std::string_view, 1> channel_users{store::kind_rule};
 const std::array<catalog::kind, 2> notify_kinds{{
-    {store::kind_channel, channel_view, channel_users, nullptr},
+    {store::kind_channel, channel_view, channel_users, nullptr, catalog::sealed_secret},
     {store::kind_rule, nullptr, {}, nullptr},
 }};
 }  // namespace

@@ -226,7 +226,7 @@ result<outgoing> parse_outgoing(std::string_view payload, std::string& channel_i
 asio::awaitable<queue::outcome> send_notification(queue::job_context& ctx, std::shared_ptr<const notify_options> opt) {
   std::string channel_id;
   auto ev = parse_outgoing(ctx.payload(), channel_id);
-  if (!ev) co_return queue::outcome::permanent_failure(ev.error().message);
+  if (!ev) co_return queue::outcome::permanent_failure(ev.error());
   const std::string project = ctx.job().project_id;
   auto ch = co_await load_channel(ctx.store(), project, channel_id, opt->key);
   if (!ch) co_return queue::outcome::permanent_failure(fmt::format("channel {}: {}", channel_id, ch.error().message));

@@ -173,4 +173,21 @@ std::optional<error_hint> hint_for(std::string_view job_type, std::string_view e
   return std::nullopt;
 }
 
+std::optional<error_hint> hint_of_class(std::string_view error_class) noexcept {
+  if (error_class.empty()) return std::nullopt;
+  for (const auto& r : rows)
+    if (r.hint.error_class == error_class) return r.hint;
+  return std::nullopt;
+}
+
+std::optional<error_hint> hint_of_job(std::string_view job_type, std::string_view error_class,
+                                      std::string_view error_code, std::string_view error) noexcept {
+  if (!error_class.empty()) {
+    if (auto h = hint_of_class(error_class)) return h;
+    return error_hint{error_class, {}};
+  }
+  if (!error_code.empty()) return std::nullopt;  // classified when stored: no row fits
+  return hint_for(job_type, error);
+}
+
 }  // namespace certfleet::queue

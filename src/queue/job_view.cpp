@@ -47,6 +47,7 @@ boost::json::object to_json(const store::job_record& j) {
   o["duration_ms"] = j.started_at && j.completed_at ? boost::json::value(j.completed_at - j.started_at)
                                                     : boost::json::value(nullptr);
   o["error"] = text_value(j.error);
+  o["error_code"] = text_value(j.error_code);
   o["progress"] = {{"current", j.progress_current}, {"total", j.progress_total}};
   o["cancel_requested"] = j.cancel_requested;
   boost::json::error_code ec;

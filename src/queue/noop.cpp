@@ -71,7 +71,7 @@ void register_noop(handler_registry& r) {
       std::string(job_names::noop),
       [](job_context& ctx) -> boost::asio::awaitable<outcome> {
         auto p = parse(ctx.payload());
-        if (!p) co_return outcome::permanent_failure(p.error().message);
+        if (!p) co_return outcome::permanent_failure(p.error());
         if (p->log) co_await ctx.log("info", fmt::format("noop attempt {}: sleeping {} ms", ctx.job().attempts, p->ms));
         if (p->ms > 0) co_await ctx.sleep(std::chrono::milliseconds(p->ms));
         // Levels and details vary so a log viewer shows each kind of line.
@@ -90,7 +90,9 @@ void register_noop(handler_registry& r) {
         if (ctx.job().attempts <= p->fail_times) {
           auto why = fmt::format("noop: failing on purpose (attempt {} of {} planned failures)", ctx.job().attempts,
                                  p->fail_times);
-          co_return p->permanent ? outcome::permanent_failure(std::move(why)) : outcome::failure(std::move(why));
+          auto out = p->permanent ? outcome::permanent_failure(std::move(why)) : outcome::failure(std::move(why));
+          out.error_class = "on_purpose";  // the hint table's row for it
+          co_return out;
         }
         if (p->log) co_await ctx.log("info", "noop done");
         co_return outcome::ok();

@@ -5,6 +5,7 @@
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/core/spawn.hpp"
 #include "certfleet/queue/backoff.hpp"
+#include "certfleet/queue/error_hint.hpp"
 #include "certfleet/queue/job_types.hpp"
 #include "certfleet/queue/liveness.hpp"
 #include "certfleet/store/workers.hpp"
@@ -39,6 +40,22 @@ std::uint32_t micros_since(steady::time_point t0) {
   return static_cast<std::uint32_t>(std::min<long long>(us, UINT32_MAX));
 }
 constexpr std::size_t max_samples = 2'000'000;
+
+// A handler that threw: a bug, caught at the job boundary.
+constexpr std::string_view handler_error_code = "handler_error";
+
+// The failure as it is stored: its text, its code, and its class, which the raising module names
+// or, when it did not, the hint table reads from the text once, here, so nothing reads the words
+// again later.
+void stored_error(store::finish_request& req, std::string_view type, const outcome& out) {
+  req.error = out.error;
+  req.error_code = std::string(out.error_code);
+  if (!out.error_class.empty()) {
+    req.error_class = std::string(out.error_class);
+  } else if (auto hint = hint_for(type, out.error)) {
+    req.error_class = std::string(hint->error_class);
+  }
+}
 }  // namespace
 
 struct worker::impl : std::enable_shared_from_this<impl> {
@@ -201,8 +218,10 @@ struct worker::impl : std::enable_shared_from_this<impl> {
       } catch (const std::exception& e) {
         log::write(spdlog::level::err, {.job_id = job.id}, "job {} ({}): handler threw: {}", job.id, job.type, e.what());
         out = outcome::failure(fmt::format("handler error: {}", e.what()));
+        out->error_code = handler_error_code;
       } catch (...) {
         out = outcome::failure("handler error: unknown exception");
+        out->error_code = handler_error_code;
       }
     }
     crash_point("before_finish");
@@ -231,12 +250,12 @@ struct worker::impl : std::enable_shared_from_this<impl> {
           break;
         case outcome::kind::failed:
           req.kind = store::finish_kind::failed;
-          req.error = out->error;
           req.retry_at = clock.now_ms() + std::max<time_ms>(backoff_ms(job.attempts), out->not_before.count());
+          stored_error(req, job.type, *out);
           break;
         case outcome::kind::failed_permanently:
           req.kind = store::finish_kind::dead;
-          req.error = out->error;
+          stored_error(req, job.type, *out);
           break;
       }
     }

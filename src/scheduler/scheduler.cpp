@@ -243,30 +243,30 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
       std::string(queue::job_names::maintenance_sweep),
       [retention_ms, audit_retention_ms, acme, msca](queue::job_context& ctx) -> asio::awaitable<queue::outcome> {
         auto p = json::object_reader::parse(ctx.payload(), "payload");
-        if (!p) co_return queue::outcome::permanent_failure(p.error().message);
+        if (!p) co_return queue::outcome::permanent_failure(p.error());
         auto name = p->required_string("name");
-        if (!name) co_return queue::outcome::permanent_failure(name.error().message);
+        if (!name) co_return queue::outcome::permanent_failure(name.error());
         if (*name == "lost_leases") {
           batch_op reap = [&ctx] { return ctx.store().jobs().reap_expired(ctx.clock().now_ms(), batch_size); };
           auto total = co_await in_batches(ctx, std::move(reap));
-          if (!total) co_return queue::outcome::failure(total.error().message);
+          if (!total) co_return queue::outcome::failure(total.error());
           co_await ctx.log("info", fmt::format("lost_leases: {} expired jobs with no attempts left are now dead", *total));
           co_return queue::outcome::ok();
         }
         if (*name == "distributions") {
           auto n = co_await distribution::retrigger_lost(ctx.store(), ctx.clock());
-          if (!n) co_return queue::outcome::failure(n.error().message);
+          if (!n) co_return queue::outcome::failure(n.error());
           auto line = fmt::format("distributions: {} runs with lost jobs re-triggered or closed", *n);
           co_await ctx.log("info", std::move(line));
           auto owed = co_await distribution::run_pending_auto_executes(ctx.store(), ctx.clock());
-          if (!owed) co_return queue::outcome::failure(owed.error().message);
+          if (!owed) co_return queue::outcome::failure(owed.error());
           auto line2 = fmt::format("distributions: {} runs opened for a certificate's new version", *owed);
           co_await ctx.log("info", std::move(line2));
           co_return queue::outcome::ok();
         }
         if (*name == "fanout_reconcile") {
           auto n = co_await distribution::reconcile(ctx.store(), ctx.clock());
-          if (!n) co_return queue::outcome::failure(n.error().message);
+          if (!n) co_return queue::outcome::failure(n.error());
           auto line = fmt::format("fanout_reconcile: {} distribution runs reported or completed", *n);
           co_await ctx.log("info", std::move(line));
           co_return queue::outcome::ok();
@@ -276,7 +276,7 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
             co_await ctx.log(std::move(level), std::move(message));
           };
           auto n = co_await lifecycle::enqueue_due_renewals(ctx.store(), ctx.clock(), acme.get(), std::move(log));
-          if (!n) co_return queue::outcome::failure(n.error().message);
+          if (!n) co_return queue::outcome::failure(n.error());
           co_await ctx.log("info", fmt::format("acme_renewal: {} renew_certificate jobs enqueued", *n));
           co_return queue::outcome::ok();
         }
@@ -285,7 +285,7 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
             co_await ctx.log(std::move(level), std::move(message));
           };
           auto n = co_await lifecycle::refresh_stale_msca_policies(ctx.store(), ctx.clock(), *msca, std::move(log));
-          if (!n) co_return queue::outcome::failure(n.error().message);
+          if (!n) co_return queue::outcome::failure(n.error());
           co_await ctx.log("info", fmt::format("msca_policy: {} CA policies fetched again", *n));
           co_return queue::outcome::ok();
         }
@@ -294,7 +294,7 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
             co_await ctx.log(std::move(level), std::move(message));
           };
           auto n = co_await lifecycle::enqueue_dns_cleanups(ctx.store(), ctx.clock(), std::move(log));
-          if (!n) co_return queue::outcome::failure(n.error().message);
+          if (!n) co_return queue::outcome::failure(n.error());
           co_await ctx.log("info", fmt::format("acme_dns_cleanup: {} cleanup_dns jobs enqueued", *n));
           co_return queue::outcome::ok();
         }
@@ -302,15 +302,15 @@ void register_sweep_handler(queue::handler_registry& r, time_ms retention_ms, ti
           auto before = ctx.clock().now_ms() - retention_ms;
           batch_op jobs = [&ctx, before] { return ctx.store().maintenance().purge_finished(before, batch_size); };
           auto total = co_await in_batches(ctx, std::move(jobs));
-          if (!total) co_return queue::outcome::failure(total.error().message);
+          if (!total) co_return queue::outcome::failure(total.error());
           auto audit_before = ctx.clock().now_ms() - audit_retention_ms;
           batch_op entries = [&ctx, audit_before] { return ctx.store().maintenance().purge_audit(audit_before, batch_size); };
           auto audit = co_await in_batches(ctx, std::move(entries));
-          if (!audit) co_return queue::outcome::failure(audit.error().message);
+          if (!audit) co_return queue::outcome::failure(audit.error());
           // An expired token stays listed (status expired) as long as a finished job does.
           batch_op expired = [&ctx, before] { return ctx.store().maintenance().purge_expired_tokens(before, batch_size); };
           auto tokens = co_await in_batches(ctx, std::move(expired));
-          if (!tokens) co_return queue::outcome::failure(tokens.error().message);
+          if (!tokens) co_return queue::outcome::failure(tokens.error());
           co_await ctx.log("info", fmt::format("retention: deleted {} completed/cancelled jobs finished before {}, {} "
                                                "audit entries written before {} and {} tokens expired before {}",
                                                *total, format_iso8601(before), *audit, format_iso8601(audit_before),

@@ -1,34 +1,22 @@
-// The service's catalog objects (service.hpp): create, get, list and remove of every kind, a
-// channel's test message and an SSH target's host-key scan; the helpers every part shares.
+// The service's catalog objects (service.hpp): create (by each kind's creator row), get, list and
+// remove of every kind, and an SSH target's host-key scan; the helpers every part shares.
 #include "certfleet/service/service.hpp"
 #include "certfleet/service/kinds.hpp"
 
 #include "service/service_common.hpp"
 
-#include "certfleet/checks/checks.hpp"
-#include "certfleet/checks/discovery.hpp"
-#include "certfleet/net/tls_probe.hpp"
-#include "certfleet/core/allow_list.hpp"
-
 #include "certfleet/core/json.hpp"
 #include "certfleet/core/object_id.hpp"
-#include "certfleet/core/settings.hpp"
-#include "certfleet/delivery/file.hpp"
 #include "certfleet/delivery/ssh.hpp"
-#include "certfleet/lifecycle/acme_catalog.hpp"
-#include "certfleet/lifecycle/acme_jobs.hpp"
 #include "certfleet/catalog/catalog.hpp"
-#include "certfleet/notify/channel.hpp"
-#include "certfleet/notify/send.hpp"
 #include "certfleet/queue/make_job.hpp"
 #include "certfleet/store/settings.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
+#include <array>
 #include <memory>
-#include <optional>
-#include <set>
 
 namespace certfleet::service {
 
@@ -118,172 +106,48 @@ service::service(store::store& st, queue::queue_service& queue, const clock_sour
                  boost::asio::thread_pool* cpu, std::string ca_pem)
     : st_(st), queue_(queue), clock_(clock), key_(key), cpu_(cpu), ca_pem_(std::move(ca_pem)) {}
 
-op<json::value> service::test_channel(std::string project_id, std::string channel_id) {
-  notify::notify_options opt;
-  opt.key = key_;
-  opt.cpu = cpu_;
-  opt.ca_pem = ca_pem_;
-  auto r = co_await notify::send_test_message(st_, project_id, channel_id, std::move(opt), clock_.now_ms());
-  if (!r) co_return std::move(r).error();
-  co_return json::value(notify::send_report_view(*r, channel_id));
-}
+namespace {
+
+// The creator of each kind POST …/<kind> makes: one row per kind, its function in the resource's
+// file (service_common.hpp).
+struct kind_creator {
+  std::string_view kind;
+  creator create;
+};
+constexpr std::array<kind_creator, 10> creators{{
+    {store::kind_certificate, create_certificate},
+    {store::kind_acme_account, create_acme_account},
+    {store::kind_msca_ca, create_msca_ca},
+    {store::kind_dns_provider, create_dns_provider},
+    {store::kind_credential, create_credential},
+    {store::kind_target, create_target},
+    {store::kind_channel, create_channel},
+    {store::kind_rule, create_rule},
+    {store::kind_discovery_source, create_discovery_source},
+    {store::kind_domain, create_domain},
+}};
+
+}  // namespace
 
 op<json::value> service::create(std::string_view kind_view, std::string project_id, std::string body, requester who) {
-  std::string kind(kind_view);
-  auto now = clock_.now_ms();
-  auto obj = std::make_shared<catalog_object>();
-  obj->project_id = project_id;
-  obj->kind = kind;
-  obj->created_at = now;
-  auto id = new_object_id();
-  std::vector<std::pair<std::string, std::string>> refs;  // (kind, id) -> field checked inside the transaction
-  std::vector<std::string> ref_fields;
-  std::optional<catalog::target_spec> target;  // a target: its credential is checked in the transaction
-  bool templated_rule = false;       // a rule with a template: its channel must render one
-  if (kind == store::kind_certificate) {
-    if (!key_) co_return no_key();
-    auto c = catalog::parse_certificate_request(body, now);
-    if (!c) co_return std::move(c).error();
-    auto o = catalog::make_certificate_object(*c, *key_, id, project_id, now);
-    if (!o) co_return std::move(o).error();
-    *obj = std::move(*o);
-  } else if (kind == store::kind_acme_account) {
-    if (!key_) co_return no_key();
-    auto a = lifecycle::parse_acme_account_request(body);
-    if (!a) co_return std::move(a).error();
-    // Registration is synchronous (DESIGN §9): the CA's refusal is the answer, nothing stored.
-    lifecycle::acme_job_options ao;
-    ao.key = key_;
-    ao.cpu = cpu_;
-    ao.ca_pem = ca_pem_;
-    auto acme_settings = co_await store::read_settings(st_);
-    ao.acme_allow_list = acme_settings.text("acme_allow_list");
-    auto reg = co_await lifecycle::register_acme_account(*a, ao);
-    if (!reg) co_return std::move(reg).error();
-    auto o = lifecycle::make_acme_account_object(*a, *key_, id, project_id, now);
-    if (!o) co_return std::move(o).error();
-    *obj = std::move(*o);
-  } else if (kind == store::kind_msca_ca) {
-    if (!key_) co_return no_key();
-    auto o = co_await make_msca_ca(st_, *key_, cpu_, ca_pem_, body, id, project_id, now);
-    if (!o) co_return std::move(o).error();
-    *obj = std::move(*o);
-  } else if (kind == store::kind_dns_provider) {
-    if (!key_) co_return no_key();
-    auto p = lifecycle::parse_dns_provider_request(body);
-    if (!p) co_return std::move(p).error();
-    if (p->spec.exec()) {
-      if (!who.system_admin)
-        co_return make_error(errc::forbidden,
-                             "exec DNS providers run a program on the worker host as certfleet's user: only a "
-                             "system-admin token may create one",
-                             "kind");
-      p->spec.created_by_system_admin = who.actor.empty() ? std::string("system") : who.actor;
-    }
-    auto o = lifecycle::make_dns_provider_object(*p, *key_, id, project_id, now);
-    if (!o) co_return std::move(o).error();
-    *obj = std::move(*o);
-  } else if (kind == store::kind_credential) {
-    if (!key_) co_return no_key();
-    auto c = catalog::parse_credential_request(body);
-    if (!c) co_return std::move(c).error();
-    auto o = catalog::make_credential_object(*c, *key_, id, project_id, now);
-    if (!o) co_return std::move(o).error();
-    *obj = std::move(*o);
-  } else if (kind == store::kind_target) {
-    auto t = catalog::parse_target_request(body);
-    if (!t) co_return std::move(t).error();
-    std::vector<std::string> base_dirs;
-    if (t->spec.module == delivery::module_kind::file && who.system_admin) {
-      auto settings = co_await store::read_settings(st_);
-      auto dirs = parse_base_dirs(settings.text("file_target_base_dirs"));
-      if (!dirs) co_return std::move(dirs).error();
-      base_dirs = std::move(*dirs);
-    }
-    auto doc = admit_target(*t, who, base_dirs);
-    if (!doc) co_return std::move(doc).error();
-    obj->id = id;
-    obj->name = t->name;
-    obj->doc = std::move(*doc);
-    if (t->spec.module == delivery::module_kind::ssh) {
-      auto allow = co_await read_ssh_allow_list(st_);
-      if (!allow) co_return std::move(allow).error();
-      auto so = ssh_dial_options(cpu_, *allow);
-      // Named arguments: GCC 12 mishandles temporaries built inside a co_await expression.
-      std::string host = t->spec.ssh.host, field = "ssh.host";
-      auto ok = co_await delivery::check_ssh_destination(host, t->spec.ssh.port, field, so);
-      if (!ok) co_return std::move(ok).error();
-    }
-    obj->ref_id = t->spec.credential_id;
-    target = std::move(t->spec);
-  } else if (kind == store::kind_channel) {
-    auto c = notify::parse_channel_request(body);
-    if (!c) co_return std::move(c).error();
-    if (!c->secret.empty() && !key_) co_return no_key();
-    auto o = notify::make_channel_object(*c, key_, id, project_id, now);
-    if (!o) co_return std::move(o).error();
-    *obj = std::move(*o);
-    refs.emplace_back(std::string(store::kind_credential), c->spec.secret_credential_id);
-    ref_fields.push_back("secret_credential_id");
-  } else if (kind == store::kind_rule) {
-    auto r = notify::parse_rule_request(body);
-    if (!r) co_return std::move(r).error();
-    obj->id = id;
-    obj->name = notify::rule_object_name(r->event, r->channel_id);  // one rule per event and channel
-    obj->doc = notify::rule_doc_json(*r);
-    obj->ref_id = r->channel_id;
-    refs.emplace_back(std::string(store::kind_channel), r->channel_id);
-    ref_fields.push_back("channel_id");
-    templated_rule = !r->template_override.is_null();
-  } else if (kind == store::kind_discovery_source) {
-    auto req = checks::parse_discovery_source_request(body);
-    if (!req) co_return std::move(req).error();
-    auto settings = co_await store::read_settings(st_);
-    auto plan = net::parse_discovery_spec(req->spec.endpoints, req->spec.cidrs, req->spec.ports, req->spec.sni,
-                                               static_cast<std::uint64_t>(settings.integer("discovery_max_addresses")));
-    if (!plan) co_return std::move(plan).error();
-    auto allow = parse_egress_allow_list(settings.text("discovery_allow_list"), "discovery_allow_list");
-    if (!allow) co_return std::move(allow).error();
-    // Nothing the operator did not allow is ever scanned: a range reaching outside is refused whole.
-    if (auto ok = net::check_discovery_egress(*plan, *allow); !ok)
-      co_return make_error(errc::invalid_argument, checks::with_allow_list_named(ok.error().message, "discovery_allow_list"),
-                           ok.error().field);
-    obj->id = id;
-    obj->name = req->name;
-    obj->doc = checks::discovery_source_doc_json(req->spec, plan->size());
-  } else if (kind == store::kind_domain) {
-    auto name = checks::parse_domain_request(body);
-    if (!name) co_return std::move(name).error();
-    obj->id = id;
-    obj->name = *name;
-    obj->doc = checks::domain_doc_json({});
-  } else {
-    co_return make_error(errc::not_found, fmt::format("no object kind {}", kind), "kind");
-  }
-  store::tx_fn op1 = [obj, refs, ref_fields, project_id, target,
-                      templated_rule](store::catalog_tx& tx) -> result<void> {
-    for (std::size_t i = 0; i < refs.size(); ++i)
-      if (auto r = check_ref(tx, project_id, refs[i].first, refs[i].second, ref_fields[i]); !r) return r;
-    if (templated_rule) {
-      auto ch = tx.get_object(project_id, store::kind_channel, obj->ref_id);
-      if (!ch) return std::move(ch).error();
-      auto spec = notify::parse_channel_doc(*ch);
-      if (spec && spec->kind == notify::channel_kind::webhook)
-        return make_error(errc::invalid_argument,
-                          fmt::format("channel {} is a webhook channel: it receives the event as JSON, so a template "
-                                      "has nothing to shape (templates are for email, slack and teams channels)",
-                                      obj->ref_id),
-                          "template");
-    }
-    if (target)
-      if (auto ok = check_target_credential(tx, project_id, *target); !ok) return ok;
-    auto ins = tx.insert_object(*obj);
+  const kind_creator* row = nullptr;
+  for (const auto& c : creators)
+    if (c.kind == kind_view) row = &c;
+  if (!row) co_return make_error(errc::not_found, fmt::format("no object kind {}", kind_view), "kind");
+  const create_context ctx{st_, key_, cpu_, ca_pem_, who, new_object_id(), project_id, clock_.now_ms()};
+  auto made = co_await row->create(ctx, std::move(body));
+  if (!made) co_return std::move(made).error();
+  auto obj = std::make_shared<new_object>(std::move(*made));
+  store::tx_fn insert = [obj](store::catalog_tx& tx) -> result<void> {
+    if (obj->check_in_tx)
+      if (auto ok = obj->check_in_tx(tx); !ok) return ok;
+    auto ins = tx.insert_object(obj->obj);
     if (!ins) return std::move(ins).error();
     return {};
   };
-  auto w = co_await st_.catalog().transact(std::move(op1));
+  auto w = co_await st_.catalog().transact(std::move(insert));
   if (!w) co_return std::move(w).error();
-  co_return json::value(object_view(*obj));
+  co_return json::value(object_view(obj->obj));
 }
 
 op<json::value> service::get(std::string_view kind_view, std::string project_id, std::string id) {

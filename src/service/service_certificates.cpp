@@ -437,4 +437,17 @@ op<json::value> service::revoke_certificate(std::string project_id, std::string 
   co_return json::value(std::move(*out));
 }
 
+namespace detail {
+
+boost::asio::awaitable<result<new_object>> create_certificate(const create_context& ctx, std::string body) {
+  if (!ctx.key) co_return no_key();
+  auto c = catalog::parse_certificate_request(body, ctx.now);
+  if (!c) co_return std::move(c).error();
+  auto o = catalog::make_certificate_object(*c, *ctx.key, ctx.id, ctx.project_id, ctx.now);
+  if (!o) co_return std::move(o).error();
+  co_return new_object{std::move(*o), {}};
+}
+
+}  // namespace detail
+
 }  // namespace certfleet::service

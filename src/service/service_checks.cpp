@@ -133,4 +133,44 @@ op<json::value> service::import_discovered(std::string project_id, std::string i
   co_return std::move(*made);
 }
 
+namespace detail {
+
+boost::asio::awaitable<result<new_object>> create_discovery_source(const create_context& ctx, std::string body) {
+  auto req = checks::parse_discovery_source_request(body);
+  if (!req) co_return std::move(req).error();
+  auto settings = co_await store::read_settings(ctx.st);
+  auto plan = net::parse_discovery_spec(req->spec.endpoints, req->spec.cidrs, req->spec.ports, req->spec.sni,
+                                        static_cast<std::uint64_t>(settings.integer("discovery_max_addresses")));
+  if (!plan) co_return std::move(plan).error();
+  auto allow = net::parse_egress_allow_list(settings.text("discovery_allow_list"), "discovery_allow_list");
+  if (!allow) co_return std::move(allow).error();
+  // Nothing the operator did not allow is ever scanned: a range reaching outside is refused whole.
+  if (auto ok = net::check_discovery_egress(*plan, *allow); !ok)
+    co_return make_error(errc::invalid_argument, checks::with_allow_list_named(ok.error().message, "discovery_allow_list"),
+                         ok.error().field);
+  new_object out;
+  out.obj.id = ctx.id;
+  out.obj.project_id = ctx.project_id;
+  out.obj.kind = std::string(store::kind_discovery_source);
+  out.obj.created_at = ctx.now;
+  out.obj.name = req->name;
+  out.obj.doc = checks::discovery_source_doc_json(req->spec, plan->size());
+  co_return std::move(out);
+}
+
+boost::asio::awaitable<result<new_object>> create_domain(const create_context& ctx, std::string body) {
+  auto name = checks::parse_domain_request(body);
+  if (!name) co_return std::move(name).error();
+  new_object out;
+  out.obj.id = ctx.id;
+  out.obj.project_id = ctx.project_id;
+  out.obj.kind = std::string(store::kind_domain);
+  out.obj.created_at = ctx.now;
+  out.obj.name = *name;
+  out.obj.doc = checks::domain_doc_json({});
+  co_return std::move(out);
+}
+
+}  // namespace detail
+
 }  // namespace certfleet::service

@@ -5,6 +5,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/json.hpp>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,13 +51,46 @@ result<store::enqueue_outcome> enqueue_certificate_job(store::catalog_tx& tx, co
                                                        std::string payload, std::string key, const std::string& actor,
                                                        time_ms now);
 
-// POST …/msca-cas: the body parsed, the CA's policy fetched with its credentials (so a wrong URL,
-// password or client certificate is the answer, nothing stored), the object sealed
-// (service_msca.cpp).
-boost::asio::awaitable<result<store::catalog_object>> make_msca_ca(store::store& st, const kek& key,
-                                                                   boost::asio::thread_pool* cpu,
-                                                                   const std::string& ca_pem, std::string_view body,
-                                                                   const std::string& id, const std::string& project_id,
-                                                                   time_ms now);
+// What a kind's creator gets from POST …/<kind>: the store, the KEK (may be null), the CPU pool,
+// the CA bundle outbound TLS trusts, who asks, and the new object's id, project and time.
+struct create_context {
+  store::store& st;
+  const kek* key;
+  boost::asio::thread_pool* cpu;
+  const std::string& ca_pem;
+  const requester& who;
+  std::string id;
+  std::string project_id;
+  time_ms now;
+};
+// A new object, and what its transaction checks before inserting it (that the objects it names
+// exist and suit it, read in the same transaction): empty when nothing.
+struct new_object {
+  store::catalog_object obj;
+  std::function<result<void>(store::catalog_tx&)> check_in_tx;
+};
+// One kind's creator: the body parsed and checked (a refusal names its field; nothing is stored),
+// whatever must be asked of the outside world before storing (an ACME CA, an AD CS policy, an SSH
+// destination's allow-list), and the object made. service::create runs one by the kind's row
+// (service.cpp) and stores the object; each lives in its resource's file.
+using creator = boost::asio::awaitable<result<new_object>> (*)(const create_context& c, std::string body);
+
+// service_certificates.cpp
+boost::asio::awaitable<result<new_object>> create_certificate(const create_context& c, std::string body);
+// service_acme.cpp: registration is synchronous (DESIGN §9): the CA's refusal is the answer.
+boost::asio::awaitable<result<new_object>> create_acme_account(const create_context& c, std::string body);
+boost::asio::awaitable<result<new_object>> create_dns_provider(const create_context& c, std::string body);
+// service_msca.cpp: the CA's policy is fetched with its credentials, so a wrong URL, password or
+// client certificate is the answer.
+boost::asio::awaitable<result<new_object>> create_msca_ca(const create_context& c, std::string body);
+// service_targets.cpp
+boost::asio::awaitable<result<new_object>> create_credential(const create_context& c, std::string body);
+boost::asio::awaitable<result<new_object>> create_target(const create_context& c, std::string body);
+// service_notify.cpp
+boost::asio::awaitable<result<new_object>> create_channel(const create_context& c, std::string body);
+boost::asio::awaitable<result<new_object>> create_rule(const create_context& c, std::string body);
+// service_checks.cpp
+boost::asio::awaitable<result<new_object>> create_discovery_source(const create_context& c, std::string body);
+boost::asio::awaitable<result<new_object>> create_domain(const create_context& c, std::string body);
 
 }  // namespace certfleet::service::detail

@@ -24,18 +24,15 @@ using namespace detail;
 
 namespace detail {
 
-boost::asio::awaitable<result<store::catalog_object>> make_msca_ca(store::store& st, const kek& key,
-                                                                   boost::asio::thread_pool* cpu,
-                                                                   const std::string& ca_pem, std::string_view body,
-                                                                   const std::string& id, const std::string& project_id,
-                                                                   time_ms now) {
-  auto c = lifecycle::parse_msca_ca_request(body, now);
+boost::asio::awaitable<result<new_object>> create_msca_ca(const create_context& ctx, std::string body) {
+  if (!ctx.key) co_return no_key();
+  auto c = lifecycle::parse_msca_ca_request(body, ctx.now);
   if (!c) co_return std::move(c).error();
   lifecycle::msca_job_options opt;
-  opt.key = &key;
-  opt.cpu = cpu;
-  opt.ca_pem = ca_pem;
-  auto policy = co_await lifecycle::fetch_msca_policy(st, c->spec, c->secret, opt, now);
+  opt.key = ctx.key;
+  opt.cpu = ctx.cpu;
+  opt.ca_pem = ctx.ca_pem;
+  auto policy = co_await lifecycle::fetch_msca_policy(ctx.st, c->spec, c->secret, opt, ctx.now);
   if (!policy) co_return std::move(policy).error();
   if (!c->spec.default_template.empty() && !lifecycle::find_template(*policy, c->spec.default_template))
     co_return make_error(errc::invalid_argument,
@@ -44,7 +41,9 @@ boost::asio::awaitable<result<store::catalog_object>> make_msca_ca(store::store&
                                      c->spec.default_template, policy->templates.size()),
                          "default_template");
   c->spec.policy = std::move(*policy);
-  co_return lifecycle::make_msca_ca_object(*c, key, id, project_id, now);
+  auto o = lifecycle::make_msca_ca_object(*c, *ctx.key, ctx.id, ctx.project_id, ctx.now);
+  if (!o) co_return std::move(o).error();
+  co_return new_object{std::move(*o), {}};
 }
 
 }  // namespace detail

@@ -187,4 +187,53 @@ op<service::target_import_outcome> service::import_targets(std::string project_i
   co_return out;
 }
 
+namespace detail {
+
+boost::asio::awaitable<result<new_object>> create_credential(const create_context& ctx, std::string body) {
+  if (!ctx.key) co_return no_key();
+  auto c = catalog::parse_credential_request(body);
+  if (!c) co_return std::move(c).error();
+  auto o = catalog::make_credential_object(*c, *ctx.key, ctx.id, ctx.project_id, ctx.now);
+  if (!o) co_return std::move(o).error();
+  co_return new_object{std::move(*o), {}};
+}
+
+boost::asio::awaitable<result<new_object>> create_target(const create_context& ctx, std::string body) {
+  auto t = catalog::parse_target_request(body);
+  if (!t) co_return std::move(t).error();
+  std::vector<std::string> base_dirs;
+  if (t->spec.module == delivery::module_kind::file && ctx.who.system_admin) {
+    auto settings = co_await store::read_settings(ctx.st);
+    auto dirs = parse_base_dirs(settings.text("file_target_base_dirs"));
+    if (!dirs) co_return std::move(dirs).error();
+    base_dirs = std::move(*dirs);
+  }
+  auto doc = admit_target(*t, ctx.who, base_dirs);
+  if (!doc) co_return std::move(doc).error();
+  new_object out;
+  out.obj.id = ctx.id;
+  out.obj.project_id = ctx.project_id;
+  out.obj.kind = std::string(store::kind_target);
+  out.obj.created_at = ctx.now;
+  out.obj.name = t->name;
+  out.obj.doc = std::move(*doc);
+  if (t->spec.module == delivery::module_kind::ssh) {
+    auto allow = co_await read_ssh_allow_list(ctx.st);
+    if (!allow) co_return std::move(allow).error();
+    auto so = ssh_dial_options(ctx.cpu, *allow);
+    // Named arguments: GCC 12 mishandles temporaries built inside a co_await expression.
+    std::string host = t->spec.ssh.host, field = "ssh.host";
+    auto ok = co_await delivery::check_ssh_destination(host, t->spec.ssh.port, field, so);
+    if (!ok) co_return std::move(ok).error();
+  }
+  out.obj.ref_id = t->spec.credential_id;
+  // Its credential is checked where it is inserted: one deleted meanwhile is refused.
+  out.check_in_tx = [project_id = ctx.project_id, spec = std::move(t->spec)](store::catalog_tx& tx) {
+    return check_target_credential(tx, project_id, spec);
+  };
+  co_return std::move(out);
+}
+
+}  // namespace detail
+
 }  // namespace certfleet::service

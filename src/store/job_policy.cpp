@@ -9,9 +9,9 @@ namespace certfleet::store {
 
 reap_transition reap_transition_of(const job_record& j, time_ms now) noexcept {
   if (j.attempts < j.max_attempts && !j.cancel_requested)
-    return {job_status::pending, "lease expired: worker lost; returned to pending", 0};
-  if (j.cancel_requested) return {job_status::cancelled, "cancelled on request (worker lost)", now};
-  return {job_status::dead, "lease expired: worker lost", now};
+    return {job_status::pending, "lease expired: worker lost; returned to pending", lease_lost_code, lease_lost_class, 0};
+  if (j.cancel_requested) return {job_status::cancelled, "cancelled on request (worker lost)", cancelled_code, {}, now};
+  return {job_status::dead, "lease expired: worker lost", lease_lost_code, lease_lost_class, now};
 }
 
 std::optional<error> retry_refusal(const job_record& j) {

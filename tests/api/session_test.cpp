@@ -346,6 +346,27 @@ TEST_F(api_session, jobs_say_who_triggered_them_why_they_wait_and_what_their_err
   auto lost = c.get(job_path(active.id), tok["viewer"]).json();
   EXPECT_EQ(lost.at("error_class"), std::string("lease_lost"));
   EXPECT_NE(std::string(lost.at("error_hint").as_string()).find("lease"), std::string::npos);
+  EXPECT_TRUE(lost.at("error_code").is_null()) << lost;  // stored before codes: told by its words
+  // A class stored with the error decides, whatever its words say; its code is shown.
+  auto classed = make_active();
+  f.lease = {classed.id, classed.fence};
+  f.error = "the connection timed out";
+  f.error_code = "invalid_argument";
+  f.error_class = "msca_auth";
+  ASSERT_TRUE(run_sync(st->jobs().finish({f}, clock.now_ms())));
+  auto shown = c.get(job_path(classed.id), tok["viewer"]).json();
+  EXPECT_EQ(shown.at("error_class"), std::string("msca_auth")) << shown;
+  EXPECT_EQ(shown.at("error_code"), std::string("invalid_argument")) << shown;
+  EXPECT_NE(std::string(shown.at("error_hint").as_string()).find("AD CS"), std::string::npos) << shown;
+  // Classified when stored and no row fitted: no hint is guessed again from the words.
+  auto unclassed = make_active();
+  f.lease = {unclassed.id, unclassed.fence};
+  f.error_class.clear();
+  f.error_code = "store_failure";
+  ASSERT_TRUE(run_sync(st->jobs().finish({f}, clock.now_ms())));
+  auto plain = c.get(job_path(unclassed.id), tok["viewer"]).json();
+  EXPECT_TRUE(plain.at("error_class").is_null()) << plain;
+  EXPECT_TRUE(plain.at("error_hint").is_null()) << plain;
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 #include "certfleet/core/object_id.hpp"
 #include "certfleet/core/secrets.hpp"
 #include "certfleet/catalog/catalog.hpp"
+#include "certfleet/catalog/body_fields.hpp"
 #include "certfleet/catalog/kek_rotation.hpp"
+#include "certfleet/service/kinds.hpp"
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/catalog.hpp"
 #include "certfleet/store/store.hpp"
@@ -129,15 +131,15 @@ struct rotation_env {
         objects->push_back(std::move(*o));
       }
       if (start == 0)
-        for (const auto& col : store::sealed_collections) {
-          if (col.kind == store::kind_credential) continue;
+        for (const auto& col : service::catalog_kinds()) {
+          if (col.sealed.empty() || col.name == store::kind_credential) continue;
           for (int i = 0; i < 3; ++i) {
             store::catalog_object o;
             o.id = new_object_id();
             o.project_id = project_id;
-            o.kind = std::string(col.kind);
-            o.name = std::string(col.kind) + "-" + std::to_string(i);
-            o.sealed = seal(key, "secret of " + o.id, catalog::sealed_aad(o.kind, o.id)).value();
+            o.kind = std::string(col.name);
+            o.name = std::string(col.name) + "-" + std::to_string(i);
+            o.sealed = seal(key, "secret of " + o.id, catalog::body_fields::aad_for(o, col.sealed)).value();
             objects->push_back(std::move(o));
           }
         }
@@ -175,17 +177,20 @@ struct rotation_env {
     auto key = load_key_file(key_file);
     ASSERT_TRUE(key) << key.error().message;
     std::int64_t seen = 0;
-    for (const auto& col : store::sealed_collections) {
-      store::read_value_fn<std::vector<store::sealed_row>> page = [kind = std::string(col.kind)](store::catalog_read& rd) {
+    for (const auto& col : service::catalog_kinds()) {
+      if (col.sealed.empty()) continue;
+      store::read_value_fn<std::vector<store::sealed_row>> page = [kind = std::string(col.name)](store::catalog_read& rd) {
         return rd.sealed_page(kind, "", "", 1'000'000);
       };
       auto rows = run_sync(store::read_value(st->catalog(), std::move(page)));
       ASSERT_TRUE(rows);
       for (const auto& r : *rows) {
         ++seen;
-        ASSERT_EQ(sealed_kek_version(r.sealed), version) << col.kind << " " << r.id;
-        auto plain = open_sealed(*key, r.sealed, catalog::sealed_aad(col.kind, r.id));
-        ASSERT_TRUE(plain) << col.kind << " " << r.id << ": " << plain.error().message;
+        ASSERT_EQ(sealed_kek_version(r.sealed), version) << col.name << " " << r.id;
+        // Bound to its object and what its kind seals: "<kind>:<id>:<what>" (DESIGN §11).
+        const auto aad = std::string(col.name) + ":" + r.id + ":" + std::string(col.sealed);
+        auto plain = open_sealed(*key, r.sealed, aad);
+        ASSERT_TRUE(plain) << col.name << " " << r.id << ": " << plain.error().message;
       }
     }
     EXPECT_EQ(seen, static_cast<std::int64_t>(all_ids.size()));

@@ -67,6 +67,27 @@ TEST(error_hint, each_kind_of_failure_gets_its_hint) {
   }
 }
 
+// A job's stored class decides its hint; only a row stored before codes (neither code nor class)
+// is told by its words.
+TEST(error_hint, a_stored_class_decides_and_words_only_for_rows_before_codes) {
+  auto stored = hint_of_job("noop", "msca_auth", "invalid_argument", "the connection timed out");
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->error_class, "msca_auth");
+  EXPECT_FALSE(stored->hint.empty());
+  // A class without a row of its own is shown without a hint.
+  auto unknown = hint_of_job("noop", "msca_other", "", "x");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->error_class, "msca_other");
+  EXPECT_TRUE(unknown->hint.empty());
+  // Classified when stored, no row fitted: nothing is guessed again.
+  EXPECT_FALSE(hint_of_job("noop", "", "timeout", "the connection timed out"));
+  auto old = hint_of_job("noop", "", "", "the connection timed out");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->error_class, "timeout");
+  EXPECT_FALSE(hint_of_class(""));
+  for (const auto& h : all_error_hints()) EXPECT_EQ(hint_of_class(h.error_class)->hint, h.hint);
+}
+
 TEST(error_hint, classes_are_unique_and_every_row_can_be_reached) {
   std::set<std::string> names;
   for (const auto& h : all_error_hints()) {

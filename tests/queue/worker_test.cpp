@@ -121,6 +121,9 @@ TEST_F(worker_test, a_failure_waits_its_backoff) {
     auto j = co_await wait_status(id, store::job_status::failed);
     EXPECT_EQ(j.attempts, 1);
     EXPECT_NE(j.error.find("failing on purpose"), std::string::npos);
+    // Stored with the class the noop module names and no code (its own refusal, not an errc).
+    EXPECT_EQ(j.error_class, "on_purpose");
+    EXPECT_EQ(j.error_code, "");
     EXPECT_GE(j.ready_at, before + 30'000);
     EXPECT_LE(j.ready_at, clock.now_ms() + 30'000);
     // An operator's retry runs it now with attempts reset: attempt 1 again, which fail_times=1
@@ -245,6 +248,7 @@ TEST_F(worker_test, a_throwing_handler_fails_the_job_not_the_process) {
     auto id = co_await enqueue("{}");
     auto j = co_await wait_status(id, store::job_status::failed);
     EXPECT_EQ(j.error, "handler error: bug in handler");
+    EXPECT_EQ(j.error_code, "handler_error");
   });
 }
 

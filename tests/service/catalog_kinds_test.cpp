@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -39,6 +40,24 @@ TEST(catalog_kinds, an_object_is_refused_deletion_while_the_kinds_that_name_it_e
   // Certificates and DNS providers check more than ref_id (distributions, jobs, documents).
   EXPECT_NE(service::find_catalog_kind(store::kind_certificate)->before_delete, nullptr);
   EXPECT_NE(service::find_catalog_kind(store::kind_dns_provider)->before_delete, nullptr);
+}
+
+// What each kind seals is a column of its row: KEK rotation re-seals exactly these kinds, and the
+// word ends each envelope's additional data. A kind that seals and has no word here would keep
+// envelopes of a retired key after a rotation.
+TEST(catalog_kinds, the_kinds_that_seal_say_what_they_seal) {
+  std::map<std::string_view, std::string_view> sealing;
+  for (const auto& k : service::catalog_kinds())
+    if (!k.sealed.empty()) sealing[k.name] = k.sealed;
+  const std::map<std::string_view, std::string_view> expected{
+      {store::kind_certificate, catalog::sealed_key},     {store::kind_certificate_version, catalog::sealed_key},
+      {store::kind_credential, catalog::sealed_secret},   {store::kind_acme_account, catalog::sealed_secret},
+      {store::kind_dns_provider, catalog::sealed_secret}, {store::kind_channel, catalog::sealed_secret},
+      {store::kind_msca_ca, catalog::sealed_secret},      {store::kind_msca_request, catalog::sealed_key}};
+  EXPECT_EQ(sealing, expected);
+  EXPECT_NE(catalog::find_sealed(service::catalog_kinds(), store::kind_msca_request), nullptr);
+  EXPECT_EQ(catalog::find_sealed(service::catalog_kinds(), store::kind_target), nullptr);  // a row, nothing sealed
+  EXPECT_EQ(catalog::find_sealed(service::catalog_kinds(), "no_such_kind"), nullptr);
 }
 
 TEST(catalog_kinds, a_view_shows_the_document_and_never_a_sealed_secret) {

@@ -498,7 +498,7 @@ TEST_F(mongo_catalog_wire, a_runs_waiting_children_are_found_by_key_prefix_and_c
   EXPECT_EQ(s(cmds[2].at("query")), R"({"_id":"j1","status":{"$in":["pending","failed"]}})");
   EXPECT_EQ(s(cmds[2].at("update")),
             R"({"$set":{"status":"cancelled","completed_at":1700000000007,"held":false,)"
-            R"("error":"cancelled with its distribution"},"$unset":{"q":""}})");
+            R"("error":"cancelled with its distribution","error_code":"cancelled"},"$unset":{"q":"","error_class":""}})");
   EXPECT_EQ(cmds[2].at("new"), true);
   for (const auto& c : cmds) expect_in_transaction(c);
 }

@@ -329,6 +329,8 @@ TEST_F(mongo_wire, a_finish_whose_fence_moved_on_is_lease_lost) {
   req.worker_id = "w1";
   req.kind = finish_kind::failed;
   req.error = "boom";
+  req.error_code = "timeout";
+  req.error_class = "$timeout";  // a class is data: never read as an operator
   req.retry_at = t0 + 5000;
   auto r = run_sync(q->jobs().finish({req}, t0));
   ASSERT_TRUE(r);
@@ -341,6 +343,9 @@ TEST_F(mongo_wire, a_finish_whose_fence_moved_on_is_lease_lost) {
             R"({"$cond":[{"$gte":["$attempts","$max_attempts"]},"dead","failed"]})");
   EXPECT_EQ(set.at("ready_at").to_number<std::int64_t>(), t0 + 5000);
   EXPECT_EQ(json::serialize(set.at("error")), R"({"$literal":"boom"})");
+  // Its code and class are stored with it.
+  EXPECT_EQ(json::serialize(set.at("error_code")), R"({"$literal":"timeout"})");
+  EXPECT_EQ(json::serialize(set.at("error_class")), R"({"$literal":"$timeout"})");
 }
 
 TEST_F(mongo_wire, enqueue_many_runs_in_one_transaction_and_a_write_conflict_runs_it_again) {
@@ -510,8 +515,10 @@ TEST_F(mongo_wire, cancel_reads_and_writes_in_one_transaction_filtered_on_the_st
   EXPECT_EQ(finds[0].at("startTransaction"), true);
   const auto fam = doc_of(db.commands("findAndModify").at(0));
   EXPECT_EQ(json::serialize(fam.at("query")), R"({"_id":"650000000000000000000004","status":"pending"})");
-  EXPECT_EQ(json::serialize(fam.at("update").at("$unset")), R"({"q":""})");  // out of the claim index
+  // Out of the claim index; a cancel has no error class.
+  EXPECT_EQ(json::serialize(fam.at("update").at("$unset")), R"({"error_class":"","q":""})");
   EXPECT_EQ(fam.at("update").at("$set").at("status"), "cancelled");
+  EXPECT_EQ(fam.at("update").at("$set").at("error_code"), "cancelled");
   EXPECT_EQ(fam.at("txnNumber"), finds[0].at("txnNumber"));
   EXPECT_FALSE(fam.contains("writeConcern"));
   ASSERT_EQ(db.commands("commitTransaction").size(), 1u);

@@ -258,11 +258,13 @@ TEST_F(mongo_workers_wire, declare_dead_is_one_transaction_that_releases_the_wor
   EXPECT_EQ(tx[3].at("findAndModify"), "jobs");
   EXPECT_EQ(s(tx[3].at("query")), R"({"_id":"j1","fence":3,"status":"active"})");
   EXPECT_EQ(s(tx[3].at("update")),
-            R"({"$set":{"status":"pending","error":"lease expired: worker lost; returned to pending","q":"main"},)"
+            R"({"$set":{"status":"pending","error":"lease expired: worker lost; returned to pending",)"
+            R"("error_code":"lease_lost","error_class":"lease_lost","q":"main"},)"
             R"("$unset":{"locked_by":"","locked_until":""}})");
   EXPECT_EQ(s(tx[4].at("query")), R"({"_id":"j2","fence":5,"status":"active"})");
   EXPECT_EQ(s(tx[4].at("update")),
-            R"({"$set":{"status":"dead","error":"lease expired: worker lost","completed_at":1700000000000},)"
+            R"({"$set":{"status":"dead","error":"lease expired: worker lost","error_code":"lease_lost",)"
+            R"("error_class":"lease_lost","completed_at":1700000000000},)"
             R"("$unset":{"locked_until":"","q":""}})");
   // 5. The dead job's hook wrote in the same transaction.
   EXPECT_EQ(tx[5].at("insert"), "jobs");

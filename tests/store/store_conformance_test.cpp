@@ -5,6 +5,7 @@
 #include "certfleet/store/auth.hpp"
 #include "certfleet/store/maintenance.hpp"
 #include "certfleet/store/catalog.hpp"
+#include "certfleet/store/job_policy.hpp"
 #include "certfleet/store/store.hpp"
 #include "certfleet/store/workers.hpp"
 #include "run_sync.hpp"
@@ -465,6 +466,72 @@ TEST_P(store_conformance, cancel_rules) {
   }
   EXPECT_TRUE(run_sync(st->jobs().cancel(project, new_object_id(), t0)).error().is(errc::not_found));
   EXPECT_TRUE(run_sync(st->jobs().cancel(other_project, pending.id, t0)).error().is(errc::not_found));
+}
+
+// A job's error is stored with its code and class, so nothing reads its words again: a handler's
+// failure keeps what the worker gave, a lost lease and a cancel are the store's own, and a retry
+// or a success clears them.
+TEST_P(store_conformance, errors_are_stored_with_their_code_and_class) {
+  auto a = enqueue(job());
+  auto c = claim("w", t0);
+  ASSERT_EQ(c.size(), 1u);
+  finish_request f;
+  f.lease = {a.id, c[0].fence};
+  f.worker_id = "w";
+  f.kind = finish_kind::failed;
+  f.error = "AD CS [msca_auth]: the service refused the password";
+  f.error_code = "invalid_argument";
+  f.error_class = "msca_auth";
+  f.retry_at = t0 + 1'000;
+  auto r = run_sync(st->jobs().finish({f}, t0));
+  ASSERT_TRUE(r && (*r)[0]);
+  EXPECT_EQ((*r)[0]->error_code, "invalid_argument");
+  auto stored = get(a.id);
+  EXPECT_EQ(stored.status, job_status::failed);
+  EXPECT_EQ(stored.error_code, "invalid_argument");
+  EXPECT_EQ(stored.error_class, "msca_auth");
+
+  // The next attempt's lease expires: the store's own code and class replace the handler's.
+  c = claim("w", t0 + 1'000);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(*run_sync(st->jobs().reap_expired(t0 + 1'000 + lease, 100)), 1);
+  stored = get(a.id);
+  EXPECT_EQ(stored.status, job_status::pending);
+  EXPECT_EQ(stored.error_code, lease_lost_code);
+  EXPECT_EQ(stored.error_class, lease_lost_class);
+  EXPECT_EQ(lease_lost_code, errc_name(errc::lease_lost));
+  EXPECT_EQ(cancelled_code, errc_name(errc::cancelled));
+
+  // Cancelled while waiting: its code is the cancel's and it has no class.
+  auto cancelled = run_sync(st->jobs().cancel(project, a.id, t0 + 2'000 + lease));
+  ASSERT_TRUE(cancelled);
+  stored = get(a.id);
+  EXPECT_EQ(stored.status, job_status::cancelled);
+  EXPECT_EQ(stored.error_code, cancelled_code);
+  EXPECT_EQ(stored.error_class, "");
+
+  // A dead job retried by hand, then completed: nothing of the old error is left.
+  auto b = enqueue(job());
+  c = claim("w", t0);
+  ASSERT_EQ(c.size(), 1u);
+  f.lease = {b.id, c[0].fence};
+  f.kind = finish_kind::dead;
+  f.error_code = "timeout";
+  f.error_class = "timeout";
+  ASSERT_TRUE(run_sync(st->jobs().finish({f}, t0)));
+  EXPECT_EQ(get(b.id).error_class, "timeout");
+  auto retried = run_sync(st->jobs().retry(project, b.id, t0 + 1, 10));
+  ASSERT_TRUE(retried);
+  EXPECT_EQ(retried->error_code, "");
+  EXPECT_EQ(retried->error_class, "");
+  c = claim("w", t0 + 2);
+  ASSERT_EQ(c.size(), 1u);
+  auto done = finish(c[0], "w", finish_kind::completed, t0 + 3);
+  ASSERT_TRUE(done);
+  stored = get(b.id);
+  EXPECT_EQ(stored.status, job_status::completed);
+  EXPECT_EQ(stored.error_code, "");
+  EXPECT_EQ(stored.error_class, "");
 }
 
 TEST_P(store_conformance, retry_rules_keep_document_key_and_fence) {
@@ -1092,6 +1159,7 @@ TEST(sqlite_store, migration_fills_the_tab_counts_of_existing_jobs) {
       "DROP TABLE job_blocks; DROP TABLE acme_dns_records; DROP TABLE workers; "
       "DROP INDEX tokens_expiry; ALTER TABLE tokens DROP COLUMN expires_at; ALTER TABLE tokens DROP COLUMN last_used_at; "
       "ALTER TABLE distributions DROP COLUMN run_redrives; "
+      "ALTER TABLE jobs DROP COLUMN error_code; ALTER TABLE jobs DROP COLUMN error_class; "
       "DELETE FROM schema_migrations WHERE version >= 7;";
   ASSERT_EQ(std::system(("sqlite3 '" + file + "' \"" + undo + "\"").c_str()), 0);
   auto s = open_sqlite({file, 1, 5000, false});

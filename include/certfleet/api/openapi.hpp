@@ -1,7 +1,7 @@
 #pragma once
 // GET /api/v1/openapi.json: the API as an OpenAPI 3.1 document, generated from the route table
 // (routes.def: paths, methods, roles, summaries, body names) and the request-body schemas
-// (openapi.cpp's body table, the one place they are written down). Pure: no I/O.
+// (openapi_schemas.cpp's body table, the one place they are written down). Pure: no I/O.
 #include <span>
 #include <string>
 #include <string_view>

@@ -42,7 +42,7 @@ struct route_def {
   bool websocket;
   std::string_view object_kind;  // the catalog object kind ("certificate", …); empty for other routes
   std::string_view summary;      // one line (the OpenAPI document's summary)
-  std::string_view body;         // the request body's schema name (openapi.cpp's body table); empty: none
+  std::string_view body;         // the request body's schema name (openapi_schemas.cpp's body table); empty: none
 };
 
 std::span<const route_def> all_routes() noexcept;

@@ -1,6 +1,6 @@
 #pragma once
-// A catalog object kind as the service serves it: its API view and what deleting an object of it
-// must respect. Each module lists the kinds it owns (catalog: certificates, versions, credentials,
+// A catalog object kind as the service serves it: its API view, what deleting an object of it
+// must respect, and what it seals. Each module lists the kinds it owns (catalog: certificates, versions, credentials,
 // targets; notify: channels, rules; lifecycle: ACME accounts, DNS providers; checks: domains,
 // discovery sources, discovered certificates) and the service joins the lists into the one table
 // its get/list/remove read (service/kinds.hpp). A new kind is one row in its owner's list plus
@@ -15,6 +15,11 @@
 
 namespace certfleet::catalog {
 
+// What a kind seals: the word its envelopes' additional data ends in ("<kind>:<id>:<what>",
+// body_fields::aad_for), so an envelope opens only on the object it was sealed for.
+inline constexpr std::string_view sealed_key = "key";        // a private key
+inline constexpr std::string_view sealed_secret = "secret";  // a password, token or secret document
+
 struct kind {
   std::string_view name;  // store::kind_*
   // The object as the API shows it (never a secret); nullptr: its stored document with id, name
@@ -26,7 +31,13 @@ struct kind {
   // What else a delete of this kind checks, or removes with it, in the same transaction, before
   // the object goes; nullptr: nothing.
   result<void> (*before_delete)(store::catalog_tx& tx, const store::catalog_object& o) = nullptr;
+  // What its objects' `sealed` column holds (sealed_key or sealed_secret); empty: nothing. KEK
+  // rotation re-seals exactly the kinds whose rows say so (DESIGN §11).
+  std::string_view sealed = {};
 };
+
+// The row of `name` among `kinds` when that kind seals something; nullptr otherwise.
+const kind* find_sealed(std::span<const kind> kinds, std::string_view name) noexcept;
 
 // The kinds this module owns: certificate, certificate_version, credential, target.
 std::span<const kind> kinds() noexcept;

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace certfleet::store {
 class store;
@@ -28,6 +29,11 @@ struct outcome {
   // failed: the next attempt waits at least this long (a peer's Retry-After), even when the
   // backoff alone would be shorter.
   std::chrono::milliseconds not_before{0};
+  // Stored with the error (store::job_record): its errc name, when it came from an `error`, and
+  // the hint-table class the raising module knows it to be. Left empty, the worker classifies the
+  // text once, when it stores it (queue/error_hint.hpp).
+  std::string_view error_code = {};
+  std::string_view error_class = {};
 
   static outcome ok() { return {kind::ok, {}}; }
   static outcome partial(std::string why = {}) { return {kind::partial, std::move(why)}; }
@@ -35,8 +41,19 @@ struct outcome {
   static outcome failure(std::string why, std::chrono::milliseconds not_before = {}) {
     return {kind::failed, std::move(why), not_before};
   }
+  static outcome failure(const certfleet::error& e, std::chrono::milliseconds not_before = {}) {
+    return {kind::failed, e.message, not_before, errc_name(e.value())};
+  }
   // Dead at once: retrying cannot help.
   static outcome permanent_failure(std::string why) { return {kind::failed_permanently, std::move(why)}; }
+  static outcome permanent_failure(const certfleet::error& e) {
+    return {kind::failed_permanently, e.message, {}, errc_name(e.value())};
+  }
+  // The same outcome, its error of the hint-table class `cls`.
+  outcome of_class(std::string_view cls) && {
+    error_class = cls;
+    return std::move(*this);
+  }
 };
 
 enum class interrupt_reason { none, cancel_requested, lease_lost, shutdown };

@@ -48,30 +48,6 @@ inline constexpr std::string_view kind_discovered_certificate = "discovered_cert
 // "settings", its doc the values set. Not content: deleting the project deletes it.
 inline constexpr std::string_view kind_project_settings = "project_settings";
 
-// The one registry of collections that hold sealed envelopes (DESIGN §11): each kind of catalog
-// object whose `sealed` column may hold one, and the word its envelopes' additional data ends in
-// ("<kind>:<id>:<what>"). KEK rotation re-seals exactly these; a kind that seals something
-// registers here.
-struct sealed_collection {
-  std::string_view kind;
-  std::string_view aad_what;
-};
-inline constexpr std::array<sealed_collection, 8> sealed_collections{{
-    {kind_certificate, "key"},
-    {kind_certificate_version, "key"},
-    {kind_credential, "secret"},
-    {kind_acme_account, "secret"},
-    {kind_dns_provider, "secret"},
-    {kind_channel, "secret"},
-    {kind_msca_ca, "secret"},
-    {kind_msca_request, "key"},
-}};
-inline const sealed_collection* find_sealed_collection(std::string_view kind) noexcept {
-  for (const auto& c : sealed_collections)
-    if (c.kind == kind) return &c;
-  return nullptr;
-}
-
 // How many envelopes of one collection name one KEK version (malformed ones count as version 0).
 struct sealed_count {
   std::string kind;

@@ -42,6 +42,12 @@ struct job_record {
   time_ms started_at = 0;
   time_ms completed_at = 0;
   std::string error;
+  // What kind of failure `error` is, decided once when it was stored (both empty while there is
+  // no error, and on rows written before they existed): the code says how the attempt ended
+  // (an errc name such as "timeout", "invalid_argument", "lease_lost", or "handler_error"), the
+  // class which row of the hint table explains it (queue/error_hint.hpp: "dns", "msca_auth", …).
+  std::string error_code;
+  std::string error_class;
   std::int64_t progress_current = 0;
   std::int64_t progress_total = 0;
   bool cancel_requested = false;
@@ -94,6 +100,8 @@ struct finish_request {
   finish_kind kind = finish_kind::completed;
   std::string result_status;  // completed
   std::string error;          // failed, dead
+  std::string error_code;     // failed, dead (job_record::error_code)
+  std::string error_class;    // failed, dead (job_record::error_class)
   time_ms retry_at = 0;       // failed
 };
 

@@ -13,6 +13,12 @@
 
 namespace certfleet::store {
 
+// The code and class the store itself gives a job's error (job_record::error_code, error_class):
+// the codes are errc names (errc_name), the class a row of the hint table.
+inline constexpr std::string_view lease_lost_code = "lease_lost";
+inline constexpr std::string_view lease_lost_class = "lease_lost";
+inline constexpr std::string_view cancelled_code = "cancelled";
+
 // What an expired lease (or a worker declared dead) does to the active job it held (DESIGN §3
 // "lost worker"): with attempts left and no cancel asked, back to pending (the lost attempt stays
 // counted, the fence is kept, ready_at keeps the lease's end); else dead, or cancelled when a
@@ -20,6 +26,8 @@ namespace certfleet::store {
 struct reap_transition {
   job_status status = job_status::pending;  // pending | dead | cancelled
   std::string_view error;                   // the job's error from now on
+  std::string_view error_code;              // and its code and class (job_record)
+  std::string_view error_class;
   time_ms completed_at = 0;                 // 0 when it returns to pending
   bool returns_to_pending() const noexcept { return status == job_status::pending; }
 };

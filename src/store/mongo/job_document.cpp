@@ -1,5 +1,7 @@
 #include "job_document.hpp"
 
+#include "certfleet/store/job_policy.hpp"
+
 namespace certfleet::store::mongo {
 
 namespace {
@@ -60,6 +62,8 @@ job_record read_job(const bson_t* b) {
   j.started_at = v.i64("started_at");
   j.completed_at = v.i64("completed_at");
   j.error = v.str("error");
+  j.error_code = v.str("error_code");
+  j.error_class = v.str("error_class");
   j.progress_current = v.i64("progress_current");
   j.progress_total = v.i64("progress_total");
   j.cancel_requested = v.boolean("cancel_requested");
@@ -166,6 +170,8 @@ doc finish_command(const finish_request& r, time_ms now, std::int32_t max_time_m
           .i64("completed_at", now)
           .str("locked_until", "$$REMOVE")
           .str("error", "$$REMOVE")
+          .str("error_code", "$$REMOVE")
+          .str("error_class", "$$REMOVE")
           .str("q", "$$REMOVE");
       break;
     case finish_kind::failed:
@@ -196,11 +202,13 @@ doc finish_command(const finish_request& r, time_ms now, std::int32_t max_time_m
       set.sub("status", cond([](list& l) { l.str("dead"); }, [](list& l) { l.str("failed"); }));
       set.sub("completed_at", cond([&](list& l) { l.i64(now); }, [](list& l) { l.str("$$REMOVE"); }));
       set.i64("ready_at", r.retry_at ? r.retry_at : now).sub("error", literal(r.error)).str("locked_until", "$$REMOVE");
+      set.sub("error_code", literal(r.error_code)).sub("error_class", literal(r.error_class));
       set.sub("q", cond([](list& l) { l.str("$$REMOVE"); }, [](list& l) { l.str("$lane"); }));
       break;
     }
     case finish_kind::cancelled:
       set.str("status", "cancelled").i64("completed_at", now).str("error", "cancelled on request");
+      set.str("error_code", cancelled_code).str("error_class", "$$REMOVE");
       set.str("locked_until", "$$REMOVE").str("q", "$$REMOVE");
       break;
     case finish_kind::released: {

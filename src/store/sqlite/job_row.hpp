@@ -8,7 +8,7 @@
   "id, project_id, type, lane, payload, status, result_status, attempts, max_attempts, fence, "     \
   "ready_at, held, locked_by, locked_until, idempotency_key, parent_job_id, certificate_id, "       \
   "distribution_id, triggered_by, created_at, started_at, completed_at, error, progress_current, " \
-  "progress_total, cancel_requested"
+  "progress_total, cancel_requested, error_code, error_class"
 
 namespace certfleet::store::sqlite {
 

@@ -12,7 +12,7 @@ namespace certfleet::store::sqlite {
 
 namespace {
 // Append-only: a released migration is never edited; a change is a new entry.
-constexpr std::array<const char*, 15> migrations{{
+constexpr std::array<const char*, 16> migrations{{
     // 1: projects, jobs, job logs, rate-limit windows
     R"sql(
 CREATE TABLE projects (
@@ -373,6 +373,12 @@ DROP TRIGGER IF EXISTS job_counts_status;
 DROP TRIGGER IF EXISTS job_blocks_insert;
 DROP TRIGGER IF EXISTS job_blocks_delete;
 DROP TRIGGER IF EXISTS job_blocks_status;
+)sql",
+    // 16: a job's error is stored with its code and class (store::job_record), so nothing reads
+    // the words of the error again to tell what it was. Rows before have neither (NULL).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN error_code TEXT;
+ALTER TABLE jobs ADD COLUMN error_class TEXT;
 )sql",
 }};
 #undef BLOCK_OF
