@@ -106,6 +106,19 @@ service::service(store::store& st, queue::queue_service& queue, const clock_sour
                  boost::asio::thread_pool* cpu, std::string ca_pem)
     : st_(st), queue_(queue), clock_(clock), key_(key), cpu_(cpu), ca_pem_(std::move(ca_pem)) {}
 
+namespace detail {
+
+new_object blank_object(const create_context& c, std::string_view kind) {
+  new_object out;
+  out.obj.id = c.id;
+  out.obj.project_id = c.project_id;
+  out.obj.kind = std::string(kind);
+  out.obj.created_at = c.now;
+  return out;
+}
+
+}  // namespace detail
+
 namespace {
 
 // The creator of each kind POST …/<kind> makes: one row per kind, its function in the resource's

@@ -148,11 +148,7 @@ boost::asio::awaitable<result<new_object>> create_discovery_source(const create_
   if (auto ok = net::check_discovery_egress(*plan, *allow); !ok)
     co_return make_error(errc::invalid_argument, checks::with_allow_list_named(ok.error().message, "discovery_allow_list"),
                          ok.error().field);
-  new_object out;
-  out.obj.id = ctx.id;
-  out.obj.project_id = ctx.project_id;
-  out.obj.kind = std::string(store::kind_discovery_source);
-  out.obj.created_at = ctx.now;
+  auto out = blank_object(ctx, store::kind_discovery_source);
   out.obj.name = req->name;
   out.obj.doc = checks::discovery_source_doc_json(req->spec, plan->size());
   co_return std::move(out);
@@ -161,11 +157,7 @@ boost::asio::awaitable<result<new_object>> create_discovery_source(const create_
 boost::asio::awaitable<result<new_object>> create_domain(const create_context& ctx, std::string body) {
   auto name = checks::parse_domain_request(body);
   if (!name) co_return std::move(name).error();
-  new_object out;
-  out.obj.id = ctx.id;
-  out.obj.project_id = ctx.project_id;
-  out.obj.kind = std::string(store::kind_domain);
-  out.obj.created_at = ctx.now;
+  auto out = blank_object(ctx, store::kind_domain);
   out.obj.name = *name;
   out.obj.doc = checks::domain_doc_json({});
   co_return std::move(out);

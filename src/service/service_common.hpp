@@ -74,6 +74,8 @@ struct new_object {
 // destination's allow-list), and the object made. service::create runs one by the kind's row
 // (service.cpp) and stores the object; each lives in its resource's file.
 using creator = boost::asio::awaitable<result<new_object>> (*)(const create_context& c, std::string body);
+// A new object of `kind` with the context's id, project and time, for a creator to fill.
+new_object blank_object(const create_context& c, std::string_view kind);
 
 // service_certificates.cpp
 boost::asio::awaitable<result<new_object>> create_certificate(const create_context& c, std::string body);

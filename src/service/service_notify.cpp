@@ -33,11 +33,7 @@ boost::asio::awaitable<result<new_object>> create_channel(const create_context& 
 boost::asio::awaitable<result<new_object>> create_rule(const create_context& ctx, std::string body) {
   auto r = notify::parse_rule_request(body);
   if (!r) co_return std::move(r).error();
-  new_object out;
-  out.obj.id = ctx.id;
-  out.obj.project_id = ctx.project_id;
-  out.obj.kind = std::string(store::kind_rule);
-  out.obj.created_at = ctx.now;
+  auto out = blank_object(ctx, store::kind_rule);
   out.obj.name = notify::rule_object_name(r->event, r->channel_id);  // one rule per event and channel
   out.obj.doc = notify::rule_doc_json(*r);
   out.obj.ref_id = r->channel_id;

@@ -210,11 +210,7 @@ boost::asio::awaitable<result<new_object>> create_target(const create_context& c
   }
   auto doc = admit_target(*t, ctx.who, base_dirs);
   if (!doc) co_return std::move(doc).error();
-  new_object out;
-  out.obj.id = ctx.id;
-  out.obj.project_id = ctx.project_id;
-  out.obj.kind = std::string(store::kind_target);
-  out.obj.created_at = ctx.now;
+  auto out = blank_object(ctx, store::kind_target);
   out.obj.name = t->name;
   out.obj.doc = std::move(*doc);
   if (t->spec.module == delivery::module_kind::ssh) {
