@@ -91,31 +91,48 @@ std::string host_port(const boost::asio::ip::address& a, std::uint16_t port) {
   return a.is_v6() ? fmt::format("[{}]:{}", a.to_string(), port) : fmt::format("{}:{}", a.to_string(), port);
 }
 
-// The KDC a Kerberos CA names, resolved here and held to msca_allow_list like the services: the
-// library is given the address checked, never the name to resolve again.
+// `host` resolved within the call's deadline (an IP literal as itself) and, one by one, the
+// addresses msca_allow_list admits: what the KDC and the service are held to before Kerberos
+// asks anything of either. A resolver failure is the CA (or its KDC) unavailable.
+struct admitted {
+  std::vector<boost::asio::ip::address> addresses;
+  std::optional<msca_failure> failure;
+};
+// `what` names it in the failure ("the KDC dc01:88").
+asio::awaitable<admitted> admitted_addresses(const msca_connection& c, const std::string& host, std::uint16_t port,
+                                             const std::string& what) {
+  admitted out;
+  auto r = co_await net::resolve_host(host, port, c.cpu, c.timeout);
+  if (!r.ok()) {
+    out.failure = fail(failure_class::ca_unavailable, fmt::format("{}: {}", what, r.error), false);
+    co_return out;
+  }
+  for (const auto& ep : r.endpoints) {
+    const std::vector<boost::asio::ip::address> one{ep.address()};
+    if (!c.egress || net::egress_allows(*c.egress, host, one)) out.addresses.push_back(ep.address());
+  }
+  co_return out;
+}
+
+// The KDC a Kerberos CA names, held to msca_allow_list like the services: the library is given
+// the address checked, never the name to resolve again.
 asio::awaitable<std::optional<msca_failure>> checked_kdc(const msca_connection& c, std::string& address) {
   const std::string& kdc = c.ca->kdc;
   const auto colon = kdc.rfind(':');
   std::string host = kdc.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
   const auto port = static_cast<std::uint16_t>(std::stoi(kdc.substr(colon + 1)));
-  auto r = co_await net::resolve_host(host, port, c.cpu, c.timeout);
-  if (!r.ok()) {
-    auto f = fail(failure_class::ca_unavailable, fmt::format("the KDC {}: {}", kdc, r.error), false);
-    f.field = "auth.kdc";
-    co_return f;
+  const std::string what = "the KDC " + kdc;
+  auto a = co_await admitted_addresses(c, host, port, what);
+  if (!a.failure && a.addresses.empty())
+    a.failure = fail(failure_class::other,
+                     fmt::format("the KDC {} resolves only to addresses msca_allow_list does not allow", kdc), true);
+  if (a.failure) {
+    a.failure->field = "auth.kdc";
+    co_return a.failure;
   }
-  for (const auto& ep : r.endpoints) {
-    const std::vector<boost::asio::ip::address> one{ep.address()};
-    if (!c.egress || net::egress_allows(*c.egress, host, one)) {
-      address = host_port(ep.address(), port);
-      co_return std::nullopt;
-    }
-  }
-  auto f = fail(failure_class::other,
-                fmt::format("the KDC {} resolves only to addresses msca_allow_list does not allow", kdc), true);
-  f.field = "auth.kdc";
-  co_return f;
+  address = host_port(a.addresses.front(), port);
+  co_return std::nullopt;
 }
 
 // The Authorization header a Kerberos CA's request to `url` carries: a fresh login and service
@@ -127,16 +144,9 @@ asio::awaitable<std::optional<msca_failure>> negotiate(const msca_connection& c,
   // The service's own address is held to msca_allow_list before the KDC is asked for a ticket to
   // it: a URL outside the list must not make certfleet announce it to the realm.
   if (c.egress) {
-    std::vector<boost::asio::ip::address> addrs;
-    if (u->host_is_ip()) {
-      addrs.push_back(boost::asio::ip::make_address(u->host));
-    } else {
-      auto r = co_await net::resolve_host(u->host, u->port, c.cpu, c.timeout);
-      if (!r.ok()) co_return fail(failure_class::ca_unavailable, fmt::format("{}: {}", u->host, r.error), false);
-      for (const auto& ep : r.endpoints) addrs.push_back(ep.address());
-    }
-    if (!net::egress_allows(*c.egress, u->host, addrs))
-      co_return fail(failure_class::other, "msca_allow_list does not allow " + u->host, true);
+    auto a = co_await admitted_addresses(c, u->host, u->port, u->host);
+    if (a.failure) co_return a.failure;
+    if (a.addresses.empty()) co_return fail(failure_class::other, "msca_allow_list does not allow " + u->host, true);
   }
   net::kerberos_login login;
   login.principal = c.ca->principal;

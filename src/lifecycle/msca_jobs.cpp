@@ -110,8 +110,9 @@ class msca_job {
   }
   // The failure's class goes with the stored error (its hint row); "other" has none of its own, so
   // the words of its message pick one (a timeout, a refused connection).
-  static queue::outcome failed(const msca_failure& f) {
-    auto out = f.permanent ? queue::outcome::permanent_failure(f.message) : queue::outcome::failure(f.message);
+  static queue::outcome failed(const msca_failure& f) { return failed(f, f.permanent); }
+  static queue::outcome failed(const msca_failure& f, bool permanent) {
+    auto out = permanent ? queue::outcome::permanent_failure(f.message) : queue::outcome::failure(f.message);
     if (f.cls != failure_class::other) out.error_class = msca::failure_class_name(f.cls);
     return out;
   }
@@ -594,9 +595,7 @@ asio::awaitable<queue::outcome> msca_job::record_failure(const msca_inputs& in, 
   };
   if (auto w = co_await ctx_.store().catalog().transact(std::move(write)); !w)
     co_await ctx_.log("warn", fmt::format("the failure was not noted on certificate {}: {}", cert_id, w.error().message));
-  auto out = failed(f);
-  out.k = queue::outcome::kind::failed_permanently;
-  co_return out;
+  co_return failed(f, true);
 }
 
 }  // namespace
